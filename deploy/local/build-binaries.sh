@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Builds the local cluster's binaries from pinned Go modules into a cache
+# outside the repository, keyed by version, so that later runs reuse them.
+#
+#   deploy/local/build-binaries.sh        build what is missing, print the bin dir
+#
+# Cache: ${HIBERNATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$here/versions.env"
+
+cache=${HIBERNATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}
+bin="$cache/bin"
+mkdir -p "$bin" "$cache/src"
+
+log() { printf '[build-binaries] %s\n' "$*" >&2; }
+
+command -v go >/dev/null || { [ -x /usr/local/go/bin/go ] && PATH=/usr/local/go/bin:$PATH; }
+command -v go >/dev/null || { log "go not found (need Go >= $GO_MIN_VERSION)"; exit 1; }
+
+# One build at a time per cache, so parallel test runs do not race.
+exec 9>"$cache/build.lock"
+flock 9
+
+# build_module NAME VERSION MODULE@VERSION "REPLACES" LDFLAGS PKG:OUT...
+build_module() {
+  local key=$1 version=$2 require=$3 replaces=$4 ldflags=$5
+  shift 5
+  local done_dir="$bin/$key-$version"
+  if [ -f "$done_dir/.complete" ]; then
+    return 0
+  fi
+  local start=$SECONDS
+  local work="$cache/src/$key-$version"
+  rm -rf "$work" "$done_dir.tmp"
+  mkdir -p "$work" "$done_dir.tmp"
+  {
+    echo "module hibernator.local/$key"
+    echo
+    echo "go $GO_MIN_VERSION"
+    echo
+    echo "require ${require/@/ }"
+    if [ -n "$replaces" ]; then
+      echo
+      echo "replace ("
+      printf '%s\n' "$replaces"
+      echo ")"
+    fi
+  } >"$work/go.mod"
+  {
+    echo "//go:build tools"
+    echo
+    echo "package tools"
+    echo
+    echo "import ("
+    local spec
+    for spec in "$@"; do
+      echo "	_ \"${spec%%:*}\""
+    done
+    echo ")"
+  } >"$work/tools.go"
+  log "resolving $key $version"
+  (cd "$work" && GOFLAGS=-mod=mod go mod tidy -e >/dev/null 2>"$work/tidy.log") || {
+    cat "$work/tidy.log" >&2
+    return 1
+  }
+  for spec in "$@"; do
+    local pkg=${spec%%:*} out=${spec##*:}
+    log "building $out from $pkg"
+    (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$done_dir.tmp/$out" "$pkg")
+  done
+  touch "$done_dir.tmp/.complete"
+  rm -rf "$done_dir"
+  mv "$done_dir.tmp" "$done_dir"
+  log "$key $version built in $((SECONDS - start)) s"
+}
+
+# --- Kubernetes: a wrapper module replacing each staging module with its release.
+k8s_minor=${KUBERNETES_VERSION#v1.}
+k8s_minor=${k8s_minor%%.*}
+staging_version="v0.${KUBERNETES_VERSION#v1.}"
+k8s_dir=$(cd "$cache/src" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+replaces=$(sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging_version"'#p' "$k8s_dir/go.mod")
+vpkg=k8s.io/component-base/version
+cpkg=k8s.io/client-go/pkg/version
+k8s_ldflags="-X $vpkg.gitVersion=$KUBERNETES_VERSION -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$k8s_minor -X $vpkg.gitTreeState=clean"
+k8s_ldflags+=" -X $cpkg.gitVersion=$KUBERNETES_VERSION -X $cpkg.gitMajor=1 -X $cpkg.gitMinor=$k8s_minor -X $cpkg.gitTreeState=clean"
+build_module kubernetes "$KUBERNETES_VERSION" "k8s.io/kubernetes@$KUBERNETES_VERSION" "$replaces" "$k8s_ldflags" \
+  k8s.io/kubernetes/cmd/kube-apiserver:kube-apiserver \
+  k8s.io/kubernetes/cmd/kube-controller-manager:kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler:kube-scheduler \
+  k8s.io/kubernetes/cmd/kubectl:kubectl
+
+# --- etcd: its server module replaces sibling modules with paths; pin releases.
+etcd_replaces=""
+for m in api/v3 client/pkg/v3 client/v3 pkg/v3; do
+  etcd_replaces+="	go.etcd.io/etcd/$m => go.etcd.io/etcd/$m $ETCD_VERSION"$'\n'
+done
+build_module etcd "$ETCD_VERSION" "go.etcd.io/etcd/server/v3@$ETCD_VERSION" "${etcd_replaces%$'\n'}" "" \
+  go.etcd.io/etcd/server/v3:etcd
+
+# --- kwok
+build_module kwok "$KWOK_VERSION" "sigs.k8s.io/kwok@$KWOK_VERSION" "" \
+  "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" \
+  sigs.k8s.io/kwok/cmd/kwok:kwok
+
+# A stable directory of links the other scripts put on PATH.
+links="$bin/current-$KUBERNETES_VERSION-$ETCD_VERSION-$KWOK_VERSION"
+mkdir -p "$links"
+for f in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  ln -sfn "$bin/kubernetes-$KUBERNETES_VERSION/$f" "$links/$f"
+done
+ln -sfn "$bin/etcd-$ETCD_VERSION/etcd" "$links/etcd"
+ln -sfn "$bin/kwok-$KWOK_VERSION/kwok" "$links/kwok"
+echo "$links"

@@ -1,0 +1,73 @@
+# Shared by hack/run-local and hack/test. Sourced, not run.
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+: "${HIBERNATOR_CACHE:=${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}"
+export HIBERNATOR_CACHE
+
+phase_names=()
+phase_secs=()
+phase_start=0
+phase_name=""
+
+log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
+
+phase() {
+  phase_end
+  phase_name=$1
+  phase_start=$SECONDS
+  log "== $phase_name"
+}
+
+phase_end() {
+  if [ -n "$phase_name" ]; then
+    phase_names+=("$phase_name")
+    phase_secs+=($((SECONDS - phase_start)))
+    phase_name=""
+  fi
+}
+
+phase_report() {
+  phase_end
+  local i
+  printf '\nTime per phase:\n' >&2
+  for i in "${!phase_names[@]}"; do
+    printf '  %-40s %5d s\n' "${phase_names[$i]}" "${phase_secs[$i]}" >&2
+  done
+}
+
+# Debian packages the build, the tests and the local cluster need.
+deps=(
+  build-essential cmake pkg-config git ca-certificates curl openssl util-linux procps
+  libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libuv1-dev libcmocka-dev
+  clang libclang-rt-14-dev clang-format
+)
+
+install_deps() {
+  local missing=() p
+  for p in "${deps[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  if ! command -v go >/dev/null; then
+    if [ -x /usr/local/go/bin/go ]; then
+      export PATH=/usr/local/go/bin:$PATH
+    else
+      log "Go >= $(. "$repo/deploy/local/versions.env"; echo "$GO_MIN_VERSION") is needed to build the local cluster (expected at /usr/local/go or on PATH)"
+      return 1
+    fi
+  fi
+}
+
+# cmake_build DIR [cmake args...]
+cmake_build() {
+  local dir=$1
+  shift
+  cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
+}

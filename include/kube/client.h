@@ -1,0 +1,133 @@
+/*
+ * kube_client: asynchronous calls to the Kubernetes API server.
+ *
+ * Every call is an HTTP exchange on libcurl's multi interface, driven by the
+ * libuv loop (socket and timer callbacks); connections are reused, TLS is
+ * always verified unless the config says insecure-skip-tls-verify (logged
+ * loudly), requests pass a client-side token bucket (QPS/burst), and response
+ * bodies are bounded. Nothing here blocks.
+ *
+ * Ownership:
+ * - kube_client_new() copies the config; kube_client_close() cancels what is
+ *   in flight (no callbacks follow) and frees the client once the loop has
+ *   closed its handles.
+ * - Objects passed in (cJSON bodies, strings, options) are only read during
+ *   the call.
+ * - A kube_response belongs to the client and lives until the callback
+ *   returns; a callback that wants the body sets resp->body = NULL after
+ *   taking it.
+ * - A kube_request handle is valid until its callback has been called or it
+ *   has been cancelled with kube_request_cancel() (after which no callback is
+ *   called).
+ */
+#ifndef HIBERNATOR_KUBE_CLIENT_H
+#define HIBERNATOR_KUBE_CLIENT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "kube/api_error.h"
+#include "kube/config.h"
+#include "kube/resource.h"
+
+struct kube_client_options {
+    double qps;                /* default 20; <= 0 with burst 0 means unlimited */
+    int burst;                 /* default 30 */
+    size_t max_response_bytes; /* default 16 MiB: larger bodies fail with -EFBIG */
+    long timeout_ms;           /* per request, not for watches; default 30 s */
+    long connect_timeout_ms;   /* default 10 s */
+    const char *user_agent;    /* default "hibernator/<version>" */
+};
+
+struct kube_response {
+    int status;     /* 0: 2xx answer; -EIO: API error (see error); other negative errno:
+                       transport failure (-ETIMEDOUT, -ECONNREFUSED, -EFBIG, ...) */
+    long http_code; /* 0 when no answer was received */
+    struct kube_api_error error; /* filled when http_code >= 400 */
+    const char *transport_error; /* libcurl's words for a transport failure, else NULL */
+    cJSON *body;                 /* parsed JSON of a 2xx answer, NULL if empty or not JSON */
+};
+
+typedef void (*kube_response_cb)(void *data, struct kube_response *resp);
+
+/* Receives each chunk of a watch response as it arrives. Return 0 to go on
+ * or a negative errno to end the watch (done is then called with it). */
+typedef int (*kube_stream_cb)(void *data, const char *bytes, size_t len);
+
+struct kube_client;
+struct kube_request;
+
+int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
+                    const struct kube_client_options *options, struct kube_client **ret_client,
+                    char **ret_err);
+void kube_client_close(struct kube_client *client);
+
+/* The namespace the config names (context namespace or "default"). */
+const char *kube_client_namespace(const struct kube_client *client);
+
+/* Requests sent and currently in flight, for metrics and tests. */
+uint64_t kube_client_requests_sent(const struct kube_client *client);
+unsigned kube_client_requests_in_flight(const struct kube_client *client);
+
+struct kube_list_options {
+    const char *label_selector;
+    const char *field_selector;
+    long limit; /* page size; 0: no paging */
+    const char *continue_token;
+    const char *resource_version; /* NULL: most recent */
+};
+
+struct kube_delete_options {
+    const char *precondition_uid;              /* NULL: none */
+    const char *precondition_resource_version; /* NULL: none */
+    const char *propagation_policy;            /* "Foreground", "Background", "Orphan" or NULL */
+    long grace_period_seconds;                 /* < 0: the object's default */
+};
+
+enum kube_patch_type {
+    KUBE_PATCH_MERGE, /* application/merge-patch+json */
+    KUBE_PATCH_JSON,  /* application/json-patch+json, may carry "test" operations */
+};
+
+struct kube_watch_options {
+    const char *label_selector;
+    const char *field_selector;
+    const char *resource_version;
+    long timeout_seconds; /* server-side timeout */
+    int allow_bookmarks;
+};
+
+/* name may be NULL for the collection; namespace NULL or "" for cluster-scoped
+ * objects or all namespaces. subresource is NULL or e.g. "status". */
+struct kube_request *kube_get(struct kube_client *c, const struct kube_resource *res,
+                              const char *ns, const char *name, kube_response_cb cb, void *data);
+struct kube_request *kube_list(struct kube_client *c, const struct kube_resource *res,
+                               const char *ns, const struct kube_list_options *opts,
+                               kube_response_cb cb, void *data);
+struct kube_request *kube_create(struct kube_client *c, const struct kube_resource *res,
+                                 const char *ns, const cJSON *obj, kube_response_cb cb, void *data);
+/* PUT of a whole object (with metadata.resourceVersion for optimistic locking). */
+struct kube_request *kube_replace(struct kube_client *c, const struct kube_resource *res,
+                                  const char *ns, const char *name, const char *subresource,
+                                  const cJSON *obj, kube_response_cb cb, void *data);
+struct kube_request *kube_patch(struct kube_client *c, const struct kube_resource *res,
+                                const char *ns, const char *name, const char *subresource,
+                                enum kube_patch_type type, const char *patch, kube_response_cb cb,
+                                void *data);
+struct kube_request *kube_delete(struct kube_client *c, const struct kube_resource *res,
+                                 const char *ns, const char *name,
+                                 const struct kube_delete_options *opts, kube_response_cb cb,
+                                 void *data);
+/* Streams the watch; done is called once when it ends (server timeout: status 0). */
+struct kube_request *kube_watch(struct kube_client *c, const struct kube_resource *res,
+                                const char *ns, const struct kube_watch_options *opts,
+                                kube_stream_cb on_bytes, kube_response_cb done, void *data);
+
+/* Any call failed to start (bad arguments, no memory) returns NULL and calls
+ * no callback. */
+
+void kube_request_cancel(struct kube_request *req);
+
+#endif

@@ -1,0 +1,203 @@
+#include "controller/manager.h"
+
+#include <errno.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kube/client.h"
+#include "kube/config.h"
+#include "kube/informer.h"
+#include "kube/leader_elector.h"
+#include "util/log.h"
+
+/* The label on every object the controller owns; the informers select on it
+ * so the cache holds the controller's own pods, not the cluster's. */
+#define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=hibernator"
+
+struct manager {
+    const struct controller_options *o;
+    uv_loop_t loop;
+    uv_signal_t sigterm, sigint;
+    struct kube_config *config;
+    struct kube_client *client;
+    struct leader_elector *elector;
+    struct informer *pods;
+    char identity[256];
+    int exit_code;
+    int stopping;
+};
+
+static void on_pods_synced(void *data)
+{
+    struct manager *m = data;
+    log_info("watching", "resource", "pods", "selector", MANAGED_BY_SELECTOR, "namespace",
+             m->o->ns ? m->o->ns : "(all)", "objects", LOG_INT(informer_len(m->pods)));
+}
+
+static void start_informers(struct manager *m)
+{
+    struct informer_options io = {
+        .resource = &KUBE_RESOURCE_PODS,
+        .ns = m->o->ns,
+        .label_selector = MANAGED_BY_SELECTOR,
+        .handlers = {.on_synced = on_pods_synced, .data = m},
+    };
+    int r = informer_new(&m->loop, m->client, &io, &m->pods);
+    if (r == 0)
+        r = informer_start(m->pods);
+    if (r < 0) {
+        log_error("cannot start the pod informer", "error", log_errno_str(r));
+        m->exit_code = 1;
+        uv_stop(&m->loop);
+    }
+}
+
+static void shutdown_all(struct manager *m)
+{
+    informer_free(m->pods);
+    m->pods = NULL;
+    leader_elector_close(m->elector);
+    m->elector = NULL;
+    kube_client_close(m->client);
+    m->client = NULL;
+    if (!uv_is_closing((uv_handle_t *)&m->sigterm)) {
+        uv_close((uv_handle_t *)&m->sigterm, NULL);
+        uv_close((uv_handle_t *)&m->sigint, NULL);
+    }
+}
+
+static void on_started_leading(void *data)
+{
+    struct manager *m = data;
+    log_info("starting controllers", "identity", m->identity);
+    start_informers(m);
+}
+
+static void on_stopped_leading(void *data)
+{
+    struct manager *m = data;
+    if (m->stopping)
+        return;
+    /* Another replica may already be acting on what we cached: start over. */
+    log_error("leadership lost, exiting", "identity", m->identity);
+    m->exit_code = 1;
+    m->stopping = 1;
+    shutdown_all(m);
+}
+
+static void on_new_leader(void *data, const char *identity)
+{
+    struct manager *m = data;
+    if (strcmp(identity, m->identity) != 0)
+        log_info("standing by", "leader", identity);
+}
+
+static void on_released(void *data, int status)
+{
+    struct manager *m = data;
+    log_info("lease released", "status", status == 0 ? "ok" : log_errno_str(status));
+    shutdown_all(m);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct manager *m = s->data;
+    if (m->stopping)
+        return;
+    m->stopping = 1;
+    log_info("shutting down", "signal", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    informer_free(m->pods);
+    m->pods = NULL;
+    if (m->elector)
+        leader_elector_release(m->elector, on_released, m);
+    else
+        shutdown_all(m);
+}
+
+static void make_identity(char *out, size_t size)
+{
+    char host[128] = "unknown";
+    gethostname(host, sizeof(host) - 1);
+    unsigned char rnd[6] = {0};
+    RAND_bytes(rnd, sizeof(rnd));
+    snprintf(out, size, "%s_%02x%02x%02x%02x%02x%02x", host, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+             rnd[5]);
+}
+
+int manager_run(const struct controller_options *o)
+{
+    struct manager m = {.o = o};
+    char *err = NULL;
+    int r = kube_config_load_default(o->kubeconfig, &m.config, &err);
+    if (r < 0) {
+        log_error("cannot load the Kubernetes configuration", "error", err);
+        free(err);
+        return 1;
+    }
+    uv_loop_init(&m.loop);
+    struct kube_client_options co = {.qps = o->kube_api_qps, .burst = o->kube_api_burst};
+    r = kube_client_new(&m.loop, m.config, &co, &m.client, &err);
+    if (r < 0) {
+        log_error("cannot create the API client", "error", err);
+        free(err);
+        kube_config_free(m.config);
+        uv_loop_close(&m.loop);
+        return 1;
+    }
+    log_info("hibernator starting", "version", HIBERNATOR_VERSION, "server", m.config->server,
+             "config", m.config->source);
+
+    uv_signal_init(&m.loop, &m.sigterm);
+    uv_signal_init(&m.loop, &m.sigint);
+    m.sigterm.data = m.sigint.data = &m;
+    uv_signal_start(&m.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&m.sigint, on_signal, SIGINT);
+
+    make_identity(m.identity, sizeof(m.identity));
+    if (o->leader_elect) {
+        const char *lease_ns = o->leader_election_namespace;
+        if (!lease_ns)
+            lease_ns = getenv("POD_NAMESPACE");
+        if (!lease_ns || !lease_ns[0])
+            lease_ns = kube_client_namespace(m.client);
+        struct leader_elector_config lc = {
+            .lease_namespace = lease_ns,
+            .lease_name = o->leader_election_id,
+            .identity = m.identity,
+            .lease_duration_ms = (uint64_t)o->lease_duration_ms,
+            .renew_deadline_ms = (uint64_t)o->renew_deadline_ms,
+            .retry_period_ms = (uint64_t)o->retry_period_ms,
+            .on_started_leading = on_started_leading,
+            .on_stopped_leading = on_stopped_leading,
+            .on_new_leader = on_new_leader,
+            .data = &m,
+        };
+        r = leader_elector_new(&m.loop, m.client, &lc, &m.elector);
+        if (r == 0)
+            r = leader_elector_start(m.elector);
+        if (r < 0) {
+            log_error("cannot start leader election", "error", log_errno_str(r));
+            m.exit_code = 1;
+            shutdown_all(&m);
+        } else {
+            log_info("waiting for leadership", "lease", o->leader_election_id, "namespace",
+                     lease_ns, "identity", m.identity);
+        }
+    } else {
+        start_informers(&m);
+    }
+
+    uv_run(&m.loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&m.loop) != 0) {
+        /* uv_stop() after an error: close whatever is left. */
+        shutdown_all(&m);
+        uv_run(&m.loop, UV_RUN_DEFAULT);
+        uv_loop_close(&m.loop);
+    }
+    kube_config_free(m.config);
+    log_info("stopped", "exit_code", LOG_INT(m.exit_code));
+    return m.exit_code;
+}

@@ -1,0 +1,168 @@
+#include "controller/options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/duration.h"
+
+enum flag_kind {
+    FLAG_STRING,
+    FLAG_BOOL,
+    FLAG_DURATION,
+    FLAG_DOUBLE,
+    FLAG_INT,
+    FLAG_LEVEL,
+    FLAG_FORMAT
+};
+
+struct flag {
+    const char *name;
+    enum flag_kind kind;
+    size_t offset;
+    const char *default_text;
+    const char *help;
+};
+
+#define OPT(field) offsetof(struct controller_options, field)
+
+static const struct flag flags[] = {
+    {"kubeconfig", FLAG_STRING, OPT(kubeconfig), "",
+     "kubeconfig file; empty: $KUBECONFIG, then in-cluster, then ~/.kube/config"},
+    {"namespace", FLAG_STRING, OPT(ns), "", "watch only this namespace; empty: all"},
+    {"leader-elect", FLAG_BOOL, OPT(leader_elect), "true",
+     "elect a leader on a Lease so that several replicas can run"},
+    {"leader-election-namespace", FLAG_STRING, OPT(leader_election_namespace), "",
+     "namespace of the Lease; empty: $POD_NAMESPACE, then the kubeconfig's"},
+    {"leader-election-id", FLAG_STRING, OPT(leader_election_id), "hibernator", "name of the Lease"},
+    {"leader-elect-lease-duration", FLAG_DURATION, OPT(lease_duration_ms), "15s",
+     "how long a standby waits, after it last saw the Lease change, before taking over"},
+    {"leader-elect-renew-deadline", FLAG_DURATION, OPT(renew_deadline_ms), "10s",
+     "how long the leader keeps trying to renew before it gives up leading"},
+    {"leader-elect-retry-period", FLAG_DURATION, OPT(retry_period_ms), "2s",
+     "time between attempts to acquire or renew"},
+    {"kube-api-qps", FLAG_DOUBLE, OPT(kube_api_qps), "20", "client-side requests per second"},
+    {"kube-api-burst", FLAG_INT, OPT(kube_api_burst), "30", "client-side request burst"},
+    {"log-level", FLAG_LEVEL, OPT(log_level), "info", "debug, info, warn or error"},
+    {"log-format", FLAG_FORMAT, OPT(log_format), "text", "text (key=value) or json"},
+};
+
+static int set_flag(struct controller_options *o, const struct flag *f, const char *value,
+                    char *err, size_t size)
+{
+    char *field = (char *)o + f->offset;
+    char *end = NULL;
+    switch (f->kind) {
+    case FLAG_STRING:
+        *(const char **)field = value[0] ? value : NULL;
+        return 0;
+    case FLAG_BOOL:
+        if (strcmp(value, "true") == 0 || strcmp(value, "1") == 0) {
+            *(int *)field = 1;
+            return 0;
+        }
+        if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0) {
+            *(int *)field = 0;
+            return 0;
+        }
+        break;
+    case FLAG_DURATION:
+        if (duration_parse_ms(value, (int64_t *)field) == 0)
+            return 0;
+        break;
+    case FLAG_DOUBLE:
+        *(double *)field = strtod(value, &end);
+        if (end != value && *end == '\0' && *(double *)field >= 0)
+            return 0;
+        break;
+    case FLAG_INT: {
+        long v = strtol(value, &end, 10);
+        if (end != value && *end == '\0' && v >= 0 && v <= 1000000) {
+            *(int *)field = (int)v;
+            return 0;
+        }
+        break;
+    }
+    case FLAG_LEVEL:
+        if (log_level_parse(value, (enum log_level *)field) == 0)
+            return 0;
+        break;
+    case FLAG_FORMAT:
+        if (log_format_parse(value, (enum log_format *)field) == 0)
+            return 0;
+        break;
+    }
+    snprintf(err, size, "--%s: invalid value \"%s\" (%s)", f->name, value, f->help);
+    return -EINVAL;
+}
+
+int controller_options_parse(int argc, char **argv, struct controller_options *ret, char *err,
+                             size_t size)
+{
+    struct controller_options o = {0};
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        if (set_flag(&o, &flags[i], flags[i].default_text, err, size) < 0)
+            return -EINVAL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            o.show_help = 1;
+            continue;
+        }
+        if (strcmp(arg, "--version") == 0) {
+            o.show_version = 1;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0) {
+            snprintf(err, size, "unexpected argument \"%s\" (flags start with --)", arg);
+            return -EINVAL;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct flag *f = NULL;
+        for (size_t j = 0; j < sizeof(flags) / sizeof(flags[0]); j++)
+            if (strlen(flags[j].name) == name_len && strncmp(flags[j].name, name, name_len) == 0)
+                f = &flags[j];
+        if (!f) {
+            snprintf(err, size, "unknown flag --%.*s (see --help)", (int)name_len, name);
+            return -EINVAL;
+        }
+        const char *value;
+        if (eq)
+            value = eq + 1;
+        else if (f->kind == FLAG_BOOL)
+            value = "true";
+        else if (i + 1 < argc)
+            value = argv[++i];
+        else {
+            snprintf(err, size, "--%s needs a value", f->name);
+            return -EINVAL;
+        }
+        if (set_flag(&o, f, value, err, size) < 0)
+            return -EINVAL;
+    }
+    if (o.leader_elect &&
+        !(o.retry_period_ms < o.renew_deadline_ms && o.renew_deadline_ms < o.lease_duration_ms)) {
+        snprintf(err, size,
+                 "--leader-elect-retry-period < --leader-elect-renew-deadline < "
+                 "--leader-elect-lease-duration must hold");
+        return -EINVAL;
+    }
+    *ret = o;
+    return 0;
+}
+
+void controller_options_usage(FILE *out)
+{
+    fprintf(out, "Usage: hibernator [flags]\n\n"
+                 "Pauses idle GPU workspaces and brings them back with their state.\n\n"
+                 "Flags:\n");
+    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+        fprintf(out, "  --%-30s %s (default \"%s\")\n", flags[i].name, flags[i].help,
+                flags[i].default_text);
+    fprintf(out, "  --%-30s %s\n  --%-30s %s\n", "help", "print this text", "version",
+            "print the version");
+}

@@ -1,0 +1,979 @@
+/*
+ * The API client's transport: libcurl's multi interface driven by the libuv
+ * loop, following curl's multi-uv pattern (a uv_poll per socket curl asks us
+ * to watch, one uv_timer for curl's timeouts).
+ *
+ * A request moves through three states:
+ *   QUEUED   waiting for the client-side token bucket (FIFO, one timer)
+ *   AUTH     waiting for a credential (token file read, exec plugin)
+ *   RUNNING  an easy handle in the multi handle
+ * and is freed after its callback has run, or when it is cancelled.
+ */
+#include "kube/client.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+
+#include "kube/credentials.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/ratelimit.h"
+
+#define ERROR_BODY_MAX (64 * 1024)
+
+enum request_state {
+    REQUEST_QUEUED,
+    REQUEST_AUTH,
+    REQUEST_RUNNING,
+    REQUEST_FAILED, /* failed before reaching curl; the callback runs from the loop */
+};
+
+struct kube_request {
+    struct kube_client *client;
+    struct kube_request *prev, *next; /* in client->queued or client->active */
+    enum request_state state;
+    int cancelled;
+    int auth_retried;
+    const char *method;
+    char *url;
+    char *body;
+    size_t body_len;
+    const char *content_type;
+    int is_watch;
+    long timeout_ms;
+    uint64_t start_at_ms;
+    CURL *easy;
+    struct curl_slist *headers;
+    struct buf response;
+    int too_big;
+    int stream_error;
+    kube_response_cb cb;
+    kube_stream_cb on_bytes;
+    void *data;
+    int fail_status;
+    char errbuf[CURL_ERROR_SIZE]; /* curl's words, or why the request failed early */
+};
+
+struct request_list {
+    struct kube_request *head, *tail;
+};
+
+struct curl_socket_ctx {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct kube_client *client;
+    struct curl_socket_ctx *prev, *next;
+};
+
+struct kube_client {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t curl_timer;
+    uv_timer_t rate_timer;
+    uv_timer_t reap_timer;
+    unsigned open_handles;
+    int closing;
+    struct kube_credentials *creds;
+    char *server;
+    char *ns;
+    char *user_agent;
+    struct buf ca, cert, key;
+    int insecure;
+    struct token_bucket bucket;
+    struct kube_client_options opts;
+    struct request_list queued;
+    struct request_list active;
+    struct request_list failed;
+    struct curl_socket_ctx *sockets;
+    uint64_t sent;
+    unsigned in_flight;
+};
+
+static int curl_global_ready;
+
+static void list_push(struct request_list *l, struct kube_request *r)
+{
+    r->next = NULL;
+    r->prev = l->tail;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
+    l->tail = r;
+}
+
+static void list_remove(struct request_list *l, struct kube_request *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        l->tail = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void request_free(struct kube_request *r)
+{
+    if (!r)
+        return;
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->headers); /* may hold the bearer token */
+    free(r->url);
+    free(r->body);
+    buf_free(&r->response);
+    free(r);
+}
+
+/* ---- curl <-> libuv glue ------------------------------------------------ */
+
+static void check_multi_info(struct kube_client *c);
+
+/* Frees the client once the last of its uv handles has closed. */
+static void client_handle_gone(struct kube_client *c)
+{
+    if (--c->open_handles > 0 || !c->closing)
+        return;
+    kube_credentials_free(c->creds);
+    free(c->server);
+    free(c->ns);
+    free(c->user_agent);
+    OPENSSL_cleanse(c->key.data, c->key.len);
+    buf_free(&c->ca);
+    buf_free(&c->cert);
+    buf_free(&c->key);
+    free(c);
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    client_handle_gone(h->data);
+}
+
+static void socket_closed(uv_handle_t *h)
+{
+    struct curl_socket_ctx *s = h->data;
+    struct kube_client *c = s->client;
+    free(s);
+    client_handle_gone(c);
+}
+
+static void socket_ctx_close(struct curl_socket_ctx *s)
+{
+    struct kube_client *c = s->client;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        c->sockets = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    uv_poll_stop(&s->poll);
+    uv_close((uv_handle_t *)&s->poll, socket_closed);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    struct curl_socket_ctx *s = p->data;
+    struct kube_client *c = s->client;
+    int flags = 0;
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE)
+        flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE)
+        flags |= CURL_CSELECT_OUT;
+    int running;
+    curl_multi_socket_action(c->multi, s->fd, flags, &running);
+    check_multi_info(c);
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t fd, int action, void *userp, void *socketp)
+{
+    (void)easy;
+    struct kube_client *c = userp;
+    struct curl_socket_ctx *s = socketp;
+    if (action == CURL_POLL_REMOVE) {
+        if (s) {
+            curl_multi_assign(c->multi, fd, NULL);
+            socket_ctx_close(s);
+        }
+        return 0;
+    }
+    if (!s) {
+        s = calloc(1, sizeof(*s));
+        if (!s)
+            return -1;
+        if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
+            free(s);
+            return -1;
+        }
+        s->fd = fd;
+        s->client = c;
+        s->poll.data = s;
+        s->next = c->sockets;
+        if (c->sockets)
+            c->sockets->prev = s;
+        c->sockets = s;
+        c->open_handles++;
+        curl_multi_assign(c->multi, fd, s);
+    }
+    int events = 0;
+    if (action == CURL_POLL_IN || action == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    uv_poll_start(&s->poll, events, on_poll);
+    return 0;
+}
+
+static void on_curl_timer(uv_timer_t *t)
+{
+    struct kube_client *c = t->data;
+    int running;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_multi_info(c);
+}
+
+static int on_curl_timeout(CURLM *multi, long timeout_ms, void *userp)
+{
+    (void)multi;
+    struct kube_client *c = userp;
+    if (timeout_ms < 0)
+        uv_timer_stop(&c->curl_timer);
+    else
+        uv_timer_start(&c->curl_timer, on_curl_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+/* ---- responses ----------------------------------------------------------- */
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct kube_request *r = userdata;
+    size_t n = size * nmemb;
+    if (r->cancelled)
+        return 0;
+    if (r->is_watch) {
+        long code = 0;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+        if (code >= 200 && code < 300) {
+            int e = r->on_bytes(r->data, ptr, n);
+            if (e < 0) {
+                r->stream_error = e;
+                return 0;
+            }
+            return r->cancelled ? 0 : n;
+        }
+    }
+    int e = buf_append(&r->response, ptr, n);
+    if (e == -ENOBUFS) {
+        r->too_big = 1;
+        return 0;
+    }
+    return e < 0 ? 0 : n;
+}
+
+static int curl_code_to_errno(CURLcode code)
+{
+    switch (code) {
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return -EHOSTUNREACH;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+        return -EPROTO;
+    case CURLE_OUT_OF_MEMORY:
+        return -ENOMEM;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return -ECONNRESET;
+    default:
+        return -EIO;
+    }
+}
+
+static void request_submit(struct kube_request *r);
+
+/* Builds the response, calls back, frees. The request is already off every list. */
+static void request_finish(struct kube_request *r, CURLcode code)
+{
+    struct kube_client *c = r->client;
+    struct kube_response resp = {0};
+    char transport[CURL_ERROR_SIZE + 64];
+
+    if (r->easy)
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &resp.http_code);
+
+    if (r->stream_error) {
+        resp.status = r->stream_error;
+    } else if (r->too_big) {
+        resp.status = -EFBIG;
+        snprintf(transport, sizeof(transport), "response larger than %zu bytes", r->response.max);
+        resp.transport_error = transport;
+    } else if (code != CURLE_OK) {
+        resp.status = curl_code_to_errno(code);
+        const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
+        snprintf(transport, sizeof(transport), "%s%s",
+                 resp.status == -EPROTO ? "TLS handshake failed: " : "", detail);
+        resp.transport_error = transport;
+        resp.http_code = 0;
+    } else if (resp.http_code >= 200 && resp.http_code < 300) {
+        if (r->response.len > 0) {
+            resp.body = cJSON_ParseWithLength(r->response.data, r->response.len);
+            if (!resp.body) {
+                resp.status = -EBADMSG;
+                resp.transport_error = "response is not valid JSON";
+            }
+        }
+    } else {
+        resp.status = -EIO;
+        if (kube_api_error_parse(resp.http_code, r->response.data, r->response.len, &resp.error) <
+            0)
+            resp.status = -ENOMEM;
+        if (resp.http_code == 401 && !r->auth_retried && !c->closing) {
+            /* A rotated token or an expired plugin credential: refresh once. */
+            kube_credentials_invalidate(c->creds);
+            kube_api_error_clear(&resp.error);
+            r->auth_retried = 1;
+            curl_easy_cleanup(r->easy);
+            r->easy = NULL;
+            curl_slist_free_all(r->headers);
+            r->headers = NULL;
+            buf_reset(&r->response);
+            r->errbuf[0] = '\0';
+            request_submit(r);
+            return;
+        }
+    }
+
+    if (r->cb)
+        r->cb(r->data, &resp);
+    cJSON_Delete(resp.body);
+    kube_api_error_clear(&resp.error);
+    request_free(r);
+}
+
+static void check_multi_info(struct kube_client *c)
+{
+    CURLMsg *msg;
+    int pending;
+    while (!c->closing && (msg = curl_multi_info_read(c->multi, &pending))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        struct kube_request *r;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        CURLcode code = msg->data.result;
+        curl_multi_remove_handle(c->multi, r->easy);
+        list_remove(&c->active, r);
+        c->in_flight--;
+        if (r->cancelled)
+            request_free(r);
+        else
+            request_finish(r, code);
+    }
+}
+
+/* ---- starting requests --------------------------------------------------- */
+
+static void on_reap_timer(uv_timer_t *t);
+
+/* A failure before curl ran may be found while the caller is still inside
+ * kube_get() and friends; the callback is delivered from the loop instead, so
+ * a caller never sees its callback before the call has returned. */
+static void request_fail(struct kube_request *r, int status, const char *why)
+{
+    struct kube_client *c = r->client;
+    r->state = REQUEST_FAILED;
+    r->fail_status = status;
+    snprintf(r->errbuf, sizeof(r->errbuf), "%s", why);
+    list_push(&c->failed, r);
+    uv_timer_start(&c->reap_timer, on_reap_timer, 0, 0);
+}
+
+static int add_header(struct kube_request *r, const char *h)
+{
+    struct curl_slist *l = curl_slist_append(r->headers, h);
+    if (!l)
+        return -ENOMEM;
+    r->headers = l;
+    return 0;
+}
+
+static int request_setup_easy(struct kube_request *r, const struct kube_credential *cred)
+{
+    struct kube_client *c = r->client;
+    CURL *e = curl_easy_init();
+    if (!e)
+        return -ENOMEM;
+    r->easy = e;
+    int err = add_header(r, "Accept: application/json");
+    if (err == 0 && r->content_type) {
+        char h[128];
+        snprintf(h, sizeof(h), "Content-Type: %s", r->content_type);
+        err = add_header(r, h);
+    }
+    if (err == 0 && cred && cred->token) {
+        struct buf h;
+        buf_init(&h, 64 * 1024);
+        err = buf_printf(&h, "Authorization: Bearer %s", cred->token);
+        if (err == 0)
+            err = add_header(r, buf_str(&h));
+        OPENSSL_cleanse(h.data, h.cap);
+        buf_free(&h);
+    }
+    if (err < 0)
+        return err;
+
+    curl_easy_setopt(e, CURLOPT_URL, r->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip for big lists */
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* share one HTTP/2 connection */
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    if (strcmp(r->method, "GET") != 0)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    if (r->body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)r->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+    }
+
+    if (c->ca.len) {
+        struct curl_blob ca = {c->ca.data, c->ca.len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
+    }
+    const char *cert = c->cert.len ? c->cert.data : NULL;
+    size_t cert_len = c->cert.len;
+    const char *key = c->key.len ? c->key.data : NULL;
+    size_t key_len = c->key.len;
+    if (cred && cred->cert_pem && cred->key_pem) {
+        cert = cred->cert_pem;
+        cert_len = cred->cert_pem_len;
+        key = cred->key_pem;
+        key_len = cred->key_pem_len;
+    }
+    if (cert && key) {
+        /* COPY: an exec credential may be replaced before the handshake. */
+        struct curl_blob cb = {(void *)cert, cert_len, CURL_BLOB_COPY};
+        struct curl_blob kb = {(void *)key, key_len, CURL_BLOB_COPY};
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cb);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &kb);
+    }
+    if (c->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    return 0;
+}
+
+static void on_credential(void *data, int status, const struct kube_credential *cred,
+                          const char *err)
+{
+    struct kube_request *r = data;
+    struct kube_client *c = r->client;
+    if (r->cancelled || c->closing) {
+        request_free(r);
+        return;
+    }
+    if (status < 0) {
+        char why[512];
+        snprintf(why, sizeof(why), "credentials: %s", err ? err : log_errno_str(status));
+        request_fail(r, status, why);
+        return;
+    }
+    int e = request_setup_easy(r, cred);
+    if (e == 0 && curl_multi_add_handle(c->multi, r->easy) != CURLM_OK)
+        e = -ENOMEM;
+    if (e < 0) {
+        request_fail(r, e, "could not set up the request");
+        return;
+    }
+    r->state = REQUEST_RUNNING;
+    list_push(&c->active, r);
+    c->in_flight++;
+    c->sent++;
+}
+
+static void request_start(struct kube_request *r)
+{
+    r->state = REQUEST_AUTH;
+    kube_credentials_get(r->client->creds, on_credential, r);
+}
+
+static void arm_rate_timer(struct kube_client *c);
+
+static void on_rate_timer(uv_timer_t *t)
+{
+    struct kube_client *c = t->data;
+    uint64_t now = uv_now(c->loop);
+    while (c->queued.head && c->queued.head->start_at_ms <= now) {
+        struct kube_request *r = c->queued.head;
+        list_remove(&c->queued, r);
+        request_start(r);
+        if (c->closing)
+            return;
+    }
+    arm_rate_timer(c);
+}
+
+static void arm_rate_timer(struct kube_client *c)
+{
+    if (!c->queued.head) {
+        uv_timer_stop(&c->rate_timer);
+        return;
+    }
+    uint64_t now = uv_now(c->loop);
+    uint64_t at = c->queued.head->start_at_ms;
+    uv_timer_start(&c->rate_timer, on_rate_timer, at > now ? at - now : 0, 0);
+}
+
+static void request_submit(struct kube_request *r)
+{
+    struct kube_client *c = r->client;
+    uint64_t now = uv_now(c->loop);
+    r->state = REQUEST_QUEUED;
+    r->start_at_ms = now + token_bucket_reserve(&c->bucket, now);
+    if (r->start_at_ms <= now && !c->queued.head) {
+        request_start(r);
+        return;
+    }
+    list_push(&c->queued, r);
+    arm_rate_timer(c);
+}
+
+/* Reaps running requests cancelled while curl may be on the stack, and
+ * delivers early failures. */
+static void on_reap_timer(uv_timer_t *t)
+{
+    struct kube_client *c = t->data;
+    struct kube_request *f;
+    while (!c->closing && (f = c->failed.head)) {
+        list_remove(&c->failed, f);
+        struct kube_response resp = {.status = f->fail_status, .transport_error = f->errbuf};
+        if (f->cb)
+            f->cb(f->data, &resp);
+        request_free(f);
+    }
+    if (c->closing)
+        return;
+    struct kube_request *r = c->active.head;
+    while (r) {
+        struct kube_request *next = r->next;
+        if (r->cancelled) {
+            curl_multi_remove_handle(c->multi, r->easy);
+            list_remove(&c->active, r);
+            c->in_flight--;
+            request_free(r);
+        }
+        r = next;
+    }
+}
+
+void kube_request_cancel(struct kube_request *r)
+{
+    if (!r || r->cancelled)
+        return;
+    struct kube_client *c = r->client;
+    r->cancelled = 1;
+    r->cb = NULL;
+    switch (r->state) {
+    case REQUEST_QUEUED:
+        list_remove(&c->queued, r);
+        request_free(r);
+        arm_rate_timer(c);
+        break;
+    case REQUEST_AUTH:
+        break; /* freed by on_credential */
+    case REQUEST_RUNNING:
+        uv_timer_start(&c->reap_timer, on_reap_timer, 0, 0);
+        break;
+    case REQUEST_FAILED:
+        list_remove(&c->failed, r);
+        request_free(r);
+        break;
+    }
+}
+
+/* ---- the client ---------------------------------------------------------- */
+
+int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
+                    const struct kube_client_options *options, struct kube_client **ret_client,
+                    char **ret_err)
+{
+    if (!curl_global_ready) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            if (ret_err)
+                *ret_err = strdup("libcurl could not be initialised");
+            return -ENOMEM;
+        }
+        curl_global_ready = 1;
+    }
+    struct kube_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->loop = loop;
+    if (options)
+        c->opts = *options;
+    if (c->opts.qps == 0 && c->opts.burst == 0) {
+        c->opts.qps = 20;
+        c->opts.burst = 30;
+    }
+    if (!c->opts.max_response_bytes)
+        c->opts.max_response_bytes = 16u << 20;
+    if (!c->opts.timeout_ms)
+        c->opts.timeout_ms = 30000;
+    if (!c->opts.connect_timeout_ms)
+        c->opts.connect_timeout_ms = 10000;
+    token_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
+    buf_init(&c->ca, 4u << 20);
+    buf_init(&c->cert, 4u << 20);
+    buf_init(&c->key, 4u << 20);
+    c->server = strdup(config->server);
+    c->ns = strdup(config->namespace ? config->namespace : "default");
+    c->user_agent =
+        strdup(c->opts.user_agent ? c->opts.user_agent : "hibernator/" HIBERNATOR_VERSION);
+    c->insecure = config->insecure_skip_tls_verify;
+    int err = 0;
+    if (!c->server || !c->ns || !c->user_agent)
+        err = -ENOMEM;
+    if (err == 0 && config->ca_pem)
+        err = buf_append(&c->ca, config->ca_pem, config->ca_pem_len);
+    if (err == 0 && config->cert_pem)
+        err = buf_append(&c->cert, config->cert_pem, config->cert_pem_len);
+    if (err == 0 && config->key_pem)
+        err = buf_append(&c->key, config->key_pem, config->key_pem_len);
+    if (err == 0)
+        err = kube_credentials_new(loop, config, &c->creds);
+    if (err == 0 && !(c->multi = curl_multi_init()))
+        err = -ENOMEM;
+    if (err < 0) {
+        kube_credentials_free(c->creds);
+        free(c->server);
+        free(c->ns);
+        free(c->user_agent);
+        OPENSSL_cleanse(c->key.data, c->key.len);
+        buf_free(&c->ca);
+        buf_free(&c->cert);
+        buf_free(&c->key);
+        free(c);
+        if (ret_err)
+            *ret_err = strdup("could not create the API client: out of memory");
+        return err;
+    }
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timeout);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    uv_timer_init(loop, &c->curl_timer);
+    uv_timer_init(loop, &c->rate_timer);
+    uv_timer_init(loop, &c->reap_timer);
+    c->curl_timer.data = c->rate_timer.data = c->reap_timer.data = c;
+    c->open_handles = 3;
+    if (c->insecure)
+        log_warn("TLS verification is OFF for the API server (insecure-skip-tls-verify): "
+                 "anyone on the path can read and change every request",
+                 "server", c->server);
+    *ret_client = c;
+    return 0;
+}
+
+void kube_client_close(struct kube_client *c)
+{
+    if (!c || c->closing)
+        return;
+    c->closing = 1;
+    struct kube_request *r;
+    while ((r = c->queued.head)) {
+        list_remove(&c->queued, r);
+        request_free(r);
+    }
+    while ((r = c->active.head)) {
+        list_remove(&c->active, r);
+        curl_multi_remove_handle(c->multi, r->easy);
+        request_free(r);
+    }
+    while ((r = c->failed.head)) {
+        list_remove(&c->failed, r);
+        request_free(r);
+    }
+    c->in_flight = 0;
+    /* Requests waiting for a credential are freed by on_credential once
+     * kube_credentials_free() cancels them. Our sockets are closed below, so
+     * curl must not call back into a half-closed client while cleaning up. */
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, NULL);
+    curl_multi_cleanup(c->multi);
+    c->multi = NULL;
+    while (c->sockets)
+        socket_ctx_close(c->sockets);
+    uv_close((uv_handle_t *)&c->curl_timer, handle_closed);
+    uv_close((uv_handle_t *)&c->rate_timer, handle_closed);
+    uv_close((uv_handle_t *)&c->reap_timer, handle_closed);
+}
+
+const char *kube_client_namespace(const struct kube_client *c)
+{
+    return c->ns;
+}
+
+uint64_t kube_client_requests_sent(const struct kube_client *c)
+{
+    return c->sent;
+}
+
+unsigned kube_client_requests_in_flight(const struct kube_client *c)
+{
+    return c->in_flight;
+}
+
+/* ---- calls --------------------------------------------------------------- */
+
+/* Creates a request for METHOD on path+query; body is copied. */
+static struct kube_request *request_new(struct kube_client *c, const char *method,
+                                        struct buf *path_and_query, const char *body,
+                                        const char *content_type, kube_response_cb cb, void *data)
+{
+    if (!c || c->closing)
+        return NULL;
+    struct kube_request *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->client = c;
+    r->method = method;
+    r->cb = cb;
+    r->data = data;
+    r->content_type = content_type;
+    r->timeout_ms = c->opts.timeout_ms;
+    buf_init(&r->response, c->opts.max_response_bytes);
+    struct buf url;
+    buf_init(&url, 64 * 1024);
+    if (buf_append_str(&url, c->server) < 0 ||
+        buf_append(&url, path_and_query->data, path_and_query->len) < 0 ||
+        !(r->url = buf_steal(&url))) {
+        buf_free(&url);
+        free(r);
+        return NULL;
+    }
+    if (body) {
+        r->body_len = strlen(body);
+        r->body = strdup(body);
+        if (!r->body) {
+            request_free(r);
+            return NULL;
+        }
+    }
+    return r;
+}
+
+/* Path for res plus the query; returns 0 or a negative errno. */
+static int build_path(struct buf *b, const struct kube_resource *res, const char *ns,
+                      const char *name, const char *subresource)
+{
+    char *p = kube_resource_path(res, ns, name, subresource);
+    if (!p)
+        return -ENOMEM;
+    int r = buf_append_str(b, p);
+    free(p);
+    return r;
+}
+
+static struct kube_request *submit(struct kube_request *r)
+{
+    if (r)
+        request_submit(r);
+    return r;
+}
+
+struct kube_request *kube_get(struct kube_client *c, const struct kube_resource *res,
+                              const char *ns, const char *name, kube_response_cb cb, void *data)
+{
+    struct buf p;
+    buf_init(&p, 16 * 1024);
+    struct kube_request *r = NULL;
+    if (build_path(&p, res, ns, name, NULL) == 0)
+        r = request_new(c, "GET", &p, NULL, NULL, cb, data);
+    buf_free(&p);
+    return submit(r);
+}
+
+struct kube_request *kube_list(struct kube_client *c, const struct kube_resource *res,
+                               const char *ns, const struct kube_list_options *o,
+                               kube_response_cb cb, void *data)
+{
+    struct buf p;
+    buf_init(&p, 16 * 1024);
+    struct kube_request *r = NULL;
+    char limit[24];
+    snprintf(limit, sizeof(limit), "%ld", o ? o->limit : 0);
+    int e = build_path(&p, res, ns, NULL, NULL);
+    if (e == 0 && o) {
+        if (e == 0)
+            e = kube_append_query(&p, "labelSelector", o->label_selector);
+        if (e == 0)
+            e = kube_append_query(&p, "fieldSelector", o->field_selector);
+        if (e == 0 && o->limit > 0)
+            e = kube_append_query(&p, "limit", limit);
+        if (e == 0)
+            e = kube_append_query(&p, "continue", o->continue_token);
+        if (e == 0)
+            e = kube_append_query(&p, "resourceVersion", o->resource_version);
+    }
+    if (e == 0)
+        r = request_new(c, "GET", &p, NULL, NULL, cb, data);
+    buf_free(&p);
+    return submit(r);
+}
+
+static struct kube_request *send_object(struct kube_client *c, const char *method,
+                                        const struct kube_resource *res, const char *ns,
+                                        const char *name, const char *subresource, const cJSON *obj,
+                                        kube_response_cb cb, void *data)
+{
+    char *body = cJSON_PrintUnformatted(obj);
+    if (!body)
+        return NULL;
+    struct buf p;
+    buf_init(&p, 16 * 1024);
+    struct kube_request *r = NULL;
+    if (build_path(&p, res, ns, name, subresource) == 0)
+        r = request_new(c, method, &p, body, "application/json", cb, data);
+    buf_free(&p);
+    free(body);
+    return submit(r);
+}
+
+struct kube_request *kube_create(struct kube_client *c, const struct kube_resource *res,
+                                 const char *ns, const cJSON *obj, kube_response_cb cb, void *data)
+{
+    return send_object(c, "POST", res, ns, NULL, NULL, obj, cb, data);
+}
+
+struct kube_request *kube_replace(struct kube_client *c, const struct kube_resource *res,
+                                  const char *ns, const char *name, const char *subresource,
+                                  const cJSON *obj, kube_response_cb cb, void *data)
+{
+    if (!name || !name[0])
+        return NULL;
+    return send_object(c, "PUT", res, ns, name, subresource, obj, cb, data);
+}
+
+struct kube_request *kube_patch(struct kube_client *c, const struct kube_resource *res,
+                                const char *ns, const char *name, const char *subresource,
+                                enum kube_patch_type type, const char *patch, kube_response_cb cb,
+                                void *data)
+{
+    if (!name || !name[0] || !patch)
+        return NULL;
+    struct buf p;
+    buf_init(&p, 16 * 1024);
+    struct kube_request *r = NULL;
+    const char *ct =
+        type == KUBE_PATCH_JSON ? "application/json-patch+json" : "application/merge-patch+json";
+    if (build_path(&p, res, ns, name, subresource) == 0)
+        r = request_new(c, "PATCH", &p, patch, ct, cb, data);
+    buf_free(&p);
+    return submit(r);
+}
+
+struct kube_request *kube_delete(struct kube_client *c, const struct kube_resource *res,
+                                 const char *ns, const char *name,
+                                 const struct kube_delete_options *o, kube_response_cb cb,
+                                 void *data)
+{
+    if (!name || !name[0])
+        return NULL;
+    cJSON *opts = cJSON_CreateObject();
+    if (!opts)
+        return NULL;
+    int ok = cJSON_AddStringToObject(opts, "kind", "DeleteOptions") &&
+             cJSON_AddStringToObject(opts, "apiVersion", "v1");
+    if (ok && o && (o->precondition_uid || o->precondition_resource_version)) {
+        cJSON *pre = cJSON_AddObjectToObject(opts, "preconditions");
+        ok = pre != NULL;
+        if (ok && o->precondition_uid)
+            ok = cJSON_AddStringToObject(pre, "uid", o->precondition_uid) != NULL;
+        if (ok && o->precondition_resource_version)
+            ok = cJSON_AddStringToObject(pre, "resourceVersion",
+                                         o->precondition_resource_version) != NULL;
+    }
+    if (ok && o && o->propagation_policy)
+        ok = cJSON_AddStringToObject(opts, "propagationPolicy", o->propagation_policy) != NULL;
+    if (ok && o && o->grace_period_seconds >= 0)
+        ok = cJSON_AddNumberToObject(opts, "gracePeriodSeconds", (double)o->grace_period_seconds) !=
+             NULL;
+    struct kube_request *r = NULL;
+    if (ok)
+        r = send_object(c, "DELETE", res, ns, name, NULL, opts, cb, data);
+    cJSON_Delete(opts);
+    return r;
+}
+
+struct kube_request *kube_watch(struct kube_client *c, const struct kube_resource *res,
+                                const char *ns, const struct kube_watch_options *o,
+                                kube_stream_cb on_bytes, kube_response_cb done, void *data)
+{
+    if (!on_bytes)
+        return NULL;
+    struct buf p;
+    buf_init(&p, 16 * 1024);
+    struct kube_request *r = NULL;
+    char timeout[24];
+    long timeout_s = o && o->timeout_seconds > 0 ? o->timeout_seconds : 300;
+    snprintf(timeout, sizeof(timeout), "%ld", timeout_s);
+    int e = build_path(&p, res, ns, NULL, NULL);
+    if (e == 0)
+        e = kube_append_query(&p, "watch", "1");
+    if (e == 0 && o) {
+        e = kube_append_query(&p, "labelSelector", o->label_selector);
+        if (e == 0)
+            e = kube_append_query(&p, "fieldSelector", o->field_selector);
+        if (e == 0)
+            e = kube_append_query(&p, "resourceVersion", o->resource_version);
+        if (e == 0 && o->allow_bookmarks)
+            e = kube_append_query(&p, "allowWatchBookmarks", "true");
+    }
+    if (e == 0)
+        e = kube_append_query(&p, "timeoutSeconds", timeout);
+    if (e == 0)
+        r = request_new(c, "GET", &p, NULL, NULL, done, data);
+    buf_free(&p);
+    if (!r)
+        return NULL;
+    r->is_watch = 1;
+    r->on_bytes = on_bytes;
+    /* The server ends the watch after timeoutSeconds; past that (plus slack)
+     * the connection is dead, whatever TCP believes. */
+    r->timeout_ms = (timeout_s + 30) * 1000;
+    buf_free(&r->response);
+    buf_init(&r->response, ERROR_BODY_MAX);
+    return submit(r);
+}

@@ -1,0 +1,196 @@
+/*
+ * Informer benchmark against the local cluster: how much memory the cache of
+ * 10,000 small custom objects takes, how long the first sync takes, and how
+ * many watch events per second the informer applies.
+ *
+ *   informer_bench create NS N       create N Widgets (64 requests in flight)
+ *   informer_bench update NS N       patch N Widgets (64 in flight)
+ *   informer_bench watch NS N        sync, report, then apply N update events
+ *
+ * The watcher runs in its own process so its RSS and CPU time are its own;
+ * tests/bench/informer.sh runs the three and prints the figures.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "util/log.h"
+
+static const struct kube_resource widgets = {"bench.hibernator.dev", "v1", "widgets", "Widget", 1};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static long status_kib(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, field, n) == 0)
+            v = strtol(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+struct writer {
+    struct kube_client *client;
+    const char *ns;
+    int n, next, done, failed, in_flight, update;
+};
+
+static void write_one(struct writer *w);
+
+static void on_written(void *data, struct kube_response *resp)
+{
+    struct writer *w = data;
+    w->in_flight--;
+    w->done++;
+    if (resp->status < 0 && w->failed++ < 5)
+        fprintf(stderr, "write failed: %ld %s\n", resp->http_code,
+                resp->error.message ? resp->error.message : resp->transport_error);
+    while (w->in_flight < 64 && w->next < w->n)
+        write_one(w);
+}
+
+static void write_one(struct writer *w)
+{
+    char name[32];
+    snprintf(name, sizeof(name), "w-%05d", w->next++);
+    w->in_flight++;
+    if (w->update) {
+        char patch[96];
+        snprintf(patch, sizeof(patch), "{\"spec\":{\"size\":%d}}", w->next + 1000000);
+        kube_patch(w->client, &widgets, w->ns, name, NULL, KUBE_PATCH_MERGE, patch, on_written, w);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", "bench.hibernator.dev/v1");
+    cJSON_AddStringToObject(o, "kind", "Widget");
+    cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(meta, "name", name);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "labels"), "app", "bench");
+    cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON_AddNumberToObject(spec, "size", w->next);
+    cJSON_AddStringToObject(spec, "color", (w->next % 2) ? "blue" : "green");
+    kube_create(w->client, &widgets, w->ns, o, on_written, w);
+    cJSON_Delete(o);
+}
+
+struct watcher {
+    uv_loop_t *loop;
+    struct informer *inf;
+    int synced;
+    long updates, want;
+    double t_sync, t_first_update, t_last_update;
+};
+
+static void on_synced(void *data)
+{
+    struct watcher *w = data;
+    w->synced = 1;
+    w->t_sync = now_s();
+    uv_stop(w->loop);
+}
+
+static void on_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
+{
+    (void)old_e;
+    (void)e;
+    struct watcher *w = data;
+    if (w->updates++ == 0)
+        w->t_first_update = now_s();
+    w->t_last_update = now_s();
+    if (w->updates >= w->want)
+        uv_stop(w->loop);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: informer_bench create|update|watch NAMESPACE COUNT\n");
+        return 2;
+    }
+    log_setup(LOG_LEVEL_WARN, LOG_FORMAT_TEXT, stderr);
+    const char *mode = argv[1], *ns = argv[2];
+    int n = atoi(argv[3]);
+    struct kube_config *config = NULL;
+    char *err = NULL;
+    if (kube_config_load_default(NULL, &config, &err) < 0) {
+        fprintf(stderr, "kubeconfig: %s\n", err);
+        return 1;
+    }
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct kube_client_options co = {.qps = 5000, .burst = 5000};
+    struct kube_client *client = NULL;
+    if (kube_client_new(&loop, config, &co, &client, &err) < 0) {
+        fprintf(stderr, "client: %s\n", err);
+        return 1;
+    }
+    int rc = 0;
+    if (strcmp(mode, "create") == 0 || strcmp(mode, "update") == 0) {
+        struct writer w = {.client = client, .ns = ns, .n = n, .update = mode[0] == 'u'};
+        double t0 = now_s();
+        while (w.in_flight < 64 && w.next < w.n)
+            write_one(&w);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        double dt = now_s() - t0;
+        printf("%s: %d objects in %.2f s (%.0f/s), %d failed\n", mode, w.done, dt,
+               (double)w.done / dt, w.failed);
+        rc = w.failed ? 1 : 0;
+        kube_client_close(client);
+    } else {
+        long rss0 = status_kib("VmRSS:");
+        struct watcher w = {.loop = &loop, .want = n};
+        struct informer_options io = {
+            .resource = &widgets,
+            .ns = ns,
+            .handlers = {.on_synced = on_synced, .on_update = on_update, .data = &w},
+        };
+        informer_new(&loop, client, &io, &w.inf);
+        double t0 = now_s();
+        informer_start(w.inf);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        printf("sync: %zu objects in %.2f s; RSS before %ld KiB, after sync %ld KiB, peak %ld "
+               "KiB\n",
+               informer_len(w.inf), w.t_sync - t0, rss0, status_kib("VmRSS:"),
+               status_kib("VmHWM:"));
+        fflush(stdout);
+        /* Tell the driver script we are ready for the update storm. */
+        fprintf(stderr, "READY\n");
+        double c0 = cpu_s();
+        uv_run(&loop, UV_RUN_DEFAULT);
+        double c1 = cpu_s();
+        double span = w.t_last_update - w.t_first_update;
+        printf("watch: %ld update events in %.2f s (%.0f events/s received); CPU %.2f s "
+               "(%.1f us per event); RSS %ld KiB\n",
+               w.updates, span, span > 0 ? (double)w.updates / span : 0.0, c1 - c0,
+               w.updates ? (c1 - c0) * 1e6 / (double)w.updates : 0.0, status_kib("VmRSS:"));
+        informer_free(w.inf);
+        kube_client_close(client);
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    kube_config_free(config);
+    return rc;
+}

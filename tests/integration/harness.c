@@ -1,0 +1,217 @@
+#include "harness.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "util/buf.h"
+
+void harness_require_cluster(void)
+{
+    if (getenv("HIBERNATOR_KUBECONFIG") && getenv("HIBERNATOR_CLUSTER_DIR"))
+        return;
+    if (getenv("HIBERNATOR_REQUIRE_CLUSTER")) {
+        fprintf(stderr, "HIBERNATOR_KUBECONFIG/HIBERNATOR_CLUSTER_DIR not set; run hack/test\n");
+        exit(1);
+    }
+    fprintf(stderr, "no local cluster (HIBERNATOR_KUBECONFIG unset): skipping\n");
+    exit(77);
+}
+
+const char *harness_kubeconfig(void)
+{
+    return getenv("HIBERNATOR_KUBECONFIG");
+}
+
+const char *harness_cluster_dir(void)
+{
+    return getenv("HIBERNATOR_CLUSTER_DIR");
+}
+
+static int run_capture(const char *cmd, char **out)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    struct buf b;
+    buf_init(&b, 16u << 20);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+        buf_append(&b, chunk, n);
+    int st = pclose(p);
+    if (out)
+        *out = buf_steal(&b);
+    buf_free(&b);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int harness_kubectl(char **out, const char *fmt, ...)
+{
+    struct buf cmd;
+    buf_init(&cmd, 1u << 20);
+    buf_printf(&cmd, "kubectl --kubeconfig '%s' ", harness_kubeconfig());
+    va_list ap;
+    va_start(ap, fmt);
+    char *args = NULL;
+    if (vasprintf(&args, fmt, ap) < 0)
+        args = NULL;
+    va_end(ap);
+    assert_non_null(args);
+    buf_append_str(&cmd, args);
+    free(args);
+    if (!out)
+        buf_append_str(&cmd, " >/dev/null");
+    int st = run_capture(buf_str(&cmd), out);
+    buf_free(&cmd);
+    return st;
+}
+
+int harness_apply(const char *fmt, ...)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "kubectl --kubeconfig '%s' apply -f - >/dev/null",
+             harness_kubeconfig());
+    FILE *p = popen(cmd, "w");
+    assert_non_null(p);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(p, fmt, ap);
+    va_end(ap);
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int harness_cluster(const char *subcommand)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof(cmd), "'%s/deploy/local/cluster.sh' %s --dir '%s' >&2", SOURCE_DIR,
+             subcommand, harness_cluster_dir());
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+char *harness_namespace(const char *prefix)
+{
+    char *ns = NULL;
+    static unsigned seq;
+    assert_true(asprintf(&ns, "%s-%ld-%u", prefix, (long)getpid(), seq++) > 0);
+    assert_int_equal(harness_kubectl(NULL, "create namespace %s", ns), 0);
+    return ns;
+}
+
+struct kube_config *harness_config(const char *path)
+{
+    struct kube_config *config = NULL;
+    char *err = NULL;
+    int r = kube_config_load_file(path ? path : harness_kubeconfig(), NULL, &config, &err);
+    if (r < 0)
+        fail_msg("kubeconfig: %s", err ? err : "?");
+    free(err);
+    return config;
+}
+
+struct kube_client *harness_client(uv_loop_t *loop, const struct kube_config *config)
+{
+    struct kube_client_options o = {.qps = 200, .burst = 400};
+    struct kube_client *c = NULL;
+    char *err = NULL;
+    if (kube_client_new(loop, config, &o, &c, &err) < 0)
+        fail_msg("client: %s", err ? err : "?");
+    free(err);
+    return c;
+}
+
+uint64_t harness_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    (void)t;
+}
+
+int harness_run_until(uv_loop_t *loop, int (*done)(void *data), void *data, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    /* A repeating timer keeps uv_run(ONCE) from sleeping past the deadline. */
+    uv_timer_t tick;
+    uv_timer_init(loop, &tick);
+    uv_timer_start(&tick, on_deadline, 50, 50);
+    while (!done(data) && harness_now_ms() < end)
+        uv_run(loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&tick, NULL);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return done(data);
+}
+
+static int never(void *data)
+{
+    (void)data;
+    return 0;
+}
+
+void harness_run_for(uv_loop_t *loop, uint64_t ms)
+{
+    harness_run_until(loop, never, NULL, ms);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+void harness_loop_close(uv_loop_t *loop)
+{
+    uv_run(loop, UV_RUN_NOWAIT);
+    uv_walk(loop, close_walk, NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(loop), 0);
+}
+
+void harness_call_cb(void *data, struct kube_response *resp)
+{
+    struct harness_call *call = data;
+    call->done = 1;
+    call->status = resp->status;
+    call->http_code = resp->http_code;
+    snprintf(call->reason, sizeof(call->reason), "%s",
+             resp->error.reason ? resp->error.reason : "");
+    snprintf(call->message, sizeof(call->message), "%s",
+             resp->error.message ? resp->error.message : "");
+    snprintf(call->transport_error, sizeof(call->transport_error), "%s",
+             resp->transport_error ? resp->transport_error : "");
+    call->body = resp->body;
+    resp->body = NULL;
+}
+
+static int call_done(void *data)
+{
+    return ((struct harness_call *)data)->done;
+}
+
+void harness_call_wait(uv_loop_t *loop, struct harness_call *call)
+{
+    if (!harness_run_until(loop, call_done, call, 30000))
+        fail_msg("request did not complete in 30 s");
+}
+
+void harness_call_clear(struct harness_call *call)
+{
+    cJSON_Delete(call->body);
+    memset(call, 0, sizeof(*call));
+}

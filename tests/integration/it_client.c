@@ -1,0 +1,292 @@
+/*
+ * The API client against the real API server: every verb, pagination,
+ * preconditions, both patch types, the status subresource, and the errors a
+ * controller must tell apart (404, 409 conflict, 422 invalid).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "kube/client.h"
+
+struct fixture {
+    uv_loop_t loop;
+    struct kube_config *config;
+    struct kube_client *client;
+    char *ns;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    uv_loop_init(&f->loop);
+    f->config = harness_config(NULL);
+    f->client = harness_client(&f->loop, f->config);
+    f->ns = harness_namespace("it-client");
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    harness_kubectl(NULL, "delete namespace %s --wait=false", f->ns);
+    kube_client_close(f->client);
+    harness_loop_close(&f->loop);
+    kube_config_free(f->config);
+    free(f->ns);
+    free(f);
+    return 0;
+}
+
+static cJSON *configmap(const char *name, const char *value)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "apiVersion", "v1");
+    cJSON_AddStringToObject(o, "kind", "ConfigMap");
+    cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
+    cJSON_AddStringToObject(meta, "name", name);
+    cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
+    cJSON_AddStringToObject(labels, "suite", "it-client");
+    cJSON *data = cJSON_AddObjectToObject(o, "data");
+    cJSON_AddStringToObject(data, "v", value);
+    return o;
+}
+
+static const char *json_str(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    x = cJSON_GetObjectItemCaseSensitive(x, b);
+    return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+static void create_cm(struct fixture *f, const char *name, const char *value,
+                      struct harness_call *call)
+{
+    cJSON *cm = configmap(name, value);
+    assert_non_null(
+        kube_create(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, cm, harness_call_cb, call));
+    cJSON_Delete(cm);
+    harness_call_wait(&f->loop, call);
+    assert_int_equal(call->status, 0);
+    assert_int_equal(call->http_code, 201);
+}
+
+static void test_create_get_delete(void **state)
+{
+    struct fixture *f = *state;
+    struct harness_call call = {0};
+    create_cm(f, "one", "1", &call);
+    harness_call_clear(&call);
+
+    assert_non_null(
+        kube_get(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", harness_call_cb, &call));
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    assert_string_equal(json_str(call.body, "data", "v"), "1");
+    harness_call_clear(&call);
+
+    /* Creating it again: AlreadyExists, a 409 that is not a conflict to retry. */
+    cJSON *cm = configmap("one", "again");
+    kube_create(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, cm, harness_call_cb, &call);
+    cJSON_Delete(cm);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, -EIO);
+    assert_int_equal(call.http_code, 409);
+    assert_string_equal(call.reason, "AlreadyExists");
+    harness_call_clear(&call);
+
+    struct kube_delete_options del = {.propagation_policy = "Background",
+                                      .grace_period_seconds = 0};
+    kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", &del, harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    harness_call_clear(&call);
+
+    kube_get(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.http_code, 404);
+    assert_string_equal(call.reason, "NotFound");
+    assert_non_null(strstr(call.message, "\"one\" not found"));
+    harness_call_clear(&call);
+}
+
+static void test_delete_preconditions(void **state)
+{
+    struct fixture *f = *state;
+    struct harness_call call = {0};
+    create_cm(f, "pre", "x", &call);
+    char uid[64];
+    snprintf(uid, sizeof(uid), "%s", json_str(call.body, "metadata", "uid"));
+    harness_call_clear(&call);
+
+    struct kube_delete_options wrong = {.precondition_uid = "00000000-0000-0000-0000-000000000000",
+                                        .grace_period_seconds = -1};
+    kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "pre", &wrong, harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.http_code, 409);
+    assert_string_equal(call.reason, "Conflict");
+    harness_call_clear(&call);
+
+    struct kube_delete_options right = {.precondition_uid = uid, .grace_period_seconds = -1};
+    kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "pre", &right, harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    harness_call_clear(&call);
+}
+
+static void test_patches_and_conflicts(void **state)
+{
+    struct fixture *f = *state;
+    struct harness_call call = {0};
+    create_cm(f, "p", "a", &call);
+    char rv[64];
+    snprintf(rv, sizeof(rv), "%s", json_str(call.body, "metadata", "resourceVersion"));
+    harness_call_clear(&call);
+
+    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_MERGE,
+               "{\"data\":{\"v\":\"b\"}}", harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    assert_string_equal(json_str(call.body, "data", "v"), "b");
+    harness_call_clear(&call);
+
+    /* A merge patch carrying the old resourceVersion is refused: optimistic locking. */
+    char patch[256];
+    snprintf(patch, sizeof(patch),
+             "{\"metadata\":{\"resourceVersion\":\"%s\"},\"data\":{\"v\":\"c\"}}", rv);
+    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_MERGE, patch,
+               harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.http_code, 409);
+    assert_string_equal(call.reason, "Conflict");
+    harness_call_clear(&call);
+
+    /* JSON patch: a failing "test" leaves the object alone. */
+    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_JSON,
+               "[{\"op\":\"test\",\"path\":\"/data/v\",\"value\":\"zzz\"},"
+               "{\"op\":\"replace\",\"path\":\"/data/v\",\"value\":\"d\"}]",
+               harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, -EIO);
+    assert_true(call.http_code == 422 || call.http_code == 409 || call.http_code == 500);
+    harness_call_clear(&call);
+
+    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_JSON,
+               "[{\"op\":\"test\",\"path\":\"/data/v\",\"value\":\"b\"},"
+               "{\"op\":\"replace\",\"path\":\"/data/v\",\"value\":\"d\"}]",
+               harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    assert_string_equal(json_str(call.body, "data", "v"), "d");
+
+    /* PUT with a stale resourceVersion: 409 Conflict. */
+    cJSON *obj = call.body;
+    call.body = NULL;
+    harness_call_clear(&call);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+    cJSON_ReplaceItemInObjectCaseSensitive(meta, "resourceVersion", cJSON_CreateString(rv));
+    kube_replace(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, obj, harness_call_cb,
+                 &call);
+    cJSON_Delete(obj);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.http_code, 409);
+    harness_call_clear(&call);
+}
+
+static void test_pagination(void **state)
+{
+    struct fixture *f = *state;
+    enum { N = 23 };
+    for (int i = 0; i < N; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "page-%02d", i);
+        struct harness_call call = {0};
+        create_cm(f, name, "x", &call);
+        harness_call_clear(&call);
+    }
+    int seen = 0, pages = 0;
+    char *cont = NULL;
+    do {
+        struct harness_call call = {0};
+        struct kube_list_options o = {
+            .label_selector = "suite=it-client", .limit = 5, .continue_token = cont};
+        assert_non_null(
+            kube_list(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &o, harness_call_cb, &call));
+        harness_call_wait(&f->loop, &call);
+        assert_int_equal(call.status, 0);
+        const cJSON *items = cJSON_GetObjectItemCaseSensitive(call.body, "items");
+        assert_true(cJSON_GetArraySize(items) <= 5);
+        seen += cJSON_GetArraySize(items);
+        pages++;
+        free(cont);
+        const char *c = json_str(call.body, "metadata", "continue");
+        cont = c && c[0] ? strdup(c) : NULL;
+        harness_call_clear(&call);
+    } while (cont);
+    assert_int_equal(seen, N);
+    assert_int_equal(pages, (N + 4) / 5);
+}
+
+static void test_status_subresource(void **state)
+{
+    struct fixture *f = *state;
+    struct harness_call call = {0};
+    /* Namespaces have a status subresource on every cluster. */
+    kube_get(f->client, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    harness_call_clear(&call);
+    kube_patch(f->client, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, "status", KUBE_PATCH_MERGE,
+               "{\"status\":{\"conditions\":[{\"type\":\"Probe\",\"status\":\"True\"}]}}",
+               harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    const cJSON *conds = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(call.body, "status"), "conditions");
+    assert_int_equal(cJSON_GetArraySize(conds), 1);
+    harness_call_clear(&call);
+}
+
+static void test_limits_and_cancel(void **state)
+{
+    struct fixture *f = *state;
+    /* A response larger than the client's limit fails cleanly. */
+    struct kube_client_options o = {.qps = 100, .burst = 100, .max_response_bytes = 512};
+    struct kube_client *small = NULL;
+    assert_int_equal(kube_client_new(&f->loop, f->config, &o, &small, NULL), 0);
+    struct harness_call call = {0};
+    kube_list(small, &KUBE_RESOURCE_NAMESPACES, NULL, NULL, harness_call_cb, &call);
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, -EFBIG);
+    harness_call_clear(&call);
+
+    /* A cancelled request never calls back. */
+    struct harness_call never = {0};
+    struct kube_request *r =
+        kube_get(small, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, harness_call_cb, &never);
+    kube_request_cancel(r);
+    harness_run_for(&f->loop, 300);
+    assert_int_equal(never.done, 0);
+    kube_client_close(small);
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_create_get_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_preconditions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_patches_and_conflicts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pagination, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_subresource, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limits_and_cancel, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("api client", tests, NULL, NULL);
+}

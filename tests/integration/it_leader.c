@@ -1,0 +1,166 @@
+/*
+ * Two controller processes against the real API server: exactly one leads;
+ * when the leader is killed (SIGKILL, no release), the other takes over
+ * within the lease duration plus one retry period; a leader stopped with
+ * SIGTERM releases the Lease so the standby takes over at once.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+struct proc {
+    pid_t pid;
+    char log[512];
+};
+
+static char *lease_ns;
+static char tmpdir[256];
+
+static void start(struct proc *p, const char *name)
+{
+    snprintf(p->log, sizeof(p->log), "%s/%s.log", tmpdir, name);
+    p->pid = fork();
+    assert_true(p->pid >= 0);
+    if (p->pid == 0) {
+        int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        char nsflag[256];
+        snprintf(nsflag, sizeof(nsflag), "--leader-election-namespace=%s", lease_ns);
+        execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", harness_kubeconfig(),
+              "--leader-elect", nsflag, "--namespace", lease_ns, (char *)NULL);
+        _exit(127);
+    }
+}
+
+static int log_has(const struct proc *p, const char *needle)
+{
+    FILE *f = fopen(p->log, "r");
+    if (!f)
+        return 0;
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/* Waits until one of the processes logs needle; returns its index or -1. */
+static int wait_for(struct proc *procs, int n, const char *needle, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    while (harness_now_ms() < end) {
+        for (int i = 0; i < n; i++)
+            if (procs[i].pid > 0 && log_has(&procs[i], needle))
+                return i;
+        usleep(50 * 1000);
+    }
+    return -1;
+}
+
+static void stop(struct proc *p, int sig)
+{
+    if (p->pid <= 0)
+        return;
+    kill(p->pid, sig);
+    int st;
+    waitpid(p->pid, &st, 0);
+    p->pid = 0;
+}
+
+static void dump(const struct proc *p)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "tail -n 20 '%s' >&2", p->log);
+    (void)system(cmd);
+}
+
+static void test_failover_after_kill(void **state)
+{
+    (void)state;
+    struct proc procs[2] = {0};
+    start(&procs[0], "kill-a");
+    start(&procs[1], "kill-b");
+    int leader = wait_for(procs, 2, "became leader", 30000);
+    if (leader < 0) {
+        dump(&procs[0]);
+        dump(&procs[1]);
+        fail_msg("no leader within 30 s");
+    }
+    int standby = 1 - leader;
+    assert_true(wait_for(&procs[leader], 1, "msg=watching", 30000) == 0);
+    assert_true(wait_for(&procs[standby], 1, "standing by", 10000) == 0);
+    /* Two seconds later, still exactly one leader. */
+    usleep(2000 * 1000);
+    assert_false(log_has(&procs[standby], "became leader"));
+
+    uint64_t killed = harness_now_ms();
+    stop(&procs[leader], SIGKILL);
+    int took = wait_for(&procs[standby], 1, "became leader", 30000);
+    uint64_t failover = harness_now_ms() - killed;
+    print_message("failover after SIGKILL of the leader: %.1f s (lease 15 s, retry 2 s)\n",
+                  (double)failover / 1000.0);
+    if (took != 0)
+        dump(&procs[standby]);
+    assert_int_equal(took, 0);
+    /* client-go semantics: expiry counts from when the standby last saw the
+     * record change, at most one retry period after the leader's last renew. */
+    assert_true(failover <= 15000 + 2000 + 1500);
+    assert_true(wait_for(&procs[standby], 1, "msg=watching", 30000) == 0);
+    stop(&procs[standby], SIGTERM);
+}
+
+static void test_release_on_sigterm(void **state)
+{
+    (void)state;
+    struct proc procs[2] = {0};
+    start(&procs[0], "term-a");
+    int leader = wait_for(procs, 1, "became leader", 30000);
+    assert_int_equal(leader, 0);
+    start(&procs[1], "term-b");
+    assert_true(wait_for(&procs[1], 1, "standing by", 10000) == 0);
+
+    uint64_t t0 = harness_now_ms();
+    kill(procs[0].pid, SIGTERM);
+    int st = 0;
+    waitpid(procs[0].pid, &st, 0);
+    procs[0].pid = 0;
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_true(log_has(&procs[0], "lease released"));
+    int took = wait_for(&procs[1], 1, "became leader", 10000);
+    uint64_t handover = harness_now_ms() - t0;
+    print_message("handover after SIGTERM: %.1f s\n", (double)handover / 1000.0);
+    assert_int_equal(took, 0);
+    /* A released Lease is free at once: the standby's next retry takes it. */
+    assert_true(handover < 5000);
+    stop(&procs[1], SIGTERM);
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/it-leader.XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    lease_ns = harness_namespace("it-leader");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_failover_after_kill),
+        cmocka_unit_test(test_release_on_sigterm),
+    };
+    int r = cmocka_run_group_tests_name("leader election", tests, NULL, NULL);
+    harness_kubectl(NULL, "delete namespace %s --wait=false", lease_ns);
+    free(lease_ns);
+    return r;
+}
