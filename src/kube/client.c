@@ -16,12 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #include "kube/credentials.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/ratelimit.h"
+#include "util/secret.h"
 
 #define ERROR_BODY_MAX (64 * 1024)
 
@@ -137,19 +136,24 @@ static void request_free(struct kube_request *r)
 static void check_multi_info(struct kube_client *c);
 
 /* Frees the client once the last of its uv handles has closed. */
-static void client_handle_gone(struct kube_client *c)
+static void client_free(struct kube_client *c)
 {
-    if (--c->open_handles > 0 || !c->closing)
-        return;
     kube_credentials_free(c->creds);
     free(c->server);
     free(c->ns);
     free(c->user_agent);
-    OPENSSL_cleanse(c->key.data, c->key.len);
     buf_free(&c->ca);
     buf_free(&c->cert);
-    buf_free(&c->key);
+    secret_buf_free(&c->key);
     free(c);
+}
+
+/* Frees the client once the last of its uv handles has closed. */
+static void client_handle_gone(struct kube_client *c)
+{
+    if (--c->open_handles > 0 || !c->closing)
+        return;
+    client_free(c);
 }
 
 static void handle_closed(uv_handle_t *h)
@@ -436,8 +440,7 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
         err = buf_printf(&h, "Authorization: Bearer %s", cred->token);
         if (err == 0)
             err = add_header(r, buf_str(&h));
-        OPENSSL_cleanse(h.data, h.cap);
-        buf_free(&h);
+        secret_buf_free(&h);
     }
     if (err < 0)
         return err;
@@ -675,15 +678,7 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
     if (err == 0 && !(c->multi = curl_multi_init()))
         err = -ENOMEM;
     if (err < 0) {
-        kube_credentials_free(c->creds);
-        free(c->server);
-        free(c->ns);
-        free(c->user_agent);
-        OPENSSL_cleanse(c->key.data, c->key.len);
-        buf_free(&c->ca);
-        buf_free(&c->cert);
-        buf_free(&c->key);
-        free(c);
+        client_free(c);
         if (ret_err)
             *ret_err = strdup("could not create the API client: out of memory");
         return err;

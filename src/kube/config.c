@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "util/secret.h"
+
 #define KUBECONFIG_MAX_BYTES (4u << 20)
 #define REFERENCED_FILE_MAX_BYTES (1u << 20)
 #define IN_CLUSTER_ROOT "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -25,20 +27,6 @@
 #define QUOTE_MAX 128
 
 /* ---- small helpers ---------------------------------------------------- */
-
-static void wipe_free(void *p, size_t len)
-{
-    if (!p)
-        return;
-    OPENSSL_cleanse(p, len);
-    free(p);
-}
-
-static void wipe_free_str(char *s)
-{
-    if (s)
-        wipe_free(s, strlen(s));
-}
 
 /* A printable copy of s for messages: at most QUOTE_MAX characters. */
 static char *quote(const char *s)
@@ -137,7 +125,7 @@ static int read_file_bounded(const char *path, size_t max, char **ret_data, size
                 goto out;
             }
             memcpy(n, data, len);
-            wipe_free(data, cap + 1);
+            secret_free(data, cap + 1);
             data = n;
             cap = ncap;
         }
@@ -162,7 +150,7 @@ static int read_file_bounded(const char *path, size_t max, char **ret_data, size
     data = NULL;
 out:
     if (data)
-        wipe_free(data, cap + 1);
+        secret_free(data, cap + 1);
     close(fd);
     return r;
 }
@@ -207,7 +195,7 @@ static int base64_decode(const char *in, size_t in_len, char **ret_data, size_t 
     r = 0;
 out:
     if (out)
-        wipe_free(out, cap);
+        secret_free(out, cap);
     EVP_ENCODE_CTX_free(ctx);
     return r;
 }
@@ -427,7 +415,7 @@ static int load_pem(struct loader *l, const yaml_node_t *map, const struct where
         if (r < 0)
             return field_fail(l, r, w, data_field, "not valid base64");
         if (!looks_like_pem(pem, len)) {
-            wipe_free(pem, len);
+            secret_free(pem, len);
             return field_fail(l, -EINVAL, w, data_field, "decoded data is not PEM");
         }
     } else if (file) {
@@ -435,7 +423,7 @@ static int load_pem(struct loader *l, const yaml_node_t *map, const struct where
         if (r < 0)
             return r;
         if (!looks_like_pem(pem, len)) {
-            wipe_free(pem, len);
+            secret_free(pem, len);
             char *q = quote(file);
             field_fail(l, -EINVAL, w, file_field, "\"%s\" is not a PEM file", q ? q : "?");
             free(q);
@@ -677,7 +665,7 @@ static int load_user(struct loader *l, const yaml_node_t *root, const char *cont
         if ((r = read_field_file(l, &w, "tokenFile", token_file, &data, &len)) < 0)
             return r;
         trim_right(data, &len);
-        wipe_free(data, len);
+        secret_free(data, len);
         if (len == 0)
             return field_fail(l, -EINVAL, &w, "tokenFile", "the file is empty");
         if (!(cfg->token_file = join_path(l->base_dir, token_file)))
@@ -797,20 +785,20 @@ void kube_config_free(struct kube_config *config)
     free(config->server);
     free(config->tls_server_name);
     free(config->ca_pem);
-    wipe_free(config->cert_pem, config->cert_pem_len);
-    wipe_free(config->key_pem, config->key_pem_len);
-    wipe_free_str(config->token);
+    secret_free(config->cert_pem, config->cert_pem_len);
+    secret_free(config->key_pem, config->key_pem_len);
+    secret_free_str(config->token);
     free(config->token_file);
     if (config->exec) {
         struct kube_exec_config *x = config->exec;
         free(x->command);
         /* Arguments and environment values may carry secrets (API keys). */
         for (size_t i = 0; i < x->n_args; i++)
-            wipe_free_str(x->args[i]);
+            secret_free_str(x->args[i]);
         free(x->args);
         for (size_t i = 0; i < x->n_env; i++) {
             free(x->env[i].name);
-            wipe_free_str(x->env[i].value);
+            secret_free_str(x->env[i].value);
         }
         free(x->env);
         free(x->api_version);
@@ -892,13 +880,13 @@ int kube_config_load_file(const char *path, const char *context, struct kube_con
     if (slash) {
         dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
         if (!dir) {
-            wipe_free(data, len);
+            secret_free(data, len);
             set_err(ret_err, "%s: out of memory", path);
             return -ENOMEM;
         }
     }
     r = kube_config_load_string(data, len, path, dir, context, ret_config, ret_err);
-    wipe_free(data, len);
+    secret_free(data, len);
     free(dir);
     return r;
 }
@@ -974,7 +962,7 @@ int kube_config_in_cluster(const char *root, struct kube_config **ret_config, ch
         goto fail;
     }
     trim_right(data, &len);
-    wipe_free(data, len);
+    secret_free(data, len);
     data = NULL;
     if (len == 0) {
         r = -EINVAL;

@@ -16,6 +16,7 @@
 
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/secret.h"
 #include "util/timefmt.h"
 
 #define TOKEN_FILE_MAX_BYTES (1u << 20)
@@ -122,27 +123,6 @@ struct kube_credentials {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void wipe_free(void *p, size_t len)
-{
-    if (!p)
-        return;
-    OPENSSL_cleanse(p, len);
-    free(p);
-}
-
-static void wipe_free_str(char *s)
-{
-    if (s)
-        wipe_free(s, strlen(s));
-}
-
-static void wipe_buf(struct buf *b)
-{
-    if (b->data)
-        OPENSSL_cleanse(b->data, b->cap);
-    buf_free(b);
-}
-
 static int64_t wall_clock_ms(void)
 {
     struct timespec ts;
@@ -231,9 +211,9 @@ static bool cache_fresh(const struct kube_credentials *c)
 static void set_cache(struct kube_credentials *c, char *token, char *cert, size_t cert_len,
                       char *key, size_t key_len, int64_t expires_unix_ms)
 {
-    wipe_free_str(c->token);
-    wipe_free(c->cert_pem, c->cert_pem_len);
-    wipe_free(c->key_pem, c->key_pem_len);
+    secret_free_str(c->token);
+    secret_free(c->cert_pem, c->cert_pem_len);
+    secret_free(c->key_pem, c->key_pem_len);
     c->token = token;
     c->cert_pem = cert;
     c->cert_pem_len = cert_len;
@@ -246,20 +226,20 @@ static void set_cache(struct kube_credentials *c, char *token, char *cert, size_
 
 static void release(struct kube_credentials *c)
 {
-    wipe_free_str(c->static_token);
+    secret_free_str(c->static_token);
     free(c->token_file);
     free(c->exec_command);
     for (size_t i = 0; i < c->exec_argc; i++)
-        wipe_free_str(c->exec_argv[i]);
+        secret_free_str(c->exec_argv[i]);
     free(c->exec_argv);
     for (size_t i = 0; i < c->exec_n_env; i++)
-        wipe_free_str(c->exec_env[i]);
+        secret_free_str(c->exec_env[i]);
     free(c->exec_env);
     free(c->exec_info);
     free(c->exec_api_version);
-    wipe_free_str(c->token);
-    wipe_free(c->cert_pem, c->cert_pem_len);
-    wipe_free(c->key_pem, c->key_pem_len);
+    secret_free_str(c->token);
+    secret_free(c->cert_pem, c->cert_pem_len);
+    secret_free(c->key_pem, c->key_pem_len);
     free(c);
 }
 
@@ -322,10 +302,10 @@ static void token_read_done(struct token_read *r)
             } else if (!(token = strndup(s + start, n - start))) {
                 status = -ENOMEM;
             }
-            wipe_free(s, total);
+            secret_free(s, total);
         }
     }
-    wipe_buf(&r->data);
+    secret_buf_free(&r->data);
     free(r);
     if (!c)
         return;
@@ -454,7 +434,7 @@ static void on_exec_handle_closed(uv_handle_t *h)
     struct exec_run *run = h->data;
     if (--run->open_handles > 0)
         return;
-    wipe_buf(&run->out);
+    secret_buf_free(&run->out);
     buf_free(&run->err);
     OPENSSL_cleanse(run->chunk, sizeof(run->chunk));
     free(run);
@@ -559,9 +539,9 @@ static int parse_exec_credential(struct kube_credentials *c, const struct buf *o
 out:
     if (r == -ENOMEM)
         *ret_err = strprintf("exec plugin %s: out of memory", cmd);
-    wipe_free_str(token);
-    wipe_free_str(cert);
-    wipe_free_str(key);
+    secret_free_str(token);
+    secret_free_str(cert);
+    secret_free_str(key);
     if (root) {
         /* cJSON frees without wiping; the token and key are in there. */
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "status");
