@@ -27,12 +27,18 @@ struct proc {
 
 static char *lease_ns;
 static char tmpdir[256];
+/* Every process started, so a failed assertion does not leave one running. */
+static pid_t started[8];
+static int n_started;
 
 static void start(struct proc *p, const char *name)
 {
     snprintf(p->log, sizeof(p->log), "%s/%s.log", tmpdir, name);
+    assert_true(n_started < 8);
     p->pid = fork();
     assert_true(p->pid >= 0);
+    if (p->pid > 0)
+        started[n_started++] = p->pid;
     if (p->pid == 0) {
         int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
@@ -70,13 +76,21 @@ static int wait_for(struct proc *procs, int n, const char *needle, uint64_t time
     return -1;
 }
 
+static void stop_pid(pid_t pid, int sig)
+{
+    for (int i = 0; i < n_started; i++)
+        if (started[i] == pid)
+            started[i] = started[--n_started];
+    kill(pid, sig);
+    int st;
+    waitpid(pid, &st, 0);
+}
+
 static void stop(struct proc *p, int sig)
 {
     if (p->pid <= 0)
         return;
-    kill(p->pid, sig);
-    int st;
-    waitpid(p->pid, &st, 0);
+    stop_pid(p->pid, sig);
     p->pid = 0;
 }
 
@@ -85,6 +99,15 @@ static void dump(const struct proc *p)
     char cmd[600];
     snprintf(cmd, sizeof(cmd), "tail -n 20 '%s' >&2", p->log);
     (void)system(cmd);
+}
+
+/* Kills whatever a test left running (after a failed assertion). */
+static int kill_leftovers(void **state)
+{
+    (void)state;
+    while (n_started > 0)
+        stop_pid(started[0], SIGKILL);
+    return 0;
 }
 
 static void test_failover_after_kill(void **state)
@@ -100,7 +123,7 @@ static void test_failover_after_kill(void **state)
         fail_msg("no leader within 30 s");
     }
     int standby = 1 - leader;
-    assert_true(wait_for(&procs[leader], 1, "msg=watching", 30000) == 0);
+    assert_true(wait_for(&procs[leader], 1, "msg=\"watching\"", 30000) == 0);
     assert_true(wait_for(&procs[standby], 1, "standing by", 10000) == 0);
     /* Two seconds later, still exactly one leader. */
     usleep(2000 * 1000);
@@ -118,7 +141,7 @@ static void test_failover_after_kill(void **state)
     /* client-go semantics: expiry counts from when the standby last saw the
      * record change, at most one retry period after the leader's last renew. */
     assert_true(failover <= 15000 + 2000 + 1500);
-    assert_true(wait_for(&procs[standby], 1, "msg=watching", 30000) == 0);
+    assert_true(wait_for(&procs[standby], 1, "msg=\"watching\"", 30000) == 0);
     stop(&procs[standby], SIGTERM);
 }
 
@@ -136,6 +159,9 @@ static void test_release_on_sigterm(void **state)
     kill(procs[0].pid, SIGTERM);
     int st = 0;
     waitpid(procs[0].pid, &st, 0);
+    for (int i = 0; i < n_started; i++)
+        if (started[i] == procs[0].pid)
+            started[i] = started[--n_started];
     procs[0].pid = 0;
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 0);
@@ -156,8 +182,8 @@ int main(void)
     assert_non_null(mkdtemp(tmpdir));
     lease_ns = harness_namespace("it-leader");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_failover_after_kill),
-        cmocka_unit_test(test_release_on_sigterm),
+        cmocka_unit_test_teardown(test_failover_after_kill, kill_leftovers),
+        cmocka_unit_test_teardown(test_release_on_sigterm, kill_leftovers),
     };
     int r = cmocka_run_group_tests_name("leader election", tests, NULL, NULL);
     harness_kubectl(NULL, "delete namespace %s --wait=false", lease_ns);
