@@ -29,10 +29,10 @@
 
 struct cache_entry {
     const char *key; /* "namespace/name", or "name" for cluster-scoped objects */
-    char *ns;        /* "" for cluster-scoped */
-    char *name;
-    char *uid;
-    char *resource_version;
+    const char *ns;  /* "" for cluster-scoped */
+    const char *name;
+    const char *uid;
+    const char *resource_version;
     void *obj; /* what the codec made of the object */
 };
 
@@ -60,7 +60,7 @@ struct informer_options {
     const char *ns; /* NULL or "": all namespaces */
     const char *label_selector;
     const char *field_selector;
-    long page_size;                     /* default 500 */
+    long page_size;                     /* default 100 */
     unsigned watch_timeout_min_s;       /* default 300 */
     unsigned watch_timeout_max_s;       /* default 600 */
     size_t max_event_bytes;             /* one watch event's JSON; default 4 MiB */

@@ -30,13 +30,17 @@ kubectl create namespace "$ns" >/dev/null
 
 "$bench" create "$ns" "$n"
 errlog=$(mktemp)
-"$bench" watch "$ns" "$n" 2>"$errlog" &
-watcher=$!
-for _ in $(seq 1 600); do
-  grep -q READY "$errlog" && break
-  sleep 0.1
+# Each mode: sync in a fresh process, then apply one update of every object.
+for mode in watch watch-typed; do
+  : >"$errlog"
+  "$bench" "$mode" "$ns" "$n" 2>"$errlog" &
+  watcher=$!
+  for _ in $(seq 1 600); do
+    grep -q READY "$errlog" && break
+    sleep 0.1
+  done
+  "$bench" update "$ns" "$n"
+  wait "$watcher"
 done
-"$bench" update "$ns" "$n"
-wait "$watcher"
 kubectl delete namespace "$ns" --wait=false >/dev/null
 rm -f "$errlog"
