@@ -98,7 +98,7 @@ static void on_new_leader(void *data, const char *identity)
 static void on_released(void *data, int status)
 {
     struct manager *m = data;
-    log_info("lease released", "status", status == 0 ? "ok" : log_errno_str(status));
+    (void)status; /* the elector has logged the outcome */
     shutdown_all(m);
 }
 
