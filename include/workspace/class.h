@@ -1,0 +1,78 @@
+/*
+ * workspace_class: the decoded WorkspaceClass, the part of it the controller
+ * reads (see docs/api.md). Cached by the class informer.
+ *
+ * Ownership: a decoded class owns all its strings and arrays;
+ * workspace_class_free() releases it. tolerations and resources are kept as
+ * JSON (cJSON) because they are copied into pods as they are.
+ */
+#ifndef HIBERNATOR_WORKSPACE_CLASS_H
+#define HIBERNATOR_WORKSPACE_CLASS_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum capacity_timeout_action {
+    CAPACITY_TIMEOUT_WAIT,
+    CAPACITY_TIMEOUT_FAIL,
+};
+
+enum home_on_delete {
+    HOME_ON_DELETE_DELETE,
+    HOME_ON_DELETE_RETAIN,
+};
+
+struct label {
+    char *key;
+    char *value;
+};
+
+struct workspace_class {
+    char *name;
+    char **allowed_images; /* glob patterns */
+    size_t n_allowed_images;
+    char *default_image;
+    int port;
+
+    int has_accelerator;
+    char *accelerator_resource; /* e.g. nvidia.com/gpu */
+    int accelerator_count;
+    char *product_label; /* node label key, e.g. nvidia.com/gpu.product */
+    char *product;       /* e.g. Tesla-T4 */
+    struct label *node_selector;
+    size_t n_node_selector;
+
+    cJSON *resources;   /* corev1 ResourceRequirements or NULL */
+    cJSON *tolerations; /* array or NULL */
+    char *runtime_class_name;
+
+    int64_t home_size_bytes;
+    char *home_size;     /* as written, e.g. "10Gi" */
+    int64_t home_max_bytes;
+    char *storage_class_name;
+    char *home_mount_path;
+    enum home_on_delete home_on_delete;
+
+    char *checkpoint_path;
+    char *checkpoint_env;
+
+    int64_t pause_grace_seconds;
+    int64_t capacity_timeout_ms;
+    enum capacity_timeout_action on_capacity_timeout;
+};
+
+/* Decodes a WorkspaceClass object, applying the defaults of docs/api.md.
+ * Returns 0, -ENOMEM, or -EINVAL with *ret_err naming the field (malloc'd). */
+int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err);
+
+void workspace_class_free(struct workspace_class *c);
+
+/* True when image matches one of the class's allowed patterns. */
+int workspace_class_allows_image(const struct workspace_class *c, const char *image);
+
+/* Parses a Kubernetes quantity ("10Gi", "500M", "1.5Ti", "1000") into bytes.
+ * Returns 0 or -EINVAL. */
+int quantity_parse_bytes(const char *s, int64_t *ret_bytes);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * decide: the controller's whole judgement, as a pure function.
+ *
+ * Given a Workspace, its class, what exists of its pods and home claim, and
+ * the time, it returns the status the Workspace should have and the few
+ * actions that move the world toward it. No I/O, no clock, no globals: the
+ * reconciler reads the caches, calls it, executes the actions idempotently
+ * and writes the status when it changed. Tested from tables in
+ * tests/unit/test_decide.c.
+ *
+ * Ownership: the input is only read. The output owns its status copy and
+ * action strings; release them with decide_output_clear().
+ */
+#ifndef HIBERNATOR_WORKSPACE_DECIDE_H
+#define HIBERNATOR_WORKSPACE_DECIDE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "workspace/class.h"
+#include "workspace/pod.h"
+#include "workspace/workspace.h"
+
+struct decide_input {
+    const struct workspace *ws;
+    const struct workspace_class *cls; /* NULL: the class does not exist */
+    const struct workspace_pod *const *pods; /* the workspace's pods (by label), any order */
+    size_t n_pods;
+    const struct workspace_pvc *pvc; /* NULL: no home claim */
+    int64_t now_ms;                  /* Unix milliseconds */
+};
+
+enum action_type {
+    ACTION_ADD_FINALIZER,
+    ACTION_CREATE_PVC,
+    ACTION_CREATE_POD,    /* name, from_checkpoint */
+    ACTION_DELETE_POD,    /* name, grace_seconds (-1: the pod's own) */
+    ACTION_DELETE_PVC,    /* name */
+    ACTION_RELEASE_PVC,   /* name: drop its owner reference so it outlives the workspace */
+    ACTION_REMOVE_FINALIZER,
+    ACTION_EVENT,         /* event_type, reason, message */
+};
+
+struct action {
+    enum action_type type;
+    char *name;
+    int from_checkpoint;
+    int64_t grace_seconds;
+    const char *event_type; /* "Normal" | "Warning" (static) */
+    char *reason;
+    char *message;
+};
+
+#define DECIDE_MAX_ACTIONS 8
+
+struct decide_output {
+    struct workspace_status status; /* the status to write */
+    int status_changed;             /* differs from the input's status */
+    struct action actions[DECIDE_MAX_ACTIONS];
+    size_t n_actions;
+    int64_t requeue_after_ms; /* 0: no timed re-check needed */
+};
+
+/* Returns 0 or -ENOMEM. */
+int workspace_decide(const struct decide_input *in, struct decide_output *out);
+
+void decide_output_clear(struct decide_output *out);
+
+const char *action_type_name(enum action_type t);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * workspace_pod: the pods and the home volume claim of a workspace, as the
+ * controller observes them (trimmed) and as it builds them.
+ *
+ * Ownership: decoded structs own their strings (free functions below);
+ * builders return new cJSON trees owned by the caller.
+ */
+#ifndef HIBERNATOR_WORKSPACE_POD_H
+#define HIBERNATOR_WORKSPACE_POD_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "workspace/class.h"
+#include "workspace/workspace.h"
+
+/* What decide() needs to know about one of the workspace's pods. */
+struct workspace_pod {
+    char *ns;
+    char *name;
+    char *uid;
+    char *workspace;     /* value of the hibernator.dev/workspace label */
+    char *node_name;     /* spec.nodeName, NULL until scheduled */
+    char *phase;         /* Pending, Running, Succeeded, Failed, Unknown */
+    int64_t created_ms;
+    int64_t deletion_ms; /* 0 unless terminating */
+    int ready;           /* condition Ready=True */
+    int scheduled;       /* condition PodScheduled=True */
+    int64_t scheduled_ms; /* PodScheduled lastTransitionTime when True */
+    int64_t ready_ms;     /* Ready lastTransitionTime when True */
+    int unschedulable;    /* PodScheduled=False, reason Unschedulable */
+    char *unschedulable_message; /* the scheduler's words */
+    int restore_from_checkpoint; /* the pod was built with the checkpoint env */
+};
+
+/* What decide() needs to know about the home claim. */
+struct workspace_pvc {
+    char *ns;
+    char *name;
+    char *phase; /* Pending, Bound, Lost */
+    int64_t deletion_ms;
+};
+
+/* Informer codecs (void * = struct workspace_pod * / struct workspace_pvc *). */
+void *workspace_pod_decode(const cJSON *obj, void *data);
+void workspace_pod_free(void *pod);
+void *workspace_pvc_decode(const cJSON *obj, void *data);
+void workspace_pvc_free(void *pvc);
+
+/* The home claim's name: "<workspace>-home". Returns malloc'd or NULL. */
+char *workspace_home_claim_name(const struct workspace *ws);
+
+/* The pod name for a pod generation: "<workspace>-<n>". Malloc'd or NULL. */
+char *workspace_pod_name(const struct workspace *ws, int64_t pod_generation);
+
+/* Builds the PersistentVolumeClaim for home, owned by the workspace. */
+cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_class *c);
+
+/* Builds the workspace's pod: image, port, resources, accelerator request and
+ * node selector (product label pinned), tolerations, runtimeClassName, home
+ * volume, env (the workspace's, plus the checkpoint env var when
+ * from_checkpoint), grace period, labels and the owner reference. */
+cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
+                           const char *pod_name, int from_checkpoint);
+
+#endif

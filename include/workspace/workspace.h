@@ -1,0 +1,138 @@
+/*
+ * workspace: the decoded Workspace: metadata, spec and status.
+ *
+ * The status struct is both what decide() reads and what it writes; it is
+ * encoded back to JSON for the status subresource.
+ *
+ * Ownership: a decoded workspace owns all its strings; workspace_free()
+ * releases it. workspace_status_copy() makes an independent copy.
+ */
+#ifndef HIBERNATOR_WORKSPACE_WORKSPACE_H
+#define HIBERNATOR_WORKSPACE_WORKSPACE_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Times are Unix milliseconds; 0 means unset. */
+
+enum workspace_state {
+    WS_STATE_NONE, /* never reconciled */
+    WS_STATE_PENDING,
+    WS_STATE_RUNNING,
+    WS_STATE_PAUSING,
+    WS_STATE_PAUSED,
+    WS_STATE_RESUMING,
+    WS_STATE_WAITING_FOR_CAPACITY,
+    WS_STATE_FAILED,
+};
+
+const char *workspace_state_name(enum workspace_state s);
+
+enum condition_status {
+    COND_UNKNOWN,
+    COND_TRUE,
+    COND_FALSE,
+};
+
+/* metav1.Condition */
+struct condition {
+    char *type;
+    enum condition_status status;
+    int64_t observed_generation;
+    int64_t last_transition_ms;
+    char *reason;
+    char *message;
+};
+
+struct env_var {
+    char *name;
+    char *value;
+};
+
+struct workspace_pause_timeline {
+    int64_t requested_ms;
+    int64_t pod_deleted_ms;
+    int64_t accelerator_released_ms;
+};
+
+struct workspace_resume_timeline {
+    int64_t requested_ms;
+    int64_t pod_created_ms;
+    int64_t pod_scheduled_ms;
+    int64_t ready_ms;
+    double seconds_to_ready;
+    char *restored_from; /* "FromCheckpoint" | "Fresh" | NULL */
+};
+
+struct workspace_status {
+    int64_t observed_generation;
+    enum workspace_state state;
+    char *message;
+    char *pod_name;
+    int64_t pod_generation;
+    char *node_name;
+    char *home_claim_name;
+    char *accelerator_resource;
+    int accelerator_count;
+    char *accelerator_product;
+    struct condition *conditions;
+    size_t n_conditions;
+    struct workspace_pause_timeline last_pause;
+    struct workspace_resume_timeline last_resume;
+    int64_t waiting_for_capacity_since_ms;
+    int64_t pauses;
+    int64_t resumes;
+    double accelerator_seconds_released;
+};
+
+struct workspace {
+    char *ns;
+    char *name;
+    char *uid;
+    char *resource_version;
+    int64_t generation;
+    int64_t deletion_ms; /* metadata.deletionTimestamp, 0 if not deleting */
+    int has_finalizer;   /* hibernator.dev/cleanup present */
+
+    char *class_name;
+    char *image; /* NULL: class default */
+    int paused;
+    char *home_size; /* NULL: class default */
+    struct env_var *env;
+    size_t n_env;
+
+    struct workspace_status status;
+};
+
+#define WORKSPACE_FINALIZER "hibernator.dev/cleanup"
+#define WORKSPACE_LABEL "hibernator.dev/workspace"
+#define MANAGED_BY_LABEL "app.kubernetes.io/managed-by"
+#define MANAGED_BY_VALUE "hibernator"
+
+/* Decodes a Workspace object. Returns 0, -ENOMEM, or -EINVAL with *ret_err
+ * naming the field (a malformed object the schema should have refused). */
+int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err);
+void workspace_free(struct workspace *ws);
+
+/* Encodes a status as the JSON of the status subresource's "status" field. */
+cJSON *workspace_status_to_json(const struct workspace_status *s);
+
+/* Deep copy; returns 0 or -ENOMEM. clear releases the copy's memory. */
+int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst);
+void workspace_status_clear(struct workspace_status *s);
+
+/* True when two statuses would encode to the same JSON. */
+int workspace_status_equal(const struct workspace_status *a, const struct workspace_status *b);
+
+/* Finds a condition by type, or NULL. */
+const struct condition *workspace_status_condition(const struct workspace_status *s,
+                                                   const char *type);
+
+/* Sets a condition the metav1 way: lastTransitionTime changes only when
+ * status changes. Returns 0 or -ENOMEM. */
+int workspace_status_set_condition(struct workspace_status *s, const char *type,
+                                   enum condition_status status, const char *reason,
+                                   const char *message, int64_t generation, int64_t now_ms);
+
+#endif
