@@ -13,7 +13,8 @@
 #   cluster.sh stop-apiserver|start-apiserver|restart-apiserver [--dir DIR]
 #                                 [--kill]  (--kill: SIGKILL, no graceful shutdown)
 #   cluster.sh compact-etcd [--dir DIR]   compact etcd to its current revision
-#   cluster.sh selftest [--dir DIR]       scheduling, tokens, garbage collection
+#   cluster.sh selftest [--dir DIR]       scheduling, tokens, garbage collection,
+#                                         storage
 #
 # Without --dir, `up` uses $HIBERNATOR_CLUSTER_DIR or a new
 # /tmp/hibernator-cluster.XXXXXX; the other commands use $HIBERNATOR_CLUSTER_DIR.
@@ -511,6 +512,11 @@ cmd_kube-apiserver() {
 # Every default controller runs (tokens, garbage collection, namespaces, node
 # lifecycle, workloads, CSR signing, ...) except node CIDR allocation: kwok
 # hands out the pod IPs. Release 1.37 has no cloud controllers left to drop.
+#
+# The hostPath provisioner serves the StorageClass "standard" of
+# storage.yaml, so that claims bind: each volume is a directory
+# /tmp/hostpath_pv/<uuid> that the controller manager creates (the path is
+# fixed in Kubernetes) and removes when its claim goes (reclaim Delete).
 ports_kube-controller-manager() { pick_port controller_manager_port; }
 cmd_kube-controller-manager() {
   local kc=$dir/conf/kube-controller-manager.kubeconfig
@@ -528,6 +534,7 @@ cmd_kube-controller-manager() {
     --cluster-signing-cert-file="$dir/pki/ca.crt" \
     --cluster-signing-key-file="$dir/pki/ca.key" \
     --controllers="*,-node-ipam-controller" \
+    --enable-hostpath-provisioner=true \
     --profiling=false
   extra_args HIBERNATOR_CONTROLLER_MANAGER_ARGS
 }
@@ -731,8 +738,8 @@ cmd_up() {
   save_ports
   write_env
 
-  log "creating fake nodes"
-  kubectl_ apply -f "$here/nodes.yaml" >/dev/null
+  log "creating fake nodes and the default StorageClass"
+  kubectl_ apply -f "$here/nodes.yaml" -f "$here/storage.yaml" >/dev/null
   wait_for "nodes to become Ready and untainted" "$start_timeout" nodes_schedulable || {
     kubectl_ get nodes -o wide >&2 || true
     log_tail kwok 20
@@ -754,6 +761,27 @@ cmd_up() {
 
 # ---------------------------------------------------------------- others
 
+# The hostPath provisioner's directories lie outside $dir, so removing $dir
+# leaves them behind: remove those of this cluster's volumes while the API
+# server can still list them. Only paths of the provisioner's own shape are
+# touched. A cluster whose API server is already gone leaves them in
+# /tmp/hostpath_pv.
+remove_host_volumes() {
+  [ -f "$dir/run/ports" ] || return 0
+  # shellcheck source=/dev/null
+  . "$dir/run/ports"
+  component_pid kube-apiserver >/dev/null || return 0
+  local out by path
+  out=$(kubectl_ get pv --request-timeout=10s -o \
+    'jsonpath={range .items[*]}{.metadata.annotations.kubernetes\.io/createdby}{" "}{.spec.hostPath.path}{"\n"}{end}' \
+    2>/dev/null) || return 0
+  while read -r by path; do
+    [ "$by" = hostpath-dynamic-provisioner ] || continue
+    [[ $path =~ ^/tmp/hostpath_pv/[0-9a-f-]+$ ]] || continue
+    rm -rf -- "$path"
+  done <<<"$out"
+}
+
 cmd_down() {
   if [ -z "$dir" ]; then die "no cluster: pass --dir DIR or set HIBERNATOR_CLUSTER_DIR"; fi
   [ -d "$dir" ] || die "no such directory: $dir"
@@ -764,6 +792,7 @@ cmd_down() {
   # Clients first, so none of them logs a storm of errors while the API
   # server goes away; etcd last.
   stop_components kwok kube-scheduler kube-controller-manager
+  remove_host_volumes
   stop_components kube-apiserver
   stop_components etcd
   local name left=()
@@ -963,6 +992,57 @@ st_too_many_gpus() {
   kubectl_ delete pod gpu-3 -n "$ns" --wait=true --timeout=60s >/dev/null
 }
 
+# A claim of the default StorageClass binds at once; a pod using it runs on a
+# kwok node; deleting the claim deletes its volume and the directory.
+st_storage() {
+  local pv path deadline=$((SECONDS + 60))
+  kubectl_ apply -f - >/dev/null <<EOF || return 1
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: home
+  namespace: $ns
+spec:
+  accessModes: [ReadWriteOnce]
+  resources:
+    requests:
+      storage: 1Gi
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: with-home
+  namespace: $ns
+spec:
+  tolerations:
+  - key: kwok.x-k8s.io/node
+    operator: Exists
+    effect: NoSchedule
+  containers:
+  - name: main
+    image: selftest.invalid/notebook:1
+    volumeMounts:
+    - name: home
+      mountPath: /home/jovyan
+  volumes:
+  - name: home
+    persistentVolumeClaim:
+      claimName: home
+EOF
+  kubectl_ wait --for='jsonpath={.status.phase}=Bound' pvc/home -n "$ns" --timeout=60s >/dev/null || return 1
+  kubectl_ wait --for=condition=Ready pod/with-home -n "$ns" --timeout=60s >/dev/null || return 1
+  pv=$(kubectl_ get pvc home -n "$ns" -o 'jsonpath={.spec.volumeName}') || return 1
+  path=$(kubectl_ get pv "$pv" -o 'jsonpath={.spec.hostPath.path}') || return 1
+  log "  claim home bound to $pv ($path)"
+  [ -d "$path" ] || return 1
+  kubectl_ delete pod with-home -n "$ns" --wait=true --timeout=60s >/dev/null || return 1
+  kubectl_ delete pvc home -n "$ns" --wait=true --timeout=60s >/dev/null || return 1
+  while kubectl_ get pv "$pv" >/dev/null 2>&1 || [ -e "$path" ]; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.25
+  done
+}
+
 st_namespace_deleted() {
   kubectl_ delete namespace "$ns" --wait=true --timeout=90s >/dev/null
 }
@@ -976,6 +1056,7 @@ cmd_selftest() {
   check "garbage collection of a dependent ConfigMap" st_gc
   check "1-GPU pod scheduled on a GPU node, Running and Ready, then deleted" st_gpu_pod_runs
   check "3-GPU pod stays Pending: FailedScheduling, Insufficient nvidia.com/gpu" st_too_many_gpus
+  check "claim of StorageClass standard bound, pod using it Ready, volume deleted with it" st_storage
   check "namespace $ns deleted" st_namespace_deleted
   log "selftest took $((SECONDS - t0)) s"
   echo "selftest: $st_pass passed, $st_fail failed"
