@@ -48,22 +48,25 @@ struct workspace_class {
     char *runtime_class_name;
 
     int64_t home_size_bytes;
-    char *home_size;     /* as written, e.g. "10Gi" */
+    char *home_size; /* as written, e.g. "10Gi" */
     int64_t home_max_bytes;
+    char *home_max_size; /* as written; the size when maxSize is not given */
     char *storage_class_name;
     char *home_mount_path;
     enum home_on_delete home_on_delete;
 
-    char *checkpoint_path;
-    char *checkpoint_env;
+    char *checkpoint_path; /* default <mountPath>/.hibernator/checkpoint */
+    char *checkpoint_env;  /* default HIBERNATOR_CHECKPOINT_PATH */
 
     int64_t pause_grace_seconds;
     int64_t capacity_timeout_ms;
     enum capacity_timeout_action on_capacity_timeout;
 };
 
-/* Decodes a WorkspaceClass object, applying the defaults of docs/api.md.
- * Returns 0, -ENOMEM, or -EINVAL with *ret_err naming the field (malloc'd). */
+/* Decodes a WorkspaceClass object, applying the defaults of docs/api.md
+ * (home.onDelete defaults to Delete). Returns 0, -ENOMEM, or -EINVAL with
+ * *ret_err naming the field ("spec.port: must be between 1 and 65535",
+ * malloc'd, the caller frees it). */
 int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err);
 
 void workspace_class_free(struct workspace_class *c);
@@ -71,8 +74,9 @@ void workspace_class_free(struct workspace_class *c);
 /* True when image matches one of the class's allowed patterns. */
 int workspace_class_allows_image(const struct workspace_class *c, const char *image);
 
-/* Parses a Kubernetes quantity ("10Gi", "500M", "1.5Ti", "1000") into bytes.
- * Returns 0 or -EINVAL. */
+/* Parses a Kubernetes quantity ("10Gi", "500M", "1.5Ti", "1000", "1e3") into
+ * bytes, exactly; a fraction of a byte rounds up. Negative values, the milli
+ * suffix and anything past int64 are refused. Returns 0 or -EINVAL. */
 int quantity_parse_bytes(const char *s, int64_t *ret_bytes);
 
 #endif

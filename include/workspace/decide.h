@@ -23,7 +23,7 @@
 
 struct decide_input {
     const struct workspace *ws;
-    const struct workspace_class *cls; /* NULL: the class does not exist */
+    const struct workspace_class *cls;       /* NULL: the class does not exist */
     const struct workspace_pod *const *pods; /* the workspace's pods (by label), any order */
     size_t n_pods;
     const struct workspace_pvc *pvc; /* NULL: no home claim */
@@ -31,14 +31,14 @@ struct decide_input {
 };
 
 enum action_type {
-    ACTION_ADD_FINALIZER,
-    ACTION_CREATE_PVC,
-    ACTION_CREATE_POD,    /* name, from_checkpoint */
-    ACTION_DELETE_POD,    /* name, grace_seconds (-1: the pod's own) */
-    ACTION_DELETE_PVC,    /* name */
-    ACTION_RELEASE_PVC,   /* name: drop its owner reference so it outlives the workspace */
-    ACTION_REMOVE_FINALIZER,
-    ACTION_EVENT,         /* event_type, reason, message */
+    ACTION_ADD_FINALIZER,    /* name NULL */
+    ACTION_CREATE_PVC,       /* name: the claim; build it with workspace_pvc_build() */
+    ACTION_CREATE_POD,       /* name, from_checkpoint */
+    ACTION_DELETE_POD,       /* name, grace_seconds (-1: the pod's own) */
+    ACTION_DELETE_PVC,       /* name */
+    ACTION_RELEASE_PVC,      /* name: drop its owner reference so it outlives the workspace */
+    ACTION_REMOVE_FINALIZER, /* name NULL */
+    ACTION_EVENT,            /* event_type, reason, message */
 };
 
 struct action {
@@ -51,7 +51,7 @@ struct action {
     char *message;
 };
 
-#define DECIDE_MAX_ACTIONS 8
+#define DECIDE_MAX_ACTIONS 16
 
 struct decide_output {
     struct workspace_status status; /* the status to write */
@@ -61,7 +61,10 @@ struct decide_output {
     int64_t requeue_after_ms; /* 0: no timed re-check needed */
 };
 
-/* Returns 0 or -ENOMEM. */
+/* The rules, their states, conditions and events: docs/state-machine.md.
+ * Returns 0 or -ENOMEM (-E2BIG would mean more actions than
+ * DECIDE_MAX_ACTIONS, which the rules never produce). On failure *out is
+ * left cleared. */
 int workspace_decide(const struct decide_input *in, struct decide_output *out);
 
 void decide_output_clear(struct decide_output *out);

@@ -14,21 +14,30 @@
 #include "workspace/class.h"
 #include "workspace/workspace.h"
 
+/* On pods the controller builds: "true" when the pod was told to start from
+ * the application's checkpoint, "false" otherwise. */
+#define FROM_CHECKPOINT_ANNOTATION "hibernator.dev/from-checkpoint"
+/* The one container of a workspace pod, and its home volume. */
+#define WORKSPACE_CONTAINER "workspace"
+#define HOME_VOLUME "home"
+/* Always set in the container: the workspace's name. */
+#define WORKSPACE_ENV "HIBERNATOR_WORKSPACE"
+
 /* What decide() needs to know about one of the workspace's pods. */
 struct workspace_pod {
     char *ns;
     char *name;
     char *uid;
-    char *workspace;     /* value of the hibernator.dev/workspace label */
-    char *node_name;     /* spec.nodeName, NULL until scheduled */
-    char *phase;         /* Pending, Running, Succeeded, Failed, Unknown */
+    char *workspace; /* value of the hibernator.dev/workspace label */
+    char *node_name; /* spec.nodeName, NULL until scheduled */
+    char *phase;     /* Pending, Running, Succeeded, Failed, Unknown */
     int64_t created_ms;
-    int64_t deletion_ms; /* 0 unless terminating */
-    int ready;           /* condition Ready=True */
-    int scheduled;       /* condition PodScheduled=True */
-    int64_t scheduled_ms; /* PodScheduled lastTransitionTime when True */
-    int64_t ready_ms;     /* Ready lastTransitionTime when True */
-    int unschedulable;    /* PodScheduled=False, reason Unschedulable */
+    int64_t deletion_ms;         /* 0 unless terminating */
+    int ready;                   /* condition Ready=True */
+    int scheduled;               /* condition PodScheduled=True */
+    int64_t scheduled_ms;        /* PodScheduled lastTransitionTime when True */
+    int64_t ready_ms;            /* Ready lastTransitionTime when True */
+    int unschedulable;           /* PodScheduled=False, reason Unschedulable */
     char *unschedulable_message; /* the scheduler's words */
     int restore_from_checkpoint; /* the pod was built with the checkpoint env */
 };
@@ -41,7 +50,9 @@ struct workspace_pvc {
     int64_t deletion_ms;
 };
 
-/* Informer codecs (void * = struct workspace_pod * / struct workspace_pvc *). */
+/* Informer codecs (void * = struct workspace_pod * / struct workspace_pvc *).
+ * Decoding is lenient (a missing field is unset); NULL only when out of
+ * memory. The free functions accept NULL. */
 void *workspace_pod_decode(const cJSON *obj, void *data);
 void workspace_pod_free(void *pod);
 void *workspace_pvc_decode(const cJSON *obj, void *data);
@@ -53,13 +64,17 @@ char *workspace_home_claim_name(const struct workspace *ws);
 /* The pod name for a pod generation: "<workspace>-<n>". Malloc'd or NULL. */
 char *workspace_pod_name(const struct workspace *ws, int64_t pod_generation);
 
-/* Builds the PersistentVolumeClaim for home, owned by the workspace. */
+/* Builds the PersistentVolumeClaim for home, owned by the workspace: the
+ * workspace's home size or the class default, ReadWriteOnce, the class's
+ * storage class. NULL when out of memory or without a class. */
 cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_class *c);
 
 /* Builds the workspace's pod: image, port, resources, accelerator request and
  * node selector (product label pinned), tolerations, runtimeClassName, home
- * volume, env (the workspace's, plus the checkpoint env var when
- * from_checkpoint), grace period, labels and the owner reference. */
+ * volume, env (the workspace's, HIBERNATOR_WORKSPACE, and the checkpoint env
+ * var when from_checkpoint), grace period, labels, the from-checkpoint
+ * annotation and the owner reference. NULL when out of memory or without a
+ * class. */
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
                            const char *pod_name, int from_checkpoint);
 

@@ -27,7 +27,11 @@ enum workspace_state {
     WS_STATE_FAILED,
 };
 
+/* "Pending", "Running", ...; "" for WS_STATE_NONE. */
 const char *workspace_state_name(enum workspace_state s);
+
+/* The inverse; WS_STATE_NONE for NULL or an unknown name. */
+enum workspace_state workspace_state_from_name(const char *name);
 
 enum condition_status {
     COND_UNKNOWN,
@@ -105,24 +109,43 @@ struct workspace {
     struct workspace_status status;
 };
 
+#define WORKSPACE_API_VERSION "hibernator.dev/v1alpha1"
+#define WORKSPACE_KIND "Workspace"
 #define WORKSPACE_FINALIZER "hibernator.dev/cleanup"
 #define WORKSPACE_LABEL "hibernator.dev/workspace"
 #define MANAGED_BY_LABEL "app.kubernetes.io/managed-by"
 #define MANAGED_BY_VALUE "hibernator"
 
 /* Decodes a Workspace object. Returns 0, -ENOMEM, or -EINVAL with *ret_err
- * naming the field (a malformed object the schema should have refused). */
+ * naming the field (a malformed object the schema should have refused;
+ * malloc'd, the caller frees it). The status is read leniently: a field of
+ * the wrong type or an unreadable time counts as unset. */
 int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err);
 void workspace_free(struct workspace *ws);
 
-/* Encodes a status as the JSON of the status subresource's "status" field. */
+/* Encodes a status as the JSON of the status subresource's "status" field.
+ * Times are RFC 3339 (whole seconds); unset fields (0, NULL, "") and empty
+ * sub-objects are omitted, so write it whole (PUT of /status) or with a
+ * patch that nulls what disappeared. Conditions come in a fixed order:
+ * Valid, Ready, CapacityAvailable, Restored, then the rest by type. Returns a
+ * new tree (caller deletes) or NULL when out of memory. */
 cJSON *workspace_status_to_json(const struct workspace_status *s);
+
+/* The JSON merge patch (RFC 7386) that turns old's encoding into
+ * new_status's: changed fields, null for fields that disappeared, the
+ * conditions array whole when any condition changed. Send it as
+ * {"status": <patch>} to the status subresource (application/merge-patch+json,
+ * with metadata.resourceVersion for optimistic locking). Returns a new object
+ * (caller deletes; empty when nothing changed) or NULL when out of memory. */
+cJSON *workspace_status_merge_patch(const struct workspace_status *old,
+                                    const struct workspace_status *new_status);
 
 /* Deep copy; returns 0 or -ENOMEM. clear releases the copy's memory. */
 int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst);
 void workspace_status_clear(struct workspace_status *s);
 
-/* True when two statuses would encode to the same JSON. */
+/* True when two statuses would encode to the same JSON (so times that differ
+ * only below a second are equal). Out of memory reads as different. */
 int workspace_status_equal(const struct workspace_status *a, const struct workspace_status *b);
 
 /* Finds a condition by type, or NULL. */
@@ -134,5 +157,8 @@ const struct condition *workspace_status_condition(const struct workspace_status
 int workspace_status_set_condition(struct workspace_status *s, const char *type,
                                    enum condition_status status, const char *reason,
                                    const char *message, int64_t generation, int64_t now_ms);
+
+/* Removes a condition; returns 1 when it was there, 0 when not. */
+int workspace_status_remove_condition(struct workspace_status *s, const char *type);
 
 #endif

@@ -7,15 +7,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/reconciler.h"
 #include "kube/client.h"
 #include "kube/config.h"
-#include "kube/informer.h"
 #include "kube/leader_elector.h"
 #include "util/log.h"
-
-/* The label on every object the controller owns; the informers select on it
- * so the cache holds the controller's own pods, not the cluster's. */
-#define MANAGED_BY_SELECTOR "app.kubernetes.io/managed-by=hibernator"
 
 struct manager {
     const struct controller_options *o;
@@ -24,32 +20,22 @@ struct manager {
     struct kube_config *config;
     struct kube_client *client;
     struct leader_elector *elector;
-    struct informer *pods;
+    struct reconciler *reconciler;
     char identity[256];
     int exit_code;
     int stopping;
 };
 
-static void on_pods_synced(void *data)
+static void start_controllers(struct manager *m)
 {
-    struct manager *m = data;
-    log_info("watching", "resource", "pods", "selector", MANAGED_BY_SELECTOR, "namespace",
-             m->o->ns ? m->o->ns : "(all)", "objects", LOG_INT(informer_len(m->pods)));
-}
-
-static void start_informers(struct manager *m)
-{
-    struct informer_options io = {
-        .resource = &KUBE_RESOURCE_PODS,
-        .ns = m->o->ns,
-        .label_selector = MANAGED_BY_SELECTOR,
-        .handlers = {.on_synced = on_pods_synced, .data = m},
-    };
-    int r = informer_new(&m->loop, m->client, &io, &m->pods);
+    /* HIBERNATOR_FAILPOINT is read by the crash tests only (docs/testing.md). */
+    struct reconciler_options ro = {
+        .ns = m->o->ns, .identity = m->identity, .failpoint = getenv("HIBERNATOR_FAILPOINT")};
+    int r = reconciler_new(&m->loop, m->client, &ro, &m->reconciler);
     if (r == 0)
-        r = informer_start(m->pods);
+        r = reconciler_start(m->reconciler);
     if (r < 0) {
-        log_error("cannot start the pod informer", "error", log_errno_str(r));
+        log_error("cannot start the workspace controller", "error", log_errno_str(r));
         m->exit_code = 1;
         uv_stop(&m->loop);
     }
@@ -57,8 +43,8 @@ static void start_informers(struct manager *m)
 
 static void shutdown_all(struct manager *m)
 {
-    informer_free(m->pods);
-    m->pods = NULL;
+    reconciler_close(m->reconciler);
+    m->reconciler = NULL;
     leader_elector_close(m->elector);
     m->elector = NULL;
     kube_client_close(m->client);
@@ -73,7 +59,7 @@ static void on_started_leading(void *data)
 {
     struct manager *m = data;
     log_info("starting controllers", "identity", m->identity);
-    start_informers(m);
+    start_controllers(m);
 }
 
 static void on_stopped_leading(void *data)
@@ -109,8 +95,8 @@ static void on_signal(uv_signal_t *s, int signum)
         return;
     m->stopping = 1;
     log_info("shutting down", "signal", signum == SIGTERM ? "SIGTERM" : "SIGINT");
-    informer_free(m->pods);
-    m->pods = NULL;
+    reconciler_close(m->reconciler);
+    m->reconciler = NULL;
     if (m->elector)
         leader_elector_release(m->elector, on_released, m);
     else
@@ -187,7 +173,7 @@ int manager_run(const struct controller_options *o)
                      lease_ns, "identity", m.identity);
         }
     } else {
-        start_informers(&m);
+        start_controllers(&m);
     }
 
     uv_run(&m.loop, UV_RUN_DEFAULT);

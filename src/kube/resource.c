@@ -10,6 +10,8 @@ const struct kube_resource KUBE_RESOURCE_PODS = {"", "v1", "pods", "Pod", 1};
 const struct kube_resource KUBE_RESOURCE_CONFIGMAPS = {"", "v1", "configmaps", "ConfigMap", 1};
 const struct kube_resource KUBE_RESOURCE_EVENTS = {"", "v1", "events", "Event", 1};
 const struct kube_resource KUBE_RESOURCE_NAMESPACES = {"", "v1", "namespaces", "Namespace", 0};
+const struct kube_resource KUBE_RESOURCE_PVCS = {"", "v1", "persistentvolumeclaims",
+                                                 "PersistentVolumeClaim", 1};
 const struct kube_resource KUBE_RESOURCE_LEASES = {"coordination.k8s.io", "v1", "leases", "Lease",
                                                    1};
 

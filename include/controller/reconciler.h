@@ -1,0 +1,57 @@
+/*
+ * reconciler: the shell around decide(). It keeps the caches (Workspaces,
+ * WorkspaceClasses, and the controller's own pods and claims), turns their
+ * changes into work-queue keys, and for each key reads the caches, calls
+ * workspace_decide(), carries out the actions in order and writes the
+ * status when it changed. It never does anything decide() did not ask for.
+ *
+ * Every action is safe to repeat: creates treat AlreadyExists as done,
+ * deletes treat NotFound as done and carry the pod's uid as a precondition,
+ * status and finalizer writes carry the resourceVersion they were computed
+ * from (a 409 re-queues the key, and the informer brings the newer object).
+ *
+ * Ownership: the reconciler borrows the loop and the client (both must
+ * outlive it) and owns its informers and queue. reconciler_close() stops
+ * everything and frees it once the loop has closed its handles.
+ */
+#ifndef HIBERNATOR_CONTROLLER_RECONCILER_H
+#define HIBERNATOR_CONTROLLER_RECONCILER_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "kube/client.h"
+
+struct reconciler_options {
+    const char *ns;       /* watch Workspaces in this namespace only; NULL: all */
+    const char *identity; /* reportingInstance of Events */
+    unsigned workers;     /* reconciles in flight at once; default 8 */
+    /* Crash tests only: the process exits right after an action of this
+     * type (action_type_name()) succeeds. NULL in production. */
+    const char *failpoint;
+    /* The wall clock in Unix ms; NULL: the real one. For tests. */
+    int64_t (*now_ms)(void *data);
+    void *now_data;
+};
+
+struct reconciler_stats {
+    uint64_t reconciles;
+    uint64_t errors;
+    uint64_t status_writes;
+    uint64_t actions;
+};
+
+struct reconciler;
+
+int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,
+                   struct reconciler **ret);
+
+/* Starts the informers; reconciling begins once all of them have synced. */
+int reconciler_start(struct reconciler *r);
+
+int reconciler_synced(const struct reconciler *r);
+struct reconciler_stats reconciler_stats(const struct reconciler *r);
+
+void reconciler_close(struct reconciler *r);
+
+#endif

@@ -1,0 +1,770 @@
+#include "controller/reconciler.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "controller/events.h"
+#include "kube/informer.h"
+#include "kube/workqueue.h"
+#include "util/log.h"
+#include "util/strmap.h"
+#include "workspace/class.h"
+#include "workspace/decide.h"
+#include "workspace/pod.h"
+#include "workspace/workspace.h"
+
+static const struct kube_resource workspaces = {"hibernator.dev", "v1alpha1", "workspaces",
+                                                "Workspace", 1};
+static const struct kube_resource classes = {"hibernator.dev", "v1alpha1", "workspaceclasses",
+                                             "WorkspaceClass", 0};
+
+#define API_VERSION "hibernator.dev/v1alpha1"
+#define MANAGED_SELECTOR MANAGED_BY_LABEL "=" MANAGED_BY_VALUE
+
+/* The pod keys ("ns/pod") that carry one workspace's label, by workspace key. */
+struct pod_keys {
+    char **keys;
+    size_t n, cap;
+};
+
+struct reconciler {
+    uv_loop_t *loop;
+    struct kube_client *client;
+    char *ns;
+    char *identity;
+    unsigned workers;
+    char *failpoint; /* action name after which the process dies, for crash tests */
+    int64_t (*now_ms)(void *data);
+    void *now_data;
+
+    struct informer *ws_inf, *class_inf, *pod_inf, *pvc_inf;
+    struct workqueue_driver *queue;
+    struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
+    unsigned in_flight;
+    struct job *jobs; /* in flight */
+    int closing;
+    struct reconciler_stats stats;
+};
+
+/* One reconcile of one key: decide() once, then its actions in order. */
+struct job {
+    struct reconciler *r;
+    char *key;
+    char *ns, *name, *uid;
+    char *rv; /* the Workspace's resourceVersion, advanced by our own writes */
+    struct decide_output out;
+    cJSON *bodies[DECIDE_MAX_ACTIONS];  /* pods and claims to create */
+    char *pod_uids[DECIDE_MAX_ACTIONS]; /* delete preconditions */
+    size_t next;
+    int finalizer_add;        /* for the finalizer get -> patch step */
+    struct kube_request *req; /* the call in flight, cancelled on close */
+    struct job *prev, *next_job;
+};
+
+/* ---- clock and codecs ---------------------------------------------------- */
+
+static int64_t real_now_ms(void *data)
+{
+    (void)data;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void *ws_decode(const cJSON *obj, void *data)
+{
+    (void)data;
+    struct workspace *ws = NULL;
+    char *err = NULL;
+    if (workspace_decode(obj, &ws, &err) < 0) {
+        log_warn("cannot read a Workspace; ignoring it", "error", err);
+        free(err);
+        return NULL;
+    }
+    return ws;
+}
+
+static void ws_free(void *p)
+{
+    workspace_free(p);
+}
+
+static void *class_decode(const cJSON *obj, void *data)
+{
+    (void)data;
+    struct workspace_class *c = NULL;
+    char *err = NULL;
+    if (workspace_class_decode(obj, &c, &err) < 0) {
+        log_warn("cannot read a WorkspaceClass; ignoring it", "error", err);
+        free(err);
+        return NULL;
+    }
+    return c;
+}
+
+static void class_free(void *p)
+{
+    workspace_class_free(p);
+}
+
+static const struct informer_codec ws_codec = {ws_decode, ws_free, NULL};
+static const struct informer_codec class_codec = {class_decode, class_free, NULL};
+static const struct informer_codec pod_codec = {workspace_pod_decode, workspace_pod_free, NULL};
+static const struct informer_codec pvc_codec = {workspace_pvc_decode, workspace_pvc_free, NULL};
+
+/* ---- keys ---------------------------------------------------------------- */
+
+static void enqueue(struct reconciler *r, const char *ns, const char *name)
+{
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", ns, name) < 0)
+        return;
+    workqueue_driver_add(r->queue, key);
+    free(key);
+}
+
+static void on_ws_add(void *data, const struct cache_entry *e)
+{
+    enqueue(data, e->ns, e->name);
+}
+
+static void on_ws_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
+{
+    (void)old_e;
+    enqueue(data, e->ns, e->name);
+}
+
+struct class_match {
+    struct reconciler *r;
+    const char *class_name;
+};
+
+static void enqueue_if_class(void *data, const struct cache_entry *e)
+{
+    struct class_match *m = data;
+    const struct workspace *ws = e->obj;
+    if (ws->class_name && strcmp(ws->class_name, m->class_name) == 0)
+        enqueue(m->r, e->ns, e->name);
+}
+
+static void on_class_change(void *data, const struct cache_entry *e)
+{
+    struct reconciler *r = data;
+    struct class_match m = {r, e->name};
+    informer_foreach(r->ws_inf, enqueue_if_class, &m);
+}
+
+static void on_class_update(void *data, const struct cache_entry *old_e,
+                            const struct cache_entry *e)
+{
+    (void)old_e;
+    on_class_change(data, e);
+}
+
+static char *ws_key_of_pod(const struct workspace_pod *p)
+{
+    char *key = NULL;
+    if (!p->workspace || asprintf(&key, "%s/%s", p->ns, p->workspace) < 0)
+        return NULL;
+    return key;
+}
+
+static void on_pod_add(void *data, const struct cache_entry *e)
+{
+    struct reconciler *r = data;
+    const struct workspace_pod *p = e->obj;
+    char *wk = ws_key_of_pod(p);
+    if (!wk)
+        return;
+    struct pod_keys *set = strmap_get(&r->pods_by_ws, wk);
+    if (!set) {
+        set = calloc(1, sizeof(*set));
+        if (!set || strmap_put(&r->pods_by_ws, wk, set, NULL) < 0) {
+            free(set);
+            free(wk);
+            return;
+        }
+    }
+    int present = 0;
+    for (size_t i = 0; i < set->n; i++)
+        present |= strcmp(set->keys[i], e->key) == 0;
+    if (!present) {
+        if (set->n == set->cap) {
+            size_t cap = set->cap ? set->cap * 2 : 2;
+            char **k = realloc(set->keys, cap * sizeof(*k));
+            if (k) {
+                set->keys = k;
+                set->cap = cap;
+            }
+        }
+        if (set->n < set->cap && (set->keys[set->n] = strdup(e->key)))
+            set->n++;
+    }
+    workqueue_driver_add(r->queue, wk);
+    free(wk);
+}
+
+static void on_pod_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
+{
+    (void)old_e;
+    on_pod_add(data, e);
+}
+
+static void on_pod_delete(void *data, const struct cache_entry *e)
+{
+    struct reconciler *r = data;
+    char *wk = ws_key_of_pod(e->obj);
+    if (!wk)
+        return;
+    struct pod_keys *set = strmap_get(&r->pods_by_ws, wk);
+    for (size_t i = 0; set && i < set->n; i++) {
+        if (strcmp(set->keys[i], e->key) == 0) {
+            free(set->keys[i]);
+            set->keys[i] = set->keys[--set->n];
+            break;
+        }
+    }
+    if (set && set->n == 0) {
+        strmap_remove(&r->pods_by_ws, wk);
+        free(set->keys);
+        free(set);
+    }
+    workqueue_driver_add(r->queue, wk);
+    free(wk);
+}
+
+static void on_pvc_change(void *data, const struct cache_entry *e)
+{
+    struct reconciler *r = data;
+    const struct workspace_pvc *p = e->obj;
+    (void)p;
+    /* Claims are named "<workspace>-home". */
+    size_t n = strlen(e->name);
+    if (n > 5 && strcmp(e->name + n - 5, "-home") == 0) {
+        char *ws = strndup(e->name, n - 5);
+        if (ws)
+            enqueue(r, e->ns, ws);
+        free(ws);
+    }
+}
+
+static void on_pvc_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
+{
+    (void)old_e;
+    on_pvc_change(data, e);
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+static void job_free(struct job *j)
+{
+    for (size_t i = 0; i < DECIDE_MAX_ACTIONS; i++) {
+        cJSON_Delete(j->bodies[i]);
+        free(j->pod_uids[i]);
+    }
+    decide_output_clear(&j->out);
+    free(j->key);
+    free(j->ns);
+    free(j->name);
+    free(j->uid);
+    free(j->rv);
+    free(j);
+}
+
+static void pull(void *data);
+
+/* Ends a job: error 0 forgets the key's failures; otherwise it is re-queued
+ * with backoff. The queue learns the key is done either way. */
+static void job_unlink(struct job *j)
+{
+    struct reconciler *r = j->r;
+    if (j->prev)
+        j->prev->next_job = j->next_job;
+    else if (r->jobs == j)
+        r->jobs = j->next_job;
+    if (j->next_job)
+        j->next_job->prev = j->prev;
+    j->prev = j->next_job = NULL;
+}
+
+static void job_finish(struct job *j, int error)
+{
+    struct reconciler *r = j->r;
+    job_unlink(j);
+    if (!r->closing) {
+        if (error) {
+            r->stats.errors++;
+            workqueue_driver_add_rate_limited(r->queue, j->key);
+        } else {
+            workqueue_driver_forget(r->queue, j->key);
+            if (j->out.requeue_after_ms > 0)
+                workqueue_driver_add_after(r->queue, j->key, (uint64_t)j->out.requeue_after_ms);
+        }
+        workqueue_driver_done(r->queue, j->key);
+    }
+    r->in_flight--;
+    job_free(j);
+}
+
+static void set_rv_from(struct job *j, const cJSON *obj)
+{
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
+    if (cJSON_IsString(rv)) {
+        char *copy = strdup(rv->valuestring);
+        if (copy) {
+            free(j->rv);
+            j->rv = copy;
+        }
+    }
+}
+
+static const char *resp_error(const struct kube_response *resp)
+{
+    if (resp->status == -EIO && resp->error.message)
+        return resp->error.message;
+    return resp->transport_error ? resp->transport_error : log_errno_str(resp->status);
+}
+
+static void run_next(struct job *j);
+
+/* Crash tests: die right after an action of the named type succeeded, before
+ * anything else (the status write included) happens. */
+static void failpoint(const struct reconciler *r, enum action_type t)
+{
+    if (r->failpoint && strcmp(r->failpoint, action_type_name(t)) == 0) {
+        log_warn("failpoint reached, exiting", "after", r->failpoint);
+        _exit(3);
+    }
+}
+
+static void on_status_written(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    if (resp->status < 0) {
+        if (!(resp->status == -EIO && resp->http_code == 409))
+            log_warn("status write failed", "workspace", j->key, "code", LOG_INT(resp->http_code),
+                     "error", resp_error(resp));
+        job_finish(j, 1);
+        return;
+    }
+    j->r->stats.status_writes++;
+    job_finish(j, 0);
+}
+
+static void write_status(struct job *j)
+{
+    cJSON *obj = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(obj, "metadata");
+    cJSON *status = workspace_status_to_json(&j->out.status);
+    if (!obj || !meta || !status) {
+        cJSON_Delete(obj);
+        cJSON_Delete(status);
+        job_finish(j, 1);
+        return;
+    }
+    cJSON_AddStringToObject(obj, "apiVersion", API_VERSION);
+    cJSON_AddStringToObject(obj, "kind", "Workspace");
+    cJSON_AddStringToObject(meta, "name", j->name);
+    cJSON_AddStringToObject(meta, "namespace", j->ns);
+    cJSON_AddStringToObject(meta, "resourceVersion", j->rv);
+    cJSON_AddItemToObject(obj, "status", status);
+    j->req = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj,
+                          on_status_written, j);
+    cJSON_Delete(obj);
+    if (!j->req)
+        job_finish(j, 1);
+}
+
+/* An action's outcome: tolerated answers count as done. */
+static void on_action_done(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    const struct action *a = &j->out.actions[j->next];
+    int ok = resp->status == 0;
+    if (!ok && resp->status == -EIO) {
+        if ((a->type == ACTION_CREATE_POD || a->type == ACTION_CREATE_PVC) &&
+            resp->http_code == 409 && resp->error.reason &&
+            strcmp(resp->error.reason, "AlreadyExists") == 0)
+            ok = 1;
+        if ((a->type == ACTION_DELETE_POD || a->type == ACTION_DELETE_PVC ||
+             a->type == ACTION_RELEASE_PVC) &&
+            resp->http_code == 404)
+            ok = 1;
+    }
+    if (!ok) {
+        log_warn("action failed", "workspace", j->key, "action", action_type_name(a->type), "name",
+                 a->name, "code", LOG_INT(resp->http_code), "error", resp_error(resp));
+        job_finish(j, 1);
+        return;
+    }
+    log_info("action done", "workspace", j->key, "action", action_type_name(a->type), "name",
+             a->name);
+    failpoint(j->r, a->type);
+    j->r->stats.actions++;
+    j->next++;
+    run_next(j);
+}
+
+static void on_finalizer_patched(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    if (resp->status < 0) {
+        if (!(resp->status == -EIO && (resp->http_code == 409 || resp->http_code == 404)))
+            log_warn("finalizer update failed", "workspace", j->key, "code",
+                     LOG_INT(resp->http_code), "error", resp_error(resp));
+        /* 404: the Workspace is gone already, nothing left to do. */
+        job_finish(j, !(resp->status == -EIO && resp->http_code == 404));
+        return;
+    }
+    set_rv_from(j, resp->body);
+    failpoint(j->r, j->out.actions[j->next].type);
+    j->r->stats.actions++;
+    j->next++;
+    run_next(j);
+}
+
+/* Finalizers are a list others may add to: change ours only, on the object as
+ * it is now, with its resourceVersion, so nobody else's entry is lost. */
+static void on_ws_for_finalizer(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    if (resp->status < 0) {
+        job_finish(j, !(resp->status == -EIO && resp->http_code == 404));
+        return;
+    }
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(resp->body, "metadata");
+    const cJSON *uid = cJSON_GetObjectItemCaseSensitive(meta, "uid");
+    if (!cJSON_IsString(uid) || strcmp(uid->valuestring, j->uid) != 0) {
+        job_finish(j, 0); /* a new object with the same name: its own reconcile will come */
+        return;
+    }
+    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *pmeta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *list = cJSON_AddArrayToObject(pmeta, "finalizers");
+    if (!list || !cJSON_IsString(rv)) {
+        cJSON_Delete(patch);
+        job_finish(j, 1);
+        return;
+    }
+    cJSON_AddStringToObject(pmeta, "resourceVersion", rv->valuestring);
+    const cJSON *f;
+    int have = 0;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(meta, "finalizers"))
+    {
+        if (!cJSON_IsString(f))
+            continue;
+        if (strcmp(f->valuestring, WORKSPACE_FINALIZER) == 0) {
+            have = 1;
+            if (!j->finalizer_add)
+                continue;
+        }
+        cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
+    }
+    if (j->finalizer_add && !have)
+        cJSON_AddItemToArray(list, cJSON_CreateString(WORKSPACE_FINALIZER));
+    char *text = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    j->req = text ? kube_patch(j->r->client, &workspaces, j->ns, j->name, NULL, KUBE_PATCH_MERGE,
+                               text, on_finalizer_patched, j)
+                  : NULL;
+    free(text);
+    if (!j->req)
+        job_finish(j, 1);
+}
+
+static void run_next(struct job *j)
+{
+    struct reconciler *r = j->r;
+    if (r->closing) {
+        job_finish(j, 0);
+        return;
+    }
+    if (j->next >= j->out.n_actions) {
+        if (j->out.status_changed)
+            write_status(j);
+        else
+            job_finish(j, 0);
+        return;
+    }
+    const struct action *a = &j->out.actions[j->next];
+    struct kube_request *req = NULL;
+    struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
+    switch (a->type) {
+    case ACTION_EVENT:
+        events_post(r->client, &subject, a->event_type, a->reason, a->message, r->identity,
+                    r->now_ms(r->now_data));
+        j->next++;
+        run_next(j);
+        return;
+    case ACTION_ADD_FINALIZER:
+    case ACTION_REMOVE_FINALIZER:
+        j->finalizer_add = a->type == ACTION_ADD_FINALIZER;
+        req = kube_get(r->client, &workspaces, j->ns, j->name, on_ws_for_finalizer, j);
+        break;
+    case ACTION_CREATE_PVC:
+        req = kube_create(r->client, &KUBE_RESOURCE_PVCS, j->ns, j->bodies[j->next], on_action_done,
+                          j);
+        break;
+    case ACTION_CREATE_POD:
+        req = kube_create(r->client, &KUBE_RESOURCE_PODS, j->ns, j->bodies[j->next], on_action_done,
+                          j);
+        break;
+    case ACTION_DELETE_POD: {
+        struct kube_delete_options o = {.precondition_uid = j->pod_uids[j->next],
+                                        .grace_period_seconds = a->grace_seconds,
+                                        .propagation_policy = "Background"};
+        req = kube_delete(r->client, &KUBE_RESOURCE_PODS, j->ns, a->name, &o, on_action_done, j);
+        break;
+    }
+    case ACTION_DELETE_PVC: {
+        struct kube_delete_options o = {.grace_period_seconds = -1,
+                                        .propagation_policy = "Background"};
+        req = kube_delete(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, &o, on_action_done, j);
+        break;
+    }
+    case ACTION_RELEASE_PVC:
+        req = kube_patch(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, NULL, KUBE_PATCH_MERGE,
+                         "{\"metadata\":{\"ownerReferences\":null}}", on_action_done, j);
+        break;
+    }
+    j->req = req;
+    if (!req) {
+        log_warn("cannot start a request", "workspace", j->key, "action",
+                 action_type_name(a->type));
+        job_finish(j, 1);
+    }
+}
+
+/* Reads the caches for key and decides; the output's actions then run. */
+static void reconcile(struct reconciler *r, const char *key)
+{
+    r->stats.reconciles++;
+    r->in_flight++;
+    struct job *j = calloc(1, sizeof(*j));
+    if (!j || !(j->key = strdup(key))) {
+        free(j);
+        r->in_flight--;
+        workqueue_driver_add_rate_limited(r->queue, key);
+        workqueue_driver_done(r->queue, key);
+        return;
+    }
+    j->r = r;
+    j->next_job = r->jobs;
+    if (r->jobs)
+        r->jobs->prev = j;
+    r->jobs = j;
+    const char *slash = strchr(key, '/');
+    const struct cache_entry *we =
+        slash ? informer_get(r->ws_inf, (j->ns = strndup(key, (size_t)(slash - key))), slash + 1)
+              : NULL;
+    if (!we) {
+        job_finish(j, 0); /* deleted: the garbage collector takes what it owned */
+        return;
+    }
+    const struct workspace *ws = we->obj;
+    j->name = strdup(ws->name);
+    j->uid = strdup(ws->uid);
+    j->rv = strdup(we->resource_version);
+
+    const struct cache_entry *ce =
+        ws->class_name ? informer_get(r->class_inf, NULL, ws->class_name) : NULL;
+    const struct workspace_pod *pods[16];
+    size_t n_pods = 0;
+    struct pod_keys *set = strmap_get(&r->pods_by_ws, key);
+    for (size_t i = 0; set && i < set->n && n_pods < 16; i++) {
+        const char *s = strchr(set->keys[i], '/');
+        char *pns = s ? strndup(set->keys[i], (size_t)(s - set->keys[i])) : NULL;
+        const struct cache_entry *pe = pns ? informer_get(r->pod_inf, pns, s + 1) : NULL;
+        free(pns);
+        if (pe)
+            pods[n_pods++] = pe->obj;
+    }
+    char *claim = workspace_home_claim_name(ws);
+    const struct cache_entry *pvce = claim ? informer_get(r->pvc_inf, ws->ns, claim) : NULL;
+    free(claim);
+
+    struct decide_input in = {
+        .ws = ws,
+        .cls = ce ? ce->obj : NULL,
+        .pods = pods,
+        .n_pods = n_pods,
+        .pvc = pvce ? pvce->obj : NULL,
+        .now_ms = r->now_ms(r->now_data),
+    };
+    if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
+        job_finish(j, 1);
+        return;
+    }
+    /* Build every body now: the cache entries may change before the calls run. */
+    for (size_t i = 0; i < j->out.n_actions; i++) {
+        const struct action *a = &j->out.actions[i];
+        if (a->type == ACTION_CREATE_PVC)
+            j->bodies[i] = workspace_pvc_build(ws, in.cls);
+        else if (a->type == ACTION_CREATE_POD)
+            j->bodies[i] = workspace_pod_build(ws, in.cls, a->name, a->from_checkpoint);
+        else if (a->type == ACTION_DELETE_POD) {
+            for (size_t k = 0; k < n_pods; k++)
+                if (strcmp(pods[k]->name, a->name) == 0 && pods[k]->uid)
+                    j->pod_uids[i] = strdup(pods[k]->uid);
+        }
+        if ((a->type == ACTION_CREATE_PVC || a->type == ACTION_CREATE_POD) && !j->bodies[i]) {
+            job_finish(j, 1);
+            return;
+        }
+    }
+    if (j->out.n_actions || j->out.status_changed)
+        log_debug("reconcile", "workspace", key, "state", workspace_state_name(j->out.status.state),
+                  "actions", LOG_INT(j->out.n_actions), "status_changed",
+                  j->out.status_changed ? "yes" : "no");
+    run_next(j);
+}
+
+/* ---- the queue ----------------------------------------------------------- */
+
+static void pull(void *data)
+{
+    struct reconciler *r = data;
+    if (r->closing || !reconciler_synced(r))
+        return;
+    while (r->in_flight < r->workers) {
+        const char *key;
+        if (workqueue_driver_get(r->queue, &key) != 0)
+            break;
+        reconcile(r, key);
+    }
+}
+
+static void on_synced(void *data)
+{
+    struct reconciler *r = data;
+    if (reconciler_synced(r)) {
+        log_info("watching", "namespace", r->ns ? r->ns : "(all)", "workspaces",
+                 LOG_INT(informer_len(r->ws_inf)), "classes", LOG_INT(informer_len(r->class_inf)),
+                 "pods", LOG_INT(informer_len(r->pod_inf)));
+        pull(r);
+    }
+}
+
+int reconciler_synced(const struct reconciler *r)
+{
+    return informer_has_synced(r->ws_inf) && informer_has_synced(r->class_inf) &&
+           informer_has_synced(r->pod_inf) && informer_has_synced(r->pvc_inf);
+}
+
+struct reconciler_stats reconciler_stats(const struct reconciler *r)
+{
+    return r->stats;
+}
+
+int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,
+                   struct reconciler **ret)
+{
+    struct reconciler *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->loop = loop;
+    r->client = client;
+    r->ns = o->ns ? strdup(o->ns) : NULL;
+    r->identity = strdup(o->identity ? o->identity : "hibernator");
+    r->workers = o->workers ? o->workers : 8;
+    r->now_ms = o->now_ms ? o->now_ms : real_now_ms;
+    r->now_data = o->now_data;
+    if (o->failpoint && o->failpoint[0])
+        r->failpoint = strdup(o->failpoint);
+    strmap_init(&r->pods_by_ws);
+    int e = r->identity ? 0 : -ENOMEM;
+    if (e == 0)
+        e = workqueue_driver_new(loop, NULL, pull, r, &r->queue);
+    struct informer_options wo = {
+        .resource = &workspaces,
+        .ns = r->ns,
+        .codec = &ws_codec,
+        .handlers = {on_ws_add, on_ws_update, NULL, on_synced, r},
+    };
+    struct informer_options co = {
+        .resource = &classes,
+        .codec = &class_codec,
+        .handlers = {on_class_change, on_class_update, on_class_change, on_synced, r},
+    };
+    struct informer_options po = {
+        .resource = &KUBE_RESOURCE_PODS,
+        .ns = r->ns,
+        .label_selector = MANAGED_SELECTOR,
+        .codec = &pod_codec,
+        .handlers = {on_pod_add, on_pod_update, on_pod_delete, on_synced, r},
+    };
+    struct informer_options vo = {
+        .resource = &KUBE_RESOURCE_PVCS,
+        .ns = r->ns,
+        .label_selector = MANAGED_SELECTOR,
+        .codec = &pvc_codec,
+        .handlers = {on_pvc_change, on_pvc_update, on_pvc_change, on_synced, r},
+    };
+    if (e == 0)
+        e = informer_new(loop, client, &wo, &r->ws_inf);
+    if (e == 0)
+        e = informer_new(loop, client, &co, &r->class_inf);
+    if (e == 0)
+        e = informer_new(loop, client, &po, &r->pod_inf);
+    if (e == 0)
+        e = informer_new(loop, client, &vo, &r->pvc_inf);
+    if (e < 0) {
+        reconciler_close(r);
+        return e;
+    }
+    *ret = r;
+    return 0;
+}
+
+int reconciler_start(struct reconciler *r)
+{
+    int e = informer_start(r->class_inf);
+    if (e == 0)
+        e = informer_start(r->pod_inf);
+    if (e == 0)
+        e = informer_start(r->pvc_inf);
+    if (e == 0)
+        e = informer_start(r->ws_inf);
+    return e;
+}
+
+void reconciler_close(struct reconciler *r)
+{
+    if (!r)
+        return;
+    r->closing = 1;
+    informer_free(r->ws_inf);
+    informer_free(r->class_inf);
+    informer_free(r->pod_inf);
+    informer_free(r->pvc_inf);
+    workqueue_driver_close(r->queue);
+    void *v;
+    for (size_t it = 0; strmap_next(&r->pods_by_ws, &it, NULL, &v);) {
+        struct pod_keys *set = v;
+        for (size_t i = 0; i < set->n; i++)
+            free(set->keys[i]);
+        free(set->keys);
+        free(set);
+    }
+    strmap_free(&r->pods_by_ws);
+    while (r->jobs) {
+        struct job *j = r->jobs;
+        kube_request_cancel(j->req); /* no callback follows */
+        job_unlink(j);
+        job_free(j);
+    }
+    free(r->ns);
+    free(r->identity);
+    free(r->failpoint);
+    free(r);
+}

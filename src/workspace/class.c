@@ -1,0 +1,564 @@
+#include "workspace/class.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/duration.h"
+
+#define DEFAULT_PORT 8888
+#define DEFAULT_PRODUCT_LABEL "nvidia.com/gpu.product"
+#define DEFAULT_MOUNT_PATH "/home/jovyan"
+#define DEFAULT_CHECKPOINT_DIR "/.hibernator/checkpoint"
+#define DEFAULT_CHECKPOINT_ENV "HIBERNATOR_CHECKPOINT_PATH"
+#define DEFAULT_PAUSE_GRACE_SECONDS 60
+#define DEFAULT_CAPACITY_TIMEOUT "30m"
+#define MAX_ALLOWED_IMAGES 32
+#define MAX_ACCELERATOR_COUNT 16
+#define MAX_PAUSE_GRACE_SECONDS 3600
+
+/* The first problem found, as "<field>: <what is wrong>". */
+struct decoder {
+    int rc;
+    char *err;
+};
+
+static int decoder_fail(struct decoder *d, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int decoder_fail(struct decoder *d, int rc, const char *fmt, ...)
+{
+    if (d->rc < 0)
+        return d->rc;
+    d->rc = rc;
+    if (rc == -EINVAL) {
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&d->err, fmt, ap) < 0) {
+            d->err = NULL;
+            d->rc = -ENOMEM;
+        }
+        va_end(ap);
+    }
+    return d->rc;
+}
+
+static int decoder_oom(struct decoder *d)
+{
+    return decoder_fail(d, -ENOMEM, "%s", "");
+}
+
+static const cJSON *member(const cJSON *obj, const char *name)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, name);
+}
+
+/* Optional object: NULL when absent or null; an error when something else. */
+static const cJSON *get_object(struct decoder *d, const cJSON *obj, const char *name,
+                               const char *field)
+{
+    const cJSON *v = member(obj, name);
+    if (!v || cJSON_IsNull(v))
+        return NULL;
+    if (!cJSON_IsObject(v)) {
+        decoder_fail(d, -EINVAL, "%s: must be an object", field);
+        return NULL;
+    }
+    return v;
+}
+
+/* Copies an optional string (NULL when absent); required ones must be
+ * non-empty. Returns 0 or the decoder's error. */
+static int get_string(struct decoder *d, const cJSON *obj, const char *name, const char *field,
+                      int required, const char *dflt, char **ret)
+{
+    const cJSON *v = obj ? member(obj, name) : NULL;
+    const char *s = NULL;
+    if (v && !cJSON_IsNull(v)) {
+        if (!cJSON_IsString(v) || !v->valuestring)
+            return decoder_fail(d, -EINVAL, "%s: must be a string", field);
+        s = v->valuestring;
+        if (s[0] == '\0')
+            s = NULL;
+    }
+    if (!s && required)
+        return decoder_fail(d, -EINVAL, "%s: required", field);
+    if (!s)
+        s = dflt;
+    if (!s) {
+        *ret = NULL;
+        return 0;
+    }
+    *ret = strdup(s);
+    return *ret ? 0 : decoder_oom(d);
+}
+
+static int get_int(struct decoder *d, const cJSON *obj, const char *name, const char *field,
+                   int64_t lo, int64_t hi, int64_t dflt, int64_t *ret)
+{
+    const cJSON *v = obj ? member(obj, name) : NULL;
+    if (!v || cJSON_IsNull(v)) {
+        *ret = dflt;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble))
+        return decoder_fail(d, -EINVAL, "%s: must be a whole number", field);
+    if (v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+        return decoder_fail(d, -EINVAL, "%s: must be between %lld and %lld", field, (long long)lo,
+                            (long long)hi);
+    *ret = (int64_t)v->valuedouble;
+    return 0;
+}
+
+/* Sizes are quantities: a string ("10Gi") or, as Kubernetes allows, a
+ * number. The written form is kept for messages. */
+static int get_quantity(struct decoder *d, const cJSON *obj, const char *name, const char *field,
+                        int required, char **ret_text, int64_t *ret_bytes)
+{
+    const cJSON *v = obj ? member(obj, name) : NULL;
+    char *text = NULL;
+    if (!v || cJSON_IsNull(v)) {
+        if (required)
+            return decoder_fail(d, -EINVAL, "%s: required", field);
+        *ret_text = NULL;
+        *ret_bytes = 0;
+        return 0;
+    }
+    if (cJSON_IsString(v) && v->valuestring) {
+        text = strdup(v->valuestring);
+    } else if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 &&
+               v->valuedouble < 9e18 && v->valuedouble == floor(v->valuedouble)) {
+        if (asprintf(&text, "%lld", (long long)v->valuedouble) < 0)
+            text = NULL;
+    } else {
+        return decoder_fail(d, -EINVAL, "%s: must be a quantity such as \"10Gi\"", field);
+    }
+    if (!text)
+        return decoder_oom(d);
+    int64_t bytes;
+    if (quantity_parse_bytes(text, &bytes) < 0 || bytes <= 0) {
+        decoder_fail(d, -EINVAL, "%s: \"%s\" is not a valid size", field, text);
+        free(text);
+        return d->rc;
+    }
+    *ret_text = text;
+    *ret_bytes = bytes;
+    return 0;
+}
+
+static int get_enum(struct decoder *d, const cJSON *obj, const char *name, const char *field,
+                    const char *const *names, size_t n, int dflt, int *ret)
+{
+    const cJSON *v = obj ? member(obj, name) : NULL;
+    if (!v || cJSON_IsNull(v)) {
+        *ret = dflt;
+        return 0;
+    }
+    if (cJSON_IsString(v) && v->valuestring)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(v->valuestring, names[i]) == 0) {
+                *ret = (int)i;
+                return 0;
+            }
+    return decoder_fail(d, -EINVAL, "%s: must be %s or %s", field, names[0], names[1]);
+}
+
+static void labels_free(struct label *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(l[i].key);
+        free(l[i].value);
+    }
+    free(l);
+}
+
+static int get_string_map(struct decoder *d, const cJSON *obj, const char *name, const char *field,
+                          struct label **ret, size_t *ret_n)
+{
+    const cJSON *m = get_object(d, obj, name, field);
+    if (d->rc < 0)
+        return d->rc;
+    *ret = NULL;
+    *ret_n = 0;
+    if (!m)
+        return 0;
+    size_t n = (size_t)cJSON_GetArraySize(m);
+    if (n == 0)
+        return 0;
+    struct label *l = calloc(n, sizeof(*l));
+    if (!l)
+        return decoder_oom(d);
+    size_t i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, m)
+    {
+        if (!cJSON_IsString(e) || !e->valuestring || !e->string) {
+            labels_free(l, i);
+            return decoder_fail(d, -EINVAL, "%s: values must be strings", field);
+        }
+        l[i].key = strdup(e->string);
+        l[i].value = strdup(e->valuestring);
+        i++;
+        if (!l[i - 1].key || !l[i - 1].value) {
+            labels_free(l, i);
+            return decoder_oom(d);
+        }
+    }
+    *ret = l;
+    *ret_n = i;
+    return 0;
+}
+
+static int decode_images(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    const cJSON *images = get_object(d, spec, "images", "spec.images");
+    if (d->rc < 0)
+        return d->rc;
+    if (!images)
+        return decoder_fail(d, -EINVAL, "spec.images: required");
+    const cJSON *allowed = member(images, "allowed");
+    if (!cJSON_IsArray(allowed))
+        return decoder_fail(d, -EINVAL, "spec.images.allowed: required, a list of patterns");
+    size_t n = (size_t)cJSON_GetArraySize(allowed);
+    if (n < 1 || n > MAX_ALLOWED_IMAGES)
+        return decoder_fail(d, -EINVAL, "spec.images.allowed: must list 1 to %d patterns",
+                            MAX_ALLOWED_IMAGES);
+    c->allowed_images = calloc(n, sizeof(*c->allowed_images));
+    if (!c->allowed_images)
+        return decoder_oom(d);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, allowed)
+    {
+        if (!cJSON_IsString(e) || !e->valuestring || !e->valuestring[0])
+            return decoder_fail(d, -EINVAL, "spec.images.allowed[%zu]: must be a non-empty string",
+                                c->n_allowed_images);
+        c->allowed_images[c->n_allowed_images] = strdup(e->valuestring);
+        if (!c->allowed_images[c->n_allowed_images])
+            return decoder_oom(d);
+        c->n_allowed_images++;
+    }
+    if (get_string(d, images, "default", "spec.images.default", 1, NULL, &c->default_image) < 0)
+        return d->rc;
+    if (!workspace_class_allows_image(c, c->default_image))
+        return decoder_fail(d, -EINVAL,
+                            "spec.images.default: \"%s\" does not match spec.images.allowed",
+                            c->default_image);
+    return 0;
+}
+
+static int decode_accelerator(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    const cJSON *acc = get_object(d, spec, "accelerator", "spec.accelerator");
+    if (d->rc < 0 || !acc)
+        return d->rc;
+    c->has_accelerator = 1;
+    int64_t count;
+    if (get_string(d, acc, "resourceName", "spec.accelerator.resourceName", 1, NULL,
+                   &c->accelerator_resource) < 0 ||
+        get_int(d, acc, "count", "spec.accelerator.count", 1, MAX_ACCELERATOR_COUNT, 1, &count) <
+            0 ||
+        get_string(d, acc, "productLabel", "spec.accelerator.productLabel", 0,
+                   DEFAULT_PRODUCT_LABEL, &c->product_label) < 0 ||
+        get_string(d, acc, "product", "spec.accelerator.product", 1, NULL, &c->product) < 0 ||
+        get_string_map(d, acc, "nodeSelector", "spec.accelerator.nodeSelector", &c->node_selector,
+                       &c->n_node_selector) < 0)
+        return d->rc;
+    c->accelerator_count = (int)count;
+    return 0;
+}
+
+static int copy_json(struct decoder *d, const cJSON *spec, const char *name, const char *field,
+                     int want_array, cJSON **ret)
+{
+    const cJSON *v = member(spec, name);
+    *ret = NULL;
+    if (!v || cJSON_IsNull(v))
+        return 0;
+    if (want_array ? !cJSON_IsArray(v) : !cJSON_IsObject(v))
+        return decoder_fail(d, -EINVAL, "%s: must be %s", field,
+                            want_array ? "a list" : "an object");
+    *ret = cJSON_Duplicate(v, 1);
+    return *ret ? 0 : decoder_oom(d);
+}
+
+static int decode_home(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    static const char *const on_delete[] = {"Delete", "Retain"};
+    const cJSON *home = get_object(d, spec, "home", "spec.home");
+    if (d->rc < 0)
+        return d->rc;
+    if (!home)
+        return decoder_fail(d, -EINVAL, "spec.home: required");
+    int od;
+    if (get_quantity(d, home, "size", "spec.home.size", 1, &c->home_size, &c->home_size_bytes) <
+            0 ||
+        get_quantity(d, home, "maxSize", "spec.home.maxSize", 0, &c->home_max_size,
+                     &c->home_max_bytes) < 0 ||
+        get_string(d, home, "storageClassName", "spec.home.storageClassName", 0, NULL,
+                   &c->storage_class_name) < 0 ||
+        get_string(d, home, "mountPath", "spec.home.mountPath", 0, DEFAULT_MOUNT_PATH,
+                   &c->home_mount_path) < 0 ||
+        get_enum(d, home, "onDelete", "spec.home.onDelete", on_delete, 2, HOME_ON_DELETE_DELETE,
+                 &od) < 0)
+        return d->rc;
+    c->home_on_delete = (enum home_on_delete)od;
+    if (c->home_mount_path[0] != '/')
+        return decoder_fail(d, -EINVAL, "spec.home.mountPath: must be an absolute path");
+    if (!c->home_max_size) {
+        c->home_max_size = strdup(c->home_size);
+        if (!c->home_max_size)
+            return decoder_oom(d);
+        c->home_max_bytes = c->home_size_bytes;
+    } else if (c->home_max_bytes < c->home_size_bytes) {
+        return decoder_fail(d, -EINVAL, "spec.home.maxSize: %s is smaller than spec.home.size %s",
+                            c->home_max_size, c->home_size);
+    }
+    return 0;
+}
+
+static int decode_checkpoint(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    const cJSON *cp = get_object(d, spec, "checkpoint", "spec.checkpoint");
+    if (d->rc < 0)
+        return d->rc;
+    char *dflt_path = NULL;
+    if (asprintf(&dflt_path, "%s%s", strcmp(c->home_mount_path, "/") == 0 ? "" : c->home_mount_path,
+                 DEFAULT_CHECKPOINT_DIR) < 0)
+        return decoder_oom(d);
+    get_string(d, cp, "path", "spec.checkpoint.path", 0, dflt_path, &c->checkpoint_path);
+    free(dflt_path);
+    if (d->rc < 0 || get_string(d, cp, "envVar", "spec.checkpoint.envVar", 0,
+                                DEFAULT_CHECKPOINT_ENV, &c->checkpoint_env) < 0)
+        return d->rc;
+    return 0;
+}
+
+static int decode_timing(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    static const char *const on_timeout[] = {"Wait", "Fail"};
+    const cJSON *pause = get_object(d, spec, "pause", "spec.pause");
+    if (d->rc < 0 ||
+        get_int(d, pause, "gracePeriodSeconds", "spec.pause.gracePeriodSeconds", 1,
+                MAX_PAUSE_GRACE_SECONDS, DEFAULT_PAUSE_GRACE_SECONDS, &c->pause_grace_seconds) < 0)
+        return d->rc;
+    const cJSON *resume = get_object(d, spec, "resume", "spec.resume");
+    if (d->rc < 0)
+        return d->rc;
+    const cJSON *timeout = resume ? member(resume, "capacityTimeout") : NULL;
+    const char *text = DEFAULT_CAPACITY_TIMEOUT;
+    if (timeout && !cJSON_IsNull(timeout)) {
+        if (!cJSON_IsString(timeout) || !timeout->valuestring)
+            return decoder_fail(d, -EINVAL,
+                                "spec.resume.capacityTimeout: must be a duration such as \"30m\"");
+        text = timeout->valuestring;
+    }
+    if (duration_parse_ms(text, &c->capacity_timeout_ms) < 0)
+        return decoder_fail(d, -EINVAL,
+                            "spec.resume.capacityTimeout: \"%s\" is not a duration such as \"30m\"",
+                            text);
+    int action;
+    if (get_enum(d, resume, "onCapacityTimeout", "spec.resume.onCapacityTimeout", on_timeout, 2,
+                 CAPACITY_TIMEOUT_WAIT, &action) < 0)
+        return d->rc;
+    c->on_capacity_timeout = (enum capacity_timeout_action)action;
+    return 0;
+}
+
+int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err)
+{
+    struct decoder d = {0};
+    struct workspace_class *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    if (!cJSON_IsObject(obj)) {
+        decoder_fail(&d, -EINVAL, "object: must be a JSON object");
+        goto out;
+    }
+    const cJSON *meta = get_object(&d, obj, "metadata", "metadata");
+    if (d.rc < 0 || get_string(&d, meta, "name", "metadata.name", 1, NULL, &c->name) < 0)
+        goto out;
+    const cJSON *spec = get_object(&d, obj, "spec", "spec");
+    if (d.rc < 0)
+        goto out;
+    if (!spec) {
+        decoder_fail(&d, -EINVAL, "spec: required");
+        goto out;
+    }
+    int64_t port;
+    if (decode_images(&d, spec, c) < 0 ||
+        get_int(&d, spec, "port", "spec.port", 1, 65535, DEFAULT_PORT, &port) < 0 ||
+        decode_accelerator(&d, spec, c) < 0 ||
+        copy_json(&d, spec, "resources", "spec.resources", 0, &c->resources) < 0 ||
+        copy_json(&d, spec, "tolerations", "spec.tolerations", 1, &c->tolerations) < 0 ||
+        get_string(&d, spec, "runtimeClassName", "spec.runtimeClassName", 0, NULL,
+                   &c->runtime_class_name) < 0 ||
+        decode_home(&d, spec, c) < 0 || decode_checkpoint(&d, spec, c) < 0 ||
+        decode_timing(&d, spec, c) < 0)
+        goto out;
+    c->port = (int)port;
+out:
+    if (d.rc < 0) {
+        workspace_class_free(c);
+        if (d.rc == -EINVAL && ret_err)
+            *ret_err = d.err;
+        else
+            free(d.err);
+        return d.rc;
+    }
+    *ret_class = c;
+    return 0;
+}
+
+void workspace_class_free(struct workspace_class *c)
+{
+    if (!c)
+        return;
+    free(c->name);
+    for (size_t i = 0; i < c->n_allowed_images; i++)
+        free(c->allowed_images[i]);
+    free(c->allowed_images);
+    free(c->default_image);
+    free(c->accelerator_resource);
+    free(c->product_label);
+    free(c->product);
+    labels_free(c->node_selector, c->n_node_selector);
+    cJSON_Delete(c->resources);
+    cJSON_Delete(c->tolerations);
+    free(c->runtime_class_name);
+    free(c->home_size);
+    free(c->home_max_size);
+    free(c->storage_class_name);
+    free(c->home_mount_path);
+    free(c->checkpoint_path);
+    free(c->checkpoint_env);
+    free(c);
+}
+
+int workspace_class_allows_image(const struct workspace_class *c, const char *image)
+{
+    if (!c || !image || !image[0])
+        return 0;
+    /* No FNM_PATHNAME: a '*' crosses '/', so one pattern covers every image
+     * below a registry path, tags and digests included. */
+    for (size_t i = 0; i < c->n_allowed_images; i++)
+        if (fnmatch(c->allowed_images[i], image, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* Exact arithmetic on a decimal mantissa of at most 19 significant digits
+ * times a binary or decimal multiplier: 1.5Gi is 1610612736, not whatever a
+ * double makes of it. Fractions of a byte round up, as Kubernetes does. */
+int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
+{
+    static const struct {
+        const char *suffix;
+        unsigned binary_shift;
+        int decimal_exp;
+    } suffixes[] = {
+        {"Ki", 10, 0}, {"Mi", 20, 0}, {"Gi", 30, 0}, {"Ti", 40, 0}, {"Pi", 50, 0},
+        {"Ei", 60, 0}, {"k", 0, 3},   {"M", 0, 6},   {"G", 0, 9},   {"T", 0, 12},
+        {"P", 0, 15},  {"E", 0, 18},  {"", 0, 0},
+    };
+    if (!s)
+        return -EINVAL;
+    const char *p = s;
+    if (*p == '+')
+        p++;
+
+    /* Mantissa digits without leading zeros (integer part) or trailing zeros
+     * (fraction); scale counts the fraction digits kept. */
+    char digits[20];
+    size_t nd = 0, n_seen = 0;
+    int scale = 0;
+    for (; *p >= '0' && *p <= '9'; p++, n_seen++) {
+        if (nd == 0 && *p == '0')
+            continue;
+        if (nd >= 19)
+            return -EINVAL;
+        digits[nd++] = *p;
+    }
+    if (*p == '.') {
+        p++;
+        const char *frac = p;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        const char *end = p;
+        n_seen += (size_t)(end - frac);
+        while (end > frac && end[-1] == '0')
+            end--;
+        for (const char *q = frac; q < end; q++) {
+            if (nd == 0 && *q == '0') {
+                scale++;
+                continue;
+            }
+            if (nd >= 19)
+                return -EINVAL;
+            digits[nd++] = *q;
+            scale++;
+        }
+    }
+    if (n_seen == 0)
+        return -EINVAL;
+
+    unsigned shift = 0;
+    int exp10 = 0;
+    if ((*p == 'e' || *p == 'E') && p[1] != '\0' && p[1] != 'i') {
+        /* A decimal exponent ("1e3"); "E" alone is exa, handled below. */
+        p++;
+        int neg = 0;
+        if (*p == '+' || *p == '-')
+            neg = *p++ == '-';
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        int e = 0;
+        while (*p >= '0' && *p <= '9') {
+            e = e * 10 + (*p++ - '0');
+            if (e > 100)
+                return -EINVAL;
+        }
+        if (*p)
+            return -EINVAL;
+        exp10 = neg ? -e : e;
+    } else {
+        size_t i;
+        for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
+            if (strcmp(p, suffixes[i].suffix) == 0)
+                break;
+        if (i == sizeof(suffixes) / sizeof(suffixes[0]))
+            return -EINVAL;
+        shift = suffixes[i].binary_shift;
+        exp10 = suffixes[i].decimal_exp;
+    }
+
+    unsigned __int128 v = 0;
+    for (size_t i = 0; i < nd; i++)
+        v = v * 10 + (unsigned)(digits[i] - '0');
+    v <<= shift; /* < 10^19 * 2^60 < 2^124 */
+    int net = exp10 - scale;
+    for (; net > 0; net--) {
+        v *= 10;
+        if (v > (unsigned __int128)INT64_MAX)
+            return -EINVAL;
+    }
+    if (net < 0) {
+        unsigned __int128 div = 1;
+        int tiny = 0;
+        for (; net < 0; net++) {
+            if (div > v) {
+                tiny = 1;
+                break;
+            }
+            div *= 10;
+        }
+        v = tiny ? (v != 0) : (v + div - 1) / div;
+    }
+    if (v > (unsigned __int128)INT64_MAX)
+        return -EINVAL;
+    *ret_bytes = (int64_t)v;
+    return 0;
+}

@@ -1,0 +1,874 @@
+#include "workspace/decide.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/duration.h"
+#include "util/timefmt.h"
+
+/* The rules are written out, with a table, in docs/state-machine.md; the
+ * comments here point at them by number. */
+
+#define COND_VALID "Valid"
+#define COND_READY "Ready"
+#define COND_CAPACITY "CapacityAvailable"
+#define COND_RESTORED "Restored"
+
+#define RESERVED_ENV_PREFIX "HIBERNATOR_"
+#define MAX_LABEL_VALUE 63
+/* Grace for pods of a workspace whose class is gone: Kubernetes' default. */
+#define DEFAULT_GRACE_SECONDS 30
+/* Extra pods (duplicates, stopped ones) deleted per pass: the rest go in the
+ * next pass, which the deletions themselves trigger. */
+#define MAX_EXTRA_DELETES 3
+/* Messages are one line of bounded length: a scheduler message naming every
+ * node of a large cluster must not bloat the status. */
+#define MAX_MESSAGE 1024
+
+struct decider {
+    const struct decide_input *in;
+    const struct workspace *ws;
+    const struct workspace_class *cls;
+    const struct workspace_status *old;
+    struct workspace_status *st; /* the output status */
+    struct decide_output *out;
+    int64_t now;
+    int rc; /* first error; everything below is a no-op after it */
+
+    /* The pods, sorted out (rule 4). */
+    const struct workspace_pod *keep;    /* the live pod, or NULL */
+    const struct workspace_pod *leaving; /* a terminating or stopped pod, or NULL */
+    size_t n_leaving;
+
+    /* The spec changed after a capacity timeout failed the workspace. */
+    int retry;
+
+    /* Validation (rule 2): NULL reason when valid. */
+    const char *invalid_reason;
+    char *invalid_message;
+};
+
+/* ---- building blocks ---- */
+
+static int failed(struct decider *d, int rc)
+{
+    if (d->rc == 0)
+        d->rc = rc;
+    return d->rc;
+}
+
+static int streq(const char *a, const char *b)
+{
+    return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+/* Makes text one line of at most MAX_MESSAGE bytes, cut at a character
+ * boundary. */
+static void one_line(char *s)
+{
+    size_t n = 0;
+    for (char *p = s; *p; p++, n++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    if (n > MAX_MESSAGE) {
+        size_t cut = MAX_MESSAGE - 3;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+            cut--;
+        memcpy(s + cut, "...", 4);
+    }
+}
+
+static char *vformat(struct decider *d, const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (d->rc < 0)
+        return NULL;
+    if (vasprintf(&s, fmt, ap) < 0) {
+        failed(d, -ENOMEM);
+        return NULL;
+    }
+    one_line(s);
+    return s;
+}
+
+static void set_string(struct decider *d, char **field, const char *value)
+{
+    if (d->rc < 0 || streq(*field, value))
+        return;
+    char *copy = NULL;
+    if (value && !(copy = strdup(value))) {
+        failed(d, -ENOMEM);
+        return;
+    }
+    free(*field);
+    *field = copy;
+}
+
+static struct action *push(struct decider *d, enum action_type type, const char *name)
+{
+    if (d->rc < 0)
+        return NULL;
+    if (d->out->n_actions >= DECIDE_MAX_ACTIONS) {
+        failed(d, -E2BIG);
+        return NULL;
+    }
+    struct action *a = &d->out->actions[d->out->n_actions];
+    *a = (struct action){.type = type};
+    if (name && !(a->name = strdup(name))) {
+        failed(d, -ENOMEM);
+        return NULL;
+    }
+    d->out->n_actions++;
+    return a;
+}
+
+static void delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace)
+{
+    struct action *a = push(d, ACTION_DELETE_POD, p->name);
+    if (a)
+        a->grace_seconds = grace;
+}
+
+static void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(d, fmt, ap);
+    va_end(ap);
+    struct action *a = msg ? push(d, ACTION_EVENT, NULL) : NULL;
+    if (!a) {
+        free(msg);
+        return;
+    }
+    a->event_type = type;
+    a->message = msg;
+    if (!(a->reason = strdup(reason)))
+        failed(d, -ENOMEM);
+}
+
+static void condition(struct decider *d, const char *type, enum condition_status status,
+                      const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void condition(struct decider *d, const char *type, enum condition_status status,
+                      const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(d, fmt, ap);
+    va_end(ap);
+    if (!msg)
+        return;
+    if (workspace_status_set_condition(d->st, type, status, reason, msg, d->ws->generation,
+                                       d->now) < 0)
+        failed(d, -ENOMEM);
+    free(msg);
+}
+
+static const char *condition_reason(const struct workspace_status *s, const char *type)
+{
+    const struct condition *c = workspace_status_condition(s, type);
+    return c ? c->reason : NULL;
+}
+
+static int64_t grace_seconds(const struct decider *d)
+{
+    return d->cls ? d->cls->pause_grace_seconds : DEFAULT_GRACE_SECONDS;
+}
+
+/* A pause is open from the pass that counts it until the resume that
+ * follows; counting both keeps this true across restarts and stale states. */
+static int in_pause(const struct workspace_status *s)
+{
+    return s->pauses > s->resumes;
+}
+
+/* A resume is in progress from its request until its pod is first ready. */
+static int resume_in_progress(const struct workspace_status *s)
+{
+    return s->last_resume.requested_ms != 0 && s->last_resume.ready_ms == 0;
+}
+
+static const char *node_or_unknown(const struct workspace_pod *p)
+{
+    return p->node_name ? p->node_name : "an unknown node";
+}
+
+static int pod_is_scheduled(const struct workspace_pod *p)
+{
+    return p->scheduled || (p->node_name && p->node_name[0]);
+}
+
+static int pod_has_stopped(const struct workspace_pod *p)
+{
+    return p->phase && (strcmp(p->phase, "Failed") == 0 || strcmp(p->phase, "Succeeded") == 0);
+}
+
+/* The n of "<workspace>-<n>", or -1 when the name is not of that form. */
+static int64_t pod_generation_of(const struct workspace *ws, const char *pod_name)
+{
+    size_t len = strlen(ws->name);
+    if (strncmp(pod_name, ws->name, len) != 0 || pod_name[len] != '-' || !pod_name[len + 1])
+        return -1;
+    int64_t n = 0;
+    for (const char *p = pod_name + len + 1; *p; p++) {
+        if (*p < '0' || *p > '9' || n > (INT64_MAX - 9) / 10)
+            return -1;
+        n = n * 10 + (*p - '0');
+    }
+    return n;
+}
+
+static void format_duration(int64_t ms, char *out, size_t size)
+{
+    /* Whole seconds read better than "29m59s999ms". */
+    if (ms >= 1000)
+        ms -= ms % 1000;
+    if (duration_format_ms(ms < 0 ? 0 : ms, out, size) < 0)
+        snprintf(out, size, "%llds", (long long)(ms / 1000));
+}
+
+static void set_accelerator(struct decider *d)
+{
+    const struct workspace_class *c = d->cls;
+    int has = c && c->has_accelerator;
+    set_string(d, &d->st->accelerator_resource, has ? c->accelerator_resource : NULL);
+    set_string(d, &d->st->accelerator_product, has ? c->product : NULL);
+    d->st->accelerator_count = has ? c->accelerator_count : 0;
+}
+
+/* ---- rule 0: deleting ---- */
+
+static void decide_deleting(struct decider *d)
+{
+    size_t n_pods = 0, n_deletes = 0;
+    for (size_t i = 0; i < d->in->n_pods; i++) {
+        const struct workspace_pod *p = d->in->pods[i];
+        n_pods++;
+        if (!p->deletion_ms && n_deletes < DECIDE_MAX_ACTIONS) {
+            delete_pod(d, p, grace_seconds(d));
+            n_deletes++;
+        }
+    }
+    /* The finalizer stays until no pod can still be writing to home. */
+    if (n_pods > 0)
+        return;
+    const struct workspace_pvc *pvc = d->in->pvc;
+    if (pvc && !pvc->deletion_ms) {
+        if (!d->cls || d->cls->home_on_delete == HOME_ON_DELETE_DELETE)
+            push(d, ACTION_DELETE_PVC, pvc->name);
+        else
+            push(d, ACTION_RELEASE_PVC, pvc->name);
+    }
+    if (d->ws->has_finalizer)
+        push(d, ACTION_REMOVE_FINALIZER, NULL);
+}
+
+/* ---- rule 2: validation ---- */
+
+static void invalid(struct decider *d, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void invalid(struct decider *d, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    d->invalid_message = vformat(d, fmt, ap);
+    va_end(ap);
+    d->invalid_reason = reason;
+}
+
+static void validate_image(struct decider *d)
+{
+    const struct workspace_class *c = d->cls;
+    if (!d->ws->image || workspace_class_allows_image(c, d->ws->image))
+        return;
+    size_t len = 1;
+    for (size_t i = 0; i < c->n_allowed_images; i++)
+        len += strlen(c->allowed_images[i]) + 2;
+    char *list = calloc(1, len);
+    if (!list) {
+        failed(d, -ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i < c->n_allowed_images; i++) {
+        if (i)
+            strcat(list, ", ");
+        strcat(list, c->allowed_images[i]);
+    }
+    invalid(d, "ImageNotAllowed", "spec.image: \"%s\" is not allowed by class \"%s\" (allowed: %s)",
+            d->ws->image, c->name, list);
+    free(list);
+}
+
+static void validate_home(struct decider *d)
+{
+    const char *size = d->ws->home_size;
+    int64_t bytes;
+    if (!size)
+        return;
+    if (quantity_parse_bytes(size, &bytes) < 0 || bytes <= 0)
+        invalid(d, "InvalidHomeSize", "spec.home.size: \"%s\" is not a size such as \"20Gi\"",
+                size);
+    else if (bytes > d->cls->home_max_bytes)
+        invalid(d, "HomeTooLarge", "spec.home.size: %s is larger than the class maximum %s", size,
+                d->cls->home_max_size ? d->cls->home_max_size : d->cls->home_size);
+}
+
+static void validate_env(struct decider *d)
+{
+    const struct workspace *ws = d->ws;
+    for (size_t i = 0; i < ws->n_env; i++) {
+        const char *name = ws->env[i].name;
+        if (strncmp(name, RESERVED_ENV_PREFIX, strlen(RESERVED_ENV_PREFIX)) == 0) {
+            invalid(
+                d, "ReservedEnv",
+                "spec.env[%zu].name: \"%s\" is reserved: names starting with " RESERVED_ENV_PREFIX
+                " are set by the controller",
+                i, name);
+            return;
+        }
+        if (d->cls->checkpoint_env && strcmp(name, d->cls->checkpoint_env) == 0) {
+            invalid(d, "ReservedEnv",
+                    "spec.env[%zu].name: \"%s\" is reserved: class \"%s\" passes the checkpoint "
+                    "path in it",
+                    i, name, d->cls->name);
+            return;
+        }
+    }
+}
+
+static void validate(struct decider *d)
+{
+    const struct workspace *ws = d->ws;
+    if (!d->cls) {
+        invalid(d, "ClassNotFound", "spec.className: WorkspaceClass \"%s\" not found",
+                ws->class_name);
+        return;
+    }
+    /* The name is a label value on everything the workspace owns. */
+    if (strlen(ws->name) > MAX_LABEL_VALUE) {
+        invalid(d, "NameTooLong",
+                "metadata.name: \"%s\" is longer than %d characters, the limit of a label value",
+                ws->name, MAX_LABEL_VALUE);
+        return;
+    }
+    validate_image(d);
+    if (!d->invalid_reason)
+        validate_home(d);
+    if (!d->invalid_reason)
+        validate_env(d);
+}
+
+/* ---- rule 4: the pods ---- */
+
+/* Newer first: creation time, then pod generation, then name. */
+static int newer(const struct decider *d, const struct workspace_pod *a,
+                 const struct workspace_pod *b)
+{
+    if (a->created_ms != b->created_ms)
+        return a->created_ms > b->created_ms;
+    int64_t ga = pod_generation_of(d->ws, a->name), gb = pod_generation_of(d->ws, b->name);
+    if (ga != gb)
+        return ga > gb;
+    return strcmp(a->name, b->name) > 0;
+}
+
+static void sort_pods(struct decider *d, int may_delete)
+{
+    const struct decide_input *in = d->in;
+    const struct workspace_pod *named = NULL, *newest = NULL;
+    size_t n_live = 0;
+    for (size_t i = 0; i < in->n_pods; i++) {
+        const struct workspace_pod *p = in->pods[i];
+        if (!p->name)
+            continue;
+        if (p->deletion_ms || pod_has_stopped(p)) {
+            /* Named in messages: the same one every pass, whatever the order. */
+            if (!d->leaving || strcmp(p->name, d->leaving->name) < 0)
+                d->leaving = p;
+            d->n_leaving++;
+            continue;
+        }
+        n_live++;
+        if (d->st->pod_name && strcmp(p->name, d->st->pod_name) == 0)
+            named = p;
+        if (!newest || newer(d, p, newest))
+            newest = p;
+    }
+    d->keep = named ? named : newest;
+    if (!may_delete)
+        return;
+
+    /* Stopped pods (evicted, or the app exited) are not coming back:
+     * restartPolicy Always never applies to them. */
+    size_t n_extra = 0;
+    for (size_t i = 0; i < in->n_pods && n_extra < MAX_EXTRA_DELETES; i++) {
+        const struct workspace_pod *p = in->pods[i];
+        if (p->name && !p->deletion_ms && pod_has_stopped(p)) {
+            delete_pod(d, p, 0);
+            if (!d->ws->paused)
+                event(d, "Warning", "PodStopped",
+                      "pod %s stopped (phase %s); a new pod will replace it", p->name, p->phase);
+            n_extra++;
+        }
+    }
+    if (n_live > 1) {
+        /* Should never happen; if it does, one pod keeps the workspace. */
+        size_t n_dup = 0;
+        for (size_t i = 0; i < in->n_pods && n_extra < MAX_EXTRA_DELETES; i++) {
+            const struct workspace_pod *p = in->pods[i];
+            if (!p->name || p->deletion_ms || pod_has_stopped(p) || p == d->keep)
+                continue;
+            delete_pod(d, p, 0);
+            n_extra++;
+            n_dup++;
+        }
+        if (n_dup)
+            event(d, "Warning", "DuplicatePod", "found %zu pods for the workspace; keeping %s",
+                  n_live, d->keep->name);
+    }
+}
+
+static void set_restored(struct decider *d, const char *pod_name, int from_checkpoint)
+{
+    if (from_checkpoint)
+        condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                  "pod %s starts from the application's checkpoint (%s=%s)", pod_name,
+                  d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
+                  d->cls && d->cls->checkpoint_path ? d->cls->checkpoint_path : "");
+    else
+        condition(d, COND_RESTORED, COND_TRUE, "Fresh",
+                  "pod %s starts fresh: the workspace was never paused", pod_name);
+    if (resume_in_progress(d->st))
+        set_string(d, &d->st->last_resume.restored_from,
+                   from_checkpoint ? "FromCheckpoint" : "Fresh");
+}
+
+/* The pod exists but the status does not name it: the controller stopped
+ * between creating it and writing the status, or another replica wrote it. */
+static void adopt(struct decider *d)
+{
+    const struct workspace_pod *p = d->keep;
+    if (!p || streq(d->st->pod_name, p->name))
+        return;
+    set_string(d, &d->st->pod_name, p->name);
+    int64_t gen = pod_generation_of(d->ws, p->name);
+    if (gen > d->st->pod_generation)
+        d->st->pod_generation = gen;
+    if (resume_in_progress(d->st) && !d->st->last_resume.pod_created_ms)
+        d->st->last_resume.pod_created_ms = p->created_ms ? p->created_ms : d->now;
+    set_restored(d, p->name, p->restore_from_checkpoint);
+}
+
+/* ---- rule 5: run ---- */
+
+static void begin_resume(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    int64_t released = st->last_pause.accelerator_released_ms;
+    st->resumes++;
+    free(st->last_resume.restored_from);
+    st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
+    if (released && d->now > released && d->cls && d->cls->has_accelerator) {
+        st->accelerator_seconds_released +=
+            (double)(d->now - released) / 1000.0 * d->cls->accelerator_count;
+    }
+    if (released) {
+        char t[32];
+        format_duration(d->now - released, t, sizeof(t));
+        event(d, "Normal", "Resuming", "resume requested after %s paused", t);
+    } else {
+        event(d, "Normal", "Resuming", "resume requested");
+    }
+}
+
+static void waiting_for_capacity(struct decider *d)
+{
+    const struct workspace_pod *p = d->keep;
+    struct workspace_status *st = d->st;
+    const struct workspace_class *c = d->cls;
+    const char *sched = p->unschedulable_message && p->unschedulable_message[0]
+                            ? p->unschedulable_message
+                            : "the scheduler found no node for the pod";
+    if (!st->waiting_for_capacity_since_ms)
+        st->waiting_for_capacity_since_ms = d->now;
+    int64_t since = st->waiting_for_capacity_since_ms;
+    int64_t left = since + c->capacity_timeout_ms - d->now;
+    if (left > 0) {
+        st->state = WS_STATE_WAITING_FOR_CAPACITY;
+        condition(d, COND_CAPACITY, COND_FALSE, "Unschedulable", "%s", sched);
+        condition(d, COND_READY, COND_FALSE, "WaitingForCapacity", "pod %s is waiting for capacity",
+                  p->name);
+        d->out->requeue_after_ms = left < c->capacity_timeout_ms ? left : c->capacity_timeout_ms;
+        return;
+    }
+
+    char timeout[32];
+    format_duration(c->capacity_timeout_ms, timeout, sizeof(timeout));
+    const char *old_reason = condition_reason(d->old, COND_CAPACITY);
+    if (c->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL) {
+        st->state = WS_STATE_FAILED;
+        condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout", "no capacity after %s: %s",
+                  timeout, sched);
+        condition(d, COND_READY, COND_FALSE, "CapacityTimeout", "no capacity after %s", timeout);
+        /* A pending pod would take a GPU whenever one frees up, long after
+         * the user was told the workspace failed. */
+        delete_pod(d, p, 0);
+        if (!(d->old->state == WS_STATE_FAILED && streq(old_reason, "CapacityTimeout")))
+            event(d, "Warning", "CapacityTimeout", "no capacity after %s: %s", timeout, sched);
+        return;
+    }
+    char t[TIMEFMT_RFC3339_SIZE] = "";
+    timefmt_format_rfc3339(since, t, sizeof(t));
+    st->state = WS_STATE_WAITING_FOR_CAPACITY;
+    condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+              "still waiting for capacity after %s (since %s): %s", timeout, t, sched);
+    condition(d, COND_READY, COND_FALSE, "WaitingForCapacity", "pod %s is waiting for capacity",
+              p->name);
+    if (!streq(old_reason, "CapacityTimeout"))
+        event(d, "Warning", "CapacityTimeout", "still waiting for capacity after %s: %s", timeout,
+              sched);
+}
+
+static void run_with_pod(struct decider *d)
+{
+    const struct workspace_pod *p = d->keep;
+    struct workspace_status *st = d->st;
+    int resuming = resume_in_progress(st);
+    set_string(d, &st->node_name, p->node_name);
+    set_accelerator(d);
+
+    if (p->ready) {
+        st->state = WS_STATE_RUNNING;
+        st->waiting_for_capacity_since_ms = 0;
+        condition(d, COND_READY, COND_TRUE, "PodReady", "pod %s is ready on %s", p->name,
+                  node_or_unknown(p));
+        condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
+                  node_or_unknown(p));
+        if (resuming) {
+            struct workspace_resume_timeline *r = &st->last_resume;
+            /* Pod times have whole seconds; the request has milliseconds. When
+             * the pod's second cannot be told from the request's, the time we
+             * saw it ready is the better figure (later by our cache's lag). */
+            int64_t ready = p->ready_ms ? p->ready_ms : d->now;
+            if (ready < r->requested_ms + 1000)
+                ready = d->now > r->requested_ms ? d->now : r->requested_ms;
+            if (!r->pod_scheduled_ms)
+                r->pod_scheduled_ms =
+                    p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
+            r->ready_ms = ready;
+            r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
+            event(d, "Normal", "Resumed", "ready %.1fs after the resume request (%s)",
+                  r->seconds_to_ready,
+                  p->restore_from_checkpoint ? "from the application's checkpoint" : "fresh start");
+        }
+        return;
+    }
+    if (p->unschedulable && !pod_is_scheduled(p)) {
+        waiting_for_capacity(d);
+        return;
+    }
+    if (pod_is_scheduled(p)) {
+        st->waiting_for_capacity_since_ms = 0;
+        condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
+                  node_or_unknown(p));
+        if (resuming && !st->last_resume.pod_scheduled_ms)
+            st->last_resume.pod_scheduled_ms =
+                p->scheduled_ms > st->last_resume.requested_ms ? p->scheduled_ms : d->now;
+        if (resuming) {
+            st->state = WS_STATE_RESUMING;
+            condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s", p->name,
+                      node_or_unknown(p));
+        } else if (d->old->state == WS_STATE_RUNNING) {
+            /* It was ready and is not now (a crash, a failing probe): still
+             * running, on the same node and accelerator. */
+            st->state = WS_STATE_RUNNING;
+            condition(d, COND_READY, COND_FALSE, "PodNotReady", "pod %s on %s is not ready",
+                      p->name, node_or_unknown(p));
+        } else {
+            st->state = WS_STATE_PENDING;
+            condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s", p->name,
+                      node_or_unknown(p));
+        }
+        return;
+    }
+    st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
+              p->name);
+}
+
+static void create_pod(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    int resuming = resume_in_progress(st);
+    int from_checkpoint = st->pauses > 0;
+    char *name = NULL;
+    /* A retry gets a new name: the failed pod was seen, so a cache that no
+     * longer shows it is not merely behind. */
+    int is_new = !st->pod_name || d->retry;
+    if (is_new) {
+        name = workspace_pod_name(d->ws, st->pod_generation + 1);
+        if (!name) {
+            failed(d, -ENOMEM);
+            return;
+        }
+        st->pod_generation++;
+        free(st->pod_name);
+        st->pod_name = name;
+        /* The scheduler has not judged the new pod yet. */
+        workspace_status_remove_condition(st, COND_CAPACITY);
+    }
+    /* Not new: the status names a pod that the cache does not show. It was
+     * created in an earlier pass the cache has not caught up with, or it is
+     * gone. Creating it again under the same name is right either way: the
+     * API server answers AlreadyExists in the first case, and no second pod
+     * can ever appear. */
+    struct action *a = push(d, ACTION_CREATE_POD, st->pod_name);
+    if (a)
+        a->from_checkpoint = from_checkpoint;
+    set_string(d, &st->node_name, NULL);
+    set_accelerator(d);
+    st->waiting_for_capacity_since_ms = 0;
+    if (resuming && !st->last_resume.pod_created_ms)
+        st->last_resume.pod_created_ms = d->now;
+    set_restored(d, st->pod_name, from_checkpoint);
+    st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
+              st->pod_name);
+    if (is_new && !resuming)
+        event(d, "Normal", "Created", "created pod %s (%s)", st->pod_name,
+              from_checkpoint ? "from the application's checkpoint" : "fresh");
+}
+
+static void decide_run(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    const struct workspace_status *old = d->old;
+
+    /* 5c: after a capacity timeout with onCapacityTimeout Fail, nothing is
+     * retried until the user changes the spec. */
+    int failed_for_capacity = old->state == WS_STATE_FAILED &&
+                              streq(condition_reason(old, COND_CAPACITY), "CapacityTimeout");
+    d->retry = failed_for_capacity && old->observed_generation != d->ws->generation;
+    if (d->retry)
+        st->waiting_for_capacity_since_ms = 0; /* a new attempt, a new clock */
+    if (failed_for_capacity && !d->retry) {
+        adopt(d);
+        if (d->keep)
+            delete_pod(d, d->keep, 0);
+        else if (!d->n_leaving) {
+            set_string(d, &st->pod_name, NULL);
+            set_string(d, &st->node_name, NULL);
+        }
+        return;
+    }
+    if (in_pause(st))
+        begin_resume(d);
+    adopt(d);
+    if (d->keep) {
+        run_with_pod(d);
+        return;
+    }
+    if (d->n_leaving) {
+        /* 5b: never two pods, not even for a moment. */
+        st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+        set_string(d, &st->node_name, NULL);
+        condition(d, COND_READY, COND_FALSE, "PodTerminating",
+                  "waiting for pod %s to stop before starting a new one", d->leaving->name);
+        return;
+    }
+    create_pod(d);
+}
+
+/* ---- rule 6: pause ---- */
+
+static void decide_pause(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    const struct workspace_pod *p = d->keep;
+    int any_pod = p || d->n_leaving;
+    adopt(d);
+
+    /* A workspace created paused, or whose pod was already gone, has nothing
+     * to pause: it is Paused without counting a pause. */
+    if (!in_pause(st) && any_pod) {
+        st->pauses++;
+        st->last_pause = (struct workspace_pause_timeline){.requested_ms = d->now};
+        event(d, "Normal", "Pausing", "pause requested: stopping pod %s",
+              p ? p->name : d->leaving->name);
+    }
+    st->waiting_for_capacity_since_ms = 0;
+    if (p) {
+        /* A pod that never got a node holds nothing worth a grace period. */
+        int64_t grace = pod_is_scheduled(p) ? grace_seconds(d) : 0;
+        delete_pod(d, p, grace);
+        if (in_pause(st) && !st->last_pause.pod_deleted_ms)
+            st->last_pause.pod_deleted_ms = d->now;
+        st->state = WS_STATE_PAUSING;
+        condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", p->name);
+        return;
+    }
+    if (d->n_leaving) {
+        st->state = WS_STATE_PAUSING;
+        condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", d->leaving->name);
+        return;
+    }
+    if (in_pause(st) && !st->last_pause.accelerator_released_ms)
+        st->last_pause.accelerator_released_ms = d->now;
+    set_string(d, &st->node_name, NULL);
+    set_string(d, &st->pod_name, NULL);
+    /* Capacity is not being asked for; the next resume asks again. */
+    workspace_status_remove_condition(st, COND_CAPACITY);
+    condition(d, COND_READY, COND_FALSE, "Paused",
+              "the workspace is paused; set spec.paused to false to resume");
+    st->state = WS_STATE_PAUSED;
+    if (d->old->state != WS_STATE_PAUSED) {
+        const struct workspace_pause_timeline *lp = &st->last_pause;
+        if (in_pause(st) && lp->requested_ms && lp->accelerator_released_ms >= lp->requested_ms)
+            event(d, "Normal", "Paused", "paused; the pod was gone %.1fs after the pause request",
+                  (double)(lp->accelerator_released_ms - lp->requested_ms) / 1000.0);
+        else
+            event(d, "Normal", "Paused", "paused");
+    }
+}
+
+/* ---- rules 1-7 ---- */
+
+/* Rule 7: the message mirrors the condition that explains the state. */
+static void set_message(struct decider *d)
+{
+    const char *type = COND_READY;
+    if (d->invalid_reason)
+        type = COND_VALID;
+    else if (d->st->state == WS_STATE_WAITING_FOR_CAPACITY ||
+             (d->st->state == WS_STATE_FAILED &&
+              streq(condition_reason(d->st, COND_CAPACITY), "CapacityTimeout")))
+        type = COND_CAPACITY;
+    const struct condition *c = workspace_status_condition(d->st, type);
+    set_string(d, &d->st->message, c && c->message && c->message[0] ? c->message : NULL);
+}
+
+static void decide_live(struct decider *d)
+{
+    const struct workspace *ws = d->ws;
+    struct workspace_status *st = d->st;
+
+    if (!ws->has_finalizer)
+        push(d, ACTION_ADD_FINALIZER, NULL);
+    st->observed_generation = ws->generation;
+
+    validate(d);
+    if (d->rc < 0)
+        return;
+    if (d->invalid_reason) {
+        const struct condition *old = workspace_status_condition(d->old, COND_VALID);
+        int transition = !old || old->status != COND_FALSE ||
+                         !streq(old->reason, d->invalid_reason) ||
+                         !streq(old->message, d->invalid_message);
+        condition(d, COND_VALID, COND_FALSE, d->invalid_reason, "%s", d->invalid_message);
+        if (transition)
+            event(d, "Warning", d->invalid_reason, "%s", d->invalid_message);
+    } else {
+        condition(d, COND_VALID, COND_TRUE, "Accepted", "class \"%s\" accepts the workspace",
+                  d->cls->name);
+        char *claim = workspace_home_claim_name(ws);
+        if (!claim) {
+            failed(d, -ENOMEM);
+            return;
+        }
+        set_string(d, &st->home_claim_name, claim);
+        if (!d->in->pvc)
+            push(d, ACTION_CREATE_PVC, claim);
+        free(claim);
+    }
+
+    /* Extra pods are removed only when something may be deleted at all. */
+    sort_pods(d, ws->paused || !d->invalid_reason);
+    if (ws->paused) {
+        /* Also when invalid: stopping a pod because its user asked destroys
+         * nothing the user did not choose to stop. */
+        decide_pause(d);
+    } else if (d->invalid_reason) {
+        /* Create nothing and delete nothing: a class that changed must never
+         * take a running session away. Fixing the spec or the class
+         * recovers. */
+        st->state = WS_STATE_FAILED;
+    } else {
+        decide_run(d);
+    }
+    set_message(d);
+    /* Every condition was weighed against this generation, changed or not. */
+    for (size_t i = 0; i < st->n_conditions; i++)
+        st->conditions[i].observed_generation = ws->generation;
+}
+
+int workspace_decide(const struct decide_input *in, struct decide_output *out)
+{
+    *out = (struct decide_output){0};
+    struct decider d = {
+        .in = in,
+        .ws = in->ws,
+        .cls = in->cls,
+        .old = &in->ws->status,
+        .st = &out->status,
+        .out = out,
+        .now = in->now_ms,
+    };
+    if (workspace_status_copy(&in->ws->status, &out->status) < 0)
+        return -ENOMEM;
+    if (in->ws->deletion_ms)
+        decide_deleting(&d);
+    else
+        decide_live(&d);
+    free(d.invalid_message);
+    if (d.rc < 0) {
+        decide_output_clear(out);
+        return d.rc;
+    }
+    out->status_changed =
+        in->ws->deletion_ms ? 0 : !workspace_status_equal(&out->status, &in->ws->status);
+    return 0;
+}
+
+void decide_output_clear(struct decide_output *out)
+{
+    if (!out)
+        return;
+    workspace_status_clear(&out->status);
+    for (size_t i = 0; i < out->n_actions && i < DECIDE_MAX_ACTIONS; i++) {
+        free(out->actions[i].name);
+        free(out->actions[i].reason);
+        free(out->actions[i].message);
+    }
+    *out = (struct decide_output){0};
+}
+
+const char *action_type_name(enum action_type t)
+{
+    switch (t) {
+    case ACTION_ADD_FINALIZER:
+        return "AddFinalizer";
+    case ACTION_CREATE_PVC:
+        return "CreatePVC";
+    case ACTION_CREATE_POD:
+        return "CreatePod";
+    case ACTION_DELETE_POD:
+        return "DeletePod";
+    case ACTION_DELETE_PVC:
+        return "DeletePVC";
+    case ACTION_RELEASE_PVC:
+        return "ReleasePVC";
+    case ACTION_REMOVE_FINALIZER:
+        return "RemoveFinalizer";
+    case ACTION_EVENT:
+        return "Event";
+    }
+    return "Unknown";
+}

@@ -1,0 +1,387 @@
+#include "workspace/pod.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/timefmt.h"
+
+/* ---- reading ---- */
+
+static const cJSON *member(const cJSON *obj, const char *name)
+{
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
+}
+
+static const char *json_str(const cJSON *obj, const char *name)
+{
+    const cJSON *v = member(obj, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int64_t json_time(const cJSON *obj, const char *name)
+{
+    const char *s = json_str(obj, name);
+    int64_t ms;
+    if (!s || timefmt_parse_rfc3339(s, &ms) < 0)
+        return 0;
+    return ms;
+}
+
+/* Copies an optional string; 0 or -ENOMEM. */
+static int dup_str(const char *s, char **ret)
+{
+    if (!s) {
+        *ret = NULL;
+        return 0;
+    }
+    *ret = strdup(s);
+    return *ret ? 0 : -ENOMEM;
+}
+
+/* A deletionTimestamp that does not parse still means "terminating". */
+static int64_t deletion_ms(const cJSON *meta)
+{
+    if (!json_str(meta, "deletionTimestamp"))
+        return 0;
+    int64_t ms = json_time(meta, "deletionTimestamp");
+    return ms ? ms : 1;
+}
+
+static void decode_conditions(const cJSON *status, struct workspace_pod *p, const char **ret_msg)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, member(status, "conditions"))
+    {
+        const char *type = json_str(c, "type");
+        const char *st = json_str(c, "status");
+        if (!type || !st)
+            continue;
+        int is_true = strcmp(st, "True") == 0;
+        if (strcmp(type, "PodScheduled") == 0) {
+            p->scheduled = is_true;
+            p->scheduled_ms = is_true ? json_time(c, "lastTransitionTime") : 0;
+            const char *reason = json_str(c, "reason");
+            if (strcmp(st, "False") == 0 && reason && strcmp(reason, "Unschedulable") == 0) {
+                p->unschedulable = 1;
+                *ret_msg = json_str(c, "message");
+            }
+        } else if (strcmp(type, "Ready") == 0) {
+            p->ready = is_true;
+            p->ready_ms = is_true ? json_time(c, "lastTransitionTime") : 0;
+        }
+    }
+}
+
+void *workspace_pod_decode(const cJSON *obj, void *data)
+{
+    (void)data;
+    struct workspace_pod *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    const cJSON *meta = member(obj, "metadata");
+    const cJSON *spec = member(obj, "spec");
+    const cJSON *status = member(obj, "status");
+    const char *unschedulable_msg = NULL;
+    p->created_ms = json_time(meta, "creationTimestamp");
+    p->deletion_ms = deletion_ms(meta);
+    const char *from = json_str(member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
+    p->restore_from_checkpoint = from && strcmp(from, "true") == 0;
+    decode_conditions(status, p, &unschedulable_msg);
+    if (dup_str(json_str(meta, "namespace"), &p->ns) < 0 ||
+        dup_str(json_str(meta, "name"), &p->name) < 0 ||
+        dup_str(json_str(meta, "uid"), &p->uid) < 0 ||
+        dup_str(json_str(member(meta, "labels"), WORKSPACE_LABEL), &p->workspace) < 0 ||
+        dup_str(json_str(spec, "nodeName"), &p->node_name) < 0 ||
+        dup_str(json_str(status, "phase"), &p->phase) < 0 ||
+        dup_str(unschedulable_msg, &p->unschedulable_message) < 0) {
+        workspace_pod_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void workspace_pod_free(void *pod)
+{
+    struct workspace_pod *p = pod;
+    if (!p)
+        return;
+    free(p->ns);
+    free(p->name);
+    free(p->uid);
+    free(p->workspace);
+    free(p->node_name);
+    free(p->phase);
+    free(p->unschedulable_message);
+    free(p);
+}
+
+void *workspace_pvc_decode(const cJSON *obj, void *data)
+{
+    (void)data;
+    struct workspace_pvc *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    const cJSON *meta = member(obj, "metadata");
+    p->deletion_ms = deletion_ms(meta);
+    if (dup_str(json_str(meta, "namespace"), &p->ns) < 0 ||
+        dup_str(json_str(meta, "name"), &p->name) < 0 ||
+        dup_str(json_str(member(obj, "status"), "phase"), &p->phase) < 0) {
+        workspace_pvc_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void workspace_pvc_free(void *pvc)
+{
+    struct workspace_pvc *p = pvc;
+    if (!p)
+        return;
+    free(p->ns);
+    free(p->name);
+    free(p->phase);
+    free(p);
+}
+
+/* ---- names ---- */
+
+char *workspace_home_claim_name(const struct workspace *ws)
+{
+    char *s;
+    if (asprintf(&s, "%s-home", ws->name) < 0)
+        return NULL;
+    return s;
+}
+
+char *workspace_pod_name(const struct workspace *ws, int64_t pod_generation)
+{
+    char *s;
+    if (asprintf(&s, "%s-%lld", ws->name, (long long)pod_generation) < 0)
+        return NULL;
+    return s;
+}
+
+/* ---- building ---- */
+
+/* The first allocation failure sticks; builders check once at the end. */
+struct writer {
+    int oom;
+};
+
+static cJSON *add(struct writer *w, cJSON *parent, const char *key, cJSON *item)
+{
+    if (!item || !parent ||
+        !(key ? cJSON_AddItemToObject(parent, key, item) : cJSON_AddItemToArray(parent, item))) {
+        cJSON_Delete(item);
+        w->oom = 1;
+        return NULL;
+    }
+    return item;
+}
+
+static cJSON *add_obj(struct writer *w, cJSON *parent, const char *key)
+{
+    return add(w, parent, key, cJSON_CreateObject());
+}
+
+static cJSON *add_arr(struct writer *w, cJSON *parent, const char *key)
+{
+    return add(w, parent, key, cJSON_CreateArray());
+}
+
+static void add_str(struct writer *w, cJSON *parent, const char *key, const char *v)
+{
+    add(w, parent, key, cJSON_CreateString(v ? v : ""));
+}
+
+static void add_num(struct writer *w, cJSON *parent, const char *key, double v)
+{
+    add(w, parent, key, cJSON_CreateNumber(v));
+}
+
+static void add_bool(struct writer *w, cJSON *parent, const char *key, int v)
+{
+    add(w, parent, key, cJSON_CreateBool(v));
+}
+
+/* Replaces key in an object, or adds it. */
+static void set_str(struct writer *w, cJSON *obj, const char *key, const char *v)
+{
+    cJSON *item = cJSON_CreateString(v);
+    if (!item || !obj) {
+        cJSON_Delete(item);
+        w->oom = 1;
+        return;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item)) {
+            cJSON_Delete(item);
+            w->oom = 1;
+        }
+        return;
+    }
+    add(w, obj, key, item);
+}
+
+static void build_metadata(struct writer *w, cJSON *obj, const struct workspace *ws,
+                           const char *name, int from_checkpoint, int annotate)
+{
+    cJSON *meta = add_obj(w, obj, "metadata");
+    add_str(w, meta, "name", name);
+    add_str(w, meta, "namespace", ws->ns);
+    cJSON *labels = add_obj(w, meta, "labels");
+    add_str(w, labels, MANAGED_BY_LABEL, MANAGED_BY_VALUE);
+    add_str(w, labels, WORKSPACE_LABEL, ws->name);
+    if (annotate) {
+        cJSON *ann = add_obj(w, meta, "annotations");
+        add_str(w, ann, FROM_CHECKPOINT_ANNOTATION, from_checkpoint ? "true" : "false");
+    }
+    cJSON *refs = add_arr(w, meta, "ownerReferences");
+    cJSON *ref = add_obj(w, refs, NULL);
+    add_str(w, ref, "apiVersion", WORKSPACE_API_VERSION);
+    add_str(w, ref, "kind", WORKSPACE_KIND);
+    add_str(w, ref, "name", ws->name);
+    add_str(w, ref, "uid", ws->uid);
+    add_bool(w, ref, "controller", 1);
+    add_bool(w, ref, "blockOwnerDeletion", 1);
+}
+
+/* The class's requests and limits, with the accelerator in both: extended
+ * resources must be requested and limited alike. */
+static void build_resources(struct writer *w, cJSON *container, const struct workspace_class *c)
+{
+    cJSON *res = c->resources ? cJSON_Duplicate(c->resources, 1) : cJSON_CreateObject();
+    res = add(w, container, "resources", res);
+    if (!res || !c->has_accelerator)
+        return;
+    char count[16];
+    snprintf(count, sizeof(count), "%d", c->accelerator_count);
+    static const char *const parts[] = {"requests", "limits"};
+    for (size_t i = 0; i < 2; i++) {
+        cJSON *part = cJSON_GetObjectItemCaseSensitive(res, parts[i]);
+        if (!cJSON_IsObject(part)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(res, parts[i]);
+            part = add_obj(w, res, parts[i]);
+        }
+        set_str(w, part, c->accelerator_resource, count);
+    }
+}
+
+static void add_env(struct writer *w, cJSON *env, const char *name, const char *value)
+{
+    cJSON *e = add_obj(w, env, NULL);
+    add_str(w, e, "name", name);
+    add_str(w, e, "value", value);
+}
+
+static void build_container(struct writer *w, cJSON *spec, const struct workspace *ws,
+                            const struct workspace_class *c, int from_checkpoint)
+{
+    cJSON *containers = add_arr(w, spec, "containers");
+    cJSON *ct = add_obj(w, containers, NULL);
+    add_str(w, ct, "name", WORKSPACE_CONTAINER);
+    add_str(w, ct, "image", ws->image ? ws->image : c->default_image);
+    cJSON *ports = add_arr(w, ct, "ports");
+    cJSON *port = add_obj(w, ports, NULL);
+    add_str(w, port, "name", "http");
+    add_num(w, port, "containerPort", c->port);
+    add_str(w, port, "protocol", "TCP");
+    build_resources(w, ct, c);
+
+    cJSON *env = add_arr(w, ct, "env");
+    for (size_t i = 0; i < ws->n_env; i++)
+        add_env(w, env, ws->env[i].name, ws->env[i].value);
+    add_env(w, env, WORKSPACE_ENV, ws->name);
+    if (from_checkpoint && c->checkpoint_env && c->checkpoint_path)
+        add_env(w, env, c->checkpoint_env, c->checkpoint_path);
+
+    cJSON *mounts = add_arr(w, ct, "volumeMounts");
+    cJSON *mount = add_obj(w, mounts, NULL);
+    add_str(w, mount, "name", HOME_VOLUME);
+    add_str(w, mount, "mountPath", c->home_mount_path);
+}
+
+cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
+                           const char *pod_name, int from_checkpoint)
+{
+    if (!ws || !c || !pod_name)
+        return NULL;
+    struct writer w = {0};
+    char *claim = workspace_home_claim_name(ws);
+    cJSON *pod = cJSON_CreateObject();
+    if (!claim || !pod) {
+        free(claim);
+        cJSON_Delete(pod);
+        return NULL;
+    }
+    add_str(&w, pod, "apiVersion", "v1");
+    add_str(&w, pod, "kind", "Pod");
+    build_metadata(&w, pod, ws, pod_name, from_checkpoint, 1);
+
+    cJSON *spec = add_obj(&w, pod, "spec");
+    build_container(&w, spec, ws, c, from_checkpoint);
+
+    cJSON *volumes = add_arr(&w, spec, "volumes");
+    cJSON *vol = add_obj(&w, volumes, NULL);
+    add_str(&w, vol, "name", HOME_VOLUME);
+    cJSON *pvc = add_obj(&w, vol, "persistentVolumeClaim");
+    add_str(&w, pvc, "claimName", claim);
+
+    if (c->n_node_selector || c->has_accelerator) {
+        cJSON *sel = add_obj(&w, spec, "nodeSelector");
+        for (size_t i = 0; i < c->n_node_selector; i++)
+            set_str(&w, sel, c->node_selector[i].key, c->node_selector[i].value);
+        if (c->has_accelerator)
+            set_str(&w, sel, c->product_label, c->product);
+    }
+    if (c->tolerations)
+        add(&w, spec, "tolerations", cJSON_Duplicate(c->tolerations, 1));
+    if (c->runtime_class_name)
+        add_str(&w, spec, "runtimeClassName", c->runtime_class_name);
+    add_num(&w, spec, "terminationGracePeriodSeconds", (double)c->pause_grace_seconds);
+    add_str(&w, spec, "restartPolicy", "Always");
+    /* The notebook runs the user's code: it gets no API credentials and no
+     * environment full of other services' addresses. */
+    add_bool(&w, spec, "automountServiceAccountToken", 0);
+    add_bool(&w, spec, "enableServiceLinks", 0);
+
+    free(claim);
+    if (w.oom) {
+        cJSON_Delete(pod);
+        return NULL;
+    }
+    return pod;
+}
+
+cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_class *c)
+{
+    if (!ws || !c)
+        return NULL;
+    struct writer w = {0};
+    char *claim = workspace_home_claim_name(ws);
+    cJSON *pvc = cJSON_CreateObject();
+    if (!claim || !pvc) {
+        free(claim);
+        cJSON_Delete(pvc);
+        return NULL;
+    }
+    add_str(&w, pvc, "apiVersion", "v1");
+    add_str(&w, pvc, "kind", "PersistentVolumeClaim");
+    build_metadata(&w, pvc, ws, claim, 0, 0);
+    cJSON *spec = add_obj(&w, pvc, "spec");
+    cJSON *modes = add_arr(&w, spec, "accessModes");
+    add_str(&w, modes, NULL, "ReadWriteOnce");
+    cJSON *res = add_obj(&w, spec, "resources");
+    cJSON *req = add_obj(&w, res, "requests");
+    add_str(&w, req, "storage", ws->home_size ? ws->home_size : c->home_size);
+    if (c->storage_class_name)
+        add_str(&w, spec, "storageClassName", c->storage_class_name);
+    free(claim);
+    if (w.oom) {
+        cJSON_Delete(pvc);
+        return NULL;
+    }
+    return pvc;
+}

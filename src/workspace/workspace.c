@@ -1,0 +1,714 @@
+#include "workspace/workspace.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/timefmt.h"
+
+#define MAX_ENV 32
+
+static const char *const state_names[] = {
+    [WS_STATE_NONE] = "",
+    [WS_STATE_PENDING] = "Pending",
+    [WS_STATE_RUNNING] = "Running",
+    [WS_STATE_PAUSING] = "Pausing",
+    [WS_STATE_PAUSED] = "Paused",
+    [WS_STATE_RESUMING] = "Resuming",
+    [WS_STATE_WAITING_FOR_CAPACITY] = "WaitingForCapacity",
+    [WS_STATE_FAILED] = "Failed",
+};
+
+const char *workspace_state_name(enum workspace_state s)
+{
+    if ((size_t)s >= sizeof(state_names) / sizeof(state_names[0]))
+        return "";
+    return state_names[s];
+}
+
+enum workspace_state workspace_state_from_name(const char *name)
+{
+    if (!name)
+        return WS_STATE_NONE;
+    for (size_t i = 1; i < sizeof(state_names) / sizeof(state_names[0]); i++)
+        if (strcmp(name, state_names[i]) == 0)
+            return (enum workspace_state)i;
+    return WS_STATE_NONE;
+}
+
+/* ---- reading JSON ---- */
+
+static const cJSON *member(const cJSON *obj, const char *name)
+{
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
+}
+
+static const char *json_str(const cJSON *obj, const char *name)
+{
+    const cJSON *v = member(obj, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* JSON numbers are doubles: anything that is not a whole number within the
+ * exactly representable range reads as 0. */
+static int64_t json_int(const cJSON *obj, const char *name)
+{
+    const cJSON *v = member(obj, name);
+    if (!cJSON_IsNumber(v))
+        return 0;
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || d > 9007199254740992.0 || d < -9007199254740992.0)
+        return 0;
+    return (int64_t)d;
+}
+
+static double json_double(const cJSON *obj, const char *name)
+{
+    const cJSON *v = member(obj, name);
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : 0;
+}
+
+/* Status times are the controller's own writing; one it cannot read counts
+ * as unset rather than making the workspace impossible to reconcile. */
+static int64_t json_time(const cJSON *obj, const char *name)
+{
+    const char *s = json_str(obj, name);
+    int64_t ms;
+    if (!s || timefmt_parse_rfc3339(s, &ms) < 0)
+        return 0;
+    return ms;
+}
+
+/* Copies an optional string; returns 0 or -ENOMEM. */
+static int dup_str(const char *s, char **ret)
+{
+    if (!s) {
+        *ret = NULL;
+        return 0;
+    }
+    *ret = strdup(s);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static int fail(char **ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(char **ret_err, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -ENOMEM;
+    if (ret_err)
+        *ret_err = s;
+    else
+        free(s);
+    return -EINVAL;
+}
+
+static enum condition_status condition_status_from_name(const char *s)
+{
+    if (s && strcmp(s, "True") == 0)
+        return COND_TRUE;
+    if (s && strcmp(s, "False") == 0)
+        return COND_FALSE;
+    return COND_UNKNOWN;
+}
+
+static const char *condition_status_name(enum condition_status s)
+{
+    switch (s) {
+    case COND_TRUE:
+        return "True";
+    case COND_FALSE:
+        return "False";
+    default:
+        return "Unknown";
+    }
+}
+
+static void condition_clear(struct condition *c)
+{
+    free(c->type);
+    free(c->reason);
+    free(c->message);
+    *c = (struct condition){0};
+}
+
+static int status_decode(const cJSON *st, struct workspace_status *s)
+{
+    *s = (struct workspace_status){0};
+    if (!cJSON_IsObject(st))
+        return 0;
+    s->observed_generation = json_int(st, "observedGeneration");
+    s->state = workspace_state_from_name(json_str(st, "state"));
+    s->pod_generation = json_int(st, "podGeneration");
+    s->waiting_for_capacity_since_ms = json_time(st, "waitingForCapacitySince");
+    if (dup_str(json_str(st, "message"), &s->message) < 0 ||
+        dup_str(json_str(st, "podName"), &s->pod_name) < 0 ||
+        dup_str(json_str(st, "nodeName"), &s->node_name) < 0 ||
+        dup_str(json_str(st, "homeClaimName"), &s->home_claim_name) < 0)
+        goto oom;
+
+    const cJSON *acc = member(st, "accelerator");
+    s->accelerator_count = (int)json_int(acc, "count");
+    if (dup_str(json_str(acc, "resourceName"), &s->accelerator_resource) < 0 ||
+        dup_str(json_str(acc, "product"), &s->accelerator_product) < 0)
+        goto oom;
+
+    const cJSON *conds = member(st, "conditions");
+    if (cJSON_IsArray(conds) && cJSON_GetArraySize(conds) > 0) {
+        s->conditions = calloc((size_t)cJSON_GetArraySize(conds), sizeof(*s->conditions));
+        if (!s->conditions)
+            goto oom;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, conds)
+        {
+            const char *type = json_str(c, "type");
+            if (!type || !type[0] || workspace_status_condition(s, type))
+                continue;
+            struct condition *d = &s->conditions[s->n_conditions++];
+            d->status = condition_status_from_name(json_str(c, "status"));
+            d->observed_generation = json_int(c, "observedGeneration");
+            d->last_transition_ms = json_time(c, "lastTransitionTime");
+            if (dup_str(type, &d->type) < 0 || dup_str(json_str(c, "reason"), &d->reason) < 0 ||
+                dup_str(json_str(c, "message"), &d->message) < 0)
+                goto oom;
+        }
+    }
+
+    const cJSON *lp = member(st, "lastPause");
+    s->last_pause.requested_ms = json_time(lp, "requestedAt");
+    s->last_pause.pod_deleted_ms = json_time(lp, "podDeletedAt");
+    s->last_pause.accelerator_released_ms = json_time(lp, "acceleratorReleasedAt");
+
+    const cJSON *lr = member(st, "lastResume");
+    s->last_resume.requested_ms = json_time(lr, "requestedAt");
+    s->last_resume.pod_created_ms = json_time(lr, "podCreatedAt");
+    s->last_resume.pod_scheduled_ms = json_time(lr, "podScheduledAt");
+    s->last_resume.ready_ms = json_time(lr, "readyAt");
+    s->last_resume.seconds_to_ready = json_double(lr, "secondsToReady");
+    if (dup_str(json_str(lr, "restoredFrom"), &s->last_resume.restored_from) < 0)
+        goto oom;
+
+    const cJSON *acct = member(st, "accounting");
+    s->pauses = json_int(acct, "pauses");
+    s->resumes = json_int(acct, "resumes");
+    s->accelerator_seconds_released = json_double(acct, "acceleratorSecondsReleased");
+    return 0;
+oom:
+    workspace_status_clear(s);
+    return -ENOMEM;
+}
+
+static int decode_env(const cJSON *spec, struct workspace *ws, char **ret_err)
+{
+    const cJSON *env = member(spec, "env");
+    if (!env || cJSON_IsNull(env))
+        return 0;
+    if (!cJSON_IsArray(env))
+        return fail(ret_err, "spec.env: must be a list");
+    int n = cJSON_GetArraySize(env);
+    if (n > MAX_ENV)
+        return fail(ret_err, "spec.env: at most %d entries", MAX_ENV);
+    if (n == 0)
+        return 0;
+    ws->env = calloc((size_t)n, sizeof(*ws->env));
+    if (!ws->env)
+        return -ENOMEM;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, env)
+    {
+        size_t i = ws->n_env;
+        const char *name = json_str(e, "name");
+        const cJSON *value = member(e, "value");
+        if (!name || !name[0])
+            return fail(ret_err, "spec.env[%zu].name: required", i);
+        if (value && !cJSON_IsNull(value) && !cJSON_IsString(value))
+            return fail(ret_err, "spec.env[%zu].value: must be a string", i);
+        ws->n_env++;
+        if (dup_str(name, &ws->env[i].name) < 0 ||
+            dup_str(cJSON_IsString(value) ? value->valuestring : "", &ws->env[i].value) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+static int decode_spec(const cJSON *obj, struct workspace *ws, char **ret_err)
+{
+    const cJSON *spec = member(obj, "spec");
+    if (!cJSON_IsObject(spec))
+        return fail(ret_err, "spec: required");
+    const char *cls = json_str(spec, "className");
+    if (!cls || !cls[0])
+        return fail(ret_err, "spec.className: required");
+    if (dup_str(cls, &ws->class_name) < 0)
+        return -ENOMEM;
+
+    const cJSON *image = member(spec, "image");
+    if (image && !cJSON_IsNull(image) && !cJSON_IsString(image))
+        return fail(ret_err, "spec.image: must be a string");
+    if (cJSON_IsString(image) && image->valuestring[0] &&
+        dup_str(image->valuestring, &ws->image) < 0)
+        return -ENOMEM;
+
+    const cJSON *paused = member(spec, "paused");
+    if (paused && !cJSON_IsNull(paused) && !cJSON_IsBool(paused))
+        return fail(ret_err, "spec.paused: must be true or false");
+    ws->paused = cJSON_IsTrue(paused);
+
+    const cJSON *home = member(spec, "home");
+    if (home && !cJSON_IsNull(home) && !cJSON_IsObject(home))
+        return fail(ret_err, "spec.home: must be an object");
+    const cJSON *size = member(home, "size");
+    if (cJSON_IsString(size)) {
+        if (size->valuestring[0] && dup_str(size->valuestring, &ws->home_size) < 0)
+            return -ENOMEM;
+    } else if (cJSON_IsNumber(size)) {
+        /* int-or-string quantity: kept as text, judged by decide(). */
+        if (asprintf(&ws->home_size, "%.17g", size->valuedouble) < 0) {
+            ws->home_size = NULL;
+            return -ENOMEM;
+        }
+    } else if (size && !cJSON_IsNull(size)) {
+        return fail(ret_err, "spec.home.size: must be a quantity such as \"20Gi\"");
+    }
+    return decode_env(spec, ws, ret_err);
+}
+
+static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_err)
+{
+    const cJSON *meta = member(obj, "metadata");
+    if (!cJSON_IsObject(meta))
+        return fail(ret_err, "metadata: required");
+    const char *name = json_str(meta, "name");
+    if (!name || !name[0])
+        return fail(ret_err, "metadata.name: required");
+    if (dup_str(name, &ws->name) < 0 || dup_str(json_str(meta, "namespace"), &ws->ns) < 0 ||
+        dup_str(json_str(meta, "uid"), &ws->uid) < 0 ||
+        dup_str(json_str(meta, "resourceVersion"), &ws->resource_version) < 0)
+        return -ENOMEM;
+    ws->generation = json_int(meta, "generation");
+    const char *del = json_str(meta, "deletionTimestamp");
+    if (del && timefmt_parse_rfc3339(del, &ws->deletion_ms) < 0)
+        return fail(ret_err, "metadata.deletionTimestamp: not an RFC 3339 time");
+    /* The API server never shows a zero deletionTimestamp, but 0 means "not
+     * deleting" here, so a deletion at the epoch must still count. */
+    if (del && ws->deletion_ms == 0)
+        ws->deletion_ms = 1;
+    const cJSON *fin;
+    cJSON_ArrayForEach(fin, member(meta, "finalizers"))
+    {
+        if (cJSON_IsString(fin) && strcmp(fin->valuestring, WORKSPACE_FINALIZER) == 0)
+            ws->has_finalizer = 1;
+    }
+    return 0;
+}
+
+int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err)
+{
+    if (!cJSON_IsObject(obj))
+        return fail(ret_err, "object: must be a JSON object");
+    struct workspace *ws = calloc(1, sizeof(*ws));
+    if (!ws)
+        return -ENOMEM;
+    int r = decode_metadata(obj, ws, ret_err);
+    if (r >= 0)
+        r = decode_spec(obj, ws, ret_err);
+    if (r >= 0)
+        r = status_decode(member(obj, "status"), &ws->status);
+    if (r < 0) {
+        workspace_free(ws);
+        return r;
+    }
+    *ret_ws = ws;
+    return 0;
+}
+
+void workspace_free(struct workspace *ws)
+{
+    if (!ws)
+        return;
+    free(ws->ns);
+    free(ws->name);
+    free(ws->uid);
+    free(ws->resource_version);
+    free(ws->class_name);
+    free(ws->image);
+    free(ws->home_size);
+    for (size_t i = 0; i < ws->n_env; i++) {
+        free(ws->env[i].name);
+        free(ws->env[i].value);
+    }
+    free(ws->env);
+    workspace_status_clear(&ws->status);
+    free(ws);
+}
+
+/* ---- writing JSON ---- */
+
+/* Builds an object field by field; the first allocation failure sticks and
+ * the caller checks once at the end. */
+struct writer {
+    int oom;
+};
+
+static void put_str(struct writer *w, cJSON *o, const char *k, const char *v)
+{
+    if (v && v[0] && !cJSON_AddStringToObject(o, k, v))
+        w->oom = 1;
+}
+
+static void put_int(struct writer *w, cJSON *o, const char *k, int64_t v)
+{
+    if (v && !cJSON_AddNumberToObject(o, k, (double)v))
+        w->oom = 1;
+}
+
+static void put_double(struct writer *w, cJSON *o, const char *k, double v)
+{
+    if (v != 0 && isfinite(v) && !cJSON_AddNumberToObject(o, k, v))
+        w->oom = 1;
+}
+
+static void put_number(struct writer *w, cJSON *o, const char *k, double v)
+{
+    if (isfinite(v) && !cJSON_AddNumberToObject(o, k, v))
+        w->oom = 1;
+}
+
+static void put_time(struct writer *w, cJSON *o, const char *k, int64_t ms)
+{
+    char t[TIMEFMT_RFC3339_SIZE];
+    if (ms && timefmt_format_rfc3339(ms, t, sizeof(t)) == 0)
+        put_str(w, o, k, t);
+}
+
+static cJSON *put_obj(struct writer *w, cJSON *o, const char *k)
+{
+    cJSON *c = cJSON_AddObjectToObject(o, k);
+    if (!c)
+        w->oom = 1;
+    return c;
+}
+
+/* Drops an object that ended up empty: unset means absent. */
+static void drop_if_empty(cJSON *o, const char *k)
+{
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (c && !c->child)
+        cJSON_DeleteItemFromObjectCaseSensitive(o, k);
+}
+
+static int condition_rank(const char *type)
+{
+    static const char *const order[] = {"Valid", "Ready", "CapacityAvailable", "Restored"};
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+        if (strcmp(type, order[i]) == 0)
+            return (int)i;
+    return (int)(sizeof(order) / sizeof(order[0]));
+}
+
+static int condition_cmp(const void *a, const void *b)
+{
+    const struct condition *x = *(const struct condition *const *)a;
+    const struct condition *y = *(const struct condition *const *)b;
+    int rx = condition_rank(x->type), ry = condition_rank(y->type);
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    return strcmp(x->type, y->type);
+}
+
+static void put_conditions(struct writer *w, cJSON *o, const struct workspace_status *s)
+{
+    if (s->n_conditions == 0)
+        return;
+    const struct condition **sorted = calloc(s->n_conditions, sizeof(*sorted));
+    cJSON *arr = cJSON_AddArrayToObject(o, "conditions");
+    if (!sorted || !arr) {
+        free(sorted);
+        w->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < s->n_conditions; i++)
+        sorted[i] = &s->conditions[i];
+    qsort(sorted, s->n_conditions, sizeof(*sorted), condition_cmp);
+    for (size_t i = 0; i < s->n_conditions; i++) {
+        const struct condition *c = sorted[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j || !cJSON_AddItemToArray(arr, j)) {
+            cJSON_Delete(j);
+            w->oom = 1;
+            break;
+        }
+        /* metav1.Condition requires reason and message, even when empty. */
+        put_str(w, j, "type", c->type);
+        if (!cJSON_AddStringToObject(j, "status", condition_status_name(c->status)))
+            w->oom = 1;
+        put_int(w, j, "observedGeneration", c->observed_generation);
+        put_time(w, j, "lastTransitionTime", c->last_transition_ms);
+        if (!cJSON_AddStringToObject(j, "reason", c->reason ? c->reason : "") ||
+            !cJSON_AddStringToObject(j, "message", c->message ? c->message : ""))
+            w->oom = 1;
+    }
+    free(sorted);
+}
+
+cJSON *workspace_status_to_json(const struct workspace_status *s)
+{
+    struct writer w = {0};
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    put_int(&w, o, "observedGeneration", s->observed_generation);
+    if (s->state != WS_STATE_NONE)
+        put_str(&w, o, "state", workspace_state_name(s->state));
+    put_str(&w, o, "message", s->message);
+    put_str(&w, o, "podName", s->pod_name);
+    put_int(&w, o, "podGeneration", s->pod_generation);
+    put_str(&w, o, "nodeName", s->node_name);
+    put_str(&w, o, "homeClaimName", s->home_claim_name);
+
+    cJSON *acc = put_obj(&w, o, "accelerator");
+    put_str(&w, acc, "resourceName", s->accelerator_resource);
+    put_int(&w, acc, "count", s->accelerator_count);
+    put_str(&w, acc, "product", s->accelerator_product);
+    drop_if_empty(o, "accelerator");
+
+    put_conditions(&w, o, s);
+
+    cJSON *lp = put_obj(&w, o, "lastPause");
+    put_time(&w, lp, "requestedAt", s->last_pause.requested_ms);
+    put_time(&w, lp, "podDeletedAt", s->last_pause.pod_deleted_ms);
+    put_time(&w, lp, "acceleratorReleasedAt", s->last_pause.accelerator_released_ms);
+    drop_if_empty(o, "lastPause");
+
+    cJSON *lr = put_obj(&w, o, "lastResume");
+    put_time(&w, lr, "requestedAt", s->last_resume.requested_ms);
+    put_time(&w, lr, "podCreatedAt", s->last_resume.pod_created_ms);
+    put_time(&w, lr, "podScheduledAt", s->last_resume.pod_scheduled_ms);
+    put_time(&w, lr, "readyAt", s->last_resume.ready_ms);
+    if (s->last_resume.ready_ms) /* 0.0 s is a figure, not an unset field */
+        put_number(&w, lr, "secondsToReady", s->last_resume.seconds_to_ready);
+    put_str(&w, lr, "restoredFrom", s->last_resume.restored_from);
+    drop_if_empty(o, "lastResume");
+
+    put_time(&w, o, "waitingForCapacitySince", s->waiting_for_capacity_since_ms);
+
+    cJSON *acct = put_obj(&w, o, "accounting");
+    put_int(&w, acct, "pauses", s->pauses);
+    put_int(&w, acct, "resumes", s->resumes);
+    put_double(&w, acct, "acceleratorSecondsReleased", s->accelerator_seconds_released);
+    drop_if_empty(o, "accounting");
+
+    if (w.oom) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- copies and comparison ---- */
+
+void workspace_status_clear(struct workspace_status *s)
+{
+    if (!s)
+        return;
+    free(s->message);
+    free(s->pod_name);
+    free(s->node_name);
+    free(s->home_claim_name);
+    free(s->accelerator_resource);
+    free(s->accelerator_product);
+    for (size_t i = 0; i < s->n_conditions; i++)
+        condition_clear(&s->conditions[i]);
+    free(s->conditions);
+    free(s->last_resume.restored_from);
+    *s = (struct workspace_status){0};
+}
+
+int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst)
+{
+    struct workspace_status c = *src;
+    c.message = c.pod_name = c.node_name = c.home_claim_name = NULL;
+    c.accelerator_resource = c.accelerator_product = NULL;
+    c.last_resume.restored_from = NULL;
+    c.conditions = NULL;
+    c.n_conditions = 0;
+    if (dup_str(src->message, &c.message) < 0 || dup_str(src->pod_name, &c.pod_name) < 0 ||
+        dup_str(src->node_name, &c.node_name) < 0 ||
+        dup_str(src->home_claim_name, &c.home_claim_name) < 0 ||
+        dup_str(src->accelerator_resource, &c.accelerator_resource) < 0 ||
+        dup_str(src->accelerator_product, &c.accelerator_product) < 0 ||
+        dup_str(src->last_resume.restored_from, &c.last_resume.restored_from) < 0)
+        goto oom;
+    if (src->n_conditions > 0) {
+        c.conditions = calloc(src->n_conditions, sizeof(*c.conditions));
+        if (!c.conditions)
+            goto oom;
+        for (size_t i = 0; i < src->n_conditions; i++) {
+            const struct condition *from = &src->conditions[i];
+            struct condition *to = &c.conditions[c.n_conditions++];
+            to->status = from->status;
+            to->observed_generation = from->observed_generation;
+            to->last_transition_ms = from->last_transition_ms;
+            if (dup_str(from->type, &to->type) < 0 || dup_str(from->reason, &to->reason) < 0 ||
+                dup_str(from->message, &to->message) < 0)
+                goto oom;
+        }
+    }
+    *dst = c;
+    return 0;
+oom:
+    workspace_status_clear(&c);
+    return -ENOMEM;
+}
+
+int workspace_status_equal(const struct workspace_status *a, const struct workspace_status *b)
+{
+    cJSON *ja = workspace_status_to_json(a);
+    cJSON *jb = workspace_status_to_json(b);
+    char *sa = ja ? cJSON_PrintUnformatted(ja) : NULL;
+    char *sb = jb ? cJSON_PrintUnformatted(jb) : NULL;
+    /* Out of memory reads as "different": the caller then writes the status,
+     * which is always safe. */
+    int eq = sa && sb && strcmp(sa, sb) == 0;
+    cJSON_free(sa);
+    cJSON_free(sb);
+    cJSON_Delete(ja);
+    cJSON_Delete(jb);
+    return eq;
+}
+
+/* Leaves and arrays compare as written: cJSON_Compare() treats numbers
+ * within an epsilon as equal, and a merge patch must not. */
+static int json_same(const cJSON *a, const cJSON *b, int *oom)
+{
+    char *sa = cJSON_PrintUnformatted(a);
+    char *sb = cJSON_PrintUnformatted(b);
+    if (!sa || !sb)
+        *oom = 1;
+    int same = sa && sb && strcmp(sa, sb) == 0;
+    cJSON_free(sa);
+    cJSON_free(sb);
+    return same;
+}
+
+/* RFC 7386: what turns object from into object to. Returns a new object
+ * (empty when they are the same) or NULL when out of memory. */
+static cJSON *merge_patch(const cJSON *from, const cJSON *to)
+{
+    int oom = 0;
+    cJSON *patch = cJSON_CreateObject();
+    if (!patch)
+        return NULL;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, from)
+    {
+        if (!cJSON_GetObjectItemCaseSensitive(to, f->string) &&
+            !cJSON_AddNullToObject(patch, f->string))
+            oom = 1;
+    }
+    const cJSON *t;
+    cJSON_ArrayForEach(t, to)
+    {
+        f = cJSON_GetObjectItemCaseSensitive(from, t->string);
+        cJSON *item = NULL;
+        if (f && cJSON_IsObject(f) && cJSON_IsObject(t)) {
+            item = merge_patch(f, t);
+            if (item && !item->child) {
+                cJSON_Delete(item);
+                continue;
+            }
+        } else if (!f || !json_same(f, t, &oom)) {
+            item = cJSON_Duplicate(t, 1);
+        } else {
+            continue;
+        }
+        if (!item || !cJSON_AddItemToObject(patch, t->string, item)) {
+            cJSON_Delete(item);
+            oom = 1;
+        }
+    }
+    if (oom) {
+        cJSON_Delete(patch);
+        return NULL;
+    }
+    return patch;
+}
+
+cJSON *workspace_status_merge_patch(const struct workspace_status *old,
+                                    const struct workspace_status *new_status)
+{
+    cJSON *from = workspace_status_to_json(old);
+    cJSON *to = workspace_status_to_json(new_status);
+    cJSON *patch = from && to ? merge_patch(from, to) : NULL;
+    cJSON_Delete(from);
+    cJSON_Delete(to);
+    return patch;
+}
+
+/* ---- conditions ---- */
+
+const struct condition *workspace_status_condition(const struct workspace_status *s,
+                                                   const char *type)
+{
+    for (size_t i = 0; i < s->n_conditions; i++)
+        if (s->conditions[i].type && strcmp(s->conditions[i].type, type) == 0)
+            return &s->conditions[i];
+    return NULL;
+}
+
+int workspace_status_set_condition(struct workspace_status *s, const char *type,
+                                   enum condition_status status, const char *reason,
+                                   const char *message, int64_t generation, int64_t now_ms)
+{
+    char *r = NULL, *m = NULL;
+    if (dup_str(reason, &r) < 0 || dup_str(message, &m) < 0) {
+        free(r);
+        return -ENOMEM;
+    }
+    struct condition *c = (struct condition *)workspace_status_condition(s, type);
+    if (!c) {
+        char *t = strdup(type);
+        struct condition *grown =
+            t ? realloc(s->conditions, (s->n_conditions + 1) * sizeof(*s->conditions)) : NULL;
+        if (!grown) {
+            free(t);
+            free(r);
+            free(m);
+            return -ENOMEM;
+        }
+        s->conditions = grown;
+        c = &s->conditions[s->n_conditions++];
+        *c = (struct condition){.type = t, .status = status, .last_transition_ms = now_ms};
+    } else if (c->status != status) {
+        c->status = status;
+        c->last_transition_ms = now_ms;
+    }
+    free(c->reason);
+    free(c->message);
+    c->reason = r;
+    c->message = m;
+    c->observed_generation = generation;
+    return 0;
+}
+
+int workspace_status_remove_condition(struct workspace_status *s, const char *type)
+{
+    for (size_t i = 0; i < s->n_conditions; i++) {
+        if (s->conditions[i].type && strcmp(s->conditions[i].type, type) == 0) {
+            condition_clear(&s->conditions[i]);
+            memmove(&s->conditions[i], &s->conditions[i + 1],
+                    (s->n_conditions - i - 1) * sizeof(*s->conditions));
+            s->n_conditions--;
+            return 1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,506 @@
+/*
+ * The Workspace lifecycle end to end, on the local cluster with the real
+ * scheduler and kwok GPU nodes, with the controller running under the
+ * ServiceAccount and RBAC from deploy/ (so the RBAC is proven sufficient):
+ * create → Running on a GPU node → pause → GPU free for another workspace →
+ * resume from checkpoint; waiting for capacity with exactly one pod; the
+ * capacity timeout; invalid workspaces; and crashes at each step.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+static char tmpdir[256];
+static char *kubeconfig; /* the controller's: its ServiceAccount token */
+static char *ns;
+static pid_t controller;
+static int controller_runs;
+
+/* ---- the controller process ---------------------------------------------- */
+
+static void controller_start(const char *failpoint)
+{
+    char log[600];
+    snprintf(log, sizeof(log), "%s/controller-%d.log", tmpdir, controller_runs++);
+    controller = fork();
+    assert_true(controller >= 0);
+    if (controller == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        if (failpoint)
+            setenv("HIBERNATOR_FAILPOINT", failpoint, 1);
+        execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", kubeconfig,
+              "--leader-elect-retry-period=500ms", "--leader-elect-renew-deadline=1s",
+              "--leader-elect-lease-duration=2s", "--leader-election-namespace=hibernator-system",
+              "--log-level=debug", (char *)NULL);
+        _exit(127);
+    }
+}
+
+/* Waits for the controller to exit by itself (a failpoint); returns its status. */
+static int controller_wait_exit(uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    while (harness_now_ms() < end) {
+        int st;
+        if (waitpid(controller, &st, WNOHANG) == controller) {
+            controller = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        usleep(50 * 1000);
+    }
+    return -1;
+}
+
+static void controller_stop(void)
+{
+    if (controller > 0) {
+        kill(controller, SIGKILL);
+        waitpid(controller, NULL, 0);
+        controller = 0;
+    }
+}
+
+/* ---- reading the cluster --------------------------------------------------- */
+
+static cJSON *get_json(const char *what)
+{
+    char *out = NULL;
+    if (harness_kubectl(&out, "-n %s get %s -o json 2>/dev/null", ns, what) != 0) {
+        free(out);
+        return NULL;
+    }
+    cJSON *j = cJSON_Parse(out);
+    free(out);
+    return j;
+}
+
+static const char *str_at(const cJSON *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    const cJSON *cur = o;
+    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
+        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+    return cJSON_IsString(cur) ? cur->valuestring : NULL;
+}
+
+static double num_at(const cJSON *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    const cJSON *cur = o;
+    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
+        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+    return cJSON_IsNumber(cur) ? cur->valuedouble : -1;
+}
+
+static const cJSON *condition(const cJSON *ws, const char *type)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(ws, "status"), "conditions"))
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Waits until the workspace is in state; returns its JSON (caller frees). */
+static cJSON *wait_state(const char *name, const char *state, uint64_t timeout_ms)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "workspace %s", name);
+    uint64_t end = harness_now_ms() + timeout_ms;
+    const char *last = NULL;
+    char seen[64] = "";
+    while (harness_now_ms() < end) {
+        cJSON *ws = get_json(what);
+        last = ws ? str_at(ws, "status.state") : NULL;
+        if (last && strcmp(last, state) == 0)
+            return ws;
+        snprintf(seen, sizeof(seen), "%s", last ? last : "(none)");
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    fail_msg("workspace %s: state %s, wanted %s", name, seen, state);
+    return NULL;
+}
+
+/* The pods of a workspace that are not terminating. */
+static int live_pods(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get pods -l hibernator.dev/workspace=%s -o "
+                    "jsonpath='{range .items[*]}{.metadata.deletionTimestamp}|{end}'",
+                    ns, name);
+    int n = 0;
+    for (char *p = out; p && *p; p++)
+        if (*p == '|' && (p == out || p[-1] == '|'))
+            n++;
+    free(out);
+    return n;
+}
+
+static int all_pods(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out, "-n %s get pods -l hibernator.dev/workspace=%s -o name", ns, name);
+    int n = 0;
+    for (char *p = out; p && *p; p++)
+        n += *p == '\n';
+    free(out);
+    return n;
+}
+
+static void apply_ws(const char *name, const char *cls, int paused, const char *extra)
+{
+    assert_int_equal(harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: Workspace\n"
+                                   "metadata: {name: %s, namespace: %s}\n"
+                                   "spec:\n  className: %s\n  paused: %s\n%s",
+                                   name, ns, cls, paused ? "true" : "false", extra ? extra : ""),
+                     0);
+}
+
+static void set_paused(const char *name, int paused)
+{
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch workspace %s --type=merge -p "
+                                     "'{\"spec\":{\"paused\":%s}}'",
+                                     ns, name, paused ? "true" : "false"),
+                     0);
+}
+
+static void delete_ws(const char *name)
+{
+    harness_kubectl(NULL, "-n %s delete workspace %s --wait=true --timeout=60s", ns, name);
+}
+
+/* ---- tests --------------------------------------------------------------- */
+
+static void test_gpu_cycle(void **state)
+{
+    (void)state;
+    apply_ws("cycle", "it-gpu", 0, NULL);
+    cJSON *ws = wait_state("cycle", "Running", 60000);
+    const char *node = str_at(ws, "status.nodeName");
+    assert_non_null(node);
+    assert_non_null(strstr(node, "gpu-node"));
+    assert_string_equal(str_at(ws, "status.accelerator.product"), "Tesla-T4");
+    assert_string_equal(str_at(ws, "status.podName"), "cycle-1");
+    assert_string_equal(str_at(condition(ws, "Restored"), "reason"), "Fresh");
+    cJSON *pvc = get_json("pvc cycle-home");
+    assert_non_null(pvc);
+    char pvc_uid[64];
+    snprintf(pvc_uid, sizeof(pvc_uid), "%s", str_at(pvc, "metadata.uid"));
+    cJSON_Delete(pvc);
+    cJSON_Delete(ws);
+
+    set_paused("cycle", 1);
+    ws = wait_state("cycle", "Paused", 60000);
+    assert_int_equal(all_pods("cycle"), 0);
+    assert_non_null(str_at(ws, "status.lastPause.requestedAt"));
+    assert_non_null(str_at(ws, "status.lastPause.podDeletedAt"));
+    assert_non_null(str_at(ws, "status.lastPause.acceleratorReleasedAt"));
+    assert_true(num_at(ws, "status.accounting.pauses") == 1);
+    cJSON_Delete(ws);
+
+    set_paused("cycle", 0);
+    ws = wait_state("cycle", "Running", 60000);
+    assert_string_equal(str_at(ws, "status.podName"), "cycle-2");
+    assert_string_equal(str_at(condition(ws, "Restored"), "reason"), "FromCheckpoint");
+    assert_non_null(str_at(ws, "status.lastResume.readyAt"));
+    assert_true(num_at(ws, "status.lastResume.secondsToReady") >= 0);
+    assert_true(num_at(ws, "status.accounting.resumes") == 1);
+    assert_true(num_at(ws, "status.accounting.acceleratorSecondsReleased") >= 0);
+    print_message("resume to ready: %.1f s\n", num_at(ws, "status.lastResume.secondsToReady"));
+    cJSON_Delete(ws);
+    /* The resumed pod is told where the checkpoint is. */
+    char *out = NULL;
+    harness_kubectl(&out, "-n %s get pod cycle-2 -o jsonpath='{.spec.containers[0].env}'", ns);
+    assert_non_null(strstr(out, "HIBERNATOR_CHECKPOINT_PATH"));
+    free(out);
+    /* Same home across the pause. */
+    pvc = get_json("pvc cycle-home");
+    assert_string_equal(str_at(pvc, "metadata.uid"), pvc_uid);
+    cJSON_Delete(pvc);
+    assert_int_equal(live_pods("cycle"), 1);
+
+    delete_ws("cycle");
+    assert_int_equal(all_pods("cycle"), 0);
+    assert_null(get_json("workspace cycle"));
+}
+
+static void test_capacity(void **state)
+{
+    (void)state;
+    /* Three GPUs in the cluster: take them all. */
+    apply_ws("cap-a", "it-gpu", 0, NULL);
+    apply_ws("cap-b", "it-gpu", 0, NULL);
+    apply_ws("cap-c", "it-gpu", 0, NULL);
+    cJSON_Delete(wait_state("cap-a", "Running", 60000));
+    cJSON_Delete(wait_state("cap-b", "Running", 60000));
+    cJSON_Delete(wait_state("cap-c", "Running", 60000));
+
+    apply_ws("cap-d", "it-gpu", 0, NULL);
+    cJSON *ws = wait_state("cap-d", "WaitingForCapacity", 60000);
+    const cJSON *cond = condition(ws, "CapacityAvailable");
+    assert_string_equal(str_at(cond, "status"), "False");
+    assert_string_equal(str_at(cond, "reason"), "Unschedulable");
+    print_message("waiting: %s\n", str_at(cond, "message"));
+    assert_non_null(strstr(str_at(cond, "message"), "nvidia.com/gpu"));
+    cJSON_Delete(ws);
+    /* Still exactly one pod after a while: no competing retries. */
+    usleep(3000 * 1000);
+    assert_int_equal(all_pods("cap-d"), 1);
+
+    /* Pausing a running workspace frees its GPU for the waiting one. */
+    set_paused("cap-a", 1);
+    cJSON_Delete(wait_state("cap-a", "Paused", 60000));
+    cJSON_Delete(wait_state("cap-d", "Running", 60000));
+    assert_int_equal(all_pods("cap-d"), 1);
+
+    /* Now resume cap-a: no GPU free, it waits with one pod. */
+    set_paused("cap-a", 0);
+    cJSON_Delete(wait_state("cap-a", "WaitingForCapacity", 60000));
+    usleep(2000 * 1000);
+    assert_int_equal(all_pods("cap-a"), 1);
+    delete_ws("cap-b");
+    ws = wait_state("cap-a", "Running", 60000);
+    assert_string_equal(str_at(condition(ws, "Restored"), "reason"), "FromCheckpoint");
+    cJSON_Delete(ws);
+
+    /* A class that gives up: Failed after its timeout, pod removed, no loop. */
+    apply_ws("cap-e", "it-gpu-fail", 0, NULL);
+    ws = wait_state("cap-e", "Failed", 60000);
+    cond = condition(ws, "CapacityAvailable");
+    assert_string_equal(str_at(cond, "reason"), "CapacityTimeout");
+    cJSON_Delete(ws);
+    usleep(3000 * 1000);
+    assert_int_equal(all_pods("cap-e"), 0);
+    ws = wait_state("cap-e", "Failed", 1000);
+    cJSON_Delete(ws);
+
+    delete_ws("cap-a");
+    delete_ws("cap-c");
+    delete_ws("cap-d");
+    delete_ws("cap-e");
+}
+
+static void test_invalid(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *cls, *extra, *reason, *field;
+    } cases[] = {
+        {"bad-class", "no-such-class", NULL, "ClassNotFound", "spec.className"},
+        {"bad-image", "it-cpu", "  image: docker.io/evil/miner:latest\n", "ImageNotAllowed",
+         "spec.image"},
+        {"bad-home", "it-cpu", "  home: {size: 500Gi}\n", "HomeTooLarge", "spec.home.size"},
+        {"bad-env", "it-cpu", "  env: [{name: HIBERNATOR_WORKSPACE, value: x}]\n", "ReservedEnv",
+         "spec.env[0].name"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        apply_ws(cases[i].name, cases[i].cls, 0, cases[i].extra);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *ws = wait_state(cases[i].name, "Failed", 30000);
+        const cJSON *valid = condition(ws, "Valid");
+        assert_string_equal(str_at(valid, "status"), "False");
+        assert_string_equal(str_at(valid, "reason"), cases[i].reason);
+        assert_non_null(strstr(str_at(valid, "message"), cases[i].field));
+        print_message("%s: %s\n", cases[i].name, str_at(valid, "message"));
+        cJSON_Delete(ws);
+        assert_int_equal(all_pods(cases[i].name), 0);
+    }
+    /* Fixing the field recovers. */
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch workspace bad-image --type=json -p "
+                                     "'[{\"op\":\"remove\",\"path\":\"/spec/image\"}]'",
+                                     ns),
+                     0);
+    cJSON_Delete(wait_state("bad-image", "Running", 60000));
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        delete_ws(cases[i].name);
+}
+
+/* Kill the controller right after each kind of write, restart it, and check
+ * it converges: one pod, the same home claim. */
+static void test_crash_points(void **state)
+{
+    (void)state;
+    controller_stop();
+    static const struct {
+        const char *failpoint;
+        int pause_first; /* the failpoint is on the way to Paused */
+    } points[] = {
+        {"AddFinalizer", 0},
+        {"CreatePVC", 0},
+        {"CreatePod", 0},
+        {"DeletePod", 1},
+    };
+    for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "crash-%zu", i);
+        if (points[i].pause_first) {
+            controller_start(NULL);
+            apply_ws(name, "it-cpu", 0, NULL);
+            cJSON_Delete(wait_state(name, "Running", 60000));
+            controller_stop();
+            controller_start(points[i].failpoint);
+            set_paused(name, 1);
+        } else {
+            controller_start(points[i].failpoint);
+            apply_ws(name, "it-cpu", 0, NULL);
+        }
+        int st = controller_wait_exit(60000);
+        print_message("failpoint %s: controller exited with %d\n", points[i].failpoint, st);
+        assert_int_equal(st, 3);
+        controller_start(NULL);
+        cJSON *ws = wait_state(name, points[i].pause_first ? "Paused" : "Running", 60000);
+        assert_int_equal(live_pods(name), points[i].pause_first ? 0 : 1);
+        assert_int_equal(all_pods(name), points[i].pause_first ? 0 : 1);
+        char what[64];
+        snprintf(what, sizeof(what), "pvc %s-home", name);
+        cJSON *pvc = get_json(what);
+        assert_non_null(pvc);
+        cJSON_Delete(pvc);
+        cJSON_Delete(ws);
+        controller_stop();
+    }
+    controller_start(NULL);
+    for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "crash-%zu", i);
+        delete_ws(name);
+    }
+}
+
+static void test_forbidden_for_controller(void **state)
+{
+    (void)state;
+    /* What the controller may not do, it cannot: its RBAC is the least it needs. */
+    char *out = NULL;
+    int st = harness_kubectl(&out, "--kubeconfig '%s' get secrets -n %s 2>&1", kubeconfig, ns);
+    assert_int_not_equal(st, 0);
+    assert_non_null(strstr(out, "forbidden"));
+    free(out);
+    st = harness_kubectl(&out, "--kubeconfig '%s' delete nodes gpu-node-1 2>&1", kubeconfig);
+    assert_int_not_equal(st, 0);
+    assert_non_null(strstr(out, "forbidden"));
+    free(out);
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+/* Each test starts with no workspace left by an earlier one that failed, so
+ * one failure does not leave GPUs taken for the next. */
+static int clean_slate(void **state)
+{
+    (void)state;
+    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/it-lifecycle.XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "kubectl --kubeconfig '%s' apply -k '%s/deploy' >/dev/null && "
+             "kubectl --kubeconfig '%s' wait --for=condition=Established --timeout=60s "
+             "crd/workspaces.hibernator.dev crd/workspaceclasses.hibernator.dev >/dev/null",
+             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
+    assert_int_equal(system(cmd), 0);
+    /* Classes for these tests: tolerate kwok's taint, short capacity timeout for one. */
+    const char *cls = "apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+                      "metadata: {name: %s}\n"
+                      "spec:\n"
+                      "  images: {allowed: [\"registry.local/notebook:*\"], default: "
+                      "\"registry.local/notebook:v1\"}\n"
+                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: "
+                      "NoSchedule}]\n"
+                      "  home: {size: 1Gi, maxSize: 10Gi}\n"
+                      "  pause: {gracePeriodSeconds: 5}\n"
+                      "%s";
+    assert_int_equal(harness_apply(cls, "it-cpu", ""), 0);
+    assert_int_equal(harness_apply(cls, "it-gpu",
+                                   "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                                   "product: Tesla-T4}\n"
+                                   "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"),
+                     0);
+    assert_int_equal(harness_apply(cls, "it-gpu-fail",
+                                   "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                                   "product: Tesla-T4}\n"
+                                   "  resume: {capacityTimeout: 5s, onCapacityTimeout: Fail}\n"),
+                     0);
+    ns = harness_namespace("it-lifecycle");
+
+    /* The controller runs as the ServiceAccount deploy/ creates. */
+    char *server = NULL, *ca = NULL, *token = NULL;
+    harness_kubectl(&server,
+                    "config view --raw --minify -o jsonpath={.clusters[0].cluster.server}");
+    harness_kubectl(&ca, "config view --raw --minify -o "
+                         "jsonpath={.clusters[0].cluster.certificate-authority-data}");
+    assert_int_equal(
+        harness_kubectl(&token, "-n hibernator-system create token hibernator --duration=2h"), 0);
+    token[strcspn(token, "\n")] = '\0';
+    assert_true(asprintf(&kubeconfig, "%s/controller.kubeconfig", tmpdir) > 0);
+    FILE *f = fopen(kubeconfig, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: l, cluster: {server: \"%s\", certificate-authority-data: %s}}]\n"
+            "contexts: [{name: c, context: {cluster: l, user: u, namespace: hibernator-system}}]\n"
+            "users: [{name: u, user: {token: %s}}]\n",
+            server, ca, token);
+    fclose(f);
+    free(server);
+    free(ca);
+    free(token);
+    controller_start(NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    controller_stop();
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "tail -n 30 %s/controller-*.log >&2", tmpdir);
+    if (getenv("IT_SHOW_LOGS"))
+        (void)system(cmd);
+    free(ns);
+    free(kubeconfig);
+    return 0;
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_gpu_cycle, clean_slate),
+        cmocka_unit_test_setup(test_capacity, clean_slate),
+        cmocka_unit_test_setup(test_invalid, clean_slate),
+        cmocka_unit_test_setup(test_crash_points, clean_slate),
+        cmocka_unit_test_setup(test_forbidden_for_controller, clean_slate),
+    };
+    return cmocka_run_group_tests_name("workspace lifecycle", tests, group_setup, group_teardown);
+}

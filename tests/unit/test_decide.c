@@ -1,0 +1,2071 @@
+/*
+ * workspace_decide() from tables of situations: each row is a workspace,
+ * its class, its pods and claim at a moment, and what decide() must answer.
+ * Every row is then decided again on the world its actions made (and the
+ * status read back through JSON): nothing may change and no event may
+ * repeat. A random search checks the safety rules over many more worlds,
+ * and a small simulated cluster plays whole lifecycles.
+ */
+#include <errno.h>
+#include <regex.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "workspace/decide.h"
+
+/* 2027-01-01T00:00:00Z */
+#define T0 INT64_C(1798761600000)
+#define SEC INT64_C(1000)
+#define MIN (60 * SEC)
+#define NOW (T0 + 60 * MIN)
+
+#define SCHED_MSG                                                                                  \
+    "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are "           \
+    "available: 3 No preemption victims found for incoming pod."
+
+static const char *const class_json =
+    "{\"metadata\":{\"name\":\"gpu-t4\"},\"spec\":{"
+    "\"images\":{\"allowed\":[\"quay.io/jupyter/*\",\"ghcr.io/acme/*\"],"
+    "\"default\":\"quay.io/jupyter/base-notebook:2025-10-20\"},"
+    "\"accelerator\":{\"resourceName\":\"nvidia.com/gpu\",\"product\":\"Tesla-T4\"},"
+    "\"home\":{\"size\":\"10Gi\",\"maxSize\":\"100Gi\"},"
+    "\"pause\":{\"gracePeriodSeconds\":60},"
+    "\"resume\":{\"capacityTimeout\":\"30m\",\"onCapacityTimeout\":\"Wait\"}}}";
+
+static const char *const ws_json =
+    "{\"metadata\":{\"name\":\"alice\",\"namespace\":\"team-a\",\"uid\":\"u-1\","
+    "\"generation\":1,\"finalizers\":[\"hibernator.dev/cleanup\"]},"
+    "\"spec\":{\"className\":\"gpu-t4\"}}";
+
+/* ---- the world a row describes ---- */
+
+enum {
+    SCHED = 1 << 0,   /* has a node */
+    READY = 1 << 1,   /* Ready=True (implies SCHED) */
+    UNSCHED = 1 << 2, /* PodScheduled=False, Unschedulable */
+    TERM = 1 << 3,    /* deletionTimestamp set */
+    STOPPED = 1 << 4, /* phase Failed */
+    CKPT = 1 << 5,    /* built with the checkpoint env */
+};
+
+#define MAX_PODS 8
+
+struct world {
+    struct workspace *ws;
+    struct workspace_class *cls; /* NULL: the class is missing */
+    struct workspace_class *cls_owned;
+    struct workspace_pod pods[MAX_PODS];
+    size_t n_pods;
+    struct workspace_pvc pvc;
+    int has_pvc;
+    int64_t now;
+    char *owned[64];
+    size_t n_owned;
+};
+
+static char *keep_str(struct world *w, const char *s)
+{
+    assert_true(w->n_owned < sizeof(w->owned) / sizeof(w->owned[0]));
+    char *copy = strdup(s);
+    assert_non_null(copy);
+    w->owned[w->n_owned++] = copy;
+    return copy;
+}
+
+static void world_init(struct world *w)
+{
+    *w = (struct world){.now = NOW, .has_pvc = 1};
+    cJSON *obj = cJSON_Parse(ws_json);
+    assert_int_equal(workspace_decode(obj, &w->ws, NULL), 0);
+    cJSON_Delete(obj);
+    obj = cJSON_Parse(class_json);
+    assert_int_equal(workspace_class_decode(obj, &w->cls_owned, NULL), 0);
+    cJSON_Delete(obj);
+    w->cls = w->cls_owned;
+    w->pvc = (struct workspace_pvc){.ns = "team-a", .name = "alice-home", .phase = "Bound"};
+}
+
+static void world_free(struct world *w)
+{
+    workspace_free(w->ws);
+    workspace_class_free(w->cls_owned);
+    for (size_t i = 0; i < w->n_owned; i++)
+        free(w->owned[i]);
+}
+
+static struct workspace_pod *add_pod(struct world *w, const char *name, int flags, int64_t created)
+{
+    assert_true(w->n_pods < MAX_PODS);
+    struct workspace_pod *p = &w->pods[w->n_pods++];
+    if (flags & READY)
+        flags |= SCHED;
+    *p = (struct workspace_pod){
+        .ns = "team-a",
+        .name = keep_str(w, name),
+        .workspace = "alice",
+        .phase = (flags & STOPPED) ? "Failed"
+                 : (flags & READY) ? "Running"
+                                   : "Pending",
+        .created_ms = created,
+        .restore_from_checkpoint = !!(flags & CKPT),
+    };
+    if (flags & SCHED) {
+        p->node_name = "gpu-1";
+        p->scheduled = 1;
+        p->scheduled_ms = created + 2 * SEC;
+    }
+    if (flags & READY) {
+        p->ready = 1;
+        p->ready_ms = created + 12 * SEC;
+    }
+    if (flags & UNSCHED) {
+        p->unschedulable = 1;
+        p->unschedulable_message = SCHED_MSG;
+    }
+    if (flags & TERM)
+        p->deletion_ms = w->now - 5 * SEC;
+    return p;
+}
+
+static struct workspace_pod *find_pod(struct world *w, const char *name)
+{
+    for (size_t i = 0; i < w->n_pods; i++)
+        if (strcmp(w->pods[i].name, name) == 0)
+            return &w->pods[i];
+    return NULL;
+}
+
+static void remove_pod(struct world *w, struct workspace_pod *p)
+{
+    size_t i = (size_t)(p - w->pods);
+    memmove(&w->pods[i], &w->pods[i + 1], (w->n_pods - i - 1) * sizeof(*p));
+    w->n_pods--;
+}
+
+/* ---- status set-up ---- */
+
+static struct workspace_status *st(struct world *w)
+{
+    return &w->ws->status;
+}
+
+static void set_str(char **field, const char *value)
+{
+    free(*field);
+    *field = value ? strdup(value) : NULL;
+}
+
+static void set_state(struct world *w, enum workspace_state state, const char *pod, int64_t gen)
+{
+    st(w)->state = state;
+    set_str(&st(w)->pod_name, pod);
+    st(w)->pod_generation = gen;
+    st(w)->observed_generation = w->ws->generation;
+    set_str(&st(w)->home_claim_name, "alice-home");
+}
+
+static void set_cond(struct world *w, const char *type, enum condition_status s, const char *reason,
+                     const char *msg)
+{
+    assert_int_equal(
+        workspace_status_set_condition(st(w), type, s, reason, msg, w->ws->generation, T0), 0);
+}
+
+static void running(struct world *w)
+{
+    set_state(w, WS_STATE_RUNNING, "alice-1", 1);
+    set_str(&st(w)->node_name, "gpu-1");
+    set_str(&st(w)->accelerator_resource, "nvidia.com/gpu");
+    set_str(&st(w)->accelerator_product, "Tesla-T4");
+    st(w)->accelerator_count = 1;
+    set_cond(w, "Valid", COND_TRUE, "Accepted", "class \"gpu-t4\" accepts the workspace");
+    set_cond(w, "Ready", COND_TRUE, "PodReady", "pod alice-1 is ready on gpu-1");
+    set_cond(w, "CapacityAvailable", COND_TRUE, "Scheduled", "pod alice-1 is scheduled on gpu-1");
+}
+
+static void pausing(struct world *w)
+{
+    running(w);
+    w->ws->paused = 1;
+    st(w)->state = WS_STATE_PAUSING;
+    st(w)->pauses = 1;
+    st(w)->last_pause.requested_ms = NOW - 10 * MIN;
+    st(w)->last_pause.pod_deleted_ms = NOW - 10 * MIN;
+}
+
+static void paused(struct world *w)
+{
+    set_state(w, WS_STATE_PAUSED, NULL, 1);
+    w->ws->paused = 1;
+    st(w)->pauses = 1;
+    st(w)->last_pause = (struct workspace_pause_timeline){T0, T0 + SEC, T0 + 30 * SEC};
+    set_cond(w, "Valid", COND_TRUE, "Accepted", "class \"gpu-t4\" accepts the workspace");
+    set_cond(w, "Ready", COND_FALSE, "Paused", "paused");
+}
+
+/* A resume asked for 20 s ago; pod alice-2 created then. */
+static void resuming(struct world *w)
+{
+    paused(w);
+    w->ws->paused = 0;
+    set_state(w, WS_STATE_RESUMING, "alice-2", 2);
+    st(w)->resumes = 1;
+    st(w)->last_resume.requested_ms = NOW - 20 * SEC;
+    st(w)->last_resume.pod_created_ms = NOW - 20 * SEC;
+}
+
+static void waiting(struct world *w, int64_t since)
+{
+    resuming(w);
+    st(w)->state = WS_STATE_WAITING_FOR_CAPACITY;
+    st(w)->waiting_for_capacity_since_ms = since;
+    set_cond(w, "CapacityAvailable", COND_FALSE, "Unschedulable", SCHED_MSG);
+    add_pod(w, "alice-2", UNSCHED | CKPT, NOW - 20 * SEC);
+}
+
+static void failed_for_capacity(struct world *w)
+{
+    resuming(w);
+    w->cls->on_capacity_timeout = CAPACITY_TIMEOUT_FAIL;
+    st(w)->state = WS_STATE_FAILED;
+    set_cond(w, "CapacityAvailable", COND_FALSE, "CapacityTimeout", "no capacity after 30m: x");
+}
+
+/* Runs decide() and keeps its status, as a pass that went well would. */
+static void settle(struct world *w)
+{
+    const struct workspace_pod *pods[MAX_PODS];
+    for (size_t i = 0; i < w->n_pods; i++)
+        pods[i] = &w->pods[i];
+    struct decide_input in = {w->ws, w->cls, pods, w->n_pods, w->has_pvc ? &w->pvc : NULL, w->now};
+    struct decide_output out;
+    assert_int_equal(workspace_decide(&in, &out), 0);
+    workspace_status_clear(st(w));
+    *st(w) = out.status;
+    out.status = (struct workspace_status){0};
+    decide_output_clear(&out);
+}
+
+/* ---- running decide() and reading its answer ---- */
+
+static void decide(struct world *w, struct decide_output *out)
+{
+    const struct workspace_pod *pods[MAX_PODS];
+    for (size_t i = 0; i < w->n_pods; i++)
+        pods[i] = &w->pods[i];
+    struct decide_input in = {w->ws, w->cls, pods, w->n_pods, w->has_pvc ? &w->pvc : NULL, w->now};
+    int r = workspace_decide(&in, out);
+    if (r != 0)
+        fail_msg("workspace_decide: %d", r);
+}
+
+static void action_str(const struct action *a, char *buf, size_t size)
+{
+    switch (a->type) {
+    case ACTION_CREATE_POD:
+        snprintf(buf, size, "CreatePod %s%s", a->name, a->from_checkpoint ? " checkpoint" : "");
+        break;
+    case ACTION_DELETE_POD:
+        snprintf(buf, size, "DeletePod %s grace=%lld", a->name, (long long)a->grace_seconds);
+        break;
+    case ACTION_EVENT:
+        snprintf(buf, size, "Event %s %s", a->event_type, a->reason);
+        break;
+    default:
+        snprintf(buf, size, "%s%s%s", action_type_name(a->type), a->name ? " " : "",
+                 a->name ? a->name : "");
+    }
+}
+
+static const struct action *find_event(const struct decide_output *o, const char *reason)
+{
+    for (size_t i = 0; i < o->n_actions; i++)
+        if (o->actions[i].type == ACTION_EVENT && strcmp(o->actions[i].reason, reason) == 0)
+            return &o->actions[i];
+    return NULL;
+}
+
+static size_t count_events(const struct decide_output *o)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < o->n_actions; i++)
+        n += o->actions[i].type == ACTION_EVENT;
+    return n;
+}
+
+static const struct condition *cond(const struct decide_output *o, const char *type)
+{
+    return workspace_status_condition(&o->status, type);
+}
+
+static void assert_cond(const struct decide_output *o, const char *type, enum condition_status s,
+                        const char *reason)
+{
+    const struct condition *c = cond(o, type);
+    if (!c)
+        fail_msg("no %s condition", type);
+    if (c->status != s || strcmp(c->reason, reason) != 0)
+        fail_msg("%s: status %d reason %s, want %d %s", type, c->status, c->reason, s, reason);
+}
+
+static regex_t reason_re;
+
+/* What every answer must respect: kube's reason syntax, one-line bounded
+ * messages, the generation observed. */
+static void check_shape(const struct world *w, const struct decide_output *o)
+{
+    assert_true(o->n_actions <= DECIDE_MAX_ACTIONS);
+    for (size_t i = 0; i < o->n_actions; i++) {
+        const struct action *a = &o->actions[i];
+        if (a->type != ACTION_EVENT)
+            continue;
+        assert_true(strcmp(a->event_type, "Normal") == 0 || strcmp(a->event_type, "Warning") == 0);
+        if (regexec(&reason_re, a->reason, 0, NULL, 0) != 0)
+            fail_msg("event reason \"%s\"", a->reason);
+        assert_null(strchr(a->message, '\n'));
+        assert_true(strlen(a->message) <= 1024);
+    }
+    for (size_t i = 0; i < o->status.n_conditions; i++) {
+        const struct condition *c = &o->status.conditions[i];
+        if (regexec(&reason_re, c->reason, 0, NULL, 0) != 0)
+            fail_msg("%s reason \"%s\"", c->type, c->reason);
+        assert_null(strchr(c->message ? c->message : "", '\n'));
+        assert_int_equal(c->observed_generation,
+                         w->ws->deletion_ms ? c->observed_generation : w->ws->generation);
+    }
+    if (o->status.message)
+        assert_null(strchr(o->status.message, '\n'));
+    if (!w->ws->deletion_ms)
+        assert_int_equal(o->status.observed_generation, w->ws->generation);
+}
+
+/* What the shell would do with the answer, against a cluster that does not
+ * move on its own. */
+static void apply(struct world *w, const struct decide_output *o)
+{
+    for (size_t i = 0; i < o->n_actions; i++) {
+        const struct action *a = &o->actions[i];
+        struct workspace_pod *p;
+        switch (a->type) {
+        case ACTION_ADD_FINALIZER:
+            w->ws->has_finalizer = 1;
+            break;
+        case ACTION_CREATE_PVC:
+            w->has_pvc = 1;
+            w->pvc.deletion_ms = 0;
+            break;
+        case ACTION_CREATE_POD:
+            if (!find_pod(w, a->name)) /* else AlreadyExists */
+                add_pod(w, a->name, a->from_checkpoint ? CKPT : 0, w->now);
+            break;
+        case ACTION_DELETE_POD:
+            p = find_pod(w, a->name);
+            if (p && !p->deletion_ms)
+                p->deletion_ms = w->now;
+            break;
+        case ACTION_DELETE_PVC:
+            w->pvc.deletion_ms = w->now;
+            break;
+        case ACTION_REMOVE_FINALIZER:
+            w->ws->has_finalizer = 0;
+            break;
+        case ACTION_RELEASE_PVC:
+        case ACTION_EVENT:
+            break;
+        }
+    }
+}
+
+/* Replaces the workspace's status with what reading back o's status from
+ * the API server would give. */
+static void write_status(struct world *w, const struct decide_output *o)
+{
+    cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"x\"},\"spec\":{\"className\":\"c\"}}");
+    cJSON *status = workspace_status_to_json(&o->status);
+    assert_non_null(status);
+    cJSON_AddItemToObject(obj, "status", status);
+    struct workspace *back = NULL;
+    assert_int_equal(workspace_decode(obj, &back, NULL), 0);
+    cJSON_Delete(obj);
+    workspace_status_clear(st(w));
+    *st(w) = back->status;
+    back->status = (struct workspace_status){0};
+    workspace_free(back);
+}
+
+/* ---- the table ---- */
+
+struct row {
+    const char *name;
+    void (*setup)(struct world *w);
+    enum workspace_state state;
+    const char *actions[10]; /* in order; NULL ends */
+    const char *message;     /* a part of status.message; NULL: no check */
+    void (*check)(struct world *w, const struct decide_output *o);
+    int unchanged; /* the status must not change */
+};
+
+/* -- creation -- */
+
+static void s_fresh(struct world *w)
+{
+    w->ws->has_finalizer = 0;
+    w->has_pvc = 0;
+}
+
+static void c_fresh(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.pod_name, "alice-1");
+    assert_int_equal(o->status.pod_generation, 1);
+    assert_string_equal(o->status.home_claim_name, "alice-home");
+    assert_null(o->status.node_name);
+    assert_string_equal(o->status.accelerator_resource, "nvidia.com/gpu");
+    assert_int_equal(o->status.accelerator_count, 1);
+    assert_string_equal(o->status.accelerator_product, "Tesla-T4");
+    assert_cond(o, "Valid", COND_TRUE, "Accepted");
+    assert_cond(o, "Ready", COND_FALSE, "PodPending");
+    assert_cond(o, "Restored", COND_TRUE, "Fresh");
+    assert_null(cond(o, "CapacityAvailable"));
+    assert_int_equal(o->status.pauses, 0);
+    assert_int_equal(o->status.resumes, 0);
+    assert_int_equal(o->status.last_resume.requested_ms, 0);
+    assert_string_equal(o->status.conditions[0].type, "Valid");
+    assert_int_equal(o->requeue_after_ms, 0);
+    assert_non_null(strstr(find_event(o, "Created")->message, "alice-1"));
+}
+
+static void s_adopt_after_crash(struct world *w)
+{
+    add_pod(w, "alice-3", 0, NOW - MIN);
+}
+
+static void c_adopt_after_crash(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.pod_name, "alice-3");
+    assert_int_equal(o->status.pod_generation, 3);
+    assert_cond(o, "Restored", COND_TRUE, "Fresh");
+}
+
+static void s_adopt_newer(struct world *w)
+{
+    running(w);
+    add_pod(w, "alice-2", READY | CKPT, NOW - MIN);
+}
+
+static void c_adopt_newer(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.pod_name, "alice-2");
+    assert_int_equal(o->status.pod_generation, 2);
+    assert_cond(o, "Restored", COND_TRUE, "FromCheckpoint");
+}
+
+static void s_adopt_keeps_generation(struct world *w)
+{
+    set_state(w, WS_STATE_PENDING, NULL, 5);
+    add_pod(w, "alice-2", 0, NOW - MIN);
+}
+
+static void c_generation_5(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pod_generation, 5);
+    assert_string_equal(o->status.pod_name, "alice-2");
+}
+
+/* The pass that created alice-1 wrote its status; the pod informer has not
+ * caught up. */
+static void s_stale_cache(struct world *w)
+{
+    s_fresh(w);
+    settle(w);
+    w->ws->has_finalizer = 1;
+    w->has_pvc = 1;
+}
+
+static void c_generation_1(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pod_generation, 1);
+    assert_string_equal(o->status.pod_name, "alice-1");
+}
+
+static void s_scheduled(struct world *w)
+{
+    set_state(w, WS_STATE_PENDING, "alice-1", 1);
+    add_pod(w, "alice-1", SCHED, NOW - MIN);
+}
+
+static void c_scheduled(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.node_name, "gpu-1");
+    assert_cond(o, "CapacityAvailable", COND_TRUE, "Scheduled");
+    assert_cond(o, "Ready", COND_FALSE, "PodStarting");
+}
+
+static void s_ready(struct world *w)
+{
+    set_state(w, WS_STATE_PENDING, "alice-1", 1);
+    add_pod(w, "alice-1", READY, NOW - MIN);
+}
+
+static void c_ready(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "Ready", COND_TRUE, "PodReady");
+    assert_cond(o, "CapacityAvailable", COND_TRUE, "Scheduled");
+    assert_string_equal(o->status.node_name, "gpu-1");
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, 0);
+    /* not a resume: no resume timeline */
+    assert_int_equal(o->status.last_resume.ready_ms, 0);
+}
+
+static void s_not_ready_again(struct world *w)
+{
+    running(w);
+    add_pod(w, "alice-1", SCHED, NOW - MIN);
+}
+
+static void c_not_ready_again(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "Ready", COND_FALSE, "PodNotReady");
+    assert_string_equal(o->status.node_name, "gpu-1");
+}
+
+static void s_pod_lost(struct world *w)
+{
+    running(w);
+}
+
+static void c_pod_lost(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_null(o->status.node_name);
+    assert_int_equal(o->status.pod_generation, 1);
+}
+
+static void s_old_pod_terminating(struct world *w)
+{
+    running(w);
+    add_pod(w, "alice-1", READY | TERM, NOW - MIN);
+}
+
+static void s_two_live_named(struct world *w)
+{
+    set_state(w, WS_STATE_PENDING, "alice-1", 2);
+    add_pod(w, "alice-1", READY, T0);
+    add_pod(w, "alice-2", SCHED, T0 + MIN);
+}
+
+static void c_keeps_alice_1(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.pod_name, "alice-1");
+    assert_non_null(strstr(find_event(o, "DuplicatePod")->message, "keeping alice-1"));
+}
+
+static void s_two_live_unnamed(struct world *w)
+{
+    add_pod(w, "alice-1", 0, T0);
+    add_pod(w, "alice-2", 0, T0 + MIN);
+}
+
+static void c_keeps_newest(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.pod_name, "alice-2");
+    assert_int_equal(o->status.pod_generation, 2);
+}
+
+static void s_three_live(struct world *w)
+{
+    set_state(w, WS_STATE_RUNNING, "alice-2", 3);
+    add_pod(w, "alice-3", SCHED, T0 + 2 * MIN);
+    add_pod(w, "alice-2", READY, T0 + MIN);
+    add_pod(w, "alice-1", READY, T0);
+}
+
+static void s_stopped(struct world *w)
+{
+    running(w);
+    add_pod(w, "alice-1", STOPPED | SCHED, T0);
+}
+
+/* -- pause -- */
+
+static void s_pause_running(struct world *w)
+{
+    running(w);
+    w->ws->paused = 1;
+    add_pod(w, "alice-1", READY, T0);
+}
+
+static void c_pause_running(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pauses, 1);
+    assert_int_equal(o->status.last_pause.requested_ms, NOW);
+    assert_int_equal(o->status.last_pause.pod_deleted_ms, NOW);
+    assert_int_equal(o->status.last_pause.accelerator_released_ms, 0);
+    assert_cond(o, "Ready", COND_FALSE, "Pausing");
+}
+
+static void s_pause_unscheduled(struct world *w)
+{
+    waiting(w, NOW - 5 * MIN);
+    w->ws->paused = 1;
+    st(w)->pauses = st(w)->resumes = 1;
+}
+
+static void c_pause_unscheduled(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pauses, 2);
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, 0);
+}
+
+static void s_pausing_terminating(struct world *w)
+{
+    pausing(w);
+    add_pod(w, "alice-1", READY | TERM, T0);
+}
+
+static void c_pause_counted_once(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pauses, 1);
+    assert_int_equal(o->status.last_pause.requested_ms, NOW - 10 * MIN);
+    assert_int_equal(o->status.last_pause.pod_deleted_ms, NOW - 10 * MIN);
+}
+
+static void s_pausing_not_seen(struct world *w)
+{
+    pausing(w);
+    add_pod(w, "alice-1", READY, T0);
+}
+
+static void s_pausing_gone(struct world *w)
+{
+    pausing(w);
+}
+
+static void c_paused(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pauses, 1);
+    assert_int_equal(o->status.last_pause.accelerator_released_ms, NOW);
+    assert_null(o->status.pod_name);
+    assert_null(o->status.node_name);
+    assert_int_equal(o->status.pod_generation, 1);
+    assert_null(cond(o, "CapacityAvailable"));
+    assert_cond(o, "Ready", COND_FALSE, "Paused");
+    /* what it ran on stays on display */
+    assert_string_equal(o->status.accelerator_product, "Tesla-T4");
+    assert_non_null(strstr(find_event(o, "Paused")->message, "600.0s"));
+}
+
+static void s_created_paused(struct world *w)
+{
+    s_fresh(w);
+    w->ws->paused = 1;
+}
+
+static void c_created_paused(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pauses, 0);
+    assert_int_equal(o->status.last_pause.requested_ms, 0);
+    assert_int_equal(o->status.last_pause.accelerator_released_ms, 0);
+    assert_int_equal(o->status.pod_generation, 0);
+}
+
+static void s_stays_paused(struct world *w)
+{
+    pausing(w);
+    settle(w);
+}
+
+/* -- resume -- */
+
+static void s_resume(struct world *w)
+{
+    paused(w);
+    w->ws->paused = 0;
+}
+
+static void c_resume(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    const struct workspace_status *s = &o->status;
+    assert_int_equal(s->resumes, 1);
+    assert_int_equal(s->pauses, 1);
+    assert_int_equal(s->pod_generation, 2);
+    assert_string_equal(s->pod_name, "alice-2");
+    assert_int_equal(s->last_resume.requested_ms, NOW);
+    assert_int_equal(s->last_resume.pod_created_ms, NOW);
+    assert_string_equal(s->last_resume.restored_from, "FromCheckpoint");
+    /* released at T0+30s, resumed at T0+60m, one GPU */
+    assert_true(s->accelerator_seconds_released == 3570.0);
+    assert_cond(o, "Restored", COND_TRUE, "FromCheckpoint");
+    assert_non_null(strstr(cond(o, "Restored")->message, "HIBERNATOR_CHECKPOINT_PATH"));
+    assert_non_null(strstr(find_event(o, "Resuming")->message, "59m30s"));
+}
+
+static void s_resume_terminating(struct world *w)
+{
+    pausing(w);
+    w->ws->paused = 0;
+    add_pod(w, "alice-1", READY | TERM, T0);
+}
+
+static void c_resume_terminating(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.resumes, 1);
+    assert_int_equal(o->status.last_resume.requested_ms, NOW);
+    assert_int_equal(o->status.last_resume.pod_created_ms, 0);
+    /* the accelerator was never released */
+    assert_true(o->status.accelerator_seconds_released == 0);
+    assert_int_equal(o->status.pod_generation, 1);
+}
+
+static void s_resume_pod_still_live(struct world *w)
+{
+    pausing(w);
+    w->ws->paused = 0;
+    add_pod(w, "alice-1", READY, T0);
+}
+
+static void c_resume_pod_still_live(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.resumes, 1);
+    assert_int_equal(o->status.last_resume.ready_ms, NOW);
+    assert_true(o->status.last_resume.seconds_to_ready == 0);
+}
+
+static void s_resuming_scheduled(struct world *w)
+{
+    resuming(w);
+    add_pod(w, "alice-2", SCHED | CKPT, NOW - 20 * SEC);
+}
+
+static void c_resuming_scheduled(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.last_resume.pod_scheduled_ms, NOW - 18 * SEC);
+    assert_int_equal(o->status.last_resume.ready_ms, 0);
+    assert_cond(o, "Ready", COND_FALSE, "PodStarting");
+}
+
+static void s_resuming_ready(struct world *w)
+{
+    resuming(w);
+    add_pod(w, "alice-2", READY | CKPT, NOW - 20 * SEC);
+}
+
+static void c_resuming_ready(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    const struct workspace_resume_timeline *r = &o->status.last_resume;
+    assert_int_equal(r->pod_scheduled_ms, NOW - 18 * SEC);
+    assert_int_equal(r->ready_ms, NOW - 8 * SEC);
+    assert_true(r->seconds_to_ready == 12.0);
+    const struct action *e = find_event(o, "Resumed");
+    assert_non_null(strstr(e->message, "12.0s"));
+    assert_non_null(strstr(e->message, "checkpoint"));
+}
+
+static void s_resume_cpu(struct world *w)
+{
+    s_resume(w);
+    w->cls->has_accelerator = 0;
+}
+
+static void c_resume_cpu(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_true(o->status.accelerator_seconds_released == 0);
+    assert_null(o->status.accelerator_resource);
+    assert_null(o->status.accelerator_product);
+    assert_int_equal(o->status.accelerator_count, 0);
+    assert_int_equal(o->status.resumes, 1);
+}
+
+static void s_pause_after_resume(struct world *w)
+{
+    resuming(w);
+    w->ws->paused = 1;
+    st(w)->accelerator_seconds_released = 100;
+    add_pod(w, "alice-2", READY | CKPT, NOW - 20 * SEC);
+}
+
+static void c_pause_after_resume(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.pauses, 2);
+    assert_int_equal(o->status.resumes, 1);
+    assert_int_equal(o->status.last_pause.requested_ms, NOW);
+    assert_true(o->status.accelerator_seconds_released == 100);
+}
+
+/* -- capacity -- */
+
+static void s_waiting_new(struct world *w)
+{
+    resuming(w);
+    add_pod(w, "alice-2", UNSCHED | CKPT, NOW - 20 * SEC);
+}
+
+static void c_waiting_new(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, NOW);
+    assert_int_equal(o->requeue_after_ms, 30 * MIN);
+    assert_cond(o, "CapacityAvailable", COND_FALSE, "Unschedulable");
+    assert_cond(o, "Ready", COND_FALSE, "WaitingForCapacity");
+    assert_string_equal(o->status.message, SCHED_MSG);
+}
+
+static void s_waiting_10m(struct world *w)
+{
+    waiting(w, NOW - 10 * MIN);
+}
+
+static void c_waiting_10m(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, NOW - 10 * MIN);
+    assert_int_equal(o->requeue_after_ms, 20 * MIN);
+}
+
+static void s_timeout_fail(struct world *w)
+{
+    waiting(w, NOW - 30 * MIN);
+    w->cls->on_capacity_timeout = CAPACITY_TIMEOUT_FAIL;
+}
+
+static void c_timeout_fail(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "CapacityAvailable", COND_FALSE, "CapacityTimeout");
+    assert_cond(o, "Ready", COND_FALSE, "CapacityTimeout");
+    assert_string_equal(o->status.message, "no capacity after 30m: " SCHED_MSG);
+    assert_int_equal(o->requeue_after_ms, 0);
+}
+
+static void s_timeout_wait(struct world *w)
+{
+    waiting(w, NOW - 31 * MIN);
+}
+
+static void c_timeout_wait(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "CapacityAvailable", COND_FALSE, "CapacityTimeout");
+    assert_string_equal(o->status.message, "still waiting for capacity after 30m (since "
+                                           "2027-01-01T00:29:00Z): " SCHED_MSG);
+    assert_int_equal(o->requeue_after_ms, 0);
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, NOW - 31 * MIN);
+}
+
+static void s_timeout_wait_again(struct world *w)
+{
+    waiting(w, NOW - 40 * MIN);
+    settle(w);
+    w->now += MIN;
+}
+
+static void s_failed_gone(struct world *w)
+{
+    failed_for_capacity(w);
+}
+
+static void c_failed_gone(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_null(o->status.pod_name);
+    assert_int_equal(o->status.pod_generation, 2);
+    assert_cond(o, "CapacityAvailable", COND_FALSE, "CapacityTimeout");
+}
+
+static void s_failed_pod_shows(struct world *w)
+{
+    failed_for_capacity(w);
+    add_pod(w, "alice-2", UNSCHED | CKPT, NOW - 40 * MIN);
+    settle(w);
+}
+
+static void s_failed_spec_changed(struct world *w)
+{
+    failed_for_capacity(w);
+    set_str(&st(w)->pod_name, NULL);
+    w->ws->generation = 2;
+}
+
+/* The spec changed while the failed pod still shows: it is waited for
+ * again, on a new clock, instead of failing at once. */
+static void s_failed_spec_changed_pod_shows(struct world *w)
+{
+    failed_for_capacity(w);
+    st(w)->waiting_for_capacity_since_ms = NOW - 40 * MIN;
+    w->ws->generation = 2;
+    add_pod(w, "alice-2", UNSCHED | CKPT, NOW - 40 * MIN);
+}
+
+static void c_failed_spec_changed_pod_shows(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, NOW);
+    assert_int_equal(o->requeue_after_ms, 30 * MIN);
+}
+
+/* The spec changed before a pass saw the failed pod go. */
+static void s_failed_spec_changed_early(struct world *w)
+{
+    failed_for_capacity(w);
+    w->ws->generation = 2;
+}
+
+static void c_failed_spec_changed(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.pod_name, "alice-3");
+    assert_int_equal(o->status.pod_generation, 3);
+    assert_null(cond(o, "CapacityAvailable"));
+    assert_int_equal(o->status.observed_generation, 2);
+}
+
+static void s_capacity_found(struct world *w)
+{
+    resuming(w);
+    st(w)->state = WS_STATE_WAITING_FOR_CAPACITY;
+    st(w)->waiting_for_capacity_since_ms = NOW - 5 * MIN;
+    set_cond(w, "CapacityAvailable", COND_FALSE, "Unschedulable", SCHED_MSG);
+    add_pod(w, "alice-2", SCHED | CKPT, NOW - 20 * SEC);
+}
+
+static void c_capacity_found(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, 0);
+    assert_cond(o, "CapacityAvailable", COND_TRUE, "Scheduled");
+    assert_int_equal(o->requeue_after_ms, 0);
+}
+
+/* -- validation -- */
+
+static void s_no_class(struct world *w)
+{
+    w->cls = NULL;
+    w->has_pvc = 0;
+}
+
+static void c_invalid(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    const struct condition *c = cond(o, "Valid");
+    assert_int_equal(c->status, COND_FALSE);
+    assert_string_equal(o->status.message, c->message);
+    const struct action *e = find_event(o, c->reason);
+    assert_non_null(e);
+    assert_string_equal(e->event_type, "Warning");
+    assert_string_equal(e->message, c->message);
+    assert_null(o->status.pod_name);
+    assert_int_equal(o->status.pod_generation, 0);
+}
+
+static void s_bad_image(struct world *w)
+{
+    set_str(&w->ws->image, "docker.io/evil:1");
+}
+
+static void s_bad_size(struct world *w)
+{
+    set_str(&w->ws->home_size, "lots");
+}
+
+static void s_too_large(struct world *w)
+{
+    set_str(&w->ws->home_size, "200Gi");
+}
+
+static void s_reserved_env(struct world *w)
+{
+    struct workspace *ws = w->ws;
+    ws->env = calloc(3, sizeof(*ws->env));
+    ws->n_env = 3;
+    static const char *const names[] = {"A", "B", "HIBERNATOR_X"};
+    for (int i = 0; i < 3; i++) {
+        ws->env[i].name = strdup(names[i]);
+        ws->env[i].value = strdup("v");
+    }
+}
+
+static void s_checkpoint_env(struct world *w)
+{
+    s_reserved_env(w);
+    set_str(&w->cls->checkpoint_env, "CKPT");
+    set_str(&w->ws->env[0].name, "CKPT");
+    set_str(&w->ws->env[2].name, "C");
+}
+
+static void s_long_name(struct world *w)
+{
+    set_str(&w->ws->name, "a123456789b123456789c123456789d123456789e123456789f123456789g123");
+}
+
+static void s_invalid_running(struct world *w)
+{
+    running(w);
+    w->cls = NULL;
+    add_pod(w, "alice-1", READY, T0);
+}
+
+static void c_invalid_running(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    /* the session goes on: only the state says Failed */
+    assert_string_equal(o->status.pod_name, "alice-1");
+    assert_string_equal(o->status.node_name, "gpu-1");
+}
+
+static void s_invalid_reported(struct world *w)
+{
+    s_bad_image(w);
+    settle(w);
+}
+
+static void s_fixed(struct world *w)
+{
+    s_bad_image(w);
+    settle(w);
+    set_str(&w->ws->image, "ghcr.io/acme/ide:3");
+    w->ws->generation = 2;
+}
+
+static void c_fixed(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "Valid", COND_TRUE, "Accepted");
+    assert_string_equal(o->status.message, "pod alice-1 is waiting to be scheduled");
+}
+
+static void s_invalid_paused(struct world *w)
+{
+    running(w);
+    w->cls = NULL;
+    w->ws->paused = 1;
+    add_pod(w, "alice-1", READY, T0);
+}
+
+static void c_invalid_paused(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "Valid", COND_FALSE, "ClassNotFound");
+    assert_int_equal(o->status.pauses, 1);
+}
+
+/* -- deletion -- */
+
+static void s_deleting(struct world *w)
+{
+    running(w);
+    w->ws->deletion_ms = NOW - MIN;
+}
+
+static void s_deleting_live(struct world *w)
+{
+    s_deleting(w);
+    add_pod(w, "alice-1", READY, T0);
+    add_pod(w, "alice-0", TERM, T0);
+}
+
+static void s_deleting_terminating(struct world *w)
+{
+    s_deleting(w);
+    add_pod(w, "alice-1", READY | TERM, T0);
+}
+
+static void s_deleting_retain(struct world *w)
+{
+    s_deleting(w);
+    w->cls->home_on_delete = HOME_ON_DELETE_RETAIN;
+}
+
+static void s_deleting_no_class(struct world *w)
+{
+    s_deleting(w);
+    w->cls = NULL;
+    add_pod(w, "alice-1", READY, T0);
+}
+
+static void s_deleting_no_class_gone(struct world *w)
+{
+    s_deleting(w);
+    w->cls = NULL;
+    w->cls_owned->home_on_delete = HOME_ON_DELETE_RETAIN;
+}
+
+static void s_deleting_no_claim(struct world *w)
+{
+    s_deleting(w);
+    w->has_pvc = 0;
+}
+
+static void s_deleting_claim_going(struct world *w)
+{
+    s_deleting(w);
+    w->pvc.deletion_ms = NOW - MIN;
+}
+
+static void s_deleting_no_finalizer(struct world *w)
+{
+    s_deleting(w);
+    w->ws->has_finalizer = 0;
+}
+
+static const struct row rows[] = {
+    /* rules 1, 3, 5c: from nothing */
+    {"create from scratch",
+     s_fresh,
+     WS_STATE_PENDING,
+     {"AddFinalizer", "CreatePVC alice-home", "CreatePod alice-1", "Event Normal Created"},
+     "pod alice-1 is waiting to be scheduled",
+     c_fresh,
+     0},
+    {"create with finalizer and claim in place",
+     NULL,
+     WS_STATE_PENDING,
+     {"CreatePod alice-1", "Event Normal Created"},
+     NULL,
+     c_generation_1,
+     0},
+    /* rule 4: adoption */
+    {"adopt after a crash between create and status write",
+     s_adopt_after_crash,
+     WS_STATE_PENDING,
+     {NULL},
+     "pod alice-3 is waiting to be scheduled",
+     c_adopt_after_crash,
+     0},
+    {"adopt a pod newer than the status names",
+     s_adopt_newer,
+     WS_STATE_RUNNING,
+     {NULL},
+     "pod alice-2 is ready",
+     c_adopt_newer,
+     0},
+    {"adopt keeps a higher pod generation",
+     s_adopt_keeps_generation,
+     WS_STATE_PENDING,
+     {NULL},
+     NULL,
+     c_generation_5,
+     0},
+    {"created pod not in the cache yet: same name again",
+     s_stale_cache,
+     WS_STATE_PENDING,
+     {"CreatePod alice-1"},
+     NULL,
+     c_generation_1,
+     1},
+    /* rule 5a */
+    {"scheduled, not ready",
+     s_scheduled,
+     WS_STATE_PENDING,
+     {NULL},
+     "starting on gpu-1",
+     c_scheduled,
+     0},
+    {"ready", s_ready, WS_STATE_RUNNING, {NULL}, "pod alice-1 is ready on gpu-1", c_ready, 0},
+    {"running pod not ready any more",
+     s_not_ready_again,
+     WS_STATE_RUNNING,
+     {NULL},
+     "pod alice-1 on gpu-1 is not ready",
+     c_not_ready_again,
+     0},
+    /* rules 5b, 5c */
+    {"pod gone while running: created again under its name",
+     s_pod_lost,
+     WS_STATE_PENDING,
+     {"CreatePod alice-1"},
+     NULL,
+     c_pod_lost,
+     0},
+    {"old pod terminating: wait, create nothing",
+     s_old_pod_terminating,
+     WS_STATE_PENDING,
+     {NULL},
+     "waiting for pod alice-1 to stop",
+     NULL,
+     0},
+    /* rule 4: more than one live pod */
+    {"two live pods: keep the one the status names",
+     s_two_live_named,
+     WS_STATE_RUNNING,
+     {"DeletePod alice-2 grace=0", "Event Warning DuplicatePod"},
+     NULL,
+     c_keeps_alice_1,
+     0},
+    {"two live pods, none named: keep the newest",
+     s_two_live_unnamed,
+     WS_STATE_PENDING,
+     {"DeletePod alice-1 grace=0", "Event Warning DuplicatePod"},
+     NULL,
+     c_keeps_newest,
+     0},
+    {"three live pods",
+     s_three_live,
+     WS_STATE_RUNNING,
+     {"DeletePod alice-3 grace=0", "DeletePod alice-1 grace=0", "Event Warning DuplicatePod"},
+     "alice-2",
+     NULL,
+     0},
+    {"stopped pod (evicted) is removed, then replaced",
+     s_stopped,
+     WS_STATE_PENDING,
+     {"DeletePod alice-1 grace=0", "Event Warning PodStopped"},
+     "waiting for pod alice-1 to stop",
+     NULL,
+     0},
+    /* rule 6 */
+    {"pause a running pod",
+     s_pause_running,
+     WS_STATE_PAUSING,
+     {"Event Normal Pausing", "DeletePod alice-1 grace=60"},
+     "pod alice-1 is stopping",
+     c_pause_running,
+     0},
+    {"pause a pod that never got a node: no grace",
+     s_pause_unscheduled,
+     WS_STATE_PAUSING,
+     {"Event Normal Pausing", "DeletePod alice-2 grace=0"},
+     NULL,
+     c_pause_unscheduled,
+     0},
+    {"pausing, pod terminating: wait",
+     s_pausing_terminating,
+     WS_STATE_PAUSING,
+     {NULL},
+     "pod alice-1 is stopping",
+     c_pause_counted_once,
+     0},
+    {"pausing, deletion not seen yet: delete again, no event",
+     s_pausing_not_seen,
+     WS_STATE_PAUSING,
+     {"DeletePod alice-1 grace=60"},
+     NULL,
+     c_pause_counted_once,
+     0},
+    {"pausing, pod gone: paused",
+     s_pausing_gone,
+     WS_STATE_PAUSED,
+     {"Event Normal Paused"},
+     "paused",
+     c_paused,
+     0},
+    {"created paused: no pause counted",
+     s_created_paused,
+     WS_STATE_PAUSED,
+     {"AddFinalizer", "CreatePVC alice-home", "Event Normal Paused"},
+     NULL,
+     c_created_paused,
+     0},
+    {"paused stays paused", s_stays_paused, WS_STATE_PAUSED, {NULL}, NULL, NULL, 1},
+    /* rule 5c: resume */
+    {"resume creates exactly one pod, from the checkpoint",
+     s_resume,
+     WS_STATE_RESUMING,
+     {"Event Normal Resuming", "CreatePod alice-2 checkpoint"},
+     NULL,
+     c_resume,
+     0},
+    {"resume while the old pod terminates creates nothing",
+     s_resume_terminating,
+     WS_STATE_RESUMING,
+     {"Event Normal Resuming"},
+     "waiting for pod alice-1 to stop",
+     c_resume_terminating,
+     0},
+    {"resume before the pausing pod was deleted",
+     s_resume_pod_still_live,
+     WS_STATE_RUNNING,
+     {"Event Normal Resuming", "Event Normal Resumed"},
+     NULL,
+     c_resume_pod_still_live,
+     0},
+    {"resuming, pod scheduled",
+     s_resuming_scheduled,
+     WS_STATE_RESUMING,
+     {NULL},
+     NULL,
+     c_resuming_scheduled,
+     0},
+    {"resuming, pod ready: resumed",
+     s_resuming_ready,
+     WS_STATE_RUNNING,
+     {"Event Normal Resumed"},
+     NULL,
+     c_resuming_ready,
+     0},
+    {"resume on a class without accelerator",
+     s_resume_cpu,
+     WS_STATE_RESUMING,
+     {"Event Normal Resuming", "CreatePod alice-2 checkpoint"},
+     NULL,
+     c_resume_cpu,
+     0},
+    {"pause during a resume counts a new pause",
+     s_pause_after_resume,
+     WS_STATE_PAUSING,
+     {"Event Normal Pausing", "DeletePod alice-2 grace=60"},
+     NULL,
+     c_pause_after_resume,
+     0},
+    /* rule 5a: capacity */
+    {"waiting for capacity: no new pod, the scheduler's words",
+     s_waiting_new,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {NULL},
+     SCHED_MSG,
+     c_waiting_new,
+     0},
+    {"still waiting: re-check when the timeout is due",
+     s_waiting_10m,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {NULL},
+     SCHED_MSG,
+     c_waiting_10m,
+     0},
+    {"capacity timeout, Fail: delete the pending pod",
+     s_timeout_fail,
+     WS_STATE_FAILED,
+     {"DeletePod alice-2 grace=0", "Event Warning CapacityTimeout"},
+     NULL,
+     c_timeout_fail,
+     0},
+    {"capacity timeout, Wait: say so once",
+     s_timeout_wait,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {"Event Warning CapacityTimeout"},
+     NULL,
+     c_timeout_wait,
+     0},
+    {"capacity timeout, Wait, later pass: no second event",
+     s_timeout_wait_again,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {NULL},
+     "still waiting for capacity after 30m",
+     NULL,
+     1},
+    {"after Fail, pod gone: stay failed, no loop",
+     s_failed_gone,
+     WS_STATE_FAILED,
+     {NULL},
+     "no capacity after 30m",
+     c_failed_gone,
+     0},
+    {"after Fail, pod still shows: delete it again",
+     s_failed_pod_shows,
+     WS_STATE_FAILED,
+     {"DeletePod alice-2 grace=0"},
+     NULL,
+     NULL,
+     1},
+    {"after Fail, the spec changed: try again with a new pod",
+     s_failed_spec_changed,
+     WS_STATE_RESUMING,
+     {"CreatePod alice-3 checkpoint"},
+     NULL,
+     c_failed_spec_changed,
+     0},
+    {"after Fail, the spec changed before the pod was seen gone",
+     s_failed_spec_changed_early,
+     WS_STATE_RESUMING,
+     {"CreatePod alice-3 checkpoint"},
+     NULL,
+     c_failed_spec_changed,
+     0},
+    {"after Fail, the spec changed while the pod still shows",
+     s_failed_spec_changed_pod_shows,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {NULL},
+     SCHED_MSG,
+     c_failed_spec_changed_pod_shows,
+     0},
+    {"capacity found: the wait ends",
+     s_capacity_found,
+     WS_STATE_RESUMING,
+     {NULL},
+     NULL,
+     c_capacity_found,
+     0},
+    /* rule 2 */
+    {"class missing",
+     s_no_class,
+     WS_STATE_FAILED,
+     {"Event Warning ClassNotFound"},
+     "spec.className: WorkspaceClass \"gpu-t4\" not found",
+     c_invalid,
+     0},
+    {"image not allowed",
+     s_bad_image,
+     WS_STATE_FAILED,
+     {"Event Warning ImageNotAllowed"},
+     "spec.image: \"docker.io/evil:1\" is not allowed by class \"gpu-t4\" (allowed: "
+     "quay.io/jupyter/*, ghcr.io/acme/*)",
+     c_invalid,
+     0},
+    {"home size not a quantity",
+     s_bad_size,
+     WS_STATE_FAILED,
+     {"Event Warning InvalidHomeSize"},
+     "spec.home.size: \"lots\" is not a size",
+     c_invalid,
+     0},
+    {"home size above the class maximum",
+     s_too_large,
+     WS_STATE_FAILED,
+     {"Event Warning HomeTooLarge"},
+     "spec.home.size: 200Gi is larger than the class maximum 100Gi",
+     c_invalid,
+     0},
+    {"reserved env name",
+     s_reserved_env,
+     WS_STATE_FAILED,
+     {"Event Warning ReservedEnv"},
+     "spec.env[2].name: \"HIBERNATOR_X\" is reserved",
+     c_invalid,
+     0},
+    {"the class's checkpoint env name",
+     s_checkpoint_env,
+     WS_STATE_FAILED,
+     {"Event Warning ReservedEnv"},
+     "spec.env[0].name: \"CKPT\" is reserved",
+     c_invalid,
+     0},
+    {"name too long for a label",
+     s_long_name,
+     WS_STATE_FAILED,
+     {"Event Warning NameTooLong"},
+     "metadata.name: ",
+     c_invalid,
+     0},
+    {"invalid while running: the pod stays",
+     s_invalid_running,
+     WS_STATE_FAILED,
+     {"Event Warning ClassNotFound"},
+     "spec.className",
+     c_invalid_running,
+     0},
+    {"invalid, already reported: no second event",
+     s_invalid_reported,
+     WS_STATE_FAILED,
+     {NULL},
+     "spec.image",
+     NULL,
+     1},
+    {"fixing the field recovers",
+     s_fixed,
+     WS_STATE_PENDING,
+     {"CreatePod alice-1", "Event Normal Created"},
+     NULL,
+     c_fixed,
+     0},
+    {"invalid and paused: the pause is still done",
+     s_invalid_paused,
+     WS_STATE_PAUSING,
+     {"Event Warning ClassNotFound", "Event Normal Pausing", "DeletePod alice-1 grace=30"},
+     "spec.className",
+     c_invalid_paused,
+     0},
+    /* rule 0 */
+    {"deleting: stop the pods",
+     s_deleting_live,
+     WS_STATE_RUNNING,
+     {"DeletePod alice-1 grace=60"},
+     NULL,
+     NULL,
+     1},
+    {"deleting: wait for pods to go",
+     s_deleting_terminating,
+     WS_STATE_RUNNING,
+     {NULL},
+     NULL,
+     NULL,
+     1},
+    {"deleting, onDelete Delete",
+     s_deleting,
+     WS_STATE_RUNNING,
+     {"DeletePVC alice-home", "RemoveFinalizer"},
+     NULL,
+     NULL,
+     1},
+    {"deleting, onDelete Retain",
+     s_deleting_retain,
+     WS_STATE_RUNNING,
+     {"ReleasePVC alice-home", "RemoveFinalizer"},
+     NULL,
+     NULL,
+     1},
+    {"deleting without a class: default grace",
+     s_deleting_no_class,
+     WS_STATE_RUNNING,
+     {"DeletePod alice-1 grace=30"},
+     NULL,
+     NULL,
+     1},
+    {"deleting without a class: the claim goes",
+     s_deleting_no_class_gone,
+     WS_STATE_RUNNING,
+     {"DeletePVC alice-home", "RemoveFinalizer"},
+     NULL,
+     NULL,
+     1},
+    {"deleting, no claim",
+     s_deleting_no_claim,
+     WS_STATE_RUNNING,
+     {"RemoveFinalizer"},
+     NULL,
+     NULL,
+     1},
+    {"deleting, claim already going",
+     s_deleting_claim_going,
+     WS_STATE_RUNNING,
+     {"RemoveFinalizer"},
+     NULL,
+     NULL,
+     1},
+    {"deleting, finalizer already gone",
+     s_deleting_no_finalizer,
+     WS_STATE_RUNNING,
+     {"DeletePVC alice-home"},
+     NULL,
+     NULL,
+     1},
+};
+
+static void check_actions(const struct row *r, const struct decide_output *o)
+{
+    size_t want = 0;
+    while (want < sizeof(r->actions) / sizeof(r->actions[0]) && r->actions[want])
+        want++;
+    char got[DECIDE_MAX_ACTIONS][160];
+    for (size_t i = 0; i < o->n_actions; i++)
+        action_str(&o->actions[i], got[i], sizeof(got[i]));
+    int same = want == o->n_actions;
+    for (size_t i = 0; same && i < want; i++)
+        same = strcmp(got[i], r->actions[i]) == 0;
+    if (same)
+        return;
+    char msg[DECIDE_MAX_ACTIONS * 170] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < o->n_actions && used < sizeof(msg); i++) {
+        int w = snprintf(msg + used, sizeof(msg) - used, "\n    %s", got[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    fail_msg("%s: actions differ; got:%s", r->name, msg);
+}
+
+static void run_row(const struct row *r)
+{
+    struct world w;
+    world_init(&w);
+    if (r->setup)
+        r->setup(&w);
+    struct decide_output o;
+    decide(&w, &o);
+    check_shape(&w, &o);
+    check_actions(r, &o);
+    if (o.status.state != r->state)
+        fail_msg("%s: state %s, want %s", r->name, workspace_state_name(o.status.state),
+                 workspace_state_name(r->state));
+    if (r->message && (!o.status.message || !strstr(o.status.message, r->message)))
+        fail_msg("%s: message \"%s\", want \"%s\"", r->name,
+                 o.status.message ? o.status.message : "(null)", r->message);
+    if (r->unchanged && o.status_changed)
+        fail_msg("%s: status changed", r->name);
+    if (!w.ws->deletion_ms && !r->unchanged && !o.status_changed)
+        fail_msg("%s: status did not change", r->name);
+    if (w.ws->deletion_ms)
+        assert_true(workspace_status_equal(&o.status, st(&w)));
+    if (r->check)
+        r->check(&w, &o);
+
+    /* The same world again with the new status: a fixed point. */
+    if (!w.ws->deletion_ms) {
+        struct decide_output again;
+        struct workspace_status saved;
+        assert_int_equal(workspace_status_copy(st(&w), &saved), 0);
+        write_status(&w, &o);
+        decide(&w, &again);
+        if (again.status_changed)
+            fail_msg("%s: a second pass on the same world changed the status", r->name);
+        decide_output_clear(&again);
+
+        /* And once the actions are done: no change, no event. */
+        apply(&w, &o);
+        decide(&w, &again);
+        if (again.status_changed || count_events(&again) > 0)
+            fail_msg("%s: the pass after the actions changed the status (%d) or emitted %zu "
+                     "events",
+                     r->name, again.status_changed, count_events(&again));
+        for (size_t i = 0; i < again.n_actions; i++)
+            assert_int_not_equal(again.actions[i].type, ACTION_CREATE_POD);
+        decide_output_clear(&again);
+        workspace_status_clear(&saved);
+    }
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        run_row(&rows[i]);
+}
+
+/* ---- lastTransitionTime ---- */
+
+static void test_transition_times(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    w.now = T0;
+    settle(&w); /* creates alice-1 */
+    add_pod(&w, "alice-1", 0, T0);
+    const struct condition *c = workspace_status_condition(st(&w), "Ready");
+    assert_int_equal(c->last_transition_ms, T0);
+    assert_int_equal(workspace_status_condition(st(&w), "Valid")->last_transition_ms, T0);
+
+    /* scheduled: Ready stays False, its time stays */
+    w.pods[0].node_name = "gpu-1";
+    w.pods[0].scheduled = 1;
+    w.now = T0 + 5 * SEC;
+    settle(&w);
+    c = workspace_status_condition(st(&w), "Ready");
+    assert_string_equal(c->reason, "PodStarting");
+    assert_int_equal(c->last_transition_ms, T0);
+    assert_int_equal(workspace_status_condition(st(&w), "CapacityAvailable")->last_transition_ms,
+                     T0 + 5 * SEC);
+
+    /* ready: the time moves */
+    w.pods[0].ready = 1;
+    w.now = T0 + 20 * SEC;
+    settle(&w);
+    c = workspace_status_condition(st(&w), "Ready");
+    assert_int_equal(c->status, COND_TRUE);
+    assert_int_equal(c->last_transition_ms, T0 + 20 * SEC);
+
+    /* later passes: nothing moves */
+    w.now = T0 + 60 * MIN;
+    struct decide_output o;
+    decide(&w, &o);
+    assert_false(o.status_changed);
+    assert_int_equal(cond(&o, "Ready")->last_transition_ms, T0 + 20 * SEC);
+    assert_int_equal(cond(&o, "Valid")->last_transition_ms, T0);
+    assert_int_equal(cond(&o, "CapacityAvailable")->last_transition_ms, T0 + 5 * SEC);
+    assert_int_equal(cond(&o, "Restored")->last_transition_ms, T0);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* ---- random worlds: the safety rules ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+
+static unsigned rnd(unsigned n)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (unsigned)(rng_state % n);
+}
+
+static void random_world(struct world *w)
+{
+    world_init(w);
+    struct workspace *ws = w->ws;
+    struct workspace_status *s = st(w);
+    ws->generation = 1 + rnd(3);
+    ws->paused = rnd(2);
+    ws->has_finalizer = rnd(4) != 0;
+    if (rnd(8) == 0)
+        ws->deletion_ms = NOW - MIN;
+    if (rnd(10) == 0)
+        w->cls = NULL;
+    w->cls_owned->on_capacity_timeout = rnd(2) ? CAPACITY_TIMEOUT_FAIL : CAPACITY_TIMEOUT_WAIT;
+    w->cls_owned->home_on_delete = rnd(2) ? HOME_ON_DELETE_RETAIN : HOME_ON_DELETE_DELETE;
+    w->cls_owned->has_accelerator = rnd(4) != 0;
+    if (rnd(8) == 0)
+        set_str(&ws->image, "docker.io/evil:1");
+    w->has_pvc = rnd(4) != 0;
+
+    static const char *const pod_names[] = {NULL, "alice-1", "alice-2", "alice-3"};
+    s->state = (enum workspace_state)rnd(WS_STATE_FAILED + 1);
+    set_str(&s->pod_name, pod_names[rnd(4)]);
+    s->pod_generation = rnd(4);
+    s->observed_generation = ws->generation - rnd(2);
+    s->resumes = rnd(3);
+    s->pauses = s->resumes + rnd(2);
+    if (rnd(2))
+        s->waiting_for_capacity_since_ms = NOW - (int64_t)rnd(60) * MIN;
+    if (rnd(2))
+        s->last_pause.accelerator_released_ms = NOW - (int64_t)rnd(600) * MIN;
+    if (rnd(2))
+        s->last_resume.requested_ms = NOW - (int64_t)rnd(60) * MIN;
+    if (rnd(2))
+        s->last_resume.ready_ms = NOW - (int64_t)rnd(60) * MIN;
+    static const char *const cap_reasons[] = {NULL, "Unschedulable", "CapacityTimeout",
+                                              "Scheduled"};
+    const char *cap = cap_reasons[rnd(4)];
+    if (cap)
+        set_cond(w, "CapacityAvailable", strcmp(cap, "Scheduled") ? COND_FALSE : COND_TRUE, cap,
+                 "m");
+    if (rnd(2))
+        set_cond(w, "Valid", rnd(2) ? COND_TRUE : COND_FALSE, "ImageNotAllowed", "m");
+
+    unsigned used = 0;
+    size_t n = rnd(4);
+    for (size_t i = 0; i < n; i++) {
+        unsigned k = 1 + rnd(4);
+        if (used & (1u << k))
+            continue;
+        used |= 1u << k;
+        char name[16];
+        snprintf(name, sizeof(name), "alice-%u", k);
+        add_pod(w, name, (int)rnd(64), NOW - (int64_t)rnd(100) * MIN);
+    }
+}
+
+static int pod_is_live(const struct workspace_pod *p)
+{
+    return !p->deletion_ms && strcmp(p->phase, "Failed") != 0;
+}
+
+static void check_safety(struct world *w, const struct decide_output *o)
+{
+    const struct workspace *ws = w->ws;
+    const struct workspace_status *old = st(w);
+    size_t n_live = 0;
+    for (size_t i = 0; i < w->n_pods; i++)
+        n_live += pod_is_live(&w->pods[i]);
+    int invalid = !w->cls || (ws->image && !workspace_class_allows_image(w->cls, ws->image));
+    const struct condition *old_cap = workspace_status_condition(old, "CapacityAvailable");
+    int failed_for_capacity =
+        old->state == WS_STATE_FAILED && old_cap && strcmp(old_cap->reason, "CapacityTimeout") == 0;
+
+    size_t creates = 0;
+    for (size_t i = 0; i < o->n_actions; i++) {
+        const struct action *a = &o->actions[i];
+        switch (a->type) {
+        case ACTION_CREATE_POD:
+            creates++;
+            /* never beside another pod, never for a workspace that should not run */
+            assert_int_equal(w->n_pods, 0);
+            assert_false(ws->paused);
+            assert_false(ws->deletion_ms);
+            assert_false(invalid);
+            break;
+        case ACTION_DELETE_POD: {
+            struct workspace_pod *p = find_pod(w, a->name);
+            assert_non_null(p);
+            if (!pod_is_live(p) || ws->deletion_ms || ws->paused)
+                break;
+            /* a running session is only stopped when it has a twin, or when
+             * its wait for capacity timed out under a Fail policy */
+            int timeout = w->cls && w->cls->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL &&
+                          !p->ready && (p->unschedulable || failed_for_capacity);
+            if (!(n_live > 1 || timeout || failed_for_capacity))
+                fail_msg("deleted live pod %s", p->name);
+            assert_false(invalid);
+            break;
+        }
+        case ACTION_CREATE_PVC:
+            assert_false(invalid);
+            assert_false(w->has_pvc);
+            break;
+        case ACTION_DELETE_PVC:
+        case ACTION_RELEASE_PVC:
+        case ACTION_REMOVE_FINALIZER:
+            assert_true(ws->deletion_ms);
+            assert_int_equal(w->n_pods, 0);
+            break;
+        case ACTION_ADD_FINALIZER:
+            assert_false(ws->has_finalizer);
+            break;
+        case ACTION_EVENT:
+            assert_false(ws->deletion_ms);
+            break;
+        }
+    }
+    assert_true(creates <= 1);
+    if (ws->deletion_ms)
+        assert_false(o->status_changed);
+}
+
+static void test_random_worlds(void **state)
+{
+    (void)state;
+    for (int iter = 0; iter < 20000; iter++) {
+        struct world w;
+        random_world(&w);
+        struct decide_output o;
+        decide(&w, &o);
+        check_shape(&w, &o);
+        check_safety(&w, &o);
+
+        /* the same world again: a fixed point, and events do not repeat
+         * (but for pods that are still there to be removed) */
+        if (!w.ws->deletion_ms) {
+            write_status(&w, &o);
+            struct decide_output again;
+            decide(&w, &again);
+            if (again.status_changed)
+                fail_msg("iteration %d: status changed on the second pass", iter);
+            for (size_t i = 0; i < again.n_actions; i++) {
+                const struct action *a = &again.actions[i];
+                if (a->type == ACTION_EVENT && strcmp(a->reason, "DuplicatePod") != 0 &&
+                    strcmp(a->reason, "PodStopped") != 0)
+                    fail_msg("iteration %d: event %s repeated", iter, a->reason);
+            }
+            decide_output_clear(&again);
+        }
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
+/* ---- a small cluster: whole lifecycles ---- */
+
+struct cluster {
+    struct world w;
+    int capacity;      /* a GPU is free */
+    int drop_writes;   /* the controller dies before writing status */
+    int cache_lag;     /* a created pod shows up one pass late */
+    char *lagging;     /* the pod the next pass does not see */
+    int max_live_seen; /* never more than one */
+};
+
+/* One reconcile: decide on what the cache shows, act, write the status. */
+static void reconcile(struct cluster *c, struct decide_output *o)
+{
+    struct world *w = &c->w;
+    struct workspace_pod hidden;
+    int is_hidden = 0;
+    if (c->lagging) {
+        struct workspace_pod *p = find_pod(w, c->lagging);
+        if (p) {
+            hidden = *p;
+            remove_pod(w, p);
+            is_hidden = 1;
+        }
+        free(c->lagging);
+        c->lagging = NULL;
+    }
+    decide(w, o);
+    check_shape(w, o);
+    check_safety(w, o);
+    if (is_hidden)
+        w->pods[w->n_pods++] = hidden;
+    size_t before = w->n_pods;
+    apply(w, o);
+    if (c->cache_lag && w->n_pods > before)
+        c->lagging = strdup(w->pods[w->n_pods - 1].name);
+    int live = 0;
+    for (size_t i = 0; i < w->n_pods; i++)
+        live += !w->pods[i].deletion_ms;
+    if (live > c->max_live_seen)
+        c->max_live_seen = live;
+    if (!c->drop_writes && o->status_changed)
+        write_status(w, o);
+}
+
+/* The scheduler, the kubelet and the API server, one step. */
+static void tick(struct cluster *c)
+{
+    struct world *w = &c->w;
+    for (size_t i = 0; i < w->n_pods;) {
+        struct workspace_pod *p = &w->pods[i];
+        if (p->deletion_ms) {
+            remove_pod(w, p);
+            continue;
+        }
+        if (!p->scheduled) {
+            if (c->capacity) {
+                p->scheduled = 1;
+                p->node_name = "gpu-1";
+                p->scheduled_ms = w->now;
+                p->unschedulable = 0;
+                p->unschedulable_message = NULL;
+            } else {
+                p->unschedulable = 1;
+                p->unschedulable_message = SCHED_MSG;
+            }
+        } else if (!p->ready) {
+            p->ready = 1;
+            p->ready_ms = w->now;
+            p->phase = "Running";
+        }
+        i++;
+    }
+}
+
+static enum workspace_state step(struct cluster *c, int64_t advance_ms)
+{
+    c->w.now += advance_ms;
+    struct decide_output o;
+    reconcile(c, &o);
+    enum workspace_state s = o.status.state;
+    decide_output_clear(&o);
+    tick(c);
+    return s;
+}
+
+static void lifecycle(int drop_first_resume_write, int cache_lag)
+{
+    struct cluster c = {.capacity = 1};
+    world_init(&c.w);
+    struct world *w = &c.w;
+    w->ws->has_finalizer = 0;
+    w->has_pvc = 0;
+    w->now = T0;
+    c.cache_lag = cache_lag;
+
+    assert_int_equal(step(&c, 0), WS_STATE_PENDING);
+    assert_true(w->ws->has_finalizer && w->has_pvc);
+    assert_int_equal(step(&c, SEC), WS_STATE_PENDING);
+    assert_int_equal(step(&c, SEC), WS_STATE_RUNNING);
+    assert_int_equal(step(&c, SEC), WS_STATE_RUNNING);
+    assert_string_equal(st(w)->pod_name, "alice-1");
+
+    /* 18:00, idle: pause */
+    w->ws->paused = 1;
+    w->ws->generation++;
+    assert_int_equal(step(&c, 60 * MIN), WS_STATE_PAUSING);
+    int64_t paused_at = w->now;
+    assert_int_equal(step(&c, 5 * SEC), WS_STATE_PAUSED);
+    assert_int_equal(st(w)->last_pause.accelerator_released_ms, paused_at + 5 * SEC);
+    assert_int_equal(step(&c, 60 * MIN), WS_STATE_PAUSED);
+
+    /* next morning, no GPU free */
+    c.capacity = 0;
+    w->ws->paused = 0;
+    w->ws->generation++;
+    c.drop_writes = drop_first_resume_write;
+    enum workspace_state s = step(&c, 14 * 60 * MIN);
+    assert_true(s == WS_STATE_RESUMING);
+    c.drop_writes = 0;
+    int64_t resumed_at = w->now;
+    s = step(&c, SEC);
+    assert_true(s == WS_STATE_WAITING_FOR_CAPACITY || s == WS_STATE_RESUMING);
+    assert_int_equal(step(&c, 10 * MIN), WS_STATE_WAITING_FOR_CAPACITY);
+    assert_int_equal(step(&c, 10 * MIN), WS_STATE_WAITING_FOR_CAPACITY);
+    if (drop_first_resume_write)
+        resumed_at += SEC; /* the lost write's request time was lost with it */
+
+    /* a GPU frees up; the scheduler places the pod */
+    c.capacity = 1;
+    tick(&c);
+    assert_int_equal(step(&c, MIN), WS_STATE_RESUMING);
+    assert_int_equal(step(&c, 4 * SEC), WS_STATE_RUNNING);
+    assert_int_equal(step(&c, SEC), WS_STATE_RUNNING);
+
+    const struct workspace_status *fin = st(w);
+    assert_string_equal(fin->pod_name, "alice-2");
+    assert_int_equal(fin->pod_generation, 2);
+    assert_int_equal(fin->pauses, 1);
+    assert_int_equal(fin->resumes, 1);
+    assert_string_equal(fin->last_resume.restored_from, "FromCheckpoint");
+    assert_true(fin->last_resume.ready_ms > fin->last_resume.requested_ms);
+    assert_int_equal(fin->last_resume.requested_ms, resumed_at);
+    /* released at paused_at + 5s, resume asked at resumed_at */
+    assert_true(fin->accelerator_seconds_released ==
+                (double)(resumed_at - (paused_at + 5 * SEC)) / 1000.0);
+    assert_int_equal(c.max_live_seen, 1);
+
+    /* kubectl delete */
+    w->ws->deletion_ms = w->now + MIN;
+    step(&c, MIN);
+    assert_int_equal(w->n_pods, 0);
+    struct decide_output o;
+    decide(w, &o);
+    assert_int_equal(o.n_actions, 2);
+    assert_int_equal(o.actions[0].type, ACTION_DELETE_PVC);
+    assert_int_equal(o.actions[1].type, ACTION_REMOVE_FINALIZER);
+    decide_output_clear(&o);
+
+    free(c.lagging);
+    world_free(w);
+}
+
+static void test_lifecycle(void **state)
+{
+    (void)state;
+    lifecycle(0, 0);
+}
+
+static void test_lifecycle_crash_after_create(void **state)
+{
+    (void)state;
+    lifecycle(1, 0);
+}
+
+static void test_lifecycle_cache_lag(void **state)
+{
+    (void)state;
+    lifecycle(0, 1);
+}
+
+static void test_action_names(void **state)
+{
+    (void)state;
+    for (int t = ACTION_ADD_FINALIZER; t <= ACTION_EVENT; t++)
+        assert_string_not_equal(action_type_name((enum action_type)t), "Unknown");
+    decide_output_clear(NULL);
+}
+
+static int setup_regex(void **state)
+{
+    (void)state;
+    return regcomp(&reason_re, "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+                   REG_EXTENDED | REG_NOSUB);
+}
+
+static int free_regex(void **state)
+{
+    (void)state;
+    regfree(&reason_re);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_transition_times),
+        cmocka_unit_test(test_random_worlds),
+        cmocka_unit_test(test_lifecycle),
+        cmocka_unit_test(test_lifecycle_crash_after_create),
+        cmocka_unit_test(test_lifecycle_cache_lag),
+        cmocka_unit_test(test_action_names),
+    };
+    return cmocka_run_group_tests(tests, setup_regex, free_regex);
+}

@@ -1,0 +1,437 @@
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "workspace/pod.h"
+
+/* 2027-01-01T00:00:00Z */
+#define T0 INT64_C(1798761600000)
+
+static const char *const gpu_class =
+    "{\"metadata\":{\"name\":\"gpu-t4\"},\"spec\":{"
+    "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],"
+    "\"default\":\"quay.io/jupyter/base-notebook:2025-10-20\"},"
+    "\"port\":8888,"
+    "\"accelerator\":{\"resourceName\":\"nvidia.com/gpu\",\"count\":2,\"product\":\"Tesla-T4\","
+    "\"nodeSelector\":{\"cloud.google.com/gke-accelerator\":\"nvidia-tesla-t4\"}},"
+    "\"resources\":{\"requests\":{\"cpu\":\"2\",\"memory\":\"8Gi\",\"nvidia.com/gpu\":\"9\"},"
+    "\"limits\":{\"memory\":\"16Gi\"}},"
+    "\"runtimeClassName\":\"gvisor\","
+    "\"tolerations\":[{\"key\":\"kwok.x-k8s.io/node\",\"operator\":\"Exists\"}],"
+    "\"home\":{\"size\":\"10Gi\",\"maxSize\":\"100Gi\",\"storageClassName\":\"standard\"},"
+    "\"pause\":{\"gracePeriodSeconds\":90}}}";
+
+static const char *const cpu_class =
+    "{\"metadata\":{\"name\":\"cpu\"},\"spec\":{"
+    "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
+    "\"home\":{\"size\":\"5Gi\",\"mountPath\":\"/home/me\"}}}";
+
+static const char *const ws_json =
+    "{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\",\"uid\":\"uid-123\","
+    "\"generation\":1},"
+    "\"spec\":{\"className\":\"gpu-t4\",\"image\":\"quay.io/jupyter/scipy-notebook:1\","
+    "\"home\":{\"size\":\"20Gi\"},"
+    "\"env\":[{\"name\":\"PROJECT\",\"value\":\"llm-eval\"},{\"name\":\"B\",\"value\":\"2\"}]}}";
+
+static struct workspace_class *class_from(const char *json)
+{
+    cJSON *obj = cJSON_Parse(json);
+    struct workspace_class *c = NULL;
+    assert_int_equal(workspace_class_decode(obj, &c, NULL), 0);
+    cJSON_Delete(obj);
+    return c;
+}
+
+static struct workspace *ws_from(const char *json)
+{
+    cJSON *obj = cJSON_Parse(json);
+    struct workspace *ws = NULL;
+    assert_int_equal(workspace_decode(obj, &ws, NULL), 0);
+    cJSON_Delete(obj);
+    return ws;
+}
+
+/* Follows a dotted path; array items by number ("containers.0.image"). */
+static cJSON *at(cJSON *obj, const char *path)
+{
+    char *copy = strdup(path);
+    char *save = NULL;
+    cJSON *cur = obj;
+    for (char *p = strtok_r(copy, ".", &save); p && cur; p = strtok_r(NULL, ".", &save)) {
+        if (cJSON_IsArray(cur))
+            cur = cJSON_GetArrayItem(cur, atoi(p));
+        else
+            cur = cJSON_GetObjectItemCaseSensitive(cur, p);
+    }
+    free(copy);
+    return cur;
+}
+
+static const char *str_at(cJSON *obj, const char *path)
+{
+    cJSON *v = at(obj, path);
+    if (!cJSON_IsString(v))
+        fail_msg("%s: not a string", path);
+    return v->valuestring;
+}
+
+static double num_at(cJSON *obj, const char *path)
+{
+    cJSON *v = at(obj, path);
+    if (!cJSON_IsNumber(v))
+        fail_msg("%s: not a number", path);
+    return v->valuedouble;
+}
+
+/* Finds a container env var by name; NULL when absent. */
+static const char *env_value(cJSON *pod, const char *name)
+{
+    cJSON *e;
+    cJSON_ArrayForEach(e, at(pod, "spec.containers.0.env"))
+    {
+        if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, name) == 0)
+            return cJSON_GetObjectItem(e, "value")->valuestring;
+    }
+    return NULL;
+}
+
+static void check_owner(cJSON *obj)
+{
+    cJSON *labels = at(obj, "metadata.labels");
+    assert_string_equal(cJSON_GetObjectItem(labels, "app.kubernetes.io/managed-by")->valuestring,
+                        "hibernator");
+    assert_string_equal(cJSON_GetObjectItem(labels, "hibernator.dev/workspace")->valuestring,
+                        "alice-nb");
+    cJSON *refs = at(obj, "metadata.ownerReferences");
+    assert_int_equal(cJSON_GetArraySize(refs), 1);
+    assert_string_equal(str_at(refs, "0.apiVersion"), "hibernator.dev/v1alpha1");
+    assert_string_equal(str_at(refs, "0.kind"), "Workspace");
+    assert_string_equal(str_at(refs, "0.name"), "alice-nb");
+    assert_string_equal(str_at(refs, "0.uid"), "uid-123");
+    assert_true(cJSON_IsTrue(at(refs, "0.controller")));
+    assert_true(cJSON_IsTrue(at(refs, "0.blockOwnerDeletion")));
+}
+
+static void test_pod_build_gpu(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(gpu_class);
+    struct workspace *ws = ws_from(ws_json);
+    cJSON *pod = workspace_pod_build(ws, c, "alice-nb-3", 1);
+    assert_non_null(pod);
+
+    assert_string_equal(str_at(pod, "apiVersion"), "v1");
+    assert_string_equal(str_at(pod, "kind"), "Pod");
+    assert_string_equal(str_at(pod, "metadata.name"), "alice-nb-3");
+    assert_string_equal(str_at(pod, "metadata.namespace"), "team-a");
+    check_owner(pod);
+    assert_string_equal(
+        cJSON_GetObjectItem(at(pod, "metadata.annotations"), "hibernator.dev/from-checkpoint")
+            ->valuestring,
+        "true");
+
+    cJSON *spec = at(pod, "spec");
+    assert_int_equal(cJSON_GetArraySize(at(spec, "containers")), 1);
+    assert_string_equal(str_at(spec, "containers.0.name"), "workspace");
+    assert_string_equal(str_at(spec, "containers.0.image"), "quay.io/jupyter/scipy-notebook:1");
+    assert_int_equal((int)num_at(spec, "containers.0.ports.0.containerPort"), 8888);
+
+    /* class resources, with the accelerator in both requests and limits
+     * (overriding what the class wrote there) */
+    cJSON *req = at(spec, "containers.0.resources.requests");
+    cJSON *lim = at(spec, "containers.0.resources.limits");
+    assert_string_equal(cJSON_GetObjectItem(req, "cpu")->valuestring, "2");
+    assert_string_equal(cJSON_GetObjectItem(req, "memory")->valuestring, "8Gi");
+    assert_string_equal(cJSON_GetObjectItem(req, "nvidia.com/gpu")->valuestring, "2");
+    assert_string_equal(cJSON_GetObjectItem(lim, "memory")->valuestring, "16Gi");
+    assert_string_equal(cJSON_GetObjectItem(lim, "nvidia.com/gpu")->valuestring, "2");
+
+    /* env: the workspace's, in order, then the controller's */
+    cJSON *env = at(spec, "containers.0.env");
+    assert_int_equal(cJSON_GetArraySize(env), 4);
+    assert_string_equal(str_at(env, "0.name"), "PROJECT");
+    assert_string_equal(str_at(env, "0.value"), "llm-eval");
+    assert_string_equal(str_at(env, "1.name"), "B");
+    assert_string_equal(env_value(pod, "HIBERNATOR_WORKSPACE"), "alice-nb");
+    assert_string_equal(env_value(pod, "HIBERNATOR_CHECKPOINT_PATH"),
+                        "/home/jovyan/.hibernator/checkpoint");
+
+    assert_string_equal(str_at(spec, "containers.0.volumeMounts.0.name"), "home");
+    assert_string_equal(str_at(spec, "containers.0.volumeMounts.0.mountPath"), "/home/jovyan");
+    assert_string_equal(str_at(spec, "volumes.0.name"), "home");
+    assert_string_equal(str_at(spec, "volumes.0.persistentVolumeClaim.claimName"), "alice-nb-home");
+
+    cJSON *sel = at(spec, "nodeSelector");
+    assert_int_equal(cJSON_GetArraySize(sel), 2);
+    assert_string_equal(cJSON_GetObjectItem(sel, "cloud.google.com/gke-accelerator")->valuestring,
+                        "nvidia-tesla-t4");
+    assert_string_equal(cJSON_GetObjectItem(sel, "nvidia.com/gpu.product")->valuestring,
+                        "Tesla-T4");
+    assert_string_equal(str_at(spec, "tolerations.0.key"), "kwok.x-k8s.io/node");
+    assert_string_equal(str_at(spec, "runtimeClassName"), "gvisor");
+    assert_int_equal((int)num_at(spec, "terminationGracePeriodSeconds"), 90);
+    assert_string_equal(str_at(spec, "restartPolicy"), "Always");
+    assert_true(cJSON_IsFalse(at(spec, "automountServiceAccountToken")));
+    assert_true(cJSON_IsFalse(at(spec, "enableServiceLinks")));
+    cJSON_Delete(pod);
+
+    /* Fresh: no checkpoint env, annotation false */
+    pod = workspace_pod_build(ws, c, "alice-nb-1", 0);
+    assert_null(env_value(pod, "HIBERNATOR_CHECKPOINT_PATH"));
+    assert_non_null(env_value(pod, "HIBERNATOR_WORKSPACE"));
+    assert_string_equal(
+        cJSON_GetObjectItem(at(pod, "metadata.annotations"), "hibernator.dev/from-checkpoint")
+            ->valuestring,
+        "false");
+    cJSON_Delete(pod);
+
+    assert_null(workspace_pod_build(ws, NULL, "x", 0));
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
+static void test_pod_build_cpu(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(cpu_class);
+    struct workspace *ws = ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\","
+                                   "\"uid\":\"uid-123\"},\"spec\":{\"className\":\"cpu\"}}");
+    cJSON *pod = workspace_pod_build(ws, c, "alice-nb-1", 1);
+    assert_non_null(pod);
+    cJSON *spec = at(pod, "spec");
+    /* the class default image */
+    assert_string_equal(str_at(spec, "containers.0.image"), "quay.io/jupyter/base:1");
+    assert_null(at(spec, "nodeSelector"));
+    assert_null(at(spec, "tolerations"));
+    assert_null(at(spec, "runtimeClassName"));
+    assert_non_null(at(spec, "containers.0.resources"));
+    assert_null(at(spec, "containers.0.resources.requests"));
+    assert_int_equal((int)num_at(spec, "terminationGracePeriodSeconds"), 60);
+    assert_string_equal(str_at(spec, "containers.0.volumeMounts.0.mountPath"), "/home/me");
+    assert_string_equal(env_value(pod, "HIBERNATOR_CHECKPOINT_PATH"),
+                        "/home/me/.hibernator/checkpoint");
+    cJSON *env = at(spec, "containers.0.env");
+    assert_int_equal(cJSON_GetArraySize(env), 2);
+    check_owner(pod);
+    cJSON_Delete(pod);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
+static void test_pvc_build(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(gpu_class);
+    struct workspace *ws = ws_from(ws_json);
+    cJSON *pvc = workspace_pvc_build(ws, c);
+    assert_non_null(pvc);
+    assert_string_equal(str_at(pvc, "kind"), "PersistentVolumeClaim");
+    assert_string_equal(str_at(pvc, "metadata.name"), "alice-nb-home");
+    assert_string_equal(str_at(pvc, "metadata.namespace"), "team-a");
+    assert_null(at(pvc, "metadata.annotations"));
+    check_owner(pvc);
+    assert_int_equal(cJSON_GetArraySize(at(pvc, "spec.accessModes")), 1);
+    assert_string_equal(str_at(pvc, "spec.accessModes.0"), "ReadWriteOnce");
+    assert_string_equal(str_at(pvc, "spec.resources.requests.storage"), "20Gi");
+    assert_string_equal(str_at(pvc, "spec.storageClassName"), "standard");
+    cJSON_Delete(pvc);
+    workspace_free(ws);
+    workspace_class_free(c);
+
+    /* class default size, no storage class */
+    c = class_from(cpu_class);
+    ws = ws_from(
+        "{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\",\"uid\":\"uid-123\"},"
+        "\"spec\":{\"className\":\"cpu\"}}");
+    pvc = workspace_pvc_build(ws, c);
+    assert_string_equal(str_at(pvc, "spec.resources.requests.storage"), "5Gi");
+    assert_null(at(pvc, "spec.storageClassName"));
+    cJSON_Delete(pvc);
+    assert_null(workspace_pvc_build(ws, NULL));
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    struct workspace ws = {.name = "alice-nb"};
+    char *s = workspace_home_claim_name(&ws);
+    assert_string_equal(s, "alice-nb-home");
+    free(s);
+    s = workspace_pod_name(&ws, 12);
+    assert_string_equal(s, "alice-nb-12");
+    free(s);
+}
+
+/* What the API server returns for a pod the scheduler could not place. */
+static const char *const pod_unschedulable =
+    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"alice-nb-2\","
+    "\"namespace\":\"team-a\",\"uid\":\"p-2\",\"resourceVersion\":\"901\","
+    "\"creationTimestamp\":\"2027-01-01T00:00:00Z\","
+    "\"labels\":{\"app.kubernetes.io/managed-by\":\"hibernator\","
+    "\"hibernator.dev/workspace\":\"alice-nb\"},"
+    "\"annotations\":{\"hibernator.dev/from-checkpoint\":\"true\"},"
+    "\"ownerReferences\":[{\"apiVersion\":\"hibernator.dev/v1alpha1\",\"kind\":\"Workspace\","
+    "\"name\":\"alice-nb\",\"uid\":\"uid-123\",\"controller\":true,\"blockOwnerDeletion\":true}]},"
+    "\"spec\":{\"containers\":[{\"name\":\"workspace\",\"image\":\"quay.io/jupyter/base\"}],"
+    "\"schedulerName\":\"default-scheduler\"},"
+    "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\","
+    "\"status\":\"False\",\"lastProbeTime\":null,"
+    "\"lastTransitionTime\":\"2027-01-01T00:00:01Z\",\"reason\":\"Unschedulable\","
+    "\"message\":\"0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 "
+    "nodes are available: 3 No preemption victims found for incoming pod.\"}],"
+    "\"qosClass\":\"Burstable\"}}";
+
+static const char *const pod_scheduled =
+    "{\"metadata\":{\"name\":\"alice-nb-2\",\"namespace\":\"team-a\",\"uid\":\"p-2\","
+    "\"creationTimestamp\":\"2027-01-01T00:00:00Z\","
+    "\"labels\":{\"hibernator.dev/workspace\":\"alice-nb\"},"
+    "\"annotations\":{\"hibernator.dev/from-checkpoint\":\"false\"}},"
+    "\"spec\":{\"nodeName\":\"gpu-node-1\"},"
+    "\"status\":{\"phase\":\"Pending\",\"conditions\":["
+    "{\"type\":\"PodReadyToStartContainers\",\"status\":\"False\","
+    "\"lastTransitionTime\":\"2027-01-01T00:00:03Z\"},"
+    "{\"type\":\"Initialized\",\"status\":\"True\","
+    "\"lastTransitionTime\":\"2027-01-01T00:00:03Z\"},"
+    "{\"type\":\"Ready\",\"status\":\"False\",\"lastTransitionTime\":\"2027-01-01T00:00:03Z\","
+    "\"reason\":\"ContainersNotReady\",\"message\":\"containers with unready status: "
+    "[workspace]\"},"
+    "{\"type\":\"ContainersReady\",\"status\":\"False\","
+    "\"lastTransitionTime\":\"2027-01-01T00:00:03Z\"},"
+    "{\"type\":\"PodScheduled\",\"status\":\"True\",\"lastTransitionTime\":"
+    "\"2027-01-01T00:00:03Z\"}]}}";
+
+static const char *const pod_ready_terminating =
+    "{\"metadata\":{\"name\":\"alice-nb-2\",\"namespace\":\"team-a\",\"uid\":\"p-2\","
+    "\"creationTimestamp\":\"2027-01-01T00:00:00Z\","
+    "\"deletionTimestamp\":\"2027-01-01T01:00:00Z\",\"deletionGracePeriodSeconds\":60,"
+    "\"labels\":{\"hibernator.dev/workspace\":\"alice-nb\"}},"
+    "\"spec\":{\"nodeName\":\"gpu-node-1\"},"
+    "\"status\":{\"phase\":\"Running\",\"conditions\":["
+    "{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"2027-01-01T00:00:12Z\"},"
+    "{\"type\":\"PodScheduled\",\"status\":\"True\",\"lastTransitionTime\":"
+    "\"2027-01-01T00:00:03Z\"}]}}";
+
+static struct workspace_pod *pod_from(const char *json)
+{
+    cJSON *obj = cJSON_Parse(json);
+    assert_non_null(obj);
+    struct workspace_pod *p = workspace_pod_decode(obj, NULL);
+    cJSON_Delete(obj);
+    assert_non_null(p);
+    return p;
+}
+
+static void test_pod_decode(void **state)
+{
+    (void)state;
+    struct workspace_pod *p = pod_from(pod_unschedulable);
+    assert_string_equal(p->ns, "team-a");
+    assert_string_equal(p->name, "alice-nb-2");
+    assert_string_equal(p->uid, "p-2");
+    assert_string_equal(p->workspace, "alice-nb");
+    assert_null(p->node_name);
+    assert_string_equal(p->phase, "Pending");
+    assert_int_equal(p->created_ms, T0);
+    assert_int_equal(p->deletion_ms, 0);
+    assert_false(p->ready);
+    assert_false(p->scheduled);
+    assert_int_equal(p->scheduled_ms, 0);
+    assert_true(p->unschedulable);
+    assert_string_equal(p->unschedulable_message,
+                        "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 "
+                        "nodes are available: 3 No preemption victims found for incoming pod.");
+    assert_true(p->restore_from_checkpoint);
+    workspace_pod_free(p);
+
+    p = pod_from(pod_scheduled);
+    assert_string_equal(p->node_name, "gpu-node-1");
+    assert_true(p->scheduled);
+    assert_int_equal(p->scheduled_ms, T0 + 3000);
+    assert_false(p->ready);
+    assert_int_equal(p->ready_ms, 0);
+    assert_false(p->unschedulable);
+    assert_null(p->unschedulable_message);
+    assert_false(p->restore_from_checkpoint);
+    workspace_pod_free(p);
+
+    p = pod_from(pod_ready_terminating);
+    assert_true(p->ready);
+    assert_int_equal(p->ready_ms, T0 + 12000);
+    assert_true(p->scheduled);
+    assert_int_equal(p->deletion_ms, T0 + 3600000);
+    assert_string_equal(p->phase, "Running");
+    assert_false(p->restore_from_checkpoint);
+    workspace_pod_free(p);
+
+    /* whatever arrives, decode never fails but for memory */
+    p = pod_from("{}");
+    assert_null(p->name);
+    workspace_pod_free(p);
+    p = pod_from("{\"metadata\":[],\"status\":{\"conditions\":{}}}");
+    workspace_pod_free(p);
+    workspace_pod_free(NULL);
+}
+
+static void test_pod_build_decode(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(gpu_class);
+    struct workspace *ws = ws_from(ws_json);
+    for (int ckpt = 0; ckpt <= 1; ckpt++) {
+        cJSON *pod = workspace_pod_build(ws, c, "alice-nb-4", ckpt);
+        struct workspace_pod *p = workspace_pod_decode(pod, NULL);
+        assert_string_equal(p->name, "alice-nb-4");
+        assert_string_equal(p->workspace, "alice-nb");
+        assert_int_equal(p->restore_from_checkpoint, ckpt);
+        workspace_pod_free(p);
+        cJSON_Delete(pod);
+    }
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
+static void test_pvc_decode(void **state)
+{
+    (void)state;
+    cJSON *obj = cJSON_Parse(
+        "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{"
+        "\"name\":\"alice-nb-home\",\"namespace\":\"team-a\","
+        "\"deletionTimestamp\":\"2027-01-01T00:00:00Z\","
+        "\"finalizers\":[\"kubernetes.io/pvc-protection\"]},"
+        "\"spec\":{\"accessModes\":[\"ReadWriteOnce\"]},\"status\":{\"phase\":\"Bound\"}}");
+    struct workspace_pvc *p = workspace_pvc_decode(obj, NULL);
+    assert_non_null(p);
+    assert_string_equal(p->name, "alice-nb-home");
+    assert_string_equal(p->ns, "team-a");
+    assert_string_equal(p->phase, "Bound");
+    assert_int_equal(p->deletion_ms, T0);
+    workspace_pvc_free(p);
+    cJSON_Delete(obj);
+
+    obj = cJSON_Parse("{\"metadata\":{\"name\":\"x-home\"}}");
+    p = workspace_pvc_decode(obj, NULL);
+    assert_null(p->phase);
+    assert_int_equal(p->deletion_ms, 0);
+    workspace_pvc_free(p);
+    cJSON_Delete(obj);
+    workspace_pvc_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pod_build_gpu), cmocka_unit_test(test_pod_build_cpu),
+        cmocka_unit_test(test_pvc_build),     cmocka_unit_test(test_names),
+        cmocka_unit_test(test_pod_decode),    cmocka_unit_test(test_pod_build_decode),
+        cmocka_unit_test(test_pvc_decode),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

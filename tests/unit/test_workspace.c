@@ -1,0 +1,480 @@
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/timefmt.h"
+#include "workspace/workspace.h"
+
+/* 2027-01-01T00:00:00Z */
+#define T0 INT64_C(1798761600000)
+
+static const char *const full_ws =
+    "{\"apiVersion\":\"hibernator.dev/v1alpha1\",\"kind\":\"Workspace\","
+    "\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\",\"uid\":\"u-1\","
+    "\"resourceVersion\":\"42\",\"generation\":3,"
+    "\"finalizers\":[\"other.example/x\",\"hibernator.dev/cleanup\"],"
+    "\"deletionTimestamp\":\"2027-01-01T00:00:05Z\"},"
+    "\"spec\":{\"className\":\"gpu-t4\",\"image\":\"quay.io/jupyter/scipy-notebook:1\","
+    "\"paused\":true,\"home\":{\"size\":\"20Gi\"},"
+    "\"env\":[{\"name\":\"PROJECT\",\"value\":\"llm-eval\"},{\"name\":\"EMPTY\"}]},"
+    "\"status\":{\"observedGeneration\":2,\"state\":\"Paused\",\"podName\":\"alice-nb-2\","
+    "\"podGeneration\":2,\"accounting\":{\"pauses\":1}}}";
+
+static struct workspace *decode(const char *json, int want_rc, char **ret_err)
+{
+    cJSON *obj = cJSON_Parse(json);
+    assert_non_null(obj);
+    struct workspace *ws = NULL;
+    char *err = NULL;
+    int r = workspace_decode(obj, &ws, &err);
+    cJSON_Delete(obj);
+    if (r != want_rc)
+        fail_msg("decode: rc %d (%s), want %d", r, err ? err : "", want_rc);
+    if (ret_err)
+        *ret_err = err;
+    else
+        free(err);
+    return ws;
+}
+
+static void test_decode_full(void **state)
+{
+    (void)state;
+    struct workspace *ws = decode(full_ws, 0, NULL);
+    assert_string_equal(ws->name, "alice-nb");
+    assert_string_equal(ws->ns, "team-a");
+    assert_string_equal(ws->uid, "u-1");
+    assert_string_equal(ws->resource_version, "42");
+    assert_int_equal(ws->generation, 3);
+    assert_int_equal(ws->deletion_ms, T0 + 5000);
+    assert_true(ws->has_finalizer);
+    assert_string_equal(ws->class_name, "gpu-t4");
+    assert_string_equal(ws->image, "quay.io/jupyter/scipy-notebook:1");
+    assert_true(ws->paused);
+    assert_string_equal(ws->home_size, "20Gi");
+    assert_int_equal(ws->n_env, 2);
+    assert_string_equal(ws->env[0].name, "PROJECT");
+    assert_string_equal(ws->env[0].value, "llm-eval");
+    assert_string_equal(ws->env[1].name, "EMPTY");
+    assert_string_equal(ws->env[1].value, "");
+    assert_int_equal(ws->status.observed_generation, 2);
+    assert_int_equal(ws->status.state, WS_STATE_PAUSED);
+    assert_string_equal(ws->status.pod_name, "alice-nb-2");
+    assert_int_equal(ws->status.pod_generation, 2);
+    assert_int_equal(ws->status.pauses, 1);
+    workspace_free(ws);
+}
+
+static void test_decode_defaults(void **state)
+{
+    (void)state;
+    struct workspace *ws = decode("{\"metadata\":{\"name\":\"w\",\"namespace\":\"n\"},"
+                                  "\"spec\":{\"className\":\"c\",\"image\":\"\",\"home\":{}}}",
+                                  0, NULL);
+    assert_int_equal(ws->deletion_ms, 0);
+    assert_false(ws->has_finalizer);
+    assert_false(ws->paused);
+    assert_null(ws->image);
+    assert_null(ws->home_size);
+    assert_int_equal(ws->n_env, 0);
+    assert_int_equal(ws->status.state, WS_STATE_NONE);
+    assert_null(ws->status.pod_name);
+    workspace_free(ws);
+
+    /* home.size may be a number (int-or-string quantity) */
+    ws = decode("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\","
+                "\"home\":{\"size\":1073741824}}}",
+                0, NULL);
+    assert_string_equal(ws->home_size, "1073741824");
+    workspace_free(ws);
+    workspace_free(NULL);
+}
+
+static void test_decode_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *json;
+        const char *err_prefix;
+    } cases[] = {
+        {"[]", "object:"},
+        {"{\"spec\":{\"className\":\"c\"}}", "metadata: required"},
+        {"{\"metadata\":{},\"spec\":{\"className\":\"c\"}}", "metadata.name: required"},
+        {"{\"metadata\":{\"name\":\"w\"}}", "spec: required"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{}}", "spec.className: required"},
+        {"{\"metadata\":{\"name\":\"w\",\"deletionTimestamp\":\"yesterday\"},"
+         "\"spec\":{\"className\":\"c\"}}",
+         "metadata.deletionTimestamp:"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"image\":3}}",
+         "spec.image: must be a string"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"paused\":\"yes\"}}",
+         "spec.paused:"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"home\":[]}}",
+         "spec.home: must be an object"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"home\":{\"size\":{}}}}",
+         "spec.home.size:"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"env\":{}}}",
+         "spec.env: must be a list"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"env\":[{\"name\":\"A\"},"
+         "{\"value\":\"x\"}]}}",
+         "spec.env[1].name: required"},
+        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"env\":[{\"name\":\"A\","
+         "\"value\":1}]}}",
+         "spec.env[0].value: must be a string"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *err = NULL;
+        struct workspace *ws = decode(cases[i].json, -EINVAL, &err);
+        assert_null(ws);
+        if (!err || strncmp(err, cases[i].err_prefix, strlen(cases[i].err_prefix)) != 0)
+            fail_msg("case %zu: error \"%s\", want prefix \"%s\"", i, err ? err : "(null)",
+                     cases[i].err_prefix);
+        free(err);
+    }
+
+    /* More than 32 env entries */
+    cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\"}}");
+    cJSON *env = cJSON_AddArrayToObject(cJSON_GetObjectItem(obj, "spec"), "env");
+    for (int i = 0; i < 33; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", "X");
+        cJSON_AddItemToArray(env, e);
+    }
+    struct workspace *ws = NULL;
+    char *err = NULL;
+    assert_int_equal(workspace_decode(obj, &ws, &err), -EINVAL);
+    assert_string_equal(err, "spec.env: at most 32 entries");
+    free(err);
+    cJSON_Delete(obj);
+}
+
+static void test_state_names(void **state)
+{
+    (void)state;
+    for (int s = WS_STATE_PENDING; s <= WS_STATE_FAILED; s++) {
+        const char *name = workspace_state_name((enum workspace_state)s);
+        assert_true(name[0] != '\0');
+        assert_int_equal(workspace_state_from_name(name), s);
+    }
+    assert_string_equal(workspace_state_name(WS_STATE_WAITING_FOR_CAPACITY), "WaitingForCapacity");
+    assert_string_equal(workspace_state_name(WS_STATE_NONE), "");
+    assert_int_equal(workspace_state_from_name("Sleeping"), WS_STATE_NONE);
+    assert_int_equal(workspace_state_from_name(NULL), WS_STATE_NONE);
+}
+
+static void set_cond(struct workspace_status *s, const char *type, enum condition_status st,
+                     const char *reason, const char *msg, int64_t at)
+{
+    assert_int_equal(workspace_status_set_condition(s, type, st, reason, msg, 7, at), 0);
+}
+
+/* A status with every field set; times in whole seconds. */
+static void full_status(struct workspace_status *s)
+{
+    *s = (struct workspace_status){
+        .observed_generation = 7,
+        .state = WS_STATE_RUNNING,
+        .message = strdup("pod alice-nb-2 is ready on gpu-node-1"),
+        .pod_name = strdup("alice-nb-2"),
+        .pod_generation = 2,
+        .node_name = strdup("gpu-node-1"),
+        .home_claim_name = strdup("alice-nb-home"),
+        .accelerator_resource = strdup("nvidia.com/gpu"),
+        .accelerator_count = 1,
+        .accelerator_product = strdup("Tesla-T4"),
+        .last_pause = {T0 + 1000, T0 + 2000, T0 + 65000},
+        .last_resume = {T0 + 3600000, T0 + 3601000, T0 + 3605000, T0 + 3612000, 12.4,
+                        strdup("FromCheckpoint")},
+        .waiting_for_capacity_since_ms = T0 + 3602000,
+        .pauses = 3,
+        .resumes = 2,
+        .accelerator_seconds_released = 86400.25,
+    };
+    /* Set out of order on purpose: the encoding orders them. */
+    set_cond(s, "Restored", COND_TRUE, "FromCheckpoint", "pod starts from the checkpoint",
+             T0 + 3601000);
+    set_cond(s, "Zeta", COND_UNKNOWN, "Other", "", T0);
+    set_cond(s, "Ready", COND_TRUE, "PodReady", "ready", T0 + 3612000);
+    set_cond(s, "Alpha", COND_FALSE, "Other", "x", T0);
+    set_cond(s, "CapacityAvailable", COND_TRUE, "Scheduled", "scheduled", T0 + 3605000);
+    set_cond(s, "Valid", COND_TRUE, "Accepted", "ok", T0);
+}
+
+static void test_status_round_trip(void **state)
+{
+    (void)state;
+    struct workspace_status s;
+    full_status(&s);
+    cJSON *st = workspace_status_to_json(&s);
+    assert_non_null(st);
+
+    /* Spot checks of the encoding. */
+    assert_string_equal(cJSON_GetObjectItem(st, "state")->valuestring, "Running");
+    assert_string_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(st, "lastPause"), "acceleratorReleasedAt")
+            ->valuestring,
+        "2027-01-01T00:01:05Z");
+    assert_true(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(st, "lastResume"), "secondsToReady")->valuedouble ==
+        12.4);
+    static const char *const order[] = {"Valid",    "Ready", "CapacityAvailable",
+                                        "Restored", "Alpha", "Zeta"};
+    cJSON *conds = cJSON_GetObjectItem(st, "conditions");
+    assert_int_equal(cJSON_GetArraySize(conds), 6);
+    for (int i = 0; i < 6; i++) {
+        cJSON *c = cJSON_GetArrayItem(conds, i);
+        assert_string_equal(cJSON_GetObjectItem(c, "type")->valuestring, order[i]);
+        /* metav1.Condition requires these, even when empty */
+        assert_non_null(cJSON_GetObjectItem(c, "reason"));
+        assert_non_null(cJSON_GetObjectItem(c, "message"));
+        assert_int_equal((int)cJSON_GetObjectItem(c, "observedGeneration")->valuedouble, 7);
+    }
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(conds, 5), "status")->valuestring,
+                        "Unknown");
+
+    /* decode(encode(s)) == s, through a whole object as the API returns it */
+    cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"alice-nb\"},"
+                             "\"spec\":{\"className\":\"gpu-t4\"}}");
+    cJSON_AddItemToObject(obj, "status", st);
+    struct workspace *ws = NULL;
+    assert_int_equal(workspace_decode(obj, &ws, NULL), 0);
+    assert_true(workspace_status_equal(&ws->status, &s));
+    assert_int_equal(ws->status.last_resume.ready_ms, T0 + 3612000);
+    assert_true(ws->status.accelerator_seconds_released == 86400.25);
+    assert_string_equal(ws->status.last_resume.restored_from, "FromCheckpoint");
+    const struct condition *c = workspace_status_condition(&ws->status, "CapacityAvailable");
+    assert_non_null(c);
+    assert_int_equal(c->status, COND_TRUE);
+    assert_int_equal(c->last_transition_ms, T0 + 3605000);
+    assert_int_equal(c->observed_generation, 7);
+    workspace_free(ws);
+    cJSON_Delete(obj);
+    workspace_status_clear(&s);
+}
+
+static void test_status_omits_unset(void **state)
+{
+    (void)state;
+    struct workspace_status s = {0};
+    cJSON *j = workspace_status_to_json(&s);
+    char *text = cJSON_PrintUnformatted(j);
+    assert_string_equal(text, "{}");
+    cJSON_free(text);
+    cJSON_Delete(j);
+
+    s.pauses = 1;
+    s.message = strdup("");
+    j = workspace_status_to_json(&s);
+    text = cJSON_PrintUnformatted(j);
+    assert_string_equal(text, "{\"accounting\":{\"pauses\":1}}");
+    cJSON_free(text);
+    cJSON_Delete(j);
+    workspace_status_clear(&s);
+}
+
+static void test_status_lenient_decode(void **state)
+{
+    (void)state;
+    struct workspace *ws =
+        decode("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\"},"
+               "\"status\":{\"state\":\"Sleeping\",\"podName\":7,\"podGeneration\":1.5,"
+               "\"waitingForCapacitySince\":\"not a time\",\"lastPause\":[],"
+               "\"conditions\":[{\"status\":\"True\"},{\"type\":\"Ready\",\"status\":\"True\"},"
+               "{\"type\":\"Ready\",\"status\":\"False\"},7]}}",
+               0, NULL);
+    assert_int_equal(ws->status.state, WS_STATE_NONE);
+    assert_null(ws->status.pod_name);
+    assert_int_equal(ws->status.pod_generation, 0);
+    assert_int_equal(ws->status.waiting_for_capacity_since_ms, 0);
+    /* untyped conditions and duplicates are dropped */
+    assert_int_equal(ws->status.n_conditions, 1);
+    assert_int_equal(ws->status.conditions[0].status, COND_TRUE);
+    workspace_free(ws);
+}
+
+static void test_status_equal_and_copy(void **state)
+{
+    (void)state;
+    struct workspace_status a, b;
+    full_status(&a);
+    assert_int_equal(workspace_status_copy(&a, &b), 0);
+    assert_true(workspace_status_equal(&a, &b));
+
+    /* independent: changing the copy leaves the original */
+    free(b.pod_name);
+    b.pod_name = strdup("alice-nb-3");
+    assert_false(workspace_status_equal(&a, &b));
+    assert_string_equal(a.pod_name, "alice-nb-2");
+    workspace_status_clear(&b);
+
+    /* doubles compare as written: a thousandth of a second counts, a
+     * difference beyond the 15 significant digits cJSON writes does not */
+    assert_int_equal(workspace_status_copy(&a, &b), 0);
+    b.accelerator_seconds_released += 0.001;
+    assert_false(workspace_status_equal(&a, &b));
+    b.last_resume.seconds_to_ready = 12.4;
+    b.accelerator_seconds_released = nextafter(a.accelerator_seconds_released, 1e9);
+    assert_true(workspace_status_equal(&a, &b));
+    workspace_status_clear(&b);
+
+    /* a condition's message */
+    assert_int_equal(workspace_status_copy(&a, &b), 0);
+    set_cond(&b, "Ready", COND_TRUE, "PodReady", "ready!", 0);
+    assert_false(workspace_status_equal(&a, &b));
+    workspace_status_clear(&b);
+
+    /* the order conditions were set in does not matter */
+    struct workspace_status x = {0}, y = {0};
+    set_cond(&x, "Ready", COND_TRUE, "R", "m", T0);
+    set_cond(&x, "Valid", COND_TRUE, "V", "m", T0);
+    set_cond(&y, "Valid", COND_TRUE, "V", "m", T0);
+    set_cond(&y, "Ready", COND_TRUE, "R", "m", T0);
+    assert_true(workspace_status_equal(&x, &y));
+    workspace_status_clear(&x);
+    workspace_status_clear(&y);
+
+    /* sub-second differences do not show in the encoding */
+    assert_int_equal(workspace_status_copy(&a, &b), 0);
+    b.last_pause.requested_ms += 500;
+    assert_true(workspace_status_equal(&a, &b));
+    workspace_status_clear(&b);
+
+    workspace_status_clear(&a);
+    workspace_status_clear(NULL);
+}
+
+static void test_set_condition(void **state)
+{
+    (void)state;
+    struct workspace_status s = {0};
+    assert_int_equal(
+        workspace_status_set_condition(&s, "Ready", COND_FALSE, "PodPending", "waiting", 1, T0), 0);
+    const struct condition *c = workspace_status_condition(&s, "Ready");
+    assert_non_null(c);
+    assert_int_equal(c->last_transition_ms, T0);
+    assert_int_equal(c->observed_generation, 1);
+
+    /* same status, new reason, message and generation: the time stays */
+    assert_int_equal(workspace_status_set_condition(&s, "Ready", COND_FALSE, "PodStarting",
+                                                    "starting", 2, T0 + 5000),
+                     0);
+    c = workspace_status_condition(&s, "Ready");
+    assert_int_equal(c->last_transition_ms, T0);
+    assert_string_equal(c->reason, "PodStarting");
+    assert_string_equal(c->message, "starting");
+    assert_int_equal(c->observed_generation, 2);
+
+    /* status changes: the time moves */
+    assert_int_equal(
+        workspace_status_set_condition(&s, "Ready", COND_TRUE, "PodReady", "ready", 2, T0 + 9000),
+        0);
+    c = workspace_status_condition(&s, "Ready");
+    assert_int_equal(c->last_transition_ms, T0 + 9000);
+    assert_int_equal(s.n_conditions, 1);
+
+    assert_int_equal(
+        workspace_status_set_condition(&s, "Valid", COND_TRUE, "Accepted", "", 2, T0 + 9000), 0);
+    assert_int_equal(s.n_conditions, 2);
+    assert_int_equal(workspace_status_remove_condition(&s, "Ready"), 1);
+    assert_int_equal(workspace_status_remove_condition(&s, "Ready"), 0);
+    assert_null(workspace_status_condition(&s, "Ready"));
+    assert_non_null(workspace_status_condition(&s, "Valid"));
+    assert_int_equal(s.n_conditions, 1);
+    workspace_status_clear(&s);
+}
+
+/* RFC 7386, applied: what the API server does with a merge patch. */
+static void apply_merge_patch(cJSON *target, const cJSON *patch)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, patch)
+    {
+        cJSON *t = cJSON_GetObjectItemCaseSensitive(target, p->string);
+        if (cJSON_IsNull(p)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+        } else if (cJSON_IsObject(p) && cJSON_IsObject(t)) {
+            apply_merge_patch(t, p);
+        } else {
+            cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+            cJSON_AddItemToObject(target, p->string, cJSON_Duplicate(p, 1));
+        }
+    }
+}
+
+static void test_status_merge_patch(void **state)
+{
+    (void)state;
+    struct workspace_status old, new_status;
+    full_status(&old);
+    assert_int_equal(workspace_status_copy(&old, &new_status), 0);
+
+    /* nothing changed: an empty patch */
+    cJSON *patch = workspace_status_merge_patch(&old, &new_status);
+    assert_non_null(patch);
+    assert_null(patch->child);
+    cJSON_Delete(patch);
+
+    /* running -> paused */
+    new_status.state = WS_STATE_PAUSED;
+    free(new_status.pod_name);
+    new_status.pod_name = NULL;
+    free(new_status.node_name);
+    new_status.node_name = NULL;
+    new_status.waiting_for_capacity_since_ms = 0;
+    new_status.last_pause.accelerator_released_ms += 60000;
+    new_status.pauses++;
+    assert_int_equal(workspace_status_remove_condition(&new_status, "CapacityAvailable"), 1);
+    patch = workspace_status_merge_patch(&old, &new_status);
+    assert_non_null(patch);
+    assert_string_equal(cJSON_GetObjectItem(patch, "state")->valuestring, "Paused");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "podName")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "nodeName")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "waitingForCapacitySince")));
+    assert_null(cJSON_GetObjectItem(patch, "podGeneration"));
+    assert_null(cJSON_GetObjectItem(patch, "lastResume"));
+    cJSON *lp = cJSON_GetObjectItem(patch, "lastPause");
+    assert_int_equal(cJSON_GetArraySize(lp), 1);
+    assert_string_equal(cJSON_GetObjectItem(lp, "acceleratorReleasedAt")->valuestring,
+                        "2027-01-01T00:02:05Z");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(patch, "conditions")), 5);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(patch, "accounting")), 1);
+
+    /* applying it to the old status gives the new one */
+    cJSON *target = workspace_status_to_json(&old);
+    apply_merge_patch(target, patch);
+    cJSON *want = workspace_status_to_json(&new_status);
+    assert_true(cJSON_Compare(target, want, 1)); /* key order aside */
+    cJSON_Delete(target);
+    cJSON_Delete(want);
+    cJSON_Delete(patch);
+
+    /* from nothing: the whole status */
+    struct workspace_status empty = {0};
+    patch = workspace_status_merge_patch(&empty, &new_status);
+    want = workspace_status_to_json(&new_status);
+    assert_true(cJSON_Compare(patch, want, 1));
+    cJSON_Delete(patch);
+    cJSON_Delete(want);
+
+    workspace_status_clear(&old);
+    workspace_status_clear(&new_status);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_full),           cmocka_unit_test(test_decode_defaults),
+        cmocka_unit_test(test_decode_errors),         cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_status_round_trip),     cmocka_unit_test(test_status_omits_unset),
+        cmocka_unit_test(test_status_lenient_decode), cmocka_unit_test(test_status_equal_and_copy),
+        cmocka_unit_test(test_set_condition),         cmocka_unit_test(test_status_merge_patch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
