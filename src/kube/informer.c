@@ -244,7 +244,11 @@ static void on_list(void *data, struct kube_response *resp)
             start_list(inf);
             return;
         }
-        log_warn("list failed, retrying", "resource", inf->resource->plural, "code",
+        /* A 404 on a list means the API itself is missing (CRDs not installed). */
+        log_warn(resp->http_code == 404 ? "list failed: the API is not served, retrying"
+                                        : "list failed, retrying",
+                 "resource", inf->resource->plural, "group",
+                 inf->resource->group[0] ? inf->resource->group : "core", "code",
                  LOG_INT(resp->http_code), "error",
                  resp->status == -EIO ? resp->error.message : resp->transport_error);
         discard_next(inf);

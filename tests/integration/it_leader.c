@@ -181,6 +181,17 @@ int main(void)
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/it-leader.XXXXXX");
     assert_non_null(mkdtemp(tmpdir));
     lease_ns = harness_namespace("it-leader");
+    /* The controller says it is watching once its caches synced, which needs the API. */
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "kubectl --kubeconfig '%s' apply -f '%s/deploy/crds' >/dev/null && "
+             "kubectl --kubeconfig '%s' wait --for=condition=Established --timeout=60s "
+             "crd/workspaces.hibernator.dev crd/workspaceclasses.hibernator.dev >/dev/null",
+             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot install the CRDs\n");
+        return 1;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_failover_after_kill, kill_leftovers),
         cmocka_unit_test_teardown(test_release_on_sigterm, kill_leftovers),
