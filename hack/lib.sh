@@ -39,6 +39,7 @@ phase_report() {
 deps=(
   build-essential cmake pkg-config git ca-certificates curl openssl util-linux procps
   libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libuv1-dev libcmocka-dev
+  libmicrohttpd-dev
   clang libclang-rt-14-dev clang-format
 )
 

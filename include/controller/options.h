@@ -23,6 +23,7 @@ struct controller_options {
     int64_t lease_duration_ms;
     int64_t renew_deadline_ms;
     int64_t retry_period_ms;
+    const char *health_probe_bind_address; /* "host:port", ":port", or "0" for off */
     double kube_api_qps;
     int kube_api_burst;
     enum log_level log_level;

@@ -11,6 +11,7 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/leader_elector.h"
+#include "server/health.h"
 #include "util/log.h"
 
 struct manager {
@@ -21,10 +22,21 @@ struct manager {
     struct kube_client *client;
     struct leader_elector *elector;
     struct reconciler *reconciler;
+    struct health_state health;
+    struct health_server *health_server;
+    uv_timer_t heartbeat;
     char identity[256];
     int exit_code;
     int stopping;
 };
+
+static void on_heartbeat(uv_timer_t *t)
+{
+    struct manager *m = t->data;
+    atomic_store(&m->health.heartbeat_ms, health_now_ms());
+    if (m->reconciler)
+        atomic_store(&m->health.synced, reconciler_synced(m->reconciler));
+}
 
 static void start_controllers(struct manager *m)
 {
@@ -49,9 +61,12 @@ static void shutdown_all(struct manager *m)
     m->elector = NULL;
     kube_client_close(m->client);
     m->client = NULL;
+    atomic_store(&m->health.synced, 0);
+    atomic_store(&m->health.leading, 0);
     if (!uv_is_closing((uv_handle_t *)&m->sigterm)) {
         uv_close((uv_handle_t *)&m->sigterm, NULL);
         uv_close((uv_handle_t *)&m->sigint, NULL);
+        uv_close((uv_handle_t *)&m->heartbeat, NULL);
     }
 }
 
@@ -59,6 +74,7 @@ static void on_started_leading(void *data)
 {
     struct manager *m = data;
     log_info("starting controllers", "identity", m->identity);
+    atomic_store(&m->health.leading, 1);
     start_controllers(m);
 }
 
@@ -69,6 +85,7 @@ static void on_stopped_leading(void *data)
         return;
     /* Another replica may already be acting on what we cached: start over. */
     log_error("leadership lost, exiting", "identity", m->identity);
+    atomic_store(&m->health.leading, 0);
     m->exit_code = 1;
     m->stopping = 1;
     shutdown_all(m);
@@ -142,6 +159,23 @@ int manager_run(const struct controller_options *o)
     uv_signal_start(&m.sigterm, on_signal, SIGTERM);
     uv_signal_start(&m.sigint, on_signal, SIGINT);
 
+    uv_timer_init(&m.loop, &m.heartbeat);
+    m.heartbeat.data = &m;
+    atomic_store(&m.health.heartbeat_ms, health_now_ms());
+    atomic_store(&m.health.electing, o->leader_elect);
+    uv_timer_start(&m.heartbeat, on_heartbeat, 1000, 1000);
+    r = health_server_start(o->health_probe_bind_address, &m.health, &m.health_server, &err);
+    if (r < 0) {
+        log_error("cannot serve health probes", "error", err);
+        free(err);
+        m.exit_code = 1;
+        shutdown_all(&m);
+        uv_run(&m.loop, UV_RUN_DEFAULT);
+        uv_loop_close(&m.loop);
+        kube_config_free(m.config);
+        return 1;
+    }
+
     make_identity(m.identity, sizeof(m.identity));
     if (o->leader_elect) {
         const char *lease_ns = o->leader_election_namespace;
@@ -183,6 +217,7 @@ int manager_run(const struct controller_options *o)
         uv_run(&m.loop, UV_RUN_DEFAULT);
         uv_loop_close(&m.loop);
     }
+    health_server_stop(m.health_server);
     kube_config_free(m.config);
     log_info("stopped", "exit_code", LOG_INT(m.exit_code));
     return m.exit_code;

@@ -42,6 +42,8 @@ static const struct flag flags[] = {
      "how long the leader keeps trying to renew before it gives up leading"},
     {"leader-elect-retry-period", FLAG_DURATION, OPT(retry_period_ms), "2s",
      "time between attempts to acquire or renew"},
+    {"health-probe-bind-address", FLAG_STRING, OPT(health_probe_bind_address), ":8081",
+     "where /healthz and /readyz are served (host:port, :port, or 0 to disable)"},
     {"kube-api-qps", FLAG_DOUBLE, OPT(kube_api_qps), "20", "client-side requests per second"},
     {"kube-api-burst", FLAG_INT, OPT(kube_api_burst), "30", "client-side request burst"},
     {"log-level", FLAG_LEVEL, OPT(log_level), "info", "debug, info, warn or error"},

@@ -23,6 +23,7 @@
 struct proc {
     pid_t pid;
     char log[512];
+    int port; /* of its health server */
 };
 
 static char *lease_ns;
@@ -35,6 +36,9 @@ static void start(struct proc *p, const char *name)
 {
     snprintf(p->log, sizeof(p->log), "%s/%s.log", tmpdir, name);
     assert_true(n_started < 8);
+    /* Distinct health ports per process; above the kernel's ephemeral range's
+     * start would collide with client sockets, so stay in 20000-32000. */
+    p->port = 20000 + (int)((getpid() * 7 + n_started * 1009 + (int)harness_now_ms()) % 12000);
     p->pid = fork();
     assert_true(p->pid >= 0);
     if (p->pid > 0)
@@ -42,10 +46,11 @@ static void start(struct proc *p, const char *name)
     if (p->pid == 0) {
         int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
-        char nsflag[256];
+        char nsflag[256], health[64];
         snprintf(nsflag, sizeof(nsflag), "--leader-election-namespace=%s", lease_ns);
+        snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%d", p->port);
         execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--leader-elect", nsflag, "--namespace", lease_ns, (char *)NULL);
+              "--leader-elect", nsflag, "--namespace", lease_ns, health, (char *)NULL);
         _exit(127);
     }
 }
@@ -94,6 +99,25 @@ static void stop(struct proc *p, int sig)
     p->pid = 0;
 }
 
+/* GET http://127.0.0.1:port/path; returns the body (malloc'd) and the code. */
+static char *probe(const struct proc *p, const char *path, int *ret_code)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "curl -s -w '\\n%%{http_code}' http://127.0.0.1:%d%s", p->port,
+             path);
+    FILE *f = popen(cmd, "r");
+    char *body = calloc(1, 1024);
+    size_t n = f ? fread(body, 1, 1023, f) : 0;
+    if (f)
+        pclose(f);
+    body[n] = '\0';
+    char *nl = strrchr(body, '\n');
+    *ret_code = nl ? atoi(nl + 1) : 0;
+    if (nl)
+        *nl = '\0';
+    return body;
+}
+
 static void dump(const struct proc *p)
 {
     char cmd[600];
@@ -128,6 +152,23 @@ static void test_failover_after_kill(void **state)
     /* Two seconds later, still exactly one leader. */
     usleep(2000 * 1000);
     assert_false(log_has(&procs[standby], "became leader"));
+    /* The health probes say who is who. */
+    int code;
+    char *body = probe(&procs[leader], "/readyz", &code);
+    print_message("leader /readyz: %d %s", code, body);
+    assert_int_equal(code, 200);
+    assert_non_null(strstr(body, "leader, caches synced"));
+    free(body);
+    body = probe(&procs[standby], "/readyz", &code);
+    assert_int_equal(code, 200);
+    assert_non_null(strstr(body, "standby"));
+    free(body);
+    body = probe(&procs[standby], "/healthz", &code);
+    assert_int_equal(code, 200);
+    free(body);
+    body = probe(&procs[standby], "/metrics-nope", &code);
+    assert_int_equal(code, 404);
+    free(body);
 
     uint64_t killed = harness_now_ms();
     stop(&procs[leader], SIGKILL);

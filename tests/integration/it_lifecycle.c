@@ -44,7 +44,7 @@ static void controller_start(const char *failpoint)
         execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", kubeconfig,
               "--leader-elect-retry-period=500ms", "--leader-elect-renew-deadline=1s",
               "--leader-elect-lease-duration=2s", "--leader-election-namespace=hibernator-system",
-              "--log-level=debug", (char *)NULL);
+              "--log-level=debug", "--health-probe-bind-address=0", (char *)NULL);
         _exit(127);
     }
 }

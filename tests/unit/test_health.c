@@ -1,0 +1,122 @@
+/* The health server on a real socket: what each probe answers for each state
+ * the loop can publish. */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "server/health.h"
+#include "util/buf.h"
+
+static size_t collect(char *p, size_t size, size_t n, void *data)
+{
+    buf_append(data, p, size * n);
+    return size * n;
+}
+
+static long get(int port, const char *path, char *body, size_t size)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+    CURL *c = curl_easy_init();
+    struct buf b;
+    buf_init(&b, 4096);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    long code = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    snprintf(body, size, "%s", buf_str(&b));
+    buf_free(&b);
+    curl_easy_cleanup(c);
+    return code;
+}
+
+static void test_parse_bind(void **state)
+{
+    (void)state;
+    struct sockaddr_storage a;
+    assert_int_equal(health_parse_bind(":8081", &a), 0);
+    assert_int_equal(a.ss_family, AF_INET);
+    assert_int_equal(ntohs(((struct sockaddr_in *)&a)->sin_port), 8081);
+    assert_int_equal(health_parse_bind("127.0.0.1:9", &a), 0);
+    assert_int_equal(health_parse_bind("[::1]:8081", &a), 0);
+    assert_int_equal(a.ss_family, AF_INET6);
+    assert_int_equal(health_parse_bind("8081", &a), -EINVAL);
+    assert_int_equal(health_parse_bind(":0", &a), -EINVAL);
+    assert_int_equal(health_parse_bind(":70000", &a), -EINVAL);
+    assert_int_equal(health_parse_bind("localhost:80", &a), -EINVAL);
+    assert_int_equal(health_parse_bind(":80x", &a), -EINVAL);
+}
+
+static void test_probes(void **state)
+{
+    (void)state;
+    struct health_state st = {0};
+    atomic_store(&st.heartbeat_ms, health_now_ms());
+    atomic_store(&st.electing, 1);
+    struct health_server *s = NULL;
+    int port = 0;
+    char bind[32], *err = NULL;
+    for (int i = 0; i < 20 && !s; i++) {
+        port = 21000 + (getpid() * 13 + i * 101) % 10000;
+        snprintf(bind, sizeof(bind), "127.0.0.1:%d", port);
+        health_server_start(bind, &st, &s, &err);
+        free(err);
+        err = NULL;
+    }
+    assert_non_null(s);
+    char body[256];
+
+    assert_int_equal(get(port, "/healthz", body, sizeof(body)), 200);
+    assert_int_equal(get(port, "/readyz", body, sizeof(body)), 200);
+    assert_non_null(strstr(body, "standby"));
+
+    atomic_store(&st.leading, 1);
+    assert_int_equal(get(port, "/readyz", body, sizeof(body)), 503);
+    assert_non_null(strstr(body, "not synced"));
+    atomic_store(&st.synced, 1);
+    assert_int_equal(get(port, "/readyz", body, sizeof(body)), 200);
+    assert_non_null(strstr(body, "leader, caches synced"));
+
+    /* A loop that stopped beating is reported, however ready it was. */
+    atomic_store(&st.heartbeat_ms, health_now_ms() - 30000);
+    assert_int_equal(get(port, "/healthz", body, sizeof(body)), 500);
+    assert_non_null(strstr(body, "event loop stuck"));
+
+    assert_int_equal(get(port, "/nope", body, sizeof(body)), 404);
+
+    /* The same port twice: a clear error naming the flag. */
+    struct health_server *again = NULL;
+    assert_int_equal(health_server_start(bind, &st, &again, &err), -EADDRINUSE);
+    assert_non_null(strstr(err, "--health-probe-bind-address"));
+    free(err);
+    health_server_stop(s);
+
+    assert_int_equal(health_server_start("0", &st, &again, NULL), 0);
+    assert_null(again);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_bind),
+        cmocka_unit_test(test_probes),
+    };
+    int r = cmocka_run_group_tests_name("health probes", tests, NULL, NULL);
+    curl_global_cleanup();
+    return r;
+}
