@@ -168,6 +168,22 @@ static int all_pods(const char *name)
     return n;
 }
 
+/* Waits until the workspace no longer exists; returns whether it went. */
+static int wait_gone(const char *name, uint64_t timeout_ms)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "workspace %s", name);
+    uint64_t end = harness_now_ms() + timeout_ms;
+    while (harness_now_ms() < end) {
+        cJSON *ws = get_json(what);
+        if (!ws)
+            return 1;
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    return 0;
+}
+
 static void apply_ws(const char *name, const char *cls, int paused, const char *extra)
 {
     assert_int_equal(harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: Workspace\n"
@@ -258,8 +274,17 @@ static void test_capacity(void **state)
     cJSON_Delete(wait_state("cap-c", "Running", 60000));
 
     apply_ws("cap-d", "it-gpu", 0, NULL);
-    cJSON *ws = wait_state("cap-d", "WaitingForCapacity", 60000);
-    const cJSON *cond = condition(ws, "CapacityAvailable");
+    /* The first word from the scheduler may be about the home claim not yet
+     * bound (it binds within a second); the lasting one is about GPUs. */
+    cJSON *ws = NULL;
+    const cJSON *cond = NULL;
+    uint64_t end = harness_now_ms() + 60000;
+    do {
+        cJSON_Delete(ws);
+        ws = wait_state("cap-d", "WaitingForCapacity", 60000);
+        cond = condition(ws, "CapacityAvailable");
+    } while (!(str_at(cond, "message") && strstr(str_at(cond, "message"), "nvidia.com/gpu")) &&
+             harness_now_ms() < end && usleep(300 * 1000) == 0);
     assert_string_equal(str_at(cond, "status"), "False");
     assert_string_equal(str_at(cond, "reason"), "Unschedulable");
     print_message("waiting: %s\n", str_at(cond, "message"));
@@ -339,47 +364,81 @@ static void test_invalid(void **state)
 }
 
 /* Kill the controller right after each kind of write, restart it, and check
- * it converges: one pod, the same home claim. */
+ * it converges: one pod (or none when paused), the same home claim. */
+enum crash_path { ON_CREATE, ON_PAUSE, ON_RESUME, ON_DELETE };
+
 static void test_crash_points(void **state)
 {
     (void)state;
     controller_stop();
     static const struct {
         const char *failpoint;
-        int pause_first; /* the failpoint is on the way to Paused */
+        enum crash_path path;
     } points[] = {
-        {"AddFinalizer", 0},
-        {"CreatePVC", 0},
-        {"CreatePod", 0},
-        {"DeletePod", 1},
+        {"AddFinalizer", ON_CREATE},    {"CreatePVC", ON_CREATE}, {"CreatePod", ON_CREATE},
+        {"DeletePod", ON_PAUSE},        {"CreatePod", ON_RESUME}, {"DeletePVC", ON_DELETE},
+        {"RemoveFinalizer", ON_DELETE},
     };
+    static const char *const path_names[] = {"create", "pause", "resume", "delete"};
     for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
-        char name[32];
+        char name[32], what[64];
         snprintf(name, sizeof(name), "crash-%zu", i);
-        if (points[i].pause_first) {
+        snprintf(what, sizeof(what), "pvc %s-home", name);
+        char pvc_uid[64] = "";
+        if (points[i].path != ON_CREATE) {
+            /* Get to the step before, with a controller that does not crash. */
             controller_start(NULL);
             apply_ws(name, "it-cpu", 0, NULL);
             cJSON_Delete(wait_state(name, "Running", 60000));
+            if (points[i].path == ON_RESUME) {
+                set_paused(name, 1);
+                cJSON_Delete(wait_state(name, "Paused", 60000));
+            }
+            cJSON *pvc = get_json(what);
+            snprintf(pvc_uid, sizeof(pvc_uid), "%s", str_at(pvc, "metadata.uid"));
+            cJSON_Delete(pvc);
             controller_stop();
-            controller_start(points[i].failpoint);
-            set_paused(name, 1);
-        } else {
-            controller_start(points[i].failpoint);
+        }
+        controller_start(points[i].failpoint);
+        switch (points[i].path) {
+        case ON_CREATE:
             apply_ws(name, "it-cpu", 0, NULL);
+            break;
+        case ON_PAUSE:
+            set_paused(name, 1);
+            break;
+        case ON_RESUME:
+            set_paused(name, 0);
+            break;
+        case ON_DELETE:
+            harness_kubectl(NULL, "-n %s delete workspace %s --wait=false", ns, name);
+            break;
         }
         int st = controller_wait_exit(60000);
-        print_message("failpoint %s: controller exited with %d\n", points[i].failpoint, st);
+        print_message("failpoint %s on %s: controller exited with %d\n", points[i].failpoint,
+                      path_names[points[i].path], st);
         assert_int_equal(st, 3);
         controller_start(NULL);
-        cJSON *ws = wait_state(name, points[i].pause_first ? "Paused" : "Running", 60000);
-        assert_int_equal(live_pods(name), points[i].pause_first ? 0 : 1);
-        assert_int_equal(all_pods(name), points[i].pause_first ? 0 : 1);
-        char what[64];
-        snprintf(what, sizeof(what), "pvc %s-home", name);
-        cJSON *pvc = get_json(what);
-        assert_non_null(pvc);
-        cJSON_Delete(pvc);
-        cJSON_Delete(ws);
+        if (points[i].path == ON_DELETE) {
+            /* The deletion finishes: workspace and pod gone. */
+            assert_true(wait_gone(name, 60000));
+            assert_int_equal(all_pods(name), 0);
+        } else {
+            int paused = points[i].path == ON_PAUSE;
+            cJSON *ws = wait_state(name, paused ? "Paused" : "Running", 60000);
+            assert_int_equal(live_pods(name), paused ? 0 : 1);
+            assert_int_equal(all_pods(name), paused ? 0 : 1);
+            if (points[i].path == ON_RESUME) {
+                assert_string_equal(str_at(condition(ws, "Restored"), "reason"), "FromCheckpoint");
+                assert_true(num_at(ws, "status.accounting.resumes") == 1);
+            }
+            cJSON *pvc = get_json(what);
+            assert_non_null(pvc);
+            if (pvc_uid[0]) /* the home survived the crash untouched */
+                assert_string_equal(str_at(pvc, "metadata.uid"), pvc_uid);
+            cJSON_Delete(pvc);
+            cJSON_Delete(ws);
+        }
         controller_stop();
     }
     controller_start(NULL);
@@ -388,6 +447,25 @@ static void test_crash_points(void **state)
         snprintf(name, sizeof(name), "crash-%zu", i);
         delete_ws(name);
     }
+}
+
+/* A class that keeps homes: deleting the workspace leaves its claim, no
+ * longer owned (so the garbage collector leaves it too). */
+static void test_retained_home(void **state)
+{
+    (void)state;
+    apply_ws("keep", "it-cpu-retain", 0, NULL);
+    cJSON_Delete(wait_state("keep", "Running", 60000));
+    delete_ws("keep");
+    assert_true(wait_gone("keep", 60000));
+    usleep(2000 * 1000); /* give the garbage collector its chance to get it wrong */
+    cJSON *pvc = get_json("pvc keep-home");
+    assert_non_null(pvc);
+    assert_null(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pvc, "metadata"),
+                                                 "ownerReferences"));
+    cJSON_Delete(pvc);
+    assert_int_equal(all_pods("keep"), 0);
+    harness_kubectl(NULL, "-n %s delete pvc keep-home", ns);
 }
 
 static void test_forbidden_for_controller(void **state)
@@ -440,6 +518,15 @@ static int group_setup(void **state)
                       "  pause: {gracePeriodSeconds: 5}\n"
                       "%s";
     assert_int_equal(harness_apply(cls, "it-cpu", ""), 0);
+    assert_int_equal(harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+                                   "metadata: {name: it-cpu-retain}\n"
+                                   "spec:\n"
+                                   "  images: {allowed: [\"registry.local/notebook:*\"], "
+                                   "default: \"registry.local/notebook:v1\"}\n"
+                                   "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                                   "effect: NoSchedule}]\n"
+                                   "  home: {size: 1Gi, onDelete: Retain}\n"),
+                     0);
     assert_int_equal(harness_apply(cls, "it-gpu",
                                    "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
                                    "product: Tesla-T4}\n"
@@ -500,6 +587,7 @@ int main(void)
         cmocka_unit_test_setup(test_capacity, clean_slate),
         cmocka_unit_test_setup(test_invalid, clean_slate),
         cmocka_unit_test_setup(test_crash_points, clean_slate),
+        cmocka_unit_test_setup(test_retained_home, clean_slate),
         cmocka_unit_test_setup(test_forbidden_for_controller, clean_slate),
     };
     return cmocka_run_group_tests_name("workspace lifecycle", tests, group_setup, group_teardown);
