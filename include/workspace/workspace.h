@@ -72,6 +72,7 @@ struct workspace_resume_timeline {
 struct workspace_status {
     int64_t observed_generation;
     enum workspace_state state;
+    int64_t state_since_ms; /* when state last changed */
     char *message;
     char *pod_name;
     int64_t pod_generation;

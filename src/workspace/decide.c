@@ -804,6 +804,10 @@ static void decide_live(struct decider *d)
         decide_run(d);
     }
     set_message(d);
+    /* When the one-word state last changed: what "paused since" or "waiting
+     * since" means on a dashboard. */
+    if (st->state != d->old->state || !st->state_since_ms)
+        st->state_since_ms = d->now;
     /* Every condition was weighed against this generation, changed or not. */
     for (size_t i = 0; i < st->n_conditions; i++)
         st->conditions[i].observed_generation = ws->generation;

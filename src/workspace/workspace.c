@@ -149,6 +149,7 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
     s->state = workspace_state_from_name(json_str(st, "state"));
     s->pod_generation = json_int(st, "podGeneration");
     s->waiting_for_capacity_since_ms = json_time(st, "waitingForCapacitySince");
+    s->state_since_ms = json_time(st, "stateSince");
     if (dup_str(json_str(st, "message"), &s->message) < 0 ||
         dup_str(json_str(st, "podName"), &s->pod_name) < 0 ||
         dup_str(json_str(st, "nodeName"), &s->node_name) < 0 ||
@@ -499,6 +500,7 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     drop_if_empty(o, "lastResume");
 
     put_time(&w, o, "waitingForCapacitySince", s->waiting_for_capacity_since_ms);
+    put_time(&w, o, "stateSince", s->state_since_ms);
 
     cJSON *acct = put_obj(&w, o, "accounting");
     put_int(&w, acct, "pauses", s->pauses);

@@ -234,6 +234,8 @@ static void test_gpu_cycle(void **state)
     assert_non_null(str_at(ws, "status.lastPause.podDeletedAt"));
     assert_non_null(str_at(ws, "status.lastPause.acceleratorReleasedAt"));
     assert_true(num_at(ws, "status.accounting.pauses") == 1);
+    /* Paused since: the state's own timestamp, shown by kubectl get ws. */
+    assert_non_null(str_at(ws, "status.stateSince"));
     cJSON_Delete(ws);
 
     set_paused("cycle", 0);

@@ -118,7 +118,8 @@ static void test_names_and_columns(void **state)
                      0);
     assert_int_equal(harness_kubectl(&out, "get ws victim -n %s -o wide", ns), 0);
     print_message("%s", out);
-    const char *head[] = {"NAME", "CLASS", "STATE", "NODE", "ACCELERATOR", "MESSAGE", "AGE"};
+    const char *head[] = {"NAME",        "CLASS", "STATE",   "NODE",
+                          "ACCELERATOR", "SINCE", "MESSAGE", "AGE"};
     for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
         assert_non_null(strstr(out, head[i]));
     assert_non_null(strstr(out, "cpu-small"));
