@@ -6,6 +6,7 @@
 
 #include "kube/watch_stream.h"
 #include "util/backoff.h"
+#include "util/json.h"
 #include "util/log.h"
 #include "util/strmap.h"
 
@@ -78,12 +79,6 @@ static void entry_free(struct informer *inf, struct cache_entry *e)
     free(e); /* the strings live in the same allocation */
 }
 
-static const char *meta_string(const cJSON *meta, const char *field)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(meta, field);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 static char *make_key(const char *ns, const char *name)
 {
     size_t nl = ns ? strlen(ns) : 0, ml = strlen(name);
@@ -106,10 +101,10 @@ static char *make_key(const char *ns, const char *name)
 static int entry_new(struct informer *inf, const cJSON *obj, struct cache_entry **ret)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-    const char *name = meta_string(meta, "name");
-    const char *ns = meta_string(meta, "namespace");
-    const char *uid = meta_string(meta, "uid");
-    const char *rv = meta_string(meta, "resourceVersion");
+    const char *name = json_string(meta, "name");
+    const char *ns = json_string(meta, "namespace");
+    const char *uid = json_string(meta, "uid");
+    const char *rv = json_string(meta, "resourceVersion");
     if (!name || !rv)
         return -EBADMSG;
     if (!ns)
@@ -267,12 +262,12 @@ static void on_list(void *data, struct kube_response *resp)
         entry_free(inf, old);
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(resp->body, "metadata");
-    const char *cont = meta_string(meta, "continue");
+    const char *cont = json_string(meta, "continue");
     if (cont && cont[0]) {
         list_page(inf, cont);
         return;
     }
-    set_rv(inf, meta_string(meta, "resourceVersion"));
+    set_rv(inf, json_string(meta, "resourceVersion"));
     apply_list(inf);
     inf->stats.lists++;
     if (inf->relisting)
@@ -327,7 +322,7 @@ static int on_event(void *data, enum watch_event_type type, cJSON *obj, int *ste
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     if (type == WATCH_EVENT_BOOKMARK) {
-        set_rv(inf, meta_string(meta, "resourceVersion"));
+        set_rv(inf, json_string(meta, "resourceVersion"));
         return 0;
     }
     struct cache_entry *e;

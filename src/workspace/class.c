@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/duration.h"
+#include "util/json.h"
 
 #define DEFAULT_PORT 8888
 #define DEFAULT_PRODUCT_LABEL "nvidia.com/gpu.product"
@@ -52,16 +53,11 @@ static int decoder_oom(struct decoder *d)
     return decoder_fail(d, -ENOMEM, "%s", "");
 }
 
-static const cJSON *member(const cJSON *obj, const char *name)
-{
-    return cJSON_GetObjectItemCaseSensitive(obj, name);
-}
-
 /* Optional object: NULL when absent or null; an error when something else. */
 static const cJSON *get_object(struct decoder *d, const cJSON *obj, const char *name,
                                const char *field)
 {
-    const cJSON *v = member(obj, name);
+    const cJSON *v = json_member(obj, name);
     if (!v || cJSON_IsNull(v))
         return NULL;
     if (!cJSON_IsObject(v)) {
@@ -76,7 +72,7 @@ static const cJSON *get_object(struct decoder *d, const cJSON *obj, const char *
 static int get_string(struct decoder *d, const cJSON *obj, const char *name, const char *field,
                       int required, const char *dflt, char **ret)
 {
-    const cJSON *v = obj ? member(obj, name) : NULL;
+    const cJSON *v = obj ? json_member(obj, name) : NULL;
     const char *s = NULL;
     if (v && !cJSON_IsNull(v)) {
         if (!cJSON_IsString(v) || !v->valuestring)
@@ -100,7 +96,7 @@ static int get_string(struct decoder *d, const cJSON *obj, const char *name, con
 static int get_int(struct decoder *d, const cJSON *obj, const char *name, const char *field,
                    int64_t lo, int64_t hi, int64_t dflt, int64_t *ret)
 {
-    const cJSON *v = obj ? member(obj, name) : NULL;
+    const cJSON *v = obj ? json_member(obj, name) : NULL;
     if (!v || cJSON_IsNull(v)) {
         *ret = dflt;
         return 0;
@@ -119,7 +115,7 @@ static int get_int(struct decoder *d, const cJSON *obj, const char *name, const 
 static int get_quantity(struct decoder *d, const cJSON *obj, const char *name, const char *field,
                         int required, char **ret_text, int64_t *ret_bytes)
 {
-    const cJSON *v = obj ? member(obj, name) : NULL;
+    const cJSON *v = obj ? json_member(obj, name) : NULL;
     char *text = NULL;
     if (!v || cJSON_IsNull(v)) {
         if (required)
@@ -153,7 +149,7 @@ static int get_quantity(struct decoder *d, const cJSON *obj, const char *name, c
 static int get_enum(struct decoder *d, const cJSON *obj, const char *name, const char *field,
                     const char *const *names, size_t n, int dflt, int *ret)
 {
-    const cJSON *v = obj ? member(obj, name) : NULL;
+    const cJSON *v = obj ? json_member(obj, name) : NULL;
     if (!v || cJSON_IsNull(v)) {
         *ret = dflt;
         return 0;
@@ -220,7 +216,7 @@ static int decode_images(struct decoder *d, const cJSON *spec, struct workspace_
         return d->rc;
     if (!images)
         return decoder_fail(d, -EINVAL, "spec.images: required");
-    const cJSON *allowed = member(images, "allowed");
+    const cJSON *allowed = json_member(images, "allowed");
     if (!cJSON_IsArray(allowed))
         return decoder_fail(d, -EINVAL, "spec.images.allowed: required, a list of patterns");
     size_t n = (size_t)cJSON_GetArraySize(allowed);
@@ -274,7 +270,7 @@ static int decode_accelerator(struct decoder *d, const cJSON *spec, struct works
 static int copy_json(struct decoder *d, const cJSON *spec, const char *name, const char *field,
                      int want_array, cJSON **ret)
 {
-    const cJSON *v = member(spec, name);
+    const cJSON *v = json_member(spec, name);
     *ret = NULL;
     if (!v || cJSON_IsNull(v))
         return 0;
@@ -348,7 +344,7 @@ static int decode_timing(struct decoder *d, const cJSON *spec, struct workspace_
     const cJSON *resume = get_object(d, spec, "resume", "spec.resume");
     if (d->rc < 0)
         return d->rc;
-    const cJSON *timeout = resume ? member(resume, "capacityTimeout") : NULL;
+    const cJSON *timeout = resume ? json_member(resume, "capacityTimeout") : NULL;
     const char *text = DEFAULT_CAPACITY_TIMEOUT;
     if (timeout && !cJSON_IsNull(timeout)) {
         if (!cJSON_IsString(timeout) || !timeout->valuestring)

@@ -5,71 +5,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
 #include "util/timefmt.h"
 
 /* ---- reading ---- */
 
-static const cJSON *member(const cJSON *obj, const char *name)
-{
-    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
-}
-
-static const char *json_str(const cJSON *obj, const char *name)
-{
-    const cJSON *v = member(obj, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int64_t json_time(const cJSON *obj, const char *name)
-{
-    const char *s = json_str(obj, name);
-    int64_t ms;
-    if (!s || timefmt_parse_rfc3339(s, &ms) < 0)
-        return 0;
-    return ms;
-}
-
-/* Copies an optional string; 0 or -ENOMEM. */
-static int dup_str(const char *s, char **ret)
-{
-    if (!s) {
-        *ret = NULL;
-        return 0;
-    }
-    *ret = strdup(s);
-    return *ret ? 0 : -ENOMEM;
-}
-
 /* A deletionTimestamp that does not parse still means "terminating". */
 static int64_t deletion_ms(const cJSON *meta)
 {
-    if (!json_str(meta, "deletionTimestamp"))
+    if (!json_string(meta, "deletionTimestamp"))
         return 0;
-    int64_t ms = json_time(meta, "deletionTimestamp");
+    int64_t ms = json_time_ms(meta, "deletionTimestamp");
     return ms ? ms : 1;
 }
 
 static void decode_conditions(const cJSON *status, struct workspace_pod *p, const char **ret_msg)
 {
     const cJSON *c;
-    cJSON_ArrayForEach(c, member(status, "conditions"))
+    cJSON_ArrayForEach(c, json_member(status, "conditions"))
     {
-        const char *type = json_str(c, "type");
-        const char *st = json_str(c, "status");
+        const char *type = json_string(c, "type");
+        const char *st = json_string(c, "status");
         if (!type || !st)
             continue;
         int is_true = strcmp(st, "True") == 0;
         if (strcmp(type, "PodScheduled") == 0) {
             p->scheduled = is_true;
-            p->scheduled_ms = is_true ? json_time(c, "lastTransitionTime") : 0;
-            const char *reason = json_str(c, "reason");
+            p->scheduled_ms = is_true ? json_time_ms(c, "lastTransitionTime") : 0;
+            const char *reason = json_string(c, "reason");
             if (strcmp(st, "False") == 0 && reason && strcmp(reason, "Unschedulable") == 0) {
                 p->unschedulable = 1;
-                *ret_msg = json_str(c, "message");
+                *ret_msg = json_string(c, "message");
             }
         } else if (strcmp(type, "Ready") == 0) {
             p->ready = is_true;
-            p->ready_ms = is_true ? json_time(c, "lastTransitionTime") : 0;
+            p->ready_ms = is_true ? json_time_ms(c, "lastTransitionTime") : 0;
         }
     }
 }
@@ -80,22 +50,23 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
     struct workspace_pod *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    const cJSON *meta = member(obj, "metadata");
-    const cJSON *spec = member(obj, "spec");
-    const cJSON *status = member(obj, "status");
+    const cJSON *meta = json_member(obj, "metadata");
+    const cJSON *spec = json_member(obj, "spec");
+    const cJSON *status = json_member(obj, "status");
     const char *unschedulable_msg = NULL;
-    p->created_ms = json_time(meta, "creationTimestamp");
+    p->created_ms = json_time_ms(meta, "creationTimestamp");
     p->deletion_ms = deletion_ms(meta);
-    const char *from = json_str(member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
+    const char *from = json_string(json_member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
     p->restore_from_checkpoint = from && strcmp(from, "true") == 0;
     decode_conditions(status, p, &unschedulable_msg);
-    if (dup_str(json_str(meta, "namespace"), &p->ns) < 0 ||
-        dup_str(json_str(meta, "name"), &p->name) < 0 ||
-        dup_str(json_str(meta, "uid"), &p->uid) < 0 ||
-        dup_str(json_str(member(meta, "labels"), WORKSPACE_LABEL), &p->workspace) < 0 ||
-        dup_str(json_str(spec, "nodeName"), &p->node_name) < 0 ||
-        dup_str(json_str(status, "phase"), &p->phase) < 0 ||
-        dup_str(unschedulable_msg, &p->unschedulable_message) < 0) {
+    if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
+        json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
+        json_dup_optional(json_string(meta, "uid"), &p->uid) < 0 ||
+        json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
+                          &p->workspace) < 0 ||
+        json_dup_optional(json_string(spec, "nodeName"), &p->node_name) < 0 ||
+        json_dup_optional(json_string(status, "phase"), &p->phase) < 0 ||
+        json_dup_optional(unschedulable_msg, &p->unschedulable_message) < 0) {
         workspace_pod_free(p);
         return NULL;
     }
@@ -123,11 +94,11 @@ void *workspace_pvc_decode(const cJSON *obj, void *data)
     struct workspace_pvc *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    const cJSON *meta = member(obj, "metadata");
+    const cJSON *meta = json_member(obj, "metadata");
     p->deletion_ms = deletion_ms(meta);
-    if (dup_str(json_str(meta, "namespace"), &p->ns) < 0 ||
-        dup_str(json_str(meta, "name"), &p->name) < 0 ||
-        dup_str(json_str(member(obj, "status"), "phase"), &p->phase) < 0) {
+    if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
+        json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
+        json_dup_optional(json_string(json_member(obj, "status"), "phase"), &p->phase) < 0) {
         workspace_pvc_free(p);
         return NULL;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
 #include "util/timefmt.h"
 
 #define MAX_ENV 32
@@ -40,58 +41,6 @@ enum workspace_state workspace_state_from_name(const char *name)
 }
 
 /* ---- reading JSON ---- */
-
-static const cJSON *member(const cJSON *obj, const char *name)
-{
-    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, name) : NULL;
-}
-
-static const char *json_str(const cJSON *obj, const char *name)
-{
-    const cJSON *v = member(obj, name);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* JSON numbers are doubles: anything that is not a whole number within the
- * exactly representable range reads as 0. */
-static int64_t json_int(const cJSON *obj, const char *name)
-{
-    const cJSON *v = member(obj, name);
-    if (!cJSON_IsNumber(v))
-        return 0;
-    double d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d > 9007199254740992.0 || d < -9007199254740992.0)
-        return 0;
-    return (int64_t)d;
-}
-
-static double json_double(const cJSON *obj, const char *name)
-{
-    const cJSON *v = member(obj, name);
-    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : 0;
-}
-
-/* Status times are the controller's own writing; one it cannot read counts
- * as unset rather than making the workspace impossible to reconcile. */
-static int64_t json_time(const cJSON *obj, const char *name)
-{
-    const char *s = json_str(obj, name);
-    int64_t ms;
-    if (!s || timefmt_parse_rfc3339(s, &ms) < 0)
-        return 0;
-    return ms;
-}
-
-/* Copies an optional string; returns 0 or -ENOMEM. */
-static int dup_str(const char *s, char **ret)
-{
-    if (!s) {
-        *ret = NULL;
-        return 0;
-    }
-    *ret = strdup(s);
-    return *ret ? 0 : -ENOMEM;
-}
 
 static int fail(char **ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -146,23 +95,23 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
     if (!cJSON_IsObject(st))
         return 0;
     s->observed_generation = json_int(st, "observedGeneration");
-    s->state = workspace_state_from_name(json_str(st, "state"));
+    s->state = workspace_state_from_name(json_string(st, "state"));
     s->pod_generation = json_int(st, "podGeneration");
-    s->waiting_for_capacity_since_ms = json_time(st, "waitingForCapacitySince");
-    s->state_since_ms = json_time(st, "stateSince");
-    if (dup_str(json_str(st, "message"), &s->message) < 0 ||
-        dup_str(json_str(st, "podName"), &s->pod_name) < 0 ||
-        dup_str(json_str(st, "nodeName"), &s->node_name) < 0 ||
-        dup_str(json_str(st, "homeClaimName"), &s->home_claim_name) < 0)
+    s->waiting_for_capacity_since_ms = json_time_ms(st, "waitingForCapacitySince");
+    s->state_since_ms = json_time_ms(st, "stateSince");
+    if (json_dup_optional(json_string(st, "message"), &s->message) < 0 ||
+        json_dup_optional(json_string(st, "podName"), &s->pod_name) < 0 ||
+        json_dup_optional(json_string(st, "nodeName"), &s->node_name) < 0 ||
+        json_dup_optional(json_string(st, "homeClaimName"), &s->home_claim_name) < 0)
         goto oom;
 
-    const cJSON *acc = member(st, "accelerator");
+    const cJSON *acc = json_member(st, "accelerator");
     s->accelerator_count = (int)json_int(acc, "count");
-    if (dup_str(json_str(acc, "resourceName"), &s->accelerator_resource) < 0 ||
-        dup_str(json_str(acc, "product"), &s->accelerator_product) < 0)
+    if (json_dup_optional(json_string(acc, "resourceName"), &s->accelerator_resource) < 0 ||
+        json_dup_optional(json_string(acc, "product"), &s->accelerator_product) < 0)
         goto oom;
 
-    const cJSON *conds = member(st, "conditions");
+    const cJSON *conds = json_member(st, "conditions");
     if (cJSON_IsArray(conds) && cJSON_GetArraySize(conds) > 0) {
         s->conditions = calloc((size_t)cJSON_GetArraySize(conds), sizeof(*s->conditions));
         if (!s->conditions)
@@ -170,34 +119,35 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
         const cJSON *c;
         cJSON_ArrayForEach(c, conds)
         {
-            const char *type = json_str(c, "type");
+            const char *type = json_string(c, "type");
             if (!type || !type[0] || workspace_status_condition(s, type))
                 continue;
             struct condition *d = &s->conditions[s->n_conditions++];
-            d->status = condition_status_from_name(json_str(c, "status"));
+            d->status = condition_status_from_name(json_string(c, "status"));
             d->observed_generation = json_int(c, "observedGeneration");
-            d->last_transition_ms = json_time(c, "lastTransitionTime");
-            if (dup_str(type, &d->type) < 0 || dup_str(json_str(c, "reason"), &d->reason) < 0 ||
-                dup_str(json_str(c, "message"), &d->message) < 0)
+            d->last_transition_ms = json_time_ms(c, "lastTransitionTime");
+            if (json_dup_optional(type, &d->type) < 0 ||
+                json_dup_optional(json_string(c, "reason"), &d->reason) < 0 ||
+                json_dup_optional(json_string(c, "message"), &d->message) < 0)
                 goto oom;
         }
     }
 
-    const cJSON *lp = member(st, "lastPause");
-    s->last_pause.requested_ms = json_time(lp, "requestedAt");
-    s->last_pause.pod_deleted_ms = json_time(lp, "podDeletedAt");
-    s->last_pause.accelerator_released_ms = json_time(lp, "acceleratorReleasedAt");
+    const cJSON *lp = json_member(st, "lastPause");
+    s->last_pause.requested_ms = json_time_ms(lp, "requestedAt");
+    s->last_pause.pod_deleted_ms = json_time_ms(lp, "podDeletedAt");
+    s->last_pause.accelerator_released_ms = json_time_ms(lp, "acceleratorReleasedAt");
 
-    const cJSON *lr = member(st, "lastResume");
-    s->last_resume.requested_ms = json_time(lr, "requestedAt");
-    s->last_resume.pod_created_ms = json_time(lr, "podCreatedAt");
-    s->last_resume.pod_scheduled_ms = json_time(lr, "podScheduledAt");
-    s->last_resume.ready_ms = json_time(lr, "readyAt");
+    const cJSON *lr = json_member(st, "lastResume");
+    s->last_resume.requested_ms = json_time_ms(lr, "requestedAt");
+    s->last_resume.pod_created_ms = json_time_ms(lr, "podCreatedAt");
+    s->last_resume.pod_scheduled_ms = json_time_ms(lr, "podScheduledAt");
+    s->last_resume.ready_ms = json_time_ms(lr, "readyAt");
     s->last_resume.seconds_to_ready = json_double(lr, "secondsToReady");
-    if (dup_str(json_str(lr, "restoredFrom"), &s->last_resume.restored_from) < 0)
+    if (json_dup_optional(json_string(lr, "restoredFrom"), &s->last_resume.restored_from) < 0)
         goto oom;
 
-    const cJSON *acct = member(st, "accounting");
+    const cJSON *acct = json_member(st, "accounting");
     s->pauses = json_int(acct, "pauses");
     s->resumes = json_int(acct, "resumes");
     s->accelerator_seconds_released = json_double(acct, "acceleratorSecondsReleased");
@@ -209,7 +159,7 @@ oom:
 
 static int decode_env(const cJSON *spec, struct workspace *ws, char **ret_err)
 {
-    const cJSON *env = member(spec, "env");
+    const cJSON *env = json_member(spec, "env");
     if (!env || cJSON_IsNull(env))
         return 0;
     if (!cJSON_IsArray(env))
@@ -226,15 +176,16 @@ static int decode_env(const cJSON *spec, struct workspace *ws, char **ret_err)
     cJSON_ArrayForEach(e, env)
     {
         size_t i = ws->n_env;
-        const char *name = json_str(e, "name");
-        const cJSON *value = member(e, "value");
+        const char *name = json_string(e, "name");
+        const cJSON *value = json_member(e, "value");
         if (!name || !name[0])
             return fail(ret_err, "spec.env[%zu].name: required", i);
         if (value && !cJSON_IsNull(value) && !cJSON_IsString(value))
             return fail(ret_err, "spec.env[%zu].value: must be a string", i);
         ws->n_env++;
-        if (dup_str(name, &ws->env[i].name) < 0 ||
-            dup_str(cJSON_IsString(value) ? value->valuestring : "", &ws->env[i].value) < 0)
+        if (json_dup_optional(name, &ws->env[i].name) < 0 ||
+            json_dup_optional(cJSON_IsString(value) ? value->valuestring : "", &ws->env[i].value) <
+                0)
             return -ENOMEM;
     }
     return 0;
@@ -242,33 +193,33 @@ static int decode_env(const cJSON *spec, struct workspace *ws, char **ret_err)
 
 static int decode_spec(const cJSON *obj, struct workspace *ws, char **ret_err)
 {
-    const cJSON *spec = member(obj, "spec");
+    const cJSON *spec = json_member(obj, "spec");
     if (!cJSON_IsObject(spec))
         return fail(ret_err, "spec: required");
-    const char *cls = json_str(spec, "className");
+    const char *cls = json_string(spec, "className");
     if (!cls || !cls[0])
         return fail(ret_err, "spec.className: required");
-    if (dup_str(cls, &ws->class_name) < 0)
+    if (json_dup_optional(cls, &ws->class_name) < 0)
         return -ENOMEM;
 
-    const cJSON *image = member(spec, "image");
+    const cJSON *image = json_member(spec, "image");
     if (image && !cJSON_IsNull(image) && !cJSON_IsString(image))
         return fail(ret_err, "spec.image: must be a string");
     if (cJSON_IsString(image) && image->valuestring[0] &&
-        dup_str(image->valuestring, &ws->image) < 0)
+        json_dup_optional(image->valuestring, &ws->image) < 0)
         return -ENOMEM;
 
-    const cJSON *paused = member(spec, "paused");
+    const cJSON *paused = json_member(spec, "paused");
     if (paused && !cJSON_IsNull(paused) && !cJSON_IsBool(paused))
         return fail(ret_err, "spec.paused: must be true or false");
     ws->paused = cJSON_IsTrue(paused);
 
-    const cJSON *home = member(spec, "home");
+    const cJSON *home = json_member(spec, "home");
     if (home && !cJSON_IsNull(home) && !cJSON_IsObject(home))
         return fail(ret_err, "spec.home: must be an object");
-    const cJSON *size = member(home, "size");
+    const cJSON *size = json_member(home, "size");
     if (cJSON_IsString(size)) {
-        if (size->valuestring[0] && dup_str(size->valuestring, &ws->home_size) < 0)
+        if (size->valuestring[0] && json_dup_optional(size->valuestring, &ws->home_size) < 0)
             return -ENOMEM;
     } else if (cJSON_IsNumber(size)) {
         /* int-or-string quantity: kept as text, judged by decide(). */
@@ -284,18 +235,19 @@ static int decode_spec(const cJSON *obj, struct workspace *ws, char **ret_err)
 
 static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_err)
 {
-    const cJSON *meta = member(obj, "metadata");
+    const cJSON *meta = json_member(obj, "metadata");
     if (!cJSON_IsObject(meta))
         return fail(ret_err, "metadata: required");
-    const char *name = json_str(meta, "name");
+    const char *name = json_string(meta, "name");
     if (!name || !name[0])
         return fail(ret_err, "metadata.name: required");
-    if (dup_str(name, &ws->name) < 0 || dup_str(json_str(meta, "namespace"), &ws->ns) < 0 ||
-        dup_str(json_str(meta, "uid"), &ws->uid) < 0 ||
-        dup_str(json_str(meta, "resourceVersion"), &ws->resource_version) < 0)
+    if (json_dup_optional(name, &ws->name) < 0 ||
+        json_dup_optional(json_string(meta, "namespace"), &ws->ns) < 0 ||
+        json_dup_optional(json_string(meta, "uid"), &ws->uid) < 0 ||
+        json_dup_optional(json_string(meta, "resourceVersion"), &ws->resource_version) < 0)
         return -ENOMEM;
     ws->generation = json_int(meta, "generation");
-    const char *del = json_str(meta, "deletionTimestamp");
+    const char *del = json_string(meta, "deletionTimestamp");
     if (del && timefmt_parse_rfc3339(del, &ws->deletion_ms) < 0)
         return fail(ret_err, "metadata.deletionTimestamp: not an RFC 3339 time");
     /* The API server never shows a zero deletionTimestamp, but 0 means "not
@@ -303,7 +255,7 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_er
     if (del && ws->deletion_ms == 0)
         ws->deletion_ms = 1;
     const cJSON *fin;
-    cJSON_ArrayForEach(fin, member(meta, "finalizers"))
+    cJSON_ArrayForEach(fin, json_member(meta, "finalizers"))
     {
         if (cJSON_IsString(fin) && strcmp(fin->valuestring, WORKSPACE_FINALIZER) == 0)
             ws->has_finalizer = 1;
@@ -322,7 +274,7 @@ int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err
     if (r >= 0)
         r = decode_spec(obj, ws, ret_err);
     if (r >= 0)
-        r = status_decode(member(obj, "status"), &ws->status);
+        r = status_decode(json_member(obj, "status"), &ws->status);
     if (r < 0) {
         workspace_free(ws);
         return r;
@@ -542,12 +494,13 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
     c.last_resume.restored_from = NULL;
     c.conditions = NULL;
     c.n_conditions = 0;
-    if (dup_str(src->message, &c.message) < 0 || dup_str(src->pod_name, &c.pod_name) < 0 ||
-        dup_str(src->node_name, &c.node_name) < 0 ||
-        dup_str(src->home_claim_name, &c.home_claim_name) < 0 ||
-        dup_str(src->accelerator_resource, &c.accelerator_resource) < 0 ||
-        dup_str(src->accelerator_product, &c.accelerator_product) < 0 ||
-        dup_str(src->last_resume.restored_from, &c.last_resume.restored_from) < 0)
+    if (json_dup_optional(src->message, &c.message) < 0 ||
+        json_dup_optional(src->pod_name, &c.pod_name) < 0 ||
+        json_dup_optional(src->node_name, &c.node_name) < 0 ||
+        json_dup_optional(src->home_claim_name, &c.home_claim_name) < 0 ||
+        json_dup_optional(src->accelerator_resource, &c.accelerator_resource) < 0 ||
+        json_dup_optional(src->accelerator_product, &c.accelerator_product) < 0 ||
+        json_dup_optional(src->last_resume.restored_from, &c.last_resume.restored_from) < 0)
         goto oom;
     if (src->n_conditions > 0) {
         c.conditions = calloc(src->n_conditions, sizeof(*c.conditions));
@@ -559,8 +512,9 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
             to->status = from->status;
             to->observed_generation = from->observed_generation;
             to->last_transition_ms = from->last_transition_ms;
-            if (dup_str(from->type, &to->type) < 0 || dup_str(from->reason, &to->reason) < 0 ||
-                dup_str(from->message, &to->message) < 0)
+            if (json_dup_optional(from->type, &to->type) < 0 ||
+                json_dup_optional(from->reason, &to->reason) < 0 ||
+                json_dup_optional(from->message, &to->message) < 0)
                 goto oom;
         }
     }
@@ -671,7 +625,7 @@ int workspace_status_set_condition(struct workspace_status *s, const char *type,
                                    const char *message, int64_t generation, int64_t now_ms)
 {
     char *r = NULL, *m = NULL;
-    if (dup_str(reason, &r) < 0 || dup_str(message, &m) < 0) {
+    if (json_dup_optional(reason, &r) < 0 || json_dup_optional(message, &m) < 0) {
         free(r);
         return -ENOMEM;
     }
