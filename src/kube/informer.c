@@ -79,19 +79,24 @@ static void entry_free(struct informer *inf, struct cache_entry *e)
     free(e); /* the strings live in the same allocation */
 }
 
-static char *make_key(const char *ns, const char *name)
+/* Writes "ns/name" (or "name" when ns is empty) and its NUL at out, which
+ * has room for strlen(ns) + strlen(name) + 2 bytes. Returns the key's length. */
+static size_t write_key(char *out, const char *ns, const char *name)
 {
     size_t nl = ns ? strlen(ns) : 0, ml = strlen(name);
-    char *k = malloc(nl + ml + 2);
-    if (!k)
-        return NULL;
     if (nl) {
-        memcpy(k, ns, nl);
-        k[nl] = '/';
-        memcpy(k + nl + 1, name, ml + 1);
-    } else {
-        memcpy(k, name, ml + 1);
+        memcpy(out, ns, nl);
+        out[nl++] = '/';
     }
+    memcpy(out + nl, name, ml + 1);
+    return nl + ml;
+}
+
+static char *make_key(const char *ns, const char *name)
+{
+    char *k = malloc((ns ? strlen(ns) : 0) + strlen(name) + 2);
+    if (k)
+        write_key(k, ns, name);
     return k;
 }
 
@@ -118,14 +123,7 @@ static int entry_new(struct informer *inf, const cJSON *obj, struct cache_entry 
         return -ENOMEM;
     char *p = (char *)(e + 1);
     e->key = p;
-    if (nl) {
-        memcpy(p, ns, nl);
-        p[nl] = '/';
-        memcpy(p + nl + 1, name, ml + 1);
-    } else {
-        memcpy(p, name, ml + 1);
-    }
-    p += key_len + 1;
+    p += write_key(p, ns, name) + 1;
     e->ns = memcpy(p, ns, nl + 1);
     p += nl + 1;
     e->name = memcpy(p, name, ml + 1);
