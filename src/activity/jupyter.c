@@ -1,0 +1,150 @@
+#include "activity/jupyter.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/timefmt.h"
+
+#define EP_STATUS "GET /api/status"
+#define EP_KERNELS "GET /api/kernels"
+
+/* Reads obj[name] as an RFC 3339 time. Returns 0, -ENOENT (absent), or
+ * -EINVAL (not a string or not a time). */
+static int read_time(const cJSON *obj, const char *name, int64_t *ret_ms)
+{
+    const cJSON *v = json_member(obj, name);
+    if (!v)
+        return -ENOENT;
+    if (!cJSON_IsString(v) || timefmt_parse_rfc3339(v->valuestring, ret_ms) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+/* Reads an optional count: absent is 0; anything but a whole number in
+ * 0..INT_MAX is -EINVAL. */
+static int read_count(const cJSON *obj, const char *name, int *ret)
+{
+    const cJSON *v = json_member(obj, name);
+    if (!v) {
+        *ret = 0;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v))
+        return -EINVAL;
+    double d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || d < 0 || d > INT_MAX)
+        return -EINVAL;
+    *ret = (int)d;
+    return 0;
+}
+
+static int fail(struct probe_result *r, const char *endpoint, const char *what)
+{
+    probe_result_fail(r, JUPYTER_SOURCE, "%s: %s", endpoint, what);
+    return -EBADMSG;
+}
+
+int jupyter_parse_status(const char *body, size_t len, struct probe_result *r)
+{
+    cJSON *root = NULL;
+    int64_t last = 0;
+    int connections = 0;
+    int rc;
+
+    rc = probe_parse_json(body, len, JUPYTER_SOURCE, EP_STATUS, r, &root);
+    if (rc < 0)
+        return rc;
+
+    if (!cJSON_IsObject(root))
+        rc = fail(r, EP_STATUS, "expected a JSON object");
+    else if ((rc = read_time(root, "last_activity", &last)) < 0)
+        rc = fail(r, EP_STATUS,
+                  rc == -ENOENT ? "last_activity is missing"
+                                : "last_activity is not an RFC 3339 time string");
+    else if (read_count(root, "connections", &connections) < 0)
+        rc = fail(r, EP_STATUS, "connections is not a non-negative whole number");
+    else {
+        probe_result_init(r, JUPYTER_SOURCE);
+        r->last_activity_ms = last;
+        r->connections = connections;
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* Kernel states in which code runs or is about to, whether or not a
+ * browser is attached. */
+static int state_is_busy(const char *state)
+{
+    return strcmp(state, "busy") == 0 || strcmp(state, "starting") == 0 ||
+           strcmp(state, "restarting") == 0;
+}
+
+int jupyter_parse_kernels(const char *body, size_t len, struct probe_result *r)
+{
+    cJSON *root = NULL;
+    const cJSON *kernel;
+    struct probe_result out;
+    int index = 0;
+    int rc;
+
+    rc = probe_parse_json(body, len, JUPYTER_SOURCE, EP_KERNELS, r, &root);
+    if (rc < 0)
+        return rc;
+    if (!cJSON_IsArray(root)) {
+        rc = fail(r, EP_KERNELS, "expected a JSON array of kernels");
+        goto out;
+    }
+
+    probe_result_init(&out, JUPYTER_SOURCE);
+    cJSON_ArrayForEach(kernel, root)
+    {
+        char what[96];
+        int64_t last = 0;
+        int connections = 0;
+        const char *state;
+
+        if (!cJSON_IsObject(kernel)) {
+            snprintf(what, sizeof(what), "kernel %d is not an object", index);
+            rc = fail(r, EP_KERNELS, what);
+            goto out;
+        }
+        state = json_string(kernel, "execution_state");
+        if (!state) {
+            snprintf(what, sizeof(what), "kernel %d: execution_state is missing or not a string",
+                     index);
+            rc = fail(r, EP_KERNELS, what);
+            goto out;
+        }
+        rc = read_time(kernel, "last_activity", &last);
+        if (rc < 0) {
+            snprintf(what, sizeof(what), "kernel %d: last_activity %s", index,
+                     rc == -ENOENT ? "is missing" : "is not an RFC 3339 time string");
+            rc = fail(r, EP_KERNELS, what);
+            goto out;
+        }
+        if (read_count(kernel, "connections", &connections) < 0) {
+            snprintf(what, sizeof(what),
+                     "kernel %d: connections is not a non-negative whole number", index);
+            rc = fail(r, EP_KERNELS, what);
+            goto out;
+        }
+
+        if (state_is_busy(state))
+            out.busy = 1;
+        if (last > out.last_activity_ms)
+            out.last_activity_ms = last;
+        out.connections =
+            connections > INT_MAX - out.connections ? INT_MAX : out.connections + connections;
+        index++;
+    }
+    *r = out;
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
