@@ -240,8 +240,6 @@ static void on_pod_delete(void *data, const struct cache_entry *e)
 static void on_pvc_change(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
-    const struct workspace_pvc *p = e->obj;
-    (void)p;
     /* Claims are named "<workspace>-home". */
     size_t n = strlen(e->name);
     if (n > 5 && strcmp(e->name + n - 5, "-home") == 0) {
