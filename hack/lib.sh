@@ -39,7 +39,8 @@ phase_report() {
 deps=(
   build-essential cmake pkg-config git ca-certificates curl openssl util-linux procps
   libcurl4-openssl-dev libcjson-dev libyaml-dev libssl-dev libuv1-dev libcmocka-dev
-  libmicrohttpd-dev
+  libmicrohttpd-dev tzdata
+  python3-jupyter-server python3-ipykernel python3-jupyter-client
   clang libclang-rt-14-dev clang-format
 )
 

@@ -37,7 +37,7 @@ struct probe_result {
     int connections;                /* clients attached (browsers, editors) */
     char source[PROBE_SOURCE_SIZE]; /* "jupyter", "code-server", "gpu"; merged: "jupyter+gpu" */
     double gpu_utilisation;         /* percent, 0..100; maximum over the pod's GPUs */
-    int no_data;                    /* the source answered but had no samples */
+    int no_data;                    /* a source answered but had no samples (the GPU) */
 };
 
 /* Resets *r to a successful, empty result from source (truncated to fit). */
@@ -60,7 +60,8 @@ void probe_result_fail(struct probe_result *r, const char *source, const char *f
  *   last_activity_ms the later of the two (0 counts as unknown);
  *   connections      the sum (saturating);
  *   gpu_utilisation  the maximum;
- *   no_data          only if neither supplied data;
+ *   no_data          if either had none (only the GPU source can say so:
+ *                    "no GPU samples" must survive a merge with Jupyter's);
  *   source           the distinct source names joined with '+'.
  * A zeroed dst (empty source) is the empty merge: src is copied into it, so
  * "struct probe_result all = {0};" followed by merges works.

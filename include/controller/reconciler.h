@@ -32,6 +32,8 @@ struct reconciler_options {
     /* The wall clock in Unix ms; NULL: the real one. For tests. */
     int64_t (*now_ms)(void *data);
     void *now_data;
+    unsigned probe_concurrency; /* activity probe requests in flight at once; default 64 */
+    const char *zoneinfo_dir;   /* time zones of pause windows; NULL: the system's */
 };
 
 struct reconciler_stats {
@@ -39,6 +41,7 @@ struct reconciler_stats {
     uint64_t errors;
     uint64_t status_writes;
     uint64_t actions;
+    uint64_t auto_pauses; /* idle workspaces paused */
 };
 
 struct reconciler;

@@ -24,6 +24,7 @@ extern const struct kube_resource KUBE_RESOURCE_EVENTS;
 extern const struct kube_resource KUBE_RESOURCE_LEASES;
 extern const struct kube_resource KUBE_RESOURCE_NAMESPACES;
 extern const struct kube_resource KUBE_RESOURCE_PVCS;
+extern const struct kube_resource KUBE_RESOURCE_SECRETS;
 
 /* "v1" or "group/version", for apiVersion fields. Returns a malloc'd string or NULL. */
 char *kube_resource_api_version(const struct kube_resource *res);

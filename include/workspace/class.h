@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "workspace/pause_window.h"
+
 enum capacity_timeout_action {
     CAPACITY_TIMEOUT_WAIT,
     CAPACITY_TIMEOUT_FAIL,
@@ -21,6 +23,38 @@ enum capacity_timeout_action {
 enum home_on_delete {
     HOME_ON_DELETE_DELETE,
     HOME_ON_DELETE_RETAIN,
+};
+
+enum activity_application {
+    ACTIVITY_APP_NONE,
+    ACTIVITY_APP_JUPYTER,
+    ACTIVITY_APP_CODE_SERVER,
+};
+
+/* How the controller learns whether a workspace is in use (spec.activity). */
+struct activity_config {
+    enum activity_application application;
+    char *url_template;       /* {podIP} {port} {namespace} {workspace} {pod} */
+    char *token_secret_name;  /* NULL: no token; may contain {workspace} */
+    char *token_secret_key;   /* default "token" */
+    char *prometheus_url;     /* NULL: no GPU metrics */
+    char *gpu_query_template; /* {namespace} {pod} {workspace} */
+    int64_t interval_ms;
+    int64_t timeout_ms;
+};
+
+/* When a running workspace is paused automatically (spec.idle). */
+struct idle_class_policy {
+    int auto_pause;
+    int64_t after_ms;
+    int64_t min_after_ms; /* bounds of a workspace's spec.idle.after */
+    int64_t max_after_ms;
+    int64_t min_running_ms;
+    int64_t warn_before_ms;
+    int64_t max_keep_alive_ms;
+    int gpu_threshold_percent;
+    char *time_zone;                /* IANA name, default "UTC" */
+    struct pause_schedule schedule; /* no windows: any time */
 };
 
 struct label {
@@ -61,6 +95,9 @@ struct workspace_class {
     int64_t pause_grace_seconds;
     int64_t capacity_timeout_ms;
     enum capacity_timeout_action on_capacity_timeout;
+
+    struct activity_config activity;
+    struct idle_class_policy idle;
 };
 
 /* Decodes a WorkspaceClass object, applying the defaults of docs/api.md

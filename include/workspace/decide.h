@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "workspace/class.h"
+#include "workspace/idle.h"
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
 
@@ -26,8 +27,10 @@ struct decide_input {
     const struct workspace_class *cls;       /* NULL: the class does not exist */
     const struct workspace_pod *const *pods; /* the workspace's pods (by label), any order */
     size_t n_pods;
-    const struct workspace_pvc *pvc; /* NULL: no home claim */
-    int64_t now_ms;                  /* Unix milliseconds */
+    const struct workspace_pvc *pvc;             /* NULL: no home claim */
+    int64_t now_ms;                              /* Unix milliseconds */
+    const struct activity_observation *activity; /* latest probe round, NULL: none */
+    const struct tz *zone; /* the class's pause-window time zone, NULL: not loaded */
 };
 
 enum action_type {
@@ -39,6 +42,8 @@ enum action_type {
     ACTION_RELEASE_PVC,      /* name: drop its owner reference so it outlives the workspace */
     ACTION_REMOVE_FINALIZER, /* name NULL */
     ACTION_EVENT,            /* event_type, reason, message */
+    ACTION_AUTO_PAUSE,       /* time_ms, message: set spec.paused with the auto-pause
+                                annotations, in one write guarded by resourceVersion */
 };
 
 struct action {
@@ -49,6 +54,7 @@ struct action {
     const char *event_type; /* "Normal" | "Warning" (static) */
     char *reason;
     char *message;
+    int64_t time_ms;
 };
 
 #define DECIDE_MAX_ACTIONS 16
@@ -59,6 +65,8 @@ struct decide_output {
     struct action actions[DECIDE_MAX_ACTIONS];
     size_t n_actions;
     int64_t requeue_after_ms; /* 0: no timed re-check needed */
+    int probe_wanted;         /* Running, ready, and the class has activity sources */
+    int probe_now;            /* a pause is due: probe once more before it */
 };
 
 /* The rules, their states, conditions and events: docs/state-machine.md.

@@ -30,6 +30,7 @@ struct workspace_pod {
     char *uid;
     char *workspace; /* value of the hibernator.dev/workspace label */
     char *node_name; /* spec.nodeName, NULL until scheduled */
+    char *pod_ip;    /* status.podIP, NULL until known */
     char *phase;     /* Pending, Running, Succeeded, Failed, Unknown */
     int64_t created_ms;
     int64_t deletion_ms;         /* 0 unless terminating */

@@ -58,6 +58,22 @@ struct workspace_pause_timeline {
     int64_t requested_ms;
     int64_t pod_deleted_ms;
     int64_t accelerator_released_ms;
+    char *reason;  /* "User" | "IdleTimeout" | NULL */
+    char *message; /* for IdleTimeout: the figures that led to it */
+};
+
+/* What the controller knows about the use of a running workspace. */
+struct workspace_activity {
+    int64_t last_activity_ms;
+    char *last_activity_source; /* "jupyter", "gpu", "annotation", "keepAlive", "start", ... */
+    int64_t last_probe_ms;
+    char *last_probe_result; /* "Active" | "Idle" | "Failed" */
+    char *last_probe_error;
+    int64_t idle_since_ms;
+    int64_t pause_at_ms; /* set while a pause is announced (Idle=True) */
+    int64_t idle_after_seconds;
+    int64_t keep_alive_until_ms;     /* the bounded keep-alive */
+    int64_t keep_alive_requested_ms; /* the spec value it was computed from */
 };
 
 struct workspace_resume_timeline {
@@ -86,6 +102,7 @@ struct workspace_status {
     struct workspace_pause_timeline last_pause;
     struct workspace_resume_timeline last_resume;
     int64_t waiting_for_capacity_since_ms;
+    struct workspace_activity activity;
     int64_t pauses;
     int64_t resumes;
     double accelerator_seconds_released;
@@ -106,6 +123,13 @@ struct workspace {
     char *home_size; /* NULL: class default */
     struct env_var *env;
     size_t n_env;
+    int64_t keep_alive_until_ms; /* spec.keepAliveUntil, 0 if unset */
+    int64_t idle_after_ms;       /* spec.idle.after, 0 if unset */
+
+    /* Annotations (metadata). */
+    int64_t annotated_activity_ms; /* hibernator.dev/last-activity, 0 if unset or unreadable */
+    int64_t auto_paused_ms;        /* hibernator.dev/auto-paused-at */
+    char *auto_pause_message;      /* hibernator.dev/auto-pause-reason */
 
     struct workspace_status status;
 };
@@ -116,6 +140,13 @@ struct workspace {
 #define WORKSPACE_LABEL "hibernator.dev/workspace"
 #define MANAGED_BY_LABEL "app.kubernetes.io/managed-by"
 #define MANAGED_BY_VALUE "hibernator"
+/* A process in the pod (or anyone) sets this to an RFC 3339 time to report
+ * activity; a time in the future counts as now. */
+#define LAST_ACTIVITY_ANNOTATION "hibernator.dev/last-activity"
+/* Written by the controller together with spec.paused=true when it pauses an
+ * idle workspace, so the reason survives a crash before the status write. */
+#define AUTO_PAUSED_AT_ANNOTATION "hibernator.dev/auto-paused-at"
+#define AUTO_PAUSE_REASON_ANNOTATION "hibernator.dev/auto-pause-reason"
 
 /* Decodes a Workspace object. Returns 0, -ENOMEM, or -EINVAL with *ret_err
  * naming the field (a malformed object the schema should have refused;

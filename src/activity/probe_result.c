@@ -105,7 +105,7 @@ void probe_result_merge(struct probe_result *dst, const struct probe_result *src
                                : dst->connections + src->connections;
     if (src->gpu_utilisation > dst->gpu_utilisation)
         dst->gpu_utilisation = src->gpu_utilisation;
-    dst->no_data = dst->no_data && src->no_data;
+    dst->no_data = dst->no_data || src->no_data;
     append_source(dst, src->source);
 }
 

@@ -7,11 +7,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "controller/activity_tracker.h"
 #include "controller/events.h"
 #include "kube/informer.h"
 #include "kube/workqueue.h"
 #include "util/log.h"
 #include "util/strmap.h"
+#include "util/timefmt.h"
 #include "workspace/class.h"
 #include "workspace/decide.h"
 #include "workspace/pod.h"
@@ -42,6 +44,7 @@ struct reconciler {
     void *now_data;
 
     struct informer *ws_inf, *class_inf, *pod_inf, *pvc_inf;
+    struct activity_tracker *activity;
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     unsigned in_flight;
@@ -125,6 +128,13 @@ static void enqueue(struct reconciler *r, const char *ns, const char *name)
         return;
     workqueue_driver_add(r->queue, key);
     free(key);
+}
+
+static void on_activity(void *data, const char *key)
+{
+    struct reconciler *r = data;
+    if (!r->closing)
+        workqueue_driver_add(r->queue, key);
 }
 
 static void on_ws_add(void *data, const struct cache_entry *e)
@@ -480,6 +490,55 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
         job_finish(j, 1);
 }
 
+static void on_auto_paused(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    if (resp->status < 0) {
+        /* 409: the workspace changed since the decision (a user's edit
+         * wins); decide again on what it is now. */
+        if (!(resp->status == -EIO && resp->http_code == 409))
+            log_warn("automatic pause failed", "workspace", j->key, "code",
+                     LOG_INT(resp->http_code), "error", resp_error(resp));
+        job_finish(j, !(resp->status == -EIO && resp->http_code == 404));
+        return;
+    }
+    set_rv_from(j, resp->body);
+    log_info("paused an idle workspace", "workspace", j->key, "reason",
+             j->out.actions[j->next].message);
+    failpoint(j->r, ACTION_AUTO_PAUSE);
+    j->r->stats.actions++;
+    j->r->stats.auto_pauses++;
+    j->next++;
+    run_next(j);
+}
+
+/* spec.paused and the annotations that say why, in one write that only
+ * lands on the object the decision was made for. */
+static struct kube_request *auto_pause(struct job *j, const struct action *a)
+{
+    char at[TIMEFMT_RFC3339_SIZE];
+    if (timefmt_format_rfc3339(a->time_ms, at, sizeof(at)) < 0)
+        return NULL;
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    cJSON *spec = cJSON_AddObjectToObject(patch, "spec");
+    char *text = NULL;
+    if (ann && spec && cJSON_AddStringToObject(meta, "resourceVersion", j->rv) &&
+        cJSON_AddStringToObject(ann, AUTO_PAUSED_AT_ANNOTATION, at) &&
+        cJSON_AddStringToObject(ann, AUTO_PAUSE_REASON_ANNOTATION,
+                                a->message ? a->message : "idle") &&
+        cJSON_AddTrueToObject(spec, "paused"))
+        text = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    struct kube_request *req = text ? kube_patch(j->r->client, &workspaces, j->ns, j->name, NULL,
+                                                 KUBE_PATCH_MERGE, text, on_auto_paused, j)
+                                    : NULL;
+    free(text);
+    return req;
+}
+
 static void run_next(struct job *j)
 {
     struct reconciler *r = j->r;
@@ -534,6 +593,9 @@ static void run_next(struct job *j)
         req = kube_patch(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, NULL, KUBE_PATCH_MERGE,
                          "{\"metadata\":{\"ownerReferences\":null}}", on_action_done, j);
         break;
+    case ACTION_AUTO_PAUSE:
+        req = auto_pause(j, a);
+        break;
     }
     j->req = req;
     if (!req) {
@@ -566,6 +628,7 @@ static void reconcile(struct reconciler *r, const char *key)
         slash ? informer_get(r->ws_inf, (j->ns = strndup(key, (size_t)(slash - key))), slash + 1)
               : NULL;
     if (!we) {
+        activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
         job_finish(j, 0); /* deleted: the garbage collector takes what it owned */
         return;
     }
@@ -591,18 +654,29 @@ static void reconcile(struct reconciler *r, const char *key)
     const struct cache_entry *pvce = claim ? informer_get(r->pvc_inf, ws->ns, claim) : NULL;
     free(claim);
 
+    const struct workspace_class *cls = ce ? ce->obj : NULL;
     struct decide_input in = {
         .ws = ws,
-        .cls = ce ? ce->obj : NULL,
+        .cls = cls,
         .pods = pods,
         .n_pods = n_pods,
         .pvc = pvce ? pvce->obj : NULL,
         .now_ms = r->now_ms(r->now_data),
+        .activity = activity_tracker_observation(r->activity, key),
+        .zone = cls && cls->idle.schedule.n_windows
+                    ? activity_tracker_zone(r->activity, cls->idle.time_zone)
+                    : NULL,
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);
         return;
     }
+    const struct workspace_pod *current = NULL;
+    for (size_t i = 0; i < n_pods && j->out.status.pod_name; i++)
+        if (strcmp(pods[i]->name, j->out.status.pod_name) == 0 && !pods[i]->deletion_ms)
+            current = pods[i];
+    activity_tracker_update(r->activity, key, ws, cls, current, j->out.probe_wanted,
+                            j->out.probe_now);
     /* Build every body now: the cache entries may change before the calls run. */
     for (size_t i = 0; i < j->out.n_actions; i++) {
         const struct action *a = &j->out.actions[i];
@@ -708,6 +782,14 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         .codec = &pvc_codec,
         .handlers = {on_pvc_change, on_pvc_update, on_pvc_change, on_synced, r},
     };
+    struct activity_tracker_options ao = {
+        .prober = {.max_in_flight = o->probe_concurrency},
+        .zoneinfo_dir = o->zoneinfo_dir,
+        .now_ms = r->now_ms,
+        .now_data = r->now_data,
+    };
+    if (e == 0)
+        e = activity_tracker_new(loop, client, &ao, on_activity, r, &r->activity);
     if (e == 0)
         e = informer_new(loop, client, &wo, &r->ws_inf);
     if (e == 0)
@@ -746,6 +828,7 @@ void reconciler_close(struct reconciler *r)
     informer_free(r->pod_inf);
     informer_free(r->pvc_inf);
     workqueue_driver_close(r->queue);
+    activity_tracker_close(r->activity);
     void *v;
     for (size_t it = 0; strmap_next(&r->pods_by_ws, &it, NULL, &v);) {
         struct pod_keys *set = v;

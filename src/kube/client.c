@@ -1,12 +1,12 @@
 /*
- * The API client's transport: libcurl's multi interface driven by the libuv
- * loop, following curl's multi-uv pattern (a uv_poll per socket curl asks us
- * to watch, one uv_timer for curl's timeouts).
+ * The API client: requests on a curl_loop (libcurl's multi interface driven
+ * by the libuv loop).
  *
- * A request moves through three states:
+ * A request moves through these states:
  *   QUEUED   waiting for the client-side token bucket (FIFO, one timer)
  *   AUTH     waiting for a credential (token file read, exec plugin)
- *   RUNNING  an easy handle in the multi handle
+ *   RUNNING  an easy handle on the curl_loop, which owns it
+ *   DONE     its callback is running
  * and is freed after its callback has run, or when it is cancelled.
  */
 #include "kube/client.h"
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kube/credentials.h"
+#include "net/curl_loop.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/ratelimit.h"
@@ -29,6 +30,7 @@ enum request_state {
     REQUEST_AUTH,
     REQUEST_RUNNING,
     REQUEST_FAILED, /* failed before reaching curl; the callback runs from the loop */
+    REQUEST_DONE,   /* its callback is running */
 };
 
 struct kube_request {
@@ -36,6 +38,7 @@ struct kube_request {
     struct kube_request *prev, *next; /* in client->queued or client->active */
     enum request_state state;
     int cancelled;
+    int in_write; /* a watch's on_bytes is on the stack */
     int auth_retried;
     const char *method;
     char *url;
@@ -45,8 +48,8 @@ struct kube_request {
     int is_watch;
     long timeout_ms;
     uint64_t start_at_ms;
-    CURL *easy;
-    struct curl_slist *headers;
+    CURL *easy;                 /* owned by the curl_loop while RUNNING */
+    struct curl_slist *headers; /* until handed to the curl_loop */
     struct buf response;
     int too_big;
     int stream_error;
@@ -61,17 +64,9 @@ struct request_list {
     struct kube_request *head, *tail;
 };
 
-struct curl_socket_ctx {
-    uv_poll_t poll;
-    curl_socket_t fd;
-    struct kube_client *client;
-    struct curl_socket_ctx *prev, *next;
-};
-
 struct kube_client {
     uv_loop_t *loop;
-    CURLM *multi;
-    uv_timer_t curl_timer;
+    struct curl_loop *curl;
     uv_timer_t rate_timer;
     uv_timer_t reap_timer;
     unsigned open_handles;
@@ -87,12 +82,9 @@ struct kube_client {
     struct request_list queued;
     struct request_list active;
     struct request_list failed;
-    struct curl_socket_ctx *sockets;
     uint64_t sent;
     unsigned in_flight;
 };
-
-static int curl_global_ready;
 
 static void list_push(struct request_list *l, struct kube_request *r)
 {
@@ -118,22 +110,19 @@ static void list_remove(struct request_list *l, struct kube_request *r)
     r->prev = r->next = NULL;
 }
 
+/* A RUNNING request's easy handle and headers belong to the curl_loop. */
 static void request_free(struct kube_request *r)
 {
     if (!r)
         return;
-    if (r->easy)
+    if (r->easy && r->state != REQUEST_RUNNING && r->state != REQUEST_DONE)
         curl_easy_cleanup(r->easy);
-    curl_slist_free_all(r->headers); /* may hold the bearer token */
+    curl_loop_free_headers(r->headers); /* may hold the bearer token */
     free(r->url);
     free(r->body);
     buf_free(&r->response);
     free(r);
 }
-
-/* ---- curl <-> libuv glue ------------------------------------------------ */
-
-static void check_multi_info(struct kube_client *c);
 
 /* Frees the client once the last of its uv handles has closed. */
 static void client_free(struct kube_client *c)
@@ -148,176 +137,51 @@ static void client_free(struct kube_client *c)
     free(c);
 }
 
-/* Frees the client once the last of its uv handles has closed. */
-static void client_handle_gone(struct kube_client *c)
-{
-    if (--c->open_handles > 0 || !c->closing)
-        return;
-    client_free(c);
-}
-
 static void handle_closed(uv_handle_t *h)
 {
-    client_handle_gone(h->data);
-}
-
-static void socket_closed(uv_handle_t *h)
-{
-    struct curl_socket_ctx *s = h->data;
-    struct kube_client *c = s->client;
-    free(s);
-    client_handle_gone(c);
-}
-
-static void socket_ctx_close(struct curl_socket_ctx *s)
-{
-    struct kube_client *c = s->client;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        c->sockets = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    uv_poll_stop(&s->poll);
-    uv_close((uv_handle_t *)&s->poll, socket_closed);
-}
-
-static void on_poll(uv_poll_t *p, int status, int events)
-{
-    struct curl_socket_ctx *s = p->data;
-    struct kube_client *c = s->client;
-    int flags = 0;
-    if (status < 0)
-        flags = CURL_CSELECT_ERR;
-    if (events & UV_READABLE)
-        flags |= CURL_CSELECT_IN;
-    if (events & UV_WRITABLE)
-        flags |= CURL_CSELECT_OUT;
-    int running;
-    curl_multi_socket_action(c->multi, s->fd, flags, &running);
-    check_multi_info(c);
-}
-
-static int on_curl_socket(CURL *easy, curl_socket_t fd, int action, void *userp, void *socketp)
-{
-    (void)easy;
-    struct kube_client *c = userp;
-    struct curl_socket_ctx *s = socketp;
-    if (action == CURL_POLL_REMOVE) {
-        if (s) {
-            curl_multi_assign(c->multi, fd, NULL);
-            socket_ctx_close(s);
-        }
-        return 0;
-    }
-    if (!s) {
-        s = calloc(1, sizeof(*s));
-        if (!s)
-            return -1;
-        if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
-            free(s);
-            return -1;
-        }
-        s->fd = fd;
-        s->client = c;
-        s->poll.data = s;
-        s->next = c->sockets;
-        if (c->sockets)
-            c->sockets->prev = s;
-        c->sockets = s;
-        c->open_handles++;
-        curl_multi_assign(c->multi, fd, s);
-    }
-    int events = 0;
-    if (action == CURL_POLL_IN || action == CURL_POLL_INOUT)
-        events |= UV_READABLE;
-    if (action == CURL_POLL_OUT || action == CURL_POLL_INOUT)
-        events |= UV_WRITABLE;
-    uv_poll_start(&s->poll, events, on_poll);
-    return 0;
-}
-
-static void on_curl_timer(uv_timer_t *t)
-{
-    struct kube_client *c = t->data;
-    int running;
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    check_multi_info(c);
-}
-
-static int on_curl_timeout(CURLM *multi, long timeout_ms, void *userp)
-{
-    (void)multi;
-    struct kube_client *c = userp;
-    if (timeout_ms < 0)
-        uv_timer_stop(&c->curl_timer);
-    else
-        uv_timer_start(&c->curl_timer, on_curl_timer, (uint64_t)timeout_ms, 0);
-    return 0;
+    struct kube_client *c = h->data;
+    if (--c->open_handles == 0)
+        client_free(c);
 }
 
 /* ---- responses ----------------------------------------------------------- */
 
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+static int on_write(void *data, const char *ptr, size_t n)
 {
-    struct kube_request *r = userdata;
-    size_t n = size * nmemb;
-    if (r->cancelled)
-        return 0;
+    struct kube_request *r = data;
     if (r->is_watch) {
         long code = 0;
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
         if (code >= 200 && code < 300) {
+            r->in_write = 1;
             int e = r->on_bytes(r->data, ptr, n);
+            r->in_write = 0;
+            if (r->cancelled) {
+                /* Cancelled from on_bytes (or the client closed): it was left
+                 * for us to free, the curl_loop has let go already. */
+                request_free(r);
+                return -1;
+            }
             if (e < 0) {
                 r->stream_error = e;
-                return 0;
+                return -1;
             }
-            return r->cancelled ? 0 : n;
+            return 0;
         }
     }
     int e = buf_append(&r->response, ptr, n);
     if (e == -ENOBUFS) {
         r->too_big = 1;
-        return 0;
+        return -1;
     }
-    return e < 0 ? 0 : n;
-}
-
-static int curl_code_to_errno(CURLcode code)
-{
-    switch (code) {
-    case CURLE_OPERATION_TIMEDOUT:
-        return -ETIMEDOUT;
-    case CURLE_COULDNT_CONNECT:
-        return -ECONNREFUSED;
-    case CURLE_COULDNT_RESOLVE_HOST:
-        return -EHOSTUNREACH;
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-        return -EPROTO;
-    case CURLE_OUT_OF_MEMORY:
-        return -ENOMEM;
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_GOT_NOTHING:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-        return -ECONNRESET;
-    default:
-        return -EIO;
-    }
+    return e < 0 ? -1 : 0;
 }
 
 static void request_submit(struct kube_request *r);
 
-/* Builds the response, calls back, frees. The request is already off every list. */
-static void request_finish(struct kube_request *r, CURLcode code)
+/* Builds the response, calls back, frees. The request is already off every
+ * list; its easy handle is the curl_loop's and valid during this call. */
+static void request_finish(struct kube_request *r, CURLcode code, const char *error)
 {
     struct kube_client *c = r->client;
     struct kube_response resp = {0};
@@ -333,10 +197,9 @@ static void request_finish(struct kube_request *r, CURLcode code)
         snprintf(transport, sizeof(transport), "response larger than %zu bytes", r->response.max);
         resp.transport_error = transport;
     } else if (code != CURLE_OK) {
-        resp.status = curl_code_to_errno(code);
-        const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(code);
+        resp.status = curl_loop_errno(code);
         snprintf(transport, sizeof(transport), "%s%s",
-                 resp.status == -EPROTO ? "TLS handshake failed: " : "", detail);
+                 resp.status == -EPROTO ? "TLS handshake failed: " : "", error);
         resp.transport_error = transport;
         resp.http_code = 0;
     } else if (resp.http_code >= 200 && resp.http_code < 300) {
@@ -357,10 +220,7 @@ static void request_finish(struct kube_request *r, CURLcode code)
             kube_credentials_invalidate(c->creds);
             kube_api_error_clear(&resp.error);
             r->auth_retried = 1;
-            curl_easy_cleanup(r->easy);
-            r->easy = NULL;
-            curl_slist_free_all(r->headers);
-            r->headers = NULL;
+            r->easy = NULL; /* the curl_loop cleans it up after this call */
             buf_reset(&r->response);
             r->errbuf[0] = '\0';
             request_submit(r);
@@ -368,6 +228,7 @@ static void request_finish(struct kube_request *r, CURLcode code)
         }
     }
 
+    r->state = REQUEST_DONE;
     if (r->cb)
         r->cb(r->data, &resp);
     cJSON_Delete(resp.body);
@@ -375,24 +236,14 @@ static void request_finish(struct kube_request *r, CURLcode code)
     request_free(r);
 }
 
-static void check_multi_info(struct kube_client *c)
+static void on_done(void *data, CURL *easy, CURLcode code, const char *error)
 {
-    CURLMsg *msg;
-    int pending;
-    while (!c->closing && (msg = curl_multi_info_read(c->multi, &pending))) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        struct kube_request *r;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-        CURLcode code = msg->data.result;
-        curl_multi_remove_handle(c->multi, r->easy);
-        list_remove(&c->active, r);
-        c->in_flight--;
-        if (r->cancelled)
-            request_free(r);
-        else
-            request_finish(r, code);
-    }
+    (void)easy;
+    struct kube_request *r = data;
+    struct kube_client *c = r->client;
+    list_remove(&c->active, r);
+    c->in_flight--;
+    request_finish(r, code, error);
 }
 
 /* ---- starting requests --------------------------------------------------- */
@@ -446,13 +297,8 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
         return err;
 
     curl_easy_setopt(e, CURLOPT_URL, r->url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
@@ -463,8 +309,10 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
     if (strcmp(r->method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
     if (r->body) {
+        /* Copied: a request cancelled from inside libcurl is freed before
+         * the curl_loop lets go of its handle. */
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)r->body_len);
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+        curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, r->body);
     }
 
     if (c->ca.len) {
@@ -513,12 +361,13 @@ static void on_credential(void *data, int status, const struct kube_credential *
         return;
     }
     int e = request_setup_easy(r, cred);
-    if (e == 0 && curl_multi_add_handle(c->multi, r->easy) != CURLM_OK)
-        e = -ENOMEM;
+    if (e == 0)
+        e = curl_loop_add(c->curl, r->easy, r->headers, on_write, on_done, r);
     if (e < 0) {
         request_fail(r, e, "could not set up the request");
         return;
     }
+    r->headers = NULL; /* the curl_loop's now, with the easy handle */
     r->state = REQUEST_RUNNING;
     list_push(&c->active, r);
     c->in_flight++;
@@ -572,8 +421,7 @@ static void request_submit(struct kube_request *r)
     arm_rate_timer(c);
 }
 
-/* Reaps running requests cancelled while curl may be on the stack, and
- * delivers early failures. */
+/* Delivers early failures. */
 static void on_reap_timer(uv_timer_t *t)
 {
     struct kube_client *c = t->data;
@@ -581,22 +429,13 @@ static void on_reap_timer(uv_timer_t *t)
     while (!c->closing && (f = c->failed.head)) {
         list_remove(&c->failed, f);
         struct kube_response resp = {.status = f->fail_status, .transport_error = f->errbuf};
+        f->state = REQUEST_DONE;
         if (f->cb)
             f->cb(f->data, &resp);
+        if (f->easy) /* set up, then refused by the curl_loop: still ours */
+            curl_easy_cleanup(f->easy);
+        f->easy = NULL;
         request_free(f);
-    }
-    if (c->closing)
-        return;
-    struct kube_request *r = c->active.head;
-    while (r) {
-        struct kube_request *next = r->next;
-        if (r->cancelled) {
-            curl_multi_remove_handle(c->multi, r->easy);
-            list_remove(&c->active, r);
-            c->in_flight--;
-            request_free(r);
-        }
-        r = next;
     }
 }
 
@@ -616,12 +455,18 @@ void kube_request_cancel(struct kube_request *r)
     case REQUEST_AUTH:
         break; /* freed by on_credential */
     case REQUEST_RUNNING:
-        uv_timer_start(&c->reap_timer, on_reap_timer, 0, 0);
+        list_remove(&c->active, r);
+        c->in_flight--;
+        curl_loop_remove(c->curl, r->easy);
+        if (!r->in_write) /* else on_write frees it once on_bytes returns */
+            request_free(r);
         break;
     case REQUEST_FAILED:
         list_remove(&c->failed, r);
         request_free(r);
         break;
+    case REQUEST_DONE:
+        break; /* freed when its callback returns */
     }
 }
 
@@ -631,14 +476,6 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
                     const struct kube_client_options *options, struct kube_client **ret_client,
                     char **ret_err)
 {
-    if (!curl_global_ready) {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-            if (ret_err)
-                *ret_err = strdup("libcurl could not be initialised");
-            return -ENOMEM;
-        }
-        curl_global_ready = 1;
-    }
     struct kube_client *c = calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
@@ -675,24 +512,18 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
         err = buf_append(&c->key, config->key_pem, config->key_pem_len);
     if (err == 0)
         err = kube_credentials_new(loop, config, &c->creds);
-    if (err == 0 && !(c->multi = curl_multi_init()))
-        err = -ENOMEM;
+    if (err == 0)
+        err = curl_loop_new(loop, &c->curl);
     if (err < 0) {
         client_free(c);
         if (ret_err)
             *ret_err = strdup("could not create the API client: out of memory");
         return err;
     }
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timeout);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
-    curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    uv_timer_init(loop, &c->curl_timer);
     uv_timer_init(loop, &c->rate_timer);
     uv_timer_init(loop, &c->reap_timer);
-    c->curl_timer.data = c->rate_timer.data = c->reap_timer.data = c;
-    c->open_handles = 3;
+    c->rate_timer.data = c->reap_timer.data = c;
+    c->open_handles = 2;
     if (c->insecure)
         log_warn("TLS verification is OFF for the API server (insecure-skip-tls-verify): "
                  "anyone on the path can read and change every request",
@@ -711,10 +542,15 @@ void kube_client_close(struct kube_client *c)
         list_remove(&c->queued, r);
         request_free(r);
     }
+    /* No curl_loop callback follows this; it lets go of the easy handles
+     * (at once, or once libcurl has returned if we are inside it). */
+    curl_loop_close(c->curl);
+    c->curl = NULL;
     while ((r = c->active.head)) {
         list_remove(&c->active, r);
-        curl_multi_remove_handle(c->multi, r->easy);
-        request_free(r);
+        r->cancelled = 1;
+        if (!r->in_write) /* else on_write frees it once on_bytes returns */
+            request_free(r);
     }
     while ((r = c->failed.head)) {
         list_remove(&c->failed, r);
@@ -722,15 +558,7 @@ void kube_client_close(struct kube_client *c)
     }
     c->in_flight = 0;
     /* Requests waiting for a credential are freed by on_credential once
-     * kube_credentials_free() cancels them. Our sockets are closed below, so
-     * curl must not call back into a half-closed client while cleaning up. */
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, NULL);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, NULL);
-    curl_multi_cleanup(c->multi);
-    c->multi = NULL;
-    while (c->sockets)
-        socket_ctx_close(c->sockets);
-    uv_close((uv_handle_t *)&c->curl_timer, handle_closed);
+     * kube_credentials_free() cancels them. */
     uv_close((uv_handle_t *)&c->rate_timer, handle_closed);
     uv_close((uv_handle_t *)&c->reap_timer, handle_closed);
 }

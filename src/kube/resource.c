@@ -12,6 +12,7 @@ const struct kube_resource KUBE_RESOURCE_EVENTS = {"", "v1", "events", "Event", 
 const struct kube_resource KUBE_RESOURCE_NAMESPACES = {"", "v1", "namespaces", "Namespace", 0};
 const struct kube_resource KUBE_RESOURCE_PVCS = {"", "v1", "persistentvolumeclaims",
                                                  "PersistentVolumeClaim", 1};
+const struct kube_resource KUBE_RESOURCE_SECRETS = {"", "v1", "secrets", "Secret", 1};
 const struct kube_resource KUBE_RESOURCE_LEASES = {"coordination.k8s.io", "v1", "leases", "Lease",
                                                    1};
 

@@ -10,6 +10,7 @@
 
 #include "util/duration.h"
 #include "util/json.h"
+#include "util/tz.h"
 
 #define DEFAULT_PORT 8888
 #define DEFAULT_PRODUCT_LABEL "nvidia.com/gpu.product"
@@ -19,6 +20,18 @@
 #define DEFAULT_PAUSE_GRACE_SECONDS 60
 #define DEFAULT_CAPACITY_TIMEOUT "30m"
 #define MAX_ALLOWED_IMAGES 32
+#define DEFAULT_ACTIVITY_URL "http://{podIP}:{port}"
+#define DEFAULT_GPU_QUERY "DCGM_FI_DEV_GPU_UTIL{namespace=\"{namespace}\",pod=\"{pod}\"}"
+#define DEFAULT_PROBE_INTERVAL_MS (60 * 1000)
+#define DEFAULT_PROBE_TIMEOUT_MS (5 * 1000)
+#define MIN_PROBE_INTERVAL_MS 1000
+#define DEFAULT_IDLE_AFTER_MS (60 * 60 * 1000)
+#define DEFAULT_MIN_AFTER_MS (15 * 60 * 1000)
+#define MIN_IDLE_AFTER_MS (10 * 1000)
+#define DEFAULT_MIN_RUNNING_MS (10 * 60 * 1000)
+#define DEFAULT_WARN_BEFORE_MS (5 * 60 * 1000)
+#define DEFAULT_MAX_KEEP_ALIVE_MS (12 * 60 * 60 * 1000)
+#define DEFAULT_GPU_THRESHOLD 5
 #define MAX_ACCELERATOR_COUNT 16
 #define MAX_PAUSE_GRACE_SECONDS 3600
 
@@ -364,6 +377,203 @@ static int decode_timing(struct decoder *d, const cJSON *spec, struct workspace_
     return 0;
 }
 
+/* An optional duration string; dflt when absent (dflt_ms < 0: required
+ * to be absent-able with *ret = -1). */
+static int get_duration(struct decoder *d, const cJSON *obj, const char *name, const char *field,
+                        int64_t dflt_ms, int64_t *ret_ms)
+{
+    const cJSON *v = obj ? json_member(obj, name) : NULL;
+    if (!v || cJSON_IsNull(v)) {
+        *ret_ms = dflt_ms;
+        return 0;
+    }
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return decoder_fail(d, -EINVAL, "%s: must be a duration such as \"30m\"", field);
+    if (duration_parse_ms(v->valuestring, ret_ms) < 0)
+        return decoder_fail(d, -EINVAL, "%s: \"%s\" is not a duration such as \"30m\"", field,
+                            v->valuestring);
+    return 0;
+}
+
+static int decode_windows(struct decoder *d, const cJSON *pw, struct idle_class_policy *p)
+{
+    if (get_string(d, pw, "timeZone", "spec.idle.pauseWindows.timeZone", 0, "UTC", &p->time_zone) <
+        0)
+        return d->rc;
+    if (!tz_name_valid(p->time_zone))
+        return decoder_fail(d, -EINVAL,
+                            "spec.idle.pauseWindows.timeZone: \"%s\" is not a time zone name "
+                            "such as \"Europe/Berlin\"",
+                            p->time_zone);
+    const cJSON *list = pw ? json_member(pw, "windows") : NULL;
+    if (!list || cJSON_IsNull(list))
+        return 0;
+    if (!cJSON_IsArray(list))
+        return decoder_fail(d, -EINVAL, "spec.idle.pauseWindows.windows: must be a list");
+    int n = cJSON_GetArraySize(list);
+    if (n > PAUSE_SCHEDULE_MAX_WINDOWS)
+        return decoder_fail(d, -EINVAL, "spec.idle.pauseWindows.windows: at most %d windows",
+                            PAUSE_SCHEDULE_MAX_WINDOWS);
+    for (int i = 0; i < n; i++) {
+        const cJSON *w = cJSON_GetArrayItem(list, i);
+        struct pause_window *cw = &p->schedule.windows[p->schedule.n_windows];
+        const char *start = json_string(w, "start"), *end = json_string(w, "end");
+        if (!cJSON_IsObject(w))
+            return decoder_fail(d, -EINVAL, "spec.idle.pauseWindows.windows[%d]: must be an object",
+                                i);
+        static const char *const which[] = {"start", "end"};
+        const char *text[] = {start, end};
+        int *minute[] = {&cw->start_minute, &cw->end_minute};
+        for (int k = 0; k < 2; k++) {
+            char *why = NULL;
+            if (pause_window_parse_time(text[k], minute[k], &why) < 0) {
+                decoder_fail(d, why ? -EINVAL : -ENOMEM,
+                             "spec.idle.pauseWindows.windows[%d].%s: %s", i, which[k],
+                             why ? why : "");
+                free(why);
+                return d->rc;
+            }
+        }
+        const cJSON *dl = json_member(w, "days");
+        cw->days = 0;
+        if (dl && !cJSON_IsNull(dl)) {
+            if (!cJSON_IsArray(dl))
+                return decoder_fail(d, -EINVAL,
+                                    "spec.idle.pauseWindows.windows[%d].days: must be a list", i);
+            int j = 0;
+            const cJSON *day;
+            cJSON_ArrayForEach(day, dl)
+            {
+                int wday;
+                char *why = NULL;
+                if (pause_window_parse_day(cJSON_IsString(day) ? day->valuestring : NULL, &wday,
+                                           &why) < 0) {
+                    decoder_fail(d, why ? -EINVAL : -ENOMEM,
+                                 "spec.idle.pauseWindows.windows[%d].days[%d]: %s", i, j,
+                                 why ? why : "");
+                    free(why);
+                    return d->rc;
+                }
+                cw->days |= 1u << wday;
+                j++;
+            }
+        }
+        p->schedule.n_windows++;
+    }
+    return 0;
+}
+
+static int decode_activity(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    static const char *const apps[] = {"None", "Jupyter", "CodeServer"};
+    struct activity_config *a = &c->activity;
+    const cJSON *act = get_object(d, spec, "activity", "spec.activity");
+    if (d->rc < 0)
+        return d->rc;
+    const cJSON *app = act ? json_member(act, "application") : NULL;
+    a->application = ACTIVITY_APP_NONE;
+    if (app && !cJSON_IsNull(app)) {
+        size_t i = 0;
+        while (i < 3 && !(cJSON_IsString(app) && strcmp(app->valuestring, apps[i]) == 0))
+            i++;
+        if (i == 3)
+            return decoder_fail(d, -EINVAL,
+                                "spec.activity.application: must be None, Jupyter or CodeServer");
+        a->application = (enum activity_application)i;
+    }
+    if (get_string(d, act, "url", "spec.activity.url", 0, DEFAULT_ACTIVITY_URL, &a->url_template) <
+            0 ||
+        get_duration(d, act, "interval", "spec.activity.interval", DEFAULT_PROBE_INTERVAL_MS,
+                     &a->interval_ms) < 0 ||
+        get_duration(d, act, "timeout", "spec.activity.timeout", DEFAULT_PROBE_TIMEOUT_MS,
+                     &a->timeout_ms) < 0)
+        return d->rc;
+    if (strncmp(a->url_template, "http://", 7) != 0 && strncmp(a->url_template, "https://", 8) != 0)
+        return decoder_fail(d, -EINVAL,
+                            "spec.activity.url: \"%s\" must start with http:// or https://",
+                            a->url_template);
+    if (a->interval_ms < MIN_PROBE_INTERVAL_MS)
+        return decoder_fail(d, -EINVAL, "spec.activity.interval: must be at least 1s");
+    if (a->timeout_ms <= 0 || a->timeout_ms > a->interval_ms)
+        return decoder_fail(d, -EINVAL,
+                            "spec.activity.timeout: must be more than 0 and at most "
+                            "spec.activity.interval");
+    const cJSON *ref = get_object(d, act, "tokenSecretRef", "spec.activity.tokenSecretRef");
+    if (d->rc < 0)
+        return d->rc;
+    if (ref && (get_string(d, ref, "name", "spec.activity.tokenSecretRef.name", 1, NULL,
+                           &a->token_secret_name) < 0 ||
+                get_string(d, ref, "key", "spec.activity.tokenSecretRef.key", 0, "token",
+                           &a->token_secret_key) < 0))
+        return d->rc;
+    const cJSON *gpu = get_object(d, act, "gpu", "spec.activity.gpu");
+    if (d->rc < 0)
+        return d->rc;
+    if (gpu) {
+        if (get_string(d, gpu, "prometheusURL", "spec.activity.gpu.prometheusURL", 1, NULL,
+                       &a->prometheus_url) < 0 ||
+            get_string(d, gpu, "query", "spec.activity.gpu.query", 0, DEFAULT_GPU_QUERY,
+                       &a->gpu_query_template) < 0)
+            return d->rc;
+        if (strncmp(a->prometheus_url, "http://", 7) != 0 &&
+            strncmp(a->prometheus_url, "https://", 8) != 0)
+            return decoder_fail(d, -EINVAL,
+                                "spec.activity.gpu.prometheusURL: \"%s\" must start with http:// "
+                                "or https://",
+                                a->prometheus_url);
+    }
+    return 0;
+}
+
+static int decode_idle(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    struct idle_class_policy *p = &c->idle;
+    const cJSON *idle = get_object(d, spec, "idle", "spec.idle");
+    if (d->rc < 0)
+        return d->rc;
+    const cJSON *ap = idle ? json_member(idle, "autoPause") : NULL;
+    if (ap && !cJSON_IsNull(ap) && !cJSON_IsBool(ap))
+        return decoder_fail(d, -EINVAL, "spec.idle.autoPause: must be true or false");
+    p->auto_pause = !ap || cJSON_IsNull(ap) || cJSON_IsTrue(ap);
+    int64_t threshold;
+    if (get_duration(d, idle, "after", "spec.idle.after", DEFAULT_IDLE_AFTER_MS, &p->after_ms) <
+            0 ||
+        get_duration(d, idle, "minAfter", "spec.idle.minAfter", -1, &p->min_after_ms) < 0 ||
+        get_duration(d, idle, "maxAfter", "spec.idle.maxAfter", -1, &p->max_after_ms) < 0 ||
+        get_duration(d, idle, "minRunning", "spec.idle.minRunning", DEFAULT_MIN_RUNNING_MS,
+                     &p->min_running_ms) < 0 ||
+        get_duration(d, idle, "warnBefore", "spec.idle.warnBefore", DEFAULT_WARN_BEFORE_MS,
+                     &p->warn_before_ms) < 0 ||
+        get_duration(d, idle, "maxKeepAlive", "spec.idle.maxKeepAlive", DEFAULT_MAX_KEEP_ALIVE_MS,
+                     &p->max_keep_alive_ms) < 0 ||
+        get_int(d, idle, "gpuUtilisationThreshold", "spec.idle.gpuUtilisationThreshold", 0, 100,
+                DEFAULT_GPU_THRESHOLD, &threshold) < 0)
+        return d->rc;
+    p->gpu_threshold_percent = (int)threshold;
+    if (p->after_ms < MIN_IDLE_AFTER_MS)
+        return decoder_fail(d, -EINVAL, "spec.idle.after: must be at least 10s");
+    if (p->min_after_ms < 0)
+        p->min_after_ms = p->after_ms < DEFAULT_MIN_AFTER_MS ? p->after_ms : DEFAULT_MIN_AFTER_MS;
+    if (p->max_after_ms < 0)
+        p->max_after_ms = p->after_ms;
+    if (p->min_after_ms < MIN_IDLE_AFTER_MS)
+        return decoder_fail(d, -EINVAL, "spec.idle.minAfter: must be at least 10s");
+    if (p->min_after_ms > p->after_ms)
+        return decoder_fail(d, -EINVAL,
+                            "spec.idle.minAfter: may not be longer than spec.idle.after");
+    if (p->max_after_ms < p->after_ms)
+        return decoder_fail(d, -EINVAL,
+                            "spec.idle.maxAfter: may not be shorter than spec.idle.after");
+    if (p->warn_before_ms >= p->min_after_ms)
+        return decoder_fail(d, -EINVAL,
+                            "spec.idle.warnBefore: must be shorter than the shortest idle time "
+                            "(spec.idle.minAfter, or spec.idle.after)");
+    const cJSON *pw = get_object(d, idle, "pauseWindows", "spec.idle.pauseWindows");
+    if (d->rc < 0)
+        return d->rc;
+    return decode_windows(d, pw, p);
+}
+
 int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err)
 {
     struct decoder d = {0};
@@ -393,7 +603,8 @@ int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class,
         get_string(&d, spec, "runtimeClassName", "spec.runtimeClassName", 0, NULL,
                    &c->runtime_class_name) < 0 ||
         decode_home(&d, spec, c) < 0 || decode_checkpoint(&d, spec, c) < 0 ||
-        decode_timing(&d, spec, c) < 0)
+        decode_timing(&d, spec, c) < 0 || decode_activity(&d, spec, c) < 0 ||
+        decode_idle(&d, spec, c) < 0)
         goto out;
     c->port = (int)port;
 out:
@@ -431,6 +642,12 @@ void workspace_class_free(struct workspace_class *c)
     free(c->home_mount_path);
     free(c->checkpoint_path);
     free(c->checkpoint_env);
+    free(c->activity.url_template);
+    free(c->activity.token_secret_name);
+    free(c->activity.token_secret_key);
+    free(c->activity.prometheus_url);
+    free(c->activity.gpu_query_template);
+    free(c->idle.time_zone);
     free(c);
 }
 

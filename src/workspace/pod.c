@@ -65,6 +65,7 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
                           &p->workspace) < 0 ||
         json_dup_optional(json_string(spec, "nodeName"), &p->node_name) < 0 ||
+        json_dup_optional(json_string(status, "podIP"), &p->pod_ip) < 0 ||
         json_dup_optional(json_string(status, "phase"), &p->phase) < 0 ||
         json_dup_optional(unschedulable_msg, &p->unschedulable_message) < 0) {
         workspace_pod_free(p);
@@ -83,6 +84,7 @@ void workspace_pod_free(void *pod)
     free(p->uid);
     free(p->workspace);
     free(p->node_name);
+    free(p->pod_ip);
     free(p->phase);
     free(p->unschedulable_message);
     free(p);

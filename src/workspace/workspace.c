@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/duration.h"
 #include "util/json.h"
 #include "util/timefmt.h"
 
@@ -137,6 +138,23 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
     s->last_pause.requested_ms = json_time_ms(lp, "requestedAt");
     s->last_pause.pod_deleted_ms = json_time_ms(lp, "podDeletedAt");
     s->last_pause.accelerator_released_ms = json_time_ms(lp, "acceleratorReleasedAt");
+    if (json_dup_optional(json_string(lp, "reason"), &s->last_pause.reason) < 0 ||
+        json_dup_optional(json_string(lp, "message"), &s->last_pause.message) < 0)
+        goto oom;
+
+    const cJSON *act = json_member(st, "activity");
+    struct workspace_activity *a = &s->activity;
+    a->last_activity_ms = json_time_ms(act, "lastActivityTime");
+    a->last_probe_ms = json_time_ms(act, "lastProbeTime");
+    a->idle_since_ms = json_time_ms(act, "idleSince");
+    a->pause_at_ms = json_time_ms(act, "pauseAt");
+    a->idle_after_seconds = json_int(act, "idleAfterSeconds");
+    a->keep_alive_until_ms = json_time_ms(act, "keepAliveUntil");
+    a->keep_alive_requested_ms = json_time_ms(act, "keepAliveRequested");
+    if (json_dup_optional(json_string(act, "lastActivitySource"), &a->last_activity_source) < 0 ||
+        json_dup_optional(json_string(act, "lastProbeResult"), &a->last_probe_result) < 0 ||
+        json_dup_optional(json_string(act, "lastProbeError"), &a->last_probe_error) < 0)
+        goto oom;
 
     const cJSON *lr = json_member(st, "lastResume");
     s->last_resume.requested_ms = json_time_ms(lr, "requestedAt");
@@ -230,6 +248,16 @@ static int decode_spec(const cJSON *obj, struct workspace *ws, char **ret_err)
     } else if (size && !cJSON_IsNull(size)) {
         return fail(ret_err, "spec.home.size: must be a quantity such as \"20Gi\"");
     }
+
+    const char *keep = json_string(spec, "keepAliveUntil");
+    if (keep && timefmt_parse_rfc3339(keep, &ws->keep_alive_until_ms) < 0)
+        return fail(ret_err, "spec.keepAliveUntil: \"%s\" is not an RFC 3339 time", keep);
+    const cJSON *idle = json_member(spec, "idle");
+    if (idle && !cJSON_IsNull(idle) && !cJSON_IsObject(idle))
+        return fail(ret_err, "spec.idle: must be an object");
+    const char *after = json_string(idle, "after");
+    if (after && duration_parse_ms(after, &ws->idle_after_ms) < 0)
+        return fail(ret_err, "spec.idle.after: \"%s\" is not a duration such as \"2h\"", after);
     return decode_env(spec, ws, ret_err);
 }
 
@@ -254,6 +282,17 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_er
      * deleting" here, so a deletion at the epoch must still count. */
     if (del && ws->deletion_ms == 0)
         ws->deletion_ms = 1;
+    /* Annotations anyone may write: an unreadable value counts as absent. */
+    const cJSON *ann = json_member(meta, "annotations");
+    const char *v = json_string(ann, LAST_ACTIVITY_ANNOTATION);
+    if (v && timefmt_parse_rfc3339(v, &ws->annotated_activity_ms) < 0)
+        ws->annotated_activity_ms = 0;
+    v = json_string(ann, AUTO_PAUSED_AT_ANNOTATION);
+    if (v && timefmt_parse_rfc3339(v, &ws->auto_paused_ms) < 0)
+        ws->auto_paused_ms = 0;
+    if (json_dup_optional(json_string(ann, AUTO_PAUSE_REASON_ANNOTATION), &ws->auto_pause_message) <
+        0)
+        return -ENOMEM;
     const cJSON *fin;
     cJSON_ArrayForEach(fin, json_member(meta, "finalizers"))
     {
@@ -294,6 +333,7 @@ void workspace_free(struct workspace *ws)
     free(ws->class_name);
     free(ws->image);
     free(ws->home_size);
+    free(ws->auto_pause_message);
     for (size_t i = 0; i < ws->n_env; i++) {
         free(ws->env[i].name);
         free(ws->env[i].value);
@@ -439,6 +479,8 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_time(&w, lp, "requestedAt", s->last_pause.requested_ms);
     put_time(&w, lp, "podDeletedAt", s->last_pause.pod_deleted_ms);
     put_time(&w, lp, "acceleratorReleasedAt", s->last_pause.accelerator_released_ms);
+    put_str(&w, lp, "reason", s->last_pause.reason);
+    put_str(&w, lp, "message", s->last_pause.message);
     drop_if_empty(o, "lastPause");
 
     cJSON *lr = put_obj(&w, o, "lastResume");
@@ -453,6 +495,20 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
 
     put_time(&w, o, "waitingForCapacitySince", s->waiting_for_capacity_since_ms);
     put_time(&w, o, "stateSince", s->state_since_ms);
+
+    const struct workspace_activity *a = &s->activity;
+    cJSON *act = put_obj(&w, o, "activity");
+    put_time(&w, act, "lastActivityTime", a->last_activity_ms);
+    put_str(&w, act, "lastActivitySource", a->last_activity_source);
+    put_time(&w, act, "lastProbeTime", a->last_probe_ms);
+    put_str(&w, act, "lastProbeResult", a->last_probe_result);
+    put_str(&w, act, "lastProbeError", a->last_probe_error);
+    put_time(&w, act, "idleSince", a->idle_since_ms);
+    put_time(&w, act, "pauseAt", a->pause_at_ms);
+    put_int(&w, act, "idleAfterSeconds", a->idle_after_seconds);
+    put_time(&w, act, "keepAliveUntil", a->keep_alive_until_ms);
+    put_time(&w, act, "keepAliveRequested", a->keep_alive_requested_ms);
+    drop_if_empty(o, "activity");
 
     cJSON *acct = put_obj(&w, o, "accounting");
     put_int(&w, acct, "pauses", s->pauses);
@@ -483,6 +539,11 @@ void workspace_status_clear(struct workspace_status *s)
         condition_clear(&s->conditions[i]);
     free(s->conditions);
     free(s->last_resume.restored_from);
+    free(s->last_pause.reason);
+    free(s->last_pause.message);
+    free(s->activity.last_activity_source);
+    free(s->activity.last_probe_result);
+    free(s->activity.last_probe_error);
     *s = (struct workspace_status){0};
 }
 
@@ -492,6 +553,9 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
     c.message = c.pod_name = c.node_name = c.home_claim_name = NULL;
     c.accelerator_resource = c.accelerator_product = NULL;
     c.last_resume.restored_from = NULL;
+    c.last_pause.reason = c.last_pause.message = NULL;
+    c.activity.last_activity_source = c.activity.last_probe_result = NULL;
+    c.activity.last_probe_error = NULL;
     c.conditions = NULL;
     c.n_conditions = 0;
     if (json_dup_optional(src->message, &c.message) < 0 ||
@@ -500,7 +564,13 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
         json_dup_optional(src->home_claim_name, &c.home_claim_name) < 0 ||
         json_dup_optional(src->accelerator_resource, &c.accelerator_resource) < 0 ||
         json_dup_optional(src->accelerator_product, &c.accelerator_product) < 0 ||
-        json_dup_optional(src->last_resume.restored_from, &c.last_resume.restored_from) < 0)
+        json_dup_optional(src->last_resume.restored_from, &c.last_resume.restored_from) < 0 ||
+        json_dup_optional(src->last_pause.reason, &c.last_pause.reason) < 0 ||
+        json_dup_optional(src->last_pause.message, &c.last_pause.message) < 0 ||
+        json_dup_optional(src->activity.last_activity_source, &c.activity.last_activity_source) <
+            0 ||
+        json_dup_optional(src->activity.last_probe_result, &c.activity.last_probe_result) < 0 ||
+        json_dup_optional(src->activity.last_probe_error, &c.activity.last_probe_error) < 0)
         goto oom;
     if (src->n_conditions > 0) {
         c.conditions = calloc(src->n_conditions, sizeof(*c.conditions));

@@ -21,191 +21,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
-
-static char tmpdir[256];
-static char *kubeconfig; /* the controller's: its ServiceAccount token */
-static char *ns;
-static pid_t controller;
-static int controller_runs;
-
-/* ---- the controller process ---------------------------------------------- */
-
-static void controller_start(const char *failpoint)
-{
-    char log[600];
-    snprintf(log, sizeof(log), "%s/controller-%d.log", tmpdir, controller_runs++);
-    controller = fork();
-    assert_true(controller >= 0);
-    if (controller == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        if (failpoint)
-            setenv("HIBERNATOR_FAILPOINT", failpoint, 1);
-        execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", kubeconfig,
-              "--leader-elect-retry-period=500ms", "--leader-elect-renew-deadline=1s",
-              "--leader-elect-lease-duration=2s", "--leader-election-namespace=hibernator-system",
-              "--log-level=debug", "--health-probe-bind-address=0", (char *)NULL);
-        _exit(127);
-    }
-}
-
-/* Waits for the controller to exit by itself (a failpoint); returns its status. */
-static int controller_wait_exit(uint64_t timeout_ms)
-{
-    uint64_t end = harness_now_ms() + timeout_ms;
-    while (harness_now_ms() < end) {
-        int st;
-        if (waitpid(controller, &st, WNOHANG) == controller) {
-            controller = 0;
-            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        }
-        usleep(50 * 1000);
-    }
-    return -1;
-}
-
-static void controller_stop(void)
-{
-    if (controller > 0) {
-        kill(controller, SIGKILL);
-        waitpid(controller, NULL, 0);
-        controller = 0;
-    }
-}
-
-/* ---- reading the cluster --------------------------------------------------- */
-
-static cJSON *get_json(const char *what)
-{
-    char *out = NULL;
-    if (harness_kubectl(&out, "-n %s get %s -o json 2>/dev/null", ns, what) != 0) {
-        free(out);
-        return NULL;
-    }
-    cJSON *j = cJSON_Parse(out);
-    free(out);
-    return j;
-}
-
-static const char *str_at(const cJSON *o, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", path);
-    const cJSON *cur = o;
-    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
-        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
-    return cJSON_IsString(cur) ? cur->valuestring : NULL;
-}
-
-static double num_at(const cJSON *o, const char *path)
-{
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%s", path);
-    const cJSON *cur = o;
-    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
-        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
-    return cJSON_IsNumber(cur) ? cur->valuedouble : -1;
-}
-
-static const cJSON *condition(const cJSON *ws, const char *type)
-{
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
-                              cJSON_GetObjectItemCaseSensitive(ws, "status"), "conditions"))
-    {
-        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
-        if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
-            return c;
-    }
-    return NULL;
-}
-
-/* Waits until the workspace is in state; returns its JSON (caller frees). */
-static cJSON *wait_state(const char *name, const char *state, uint64_t timeout_ms)
-{
-    char what[300];
-    snprintf(what, sizeof(what), "workspace %s", name);
-    uint64_t end = harness_now_ms() + timeout_ms;
-    const char *last = NULL;
-    char seen[64] = "";
-    while (harness_now_ms() < end) {
-        cJSON *ws = get_json(what);
-        last = ws ? str_at(ws, "status.state") : NULL;
-        if (last && strcmp(last, state) == 0)
-            return ws;
-        snprintf(seen, sizeof(seen), "%s", last ? last : "(none)");
-        cJSON_Delete(ws);
-        usleep(200 * 1000);
-    }
-    fail_msg("workspace %s: state %s, wanted %s", name, seen, state);
-    return NULL;
-}
-
-/* The pods of a workspace that are not terminating. */
-static int live_pods(const char *name)
-{
-    char *out = NULL;
-    harness_kubectl(&out,
-                    "-n %s get pods -l hibernator.dev/workspace=%s -o "
-                    "jsonpath='{range .items[*]}{.metadata.deletionTimestamp}|{end}'",
-                    ns, name);
-    int n = 0;
-    for (char *p = out; p && *p; p++)
-        if (*p == '|' && (p == out || p[-1] == '|'))
-            n++;
-    free(out);
-    return n;
-}
-
-static int all_pods(const char *name)
-{
-    char *out = NULL;
-    harness_kubectl(&out, "-n %s get pods -l hibernator.dev/workspace=%s -o name", ns, name);
-    int n = 0;
-    for (char *p = out; p && *p; p++)
-        n += *p == '\n';
-    free(out);
-    return n;
-}
-
-/* Waits until the workspace no longer exists; returns whether it went. */
-static int wait_gone(const char *name, uint64_t timeout_ms)
-{
-    char what[300];
-    snprintf(what, sizeof(what), "workspace %s", name);
-    uint64_t end = harness_now_ms() + timeout_ms;
-    while (harness_now_ms() < end) {
-        cJSON *ws = get_json(what);
-        if (!ws)
-            return 1;
-        cJSON_Delete(ws);
-        usleep(200 * 1000);
-    }
-    return 0;
-}
-
-static void apply_ws(const char *name, const char *cls, int paused, const char *extra)
-{
-    assert_int_equal(harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: Workspace\n"
-                                   "metadata: {name: %s, namespace: %s}\n"
-                                   "spec:\n  className: %s\n  paused: %s\n%s",
-                                   name, ns, cls, paused ? "true" : "false", extra ? extra : ""),
-                     0);
-}
-
-static void set_paused(const char *name, int paused)
-{
-    assert_int_equal(harness_kubectl(NULL,
-                                     "-n %s patch workspace %s --type=merge -p "
-                                     "'{\"spec\":{\"paused\":%s}}'",
-                                     ns, name, paused ? "true" : "false"),
-                     0);
-}
-
-static void delete_ws(const char *name)
-{
-    harness_kubectl(NULL, "-n %s delete workspace %s --wait=true --timeout=60s", ns, name);
-}
+#include "workspaces.h"
 
 /* ---- tests --------------------------------------------------------------- */
 
@@ -473,7 +289,8 @@ static void test_retained_home(void **state)
 static void test_forbidden_for_controller(void **state)
 {
     (void)state;
-    /* What the controller may not do, it cannot: its RBAC is the least it needs. */
+    /* What the controller may not do, it cannot: its RBAC is the least it needs.
+     * It may read a Secret it names (a Jupyter token), never list them. */
     char *out = NULL;
     int st = harness_kubectl(&out, "--kubeconfig '%s' get secrets -n %s 2>&1", kubeconfig, ns);
     assert_int_not_equal(st, 0);
@@ -499,15 +316,7 @@ static int clean_slate(void **state)
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/it-lifecycle.XXXXXX");
-    assert_non_null(mkdtemp(tmpdir));
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd),
-             "kubectl --kubeconfig '%s' apply -k '%s/deploy' >/dev/null && "
-             "kubectl --kubeconfig '%s' wait --for=condition=Established --timeout=60s "
-             "crd/workspaces.hibernator.dev crd/workspaceclasses.hibernator.dev >/dev/null",
-             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
-    assert_int_equal(system(cmd), 0);
+    it_deploy("it-lifecycle");
     /* Classes for these tests: tolerate kwok's taint, short capacity timeout for one. */
     const char *cls = "apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
                       "metadata: {name: %s}\n"
@@ -540,29 +349,6 @@ static int group_setup(void **state)
                                    "  resume: {capacityTimeout: 5s, onCapacityTimeout: Fail}\n"),
                      0);
     ns = harness_namespace("it-lifecycle");
-
-    /* The controller runs as the ServiceAccount deploy/ creates. */
-    char *server = NULL, *ca = NULL, *token = NULL;
-    harness_kubectl(&server,
-                    "config view --raw --minify -o jsonpath={.clusters[0].cluster.server}");
-    harness_kubectl(&ca, "config view --raw --minify -o "
-                         "jsonpath={.clusters[0].cluster.certificate-authority-data}");
-    assert_int_equal(
-        harness_kubectl(&token, "-n hibernator-system create token hibernator --duration=2h"), 0);
-    token[strcspn(token, "\n")] = '\0';
-    assert_true(asprintf(&kubeconfig, "%s/controller.kubeconfig", tmpdir) > 0);
-    FILE *f = fopen(kubeconfig, "w");
-    assert_non_null(f);
-    fprintf(f,
-            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-            "clusters: [{name: l, cluster: {server: \"%s\", certificate-authority-data: %s}}]\n"
-            "contexts: [{name: c, context: {cluster: l, user: u, namespace: hibernator-system}}]\n"
-            "users: [{name: u, user: {token: %s}}]\n",
-            server, ca, token);
-    fclose(f);
-    free(server);
-    free(ca);
-    free(token);
     controller_start(NULL);
     return 0;
 }
@@ -572,12 +358,8 @@ static int group_teardown(void **state)
     (void)state;
     controller_stop();
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "tail -n 30 %s/controller-*.log >&2", tmpdir);
-    if (getenv("IT_SHOW_LOGS"))
-        (void)system(cmd);
+    it_show_logs();
     free(ns);
-    free(kubeconfig);
     return 0;
 }
 

@@ -446,6 +446,7 @@ static const struct access controller_access[] = {
     {"get leases.coordination.k8s.io -n hibernator-system", 1},
     {"create leases.coordination.k8s.io -n hibernator-system", 1},
     {"update leases.coordination.k8s.io -n hibernator-system", 1},
+    {"get secrets -n team-a", 1}, /* the Jupyter token a class names, by name */
     /* What it must not do. */
     {"create workspaces.hibernator.dev -n team-a", 0},
     {"delete workspaces.hibernator.dev -n team-a", 0},
@@ -456,8 +457,8 @@ static const struct access controller_access[] = {
     {"patch pods -n team-a", 0},
     {"create pods --subresource=exec -n team-a", 0},
     {"update persistentvolumeclaims -n team-a", 0},
-    {"get secrets -n team-a", 0},
     {"list secrets -A", 0},
+    {"watch secrets -A", 0},
     {"get configmaps -n team-a", 0},
     {"get nodes", 0},
     {"delete nodes", 0},

@@ -445,14 +445,14 @@ static void test_merge(void **state)
     probe_result_merge(&a, &unknown);
     assert_int_equal(a.last_activity_ms, T0);
 
-    /* no_data survives only when no source had data. */
+    /* "No GPU samples" survives a merge with sources that have no GPU. */
     struct probe_result g1 = ok_result("gpu", 0, 0, 0, 0, 1);
     struct probe_result g2 = ok_result("gpu", 0, 0, 0, 0, 1);
     probe_result_merge(&g1, &g2);
     assert_int_equal(g1.no_data, 1);
     assert_string_equal(g1.source, "gpu");
     probe_result_merge(&g1, &status);
-    assert_int_equal(g1.no_data, 0);
+    assert_int_equal(g1.no_data, 1);
 
     /* Connections saturate. */
     struct probe_result c1 = ok_result("jupyter", 0, 0, 2147483000, 0, 0);

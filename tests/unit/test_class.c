@@ -352,6 +352,240 @@ static void test_image_globs(void **state)
     assert_false(workspace_class_allows_image(NULL, "quay.io/jupyter/x"));
 }
 
+/* ---- spec.activity and spec.idle ---- */
+
+static const char *const idle_class =
+    "{\"metadata\":{\"name\":\"gpu-idle\"},"
+    "\"spec\":{\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],"
+    "\"default\":\"quay.io/jupyter/base-notebook:latest\"},"
+    "\"home\":{\"size\":\"10Gi\"},"
+    "\"activity\":{\"application\":\"Jupyter\","
+    "\"url\":\"http://{podIP}:{port}/user/{workspace}\","
+    "\"tokenSecretRef\":{\"name\":\"{workspace}-token\",\"key\":\"jupyter-token\"},"
+    "\"gpu\":{\"prometheusURL\":\"http://prometheus.monitoring:9090\","
+    "\"query\":\"max(DCGM_FI_DEV_GPU_UTIL{pod=\\\"{pod}\\\"})\"},"
+    "\"interval\":\"30s\",\"timeout\":\"3s\"},"
+    "\"idle\":{\"autoPause\":false,\"after\":\"2h\",\"minAfter\":\"30m\",\"maxAfter\":\"8h\","
+    "\"minRunning\":\"20m\",\"warnBefore\":\"10m\",\"gpuUtilisationThreshold\":12,"
+    "\"maxKeepAlive\":\"24h\","
+    "\"pauseWindows\":{\"timeZone\":\"Europe/Berlin\",\"windows\":["
+    "{\"start\":\"19:00\",\"end\":\"08:00\"},"
+    "{\"days\":[\"Sat\",\"Sun\"],\"start\":\"08:00\",\"end\":\"19:00\"}]}}}}";
+
+#define SEC_MS INT64_C(1000)
+#define MIN_MS (60 * SEC_MS)
+#define HOUR_MS (60 * MIN_MS)
+
+static void test_decode_idle_full(void **state)
+{
+    (void)state;
+    struct workspace_class *c = decode_ok(idle_class);
+    const struct activity_config *a = &c->activity;
+    assert_int_equal(a->application, ACTIVITY_APP_JUPYTER);
+    assert_string_equal(a->url_template, "http://{podIP}:{port}/user/{workspace}");
+    assert_string_equal(a->token_secret_name, "{workspace}-token");
+    assert_string_equal(a->token_secret_key, "jupyter-token");
+    assert_string_equal(a->prometheus_url, "http://prometheus.monitoring:9090");
+    assert_string_equal(a->gpu_query_template, "max(DCGM_FI_DEV_GPU_UTIL{pod=\"{pod}\"})");
+    assert_int_equal(a->interval_ms, 30 * SEC_MS);
+    assert_int_equal(a->timeout_ms, 3 * SEC_MS);
+
+    const struct idle_class_policy *p = &c->idle;
+    assert_false(p->auto_pause);
+    assert_int_equal(p->after_ms, 2 * HOUR_MS);
+    assert_int_equal(p->min_after_ms, 30 * MIN_MS);
+    assert_int_equal(p->max_after_ms, 8 * HOUR_MS);
+    assert_int_equal(p->min_running_ms, 20 * MIN_MS);
+    assert_int_equal(p->warn_before_ms, 10 * MIN_MS);
+    assert_int_equal(p->gpu_threshold_percent, 12);
+    assert_int_equal(p->max_keep_alive_ms, 24 * HOUR_MS);
+    assert_string_equal(p->time_zone, "Europe/Berlin");
+    assert_int_equal(p->schedule.n_windows, 2);
+    assert_int_equal(p->schedule.windows[0].days, 0);
+    assert_int_equal(p->schedule.windows[0].start_minute, 19 * 60);
+    assert_int_equal(p->schedule.windows[0].end_minute, 8 * 60);
+    assert_int_equal(p->schedule.windows[1].days, (1u << 6) | (1u << 0));
+    assert_int_equal(p->schedule.windows[1].start_minute, 8 * 60);
+    assert_int_equal(p->schedule.windows[1].end_minute, 19 * 60);
+    workspace_class_free(c);
+}
+
+static void test_decode_idle_defaults(void **state)
+{
+    (void)state;
+    struct workspace_class *c = decode_ok(minimal_class);
+    const struct activity_config *a = &c->activity;
+    assert_int_equal(a->application, ACTIVITY_APP_NONE);
+    assert_string_equal(a->url_template, "http://{podIP}:{port}");
+    assert_null(a->token_secret_name);
+    assert_null(a->prometheus_url);
+    assert_int_equal(a->interval_ms, 60 * SEC_MS);
+    assert_int_equal(a->timeout_ms, 5 * SEC_MS);
+    const struct idle_class_policy *p = &c->idle;
+    assert_true(p->auto_pause);
+    assert_int_equal(p->after_ms, HOUR_MS);
+    assert_int_equal(p->min_after_ms, 15 * MIN_MS);
+    assert_int_equal(p->max_after_ms, HOUR_MS);
+    assert_int_equal(p->min_running_ms, 10 * MIN_MS);
+    assert_int_equal(p->warn_before_ms, 5 * MIN_MS);
+    assert_int_equal(p->gpu_threshold_percent, 5);
+    assert_int_equal(p->max_keep_alive_ms, 12 * HOUR_MS);
+    assert_string_equal(p->time_zone, "UTC");
+    assert_int_equal(p->schedule.n_windows, 0);
+    workspace_class_free(c);
+
+    /* The defaults that follow other fields: minAfter is min(after, 15m),
+     * maxAfter is after; a token key and a GPU query have defaults too. */
+    static const struct {
+        const char *idle;
+        int64_t min_after, max_after;
+    } cases[] = {
+        {"{\"after\":\"10m\"}", 10 * MIN_MS, 10 * MIN_MS},
+        {"{\"after\":\"15m\"}", 15 * MIN_MS, 15 * MIN_MS},
+        {"{\"after\":\"3h\"}", 15 * MIN_MS, 3 * HOUR_MS},
+        {"{\"after\":\"3h\",\"minAfter\":\"1h\"}", HOUR_MS, 3 * HOUR_MS},
+        {"{\"after\":\"3h\",\"maxAfter\":\"4h\"}", 15 * MIN_MS, 4 * HOUR_MS},
+        {"{\"after\":null,\"minAfter\":null}", 15 * MIN_MS, HOUR_MS},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *obj = cJSON_Parse(minimal_class);
+        set_path(obj, "spec.idle", cases[i].idle);
+        set_path(obj, "spec.activity",
+                 "{\"tokenSecretRef\":{\"name\":\"nb-token\"},"
+                 "\"gpu\":{\"prometheusURL\":\"https://prom.example\"}}");
+        char *err = NULL;
+        assert_int_equal(workspace_class_decode(obj, &c, &err), 0);
+        if (c->idle.min_after_ms != cases[i].min_after ||
+            c->idle.max_after_ms != cases[i].max_after)
+            fail_msg("%s: minAfter %lld maxAfter %lld", cases[i].idle,
+                     (long long)c->idle.min_after_ms, (long long)c->idle.max_after_ms);
+        assert_string_equal(c->activity.token_secret_name, "nb-token");
+        assert_string_equal(c->activity.token_secret_key, "token");
+        assert_string_equal(c->activity.gpu_query_template,
+                            "DCGM_FI_DEV_GPU_UTIL{namespace=\"{namespace}\",pod=\"{pod}\"}");
+        workspace_class_free(c);
+        cJSON_Delete(obj);
+    }
+}
+
+static void test_decode_idle_errors(void **state)
+{
+    (void)state;
+    static const char seventeen[] =
+        "[{\"start\":\"00:00\",\"end\":\"01:00\"},{\"start\":\"01:00\",\"end\":\"02:00\"},"
+        "{\"start\":\"02:00\",\"end\":\"03:00\"},{\"start\":\"03:00\",\"end\":\"04:00\"},"
+        "{\"start\":\"04:00\",\"end\":\"05:00\"},{\"start\":\"05:00\",\"end\":\"06:00\"},"
+        "{\"start\":\"06:00\",\"end\":\"07:00\"},{\"start\":\"07:00\",\"end\":\"08:00\"},"
+        "{\"start\":\"08:00\",\"end\":\"09:00\"},{\"start\":\"09:00\",\"end\":\"10:00\"},"
+        "{\"start\":\"10:00\",\"end\":\"11:00\"},{\"start\":\"11:00\",\"end\":\"12:00\"},"
+        "{\"start\":\"12:00\",\"end\":\"13:00\"},{\"start\":\"13:00\",\"end\":\"14:00\"},"
+        "{\"start\":\"14:00\",\"end\":\"15:00\"},{\"start\":\"15:00\",\"end\":\"16:00\"},"
+        "{\"start\":\"16:00\",\"end\":\"17:00\"}]";
+    static const struct {
+        const char *path;
+        const char *value; /* NULL: remove */
+        const char *err_prefix;
+    } cases[] = {
+        {"spec.activity", "[]", "spec.activity: must be an object"},
+        {"spec.activity.application", "\"VSCode\"",
+         "spec.activity.application: must be None, Jupyter or CodeServer"},
+        {"spec.activity.application", "1", "spec.activity.application:"},
+        {"spec.activity.url", "\"ftp://{podIP}\"",
+         "spec.activity.url: \"ftp://{podIP}\" must start with http:// or https://"},
+        {"spec.activity.url", "\"{podIP}:{port}\"", "spec.activity.url:"},
+        {"spec.activity.interval", "\"soon\"",
+         "spec.activity.interval: \"soon\" is not a duration"},
+        {"spec.activity.interval", "60", "spec.activity.interval: must be a duration"},
+        {"spec.activity.interval", "\"500ms\"", "spec.activity.interval: must be at least 1s"},
+        {"spec.activity.timeout", "\"31s\"",
+         "spec.activity.timeout: must be more than 0 and at most"},
+        {"spec.activity.timeout", "\"0s\"", "spec.activity.timeout:"},
+        {"spec.activity.tokenSecretRef", "{\"key\":\"token\"}",
+         "spec.activity.tokenSecretRef.name: required"},
+        {"spec.activity.tokenSecretRef", "\"nb-token\"",
+         "spec.activity.tokenSecretRef: must be an object"},
+        {"spec.activity.gpu", "{\"query\":\"up\"}", "spec.activity.gpu.prometheusURL: required"},
+        {"spec.activity.gpu", "{\"prometheusURL\":\"prometheus:9090\"}",
+         "spec.activity.gpu.prometheusURL: \"prometheus:9090\" must start with http://"},
+        {"spec.idle", "7", "spec.idle: must be an object"},
+        {"spec.idle.autoPause", "\"no\"", "spec.idle.autoPause: must be true or false"},
+        {"spec.idle.after", "\"1 hour\"", "spec.idle.after: \"1 hour\" is not a duration"},
+        {"spec.idle.after", "\"5s\"", "spec.idle.after: must be at least 10s"},
+        {"spec.idle.minAfter", "\"5s\"", "spec.idle.minAfter: must be at least 10s"},
+        {"spec.idle.minAfter", "\"3h\"",
+         "spec.idle.minAfter: may not be longer than spec.idle.after"},
+        {"spec.idle.maxAfter", "\"1h\"",
+         "spec.idle.maxAfter: may not be shorter than spec.idle.after"},
+        {"spec.idle.minRunning", "10", "spec.idle.minRunning: must be a duration"},
+        {"spec.idle.warnBefore", "\"30m\"", "spec.idle.warnBefore: must be shorter"},
+        {"spec.idle.warnBefore", "\"1h\"", "spec.idle.warnBefore: must be shorter"},
+        {"spec.idle.maxKeepAlive", "\"forever\"", "spec.idle.maxKeepAlive: \"forever\""},
+        {"spec.idle.gpuUtilisationThreshold", "101",
+         "spec.idle.gpuUtilisationThreshold: must be between 0 and 100"},
+        {"spec.idle.gpuUtilisationThreshold", "-1", "spec.idle.gpuUtilisationThreshold:"},
+        {"spec.idle.gpuUtilisationThreshold", "2.5",
+         "spec.idle.gpuUtilisationThreshold: must be a whole number"},
+        {"spec.idle.pauseWindows", "[]", "spec.idle.pauseWindows: must be an object"},
+        {"spec.idle.pauseWindows.timeZone", "\"../etc/passwd\"",
+         "spec.idle.pauseWindows.timeZone: \"../etc/passwd\" is not a time zone name"},
+        {"spec.idle.pauseWindows.timeZone", "\"/etc/localtime\"",
+         "spec.idle.pauseWindows.timeZone: \"/etc/localtime\" is not a time zone name"},
+        {"spec.idle.pauseWindows.timeZone", "3", "spec.idle.pauseWindows.timeZone: must be a"},
+        {"spec.idle.pauseWindows.windows", "{}", "spec.idle.pauseWindows.windows: must be a list"},
+        {"spec.idle.pauseWindows.windows", seventeen,
+         "spec.idle.pauseWindows.windows: at most 16 windows"},
+        {"spec.idle.pauseWindows.windows", "[7]",
+         "spec.idle.pauseWindows.windows[0]: must be an object"},
+        {"spec.idle.pauseWindows.windows", "[{\"start\":\"24:00\",\"end\":\"08:00\"}]",
+         "spec.idle.pauseWindows.windows[0].start: \"24:00\" is not a time of day"},
+        {"spec.idle.pauseWindows.windows",
+         "[{\"start\":\"19:00\",\"end\":\"08:00\"},{\"start\":\"08:00\",\"end\":\"7pm\"}]",
+         "spec.idle.pauseWindows.windows[1].end: \"7pm\" is not a time of day"},
+        {"spec.idle.pauseWindows.windows", "[{\"end\":\"08:00\"}]",
+         "spec.idle.pauseWindows.windows[0].start:"},
+        {"spec.idle.pauseWindows.windows",
+         "[{\"start\":\"19:00\",\"end\":\"08:00\",\"days\":[\"Mon\",\"Funday\"]}]",
+         "spec.idle.pauseWindows.windows[0].days[1]: \"Funday\" is not a day"},
+        {"spec.idle.pauseWindows.windows",
+         "[{\"start\":\"19:00\",\"end\":\"08:00\",\"days\":[\"monday\"]}]",
+         "spec.idle.pauseWindows.windows[0].days[0]:"},
+        {"spec.idle.pauseWindows.windows",
+         "[{\"start\":\"19:00\",\"end\":\"08:00\",\"days\":\"Mon\"}]",
+         "spec.idle.pauseWindows.windows[0].days: must be a list"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *obj = cJSON_Parse(idle_class);
+        assert_non_null(obj);
+        set_path(obj, cases[i].path, cases[i].value);
+        struct workspace_class *c = NULL;
+        char *err = NULL;
+        int r = workspace_class_decode(obj, &c, &err);
+        if (r != -EINVAL)
+            fail_msg("%s = %s: rc %d, want -EINVAL", cases[i].path, cases[i].value, r);
+        assert_null(c);
+        if (!err || strncmp(err, cases[i].err_prefix, strlen(cases[i].err_prefix)) != 0)
+            fail_msg("%s = %s: error \"%s\", want prefix \"%s\"", cases[i].path, cases[i].value,
+                     err ? err : "(null)", cases[i].err_prefix);
+        free(err);
+        cJSON_Delete(obj);
+    }
+
+    /* The class default warnBefore (5m) does not fit a short idle time on
+     * its own: the class has to say how early to warn. */
+    cJSON *obj = cJSON_Parse(minimal_class);
+    set_path(obj, "spec.idle", "{\"after\":\"5m\"}");
+    struct workspace_class *c = NULL;
+    char *err = NULL;
+    assert_int_equal(workspace_class_decode(obj, &c, &err), -EINVAL);
+    assert_non_null(strstr(err, "spec.idle.warnBefore"));
+    free(err);
+    set_path(obj, "spec.idle", "{\"after\":\"5m\",\"warnBefore\":\"1m\"}");
+    assert_int_equal(workspace_class_decode(obj, &c, NULL), 0);
+    assert_int_equal(c->idle.min_after_ms, 5 * MIN_MS);
+    workspace_class_free(c);
+    cJSON_Delete(obj);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +596,9 @@ int main(void)
         cmocka_unit_test(test_decode_not_object),
         cmocka_unit_test(test_quantity),
         cmocka_unit_test(test_image_globs),
+        cmocka_unit_test(test_decode_idle_full),
+        cmocka_unit_test(test_decode_idle_defaults),
+        cmocka_unit_test(test_decode_idle_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,11 +18,16 @@
 
 #include <cmocka.h>
 
+#include "util/timefmt.h"
+#include "util/tz.h"
 #include "workspace/decide.h"
 
 /* 2027-01-01T00:00:00Z */
 #define T0 INT64_C(1798761600000)
 #define SEC INT64_C(1000)
+/* <uv.h>, which the class's headers reach through util/tz.h, brings
+ * <sys/param.h>'s MIN(a, b). */
+#undef MIN
 #define MIN (60 * SEC)
 #define NOW (T0 + 60 * MIN)
 
@@ -68,6 +73,10 @@ struct world {
     int64_t now;
     char *owned[64];
     size_t n_owned;
+    /* idle detection */
+    struct activity_observation obs; /* the latest probe round */
+    int has_obs;
+    const struct tz *zone; /* the class's time zone; NULL: not loaded */
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -81,7 +90,7 @@ static char *keep_str(struct world *w, const char *s)
 
 static void world_init(struct world *w)
 {
-    *w = (struct world){.now = NOW, .has_pvc = 1};
+    *w = (struct world){.now = NOW, .has_pvc = 1, .zone = tz_utc()};
     cJSON *obj = cJSON_Parse(ws_json);
     assert_int_equal(workspace_decode(obj, &w->ws, NULL), 0);
     cJSON_Delete(obj);
@@ -205,7 +214,7 @@ static void paused(struct world *w)
     set_state(w, WS_STATE_PAUSED, NULL, 1);
     w->ws->paused = 1;
     st(w)->pauses = 1;
-    st(w)->last_pause = (struct workspace_pause_timeline){T0, T0 + SEC, T0 + 30 * SEC};
+    st(w)->last_pause = (struct workspace_pause_timeline){T0, T0 + SEC, T0 + 30 * SEC, NULL, NULL};
     set_cond(w, "Valid", COND_TRUE, "Accepted", "class \"gpu-t4\" accepts the workspace");
     set_cond(w, "Ready", COND_FALSE, "Paused", "paused");
 }
@@ -244,7 +253,14 @@ static void settle(struct world *w)
     const struct workspace_pod *pods[MAX_PODS];
     for (size_t i = 0; i < w->n_pods; i++)
         pods[i] = &w->pods[i];
-    struct decide_input in = {w->ws, w->cls, pods, w->n_pods, w->has_pvc ? &w->pvc : NULL, w->now};
+    struct decide_input in = {w->ws,
+                              w->cls,
+                              pods,
+                              w->n_pods,
+                              w->has_pvc ? &w->pvc : NULL,
+                              w->now,
+                              w->has_obs ? &w->obs : NULL,
+                              w->zone};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -260,7 +276,14 @@ static void decide(struct world *w, struct decide_output *out)
     const struct workspace_pod *pods[MAX_PODS];
     for (size_t i = 0; i < w->n_pods; i++)
         pods[i] = &w->pods[i];
-    struct decide_input in = {w->ws, w->cls, pods, w->n_pods, w->has_pvc ? &w->pvc : NULL, w->now};
+    struct decide_input in = {w->ws,
+                              w->cls,
+                              pods,
+                              w->n_pods,
+                              w->has_pvc ? &w->pvc : NULL,
+                              w->now,
+                              w->has_obs ? &w->obs : NULL,
+                              w->zone};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -378,6 +401,13 @@ static void apply(struct world *w, const struct decide_output *o)
             break;
         case ACTION_RELEASE_PVC:
         case ACTION_EVENT:
+            break;
+        case ACTION_AUTO_PAUSE:
+            /* spec.paused with the annotations, in one write */
+            w->ws->paused = 1;
+            w->ws->auto_paused_ms = a->time_ms;
+            free(w->ws->auto_pause_message);
+            w->ws->auto_pause_message = strdup(a->message);
             break;
         }
     }
@@ -1699,6 +1729,105 @@ static unsigned rnd(unsigned n)
     return (unsigned)(rng_state % n);
 }
 
+static size_t count_actions(const struct decide_output *o, enum action_type type)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < o->n_actions; i++)
+        n += o->actions[i].type == type;
+    return n;
+}
+
+/* The latest probe round (ok), with the application's last activity. */
+static void probe_round(struct world *w, int64_t at, int64_t last_activity, int busy)
+{
+    w->has_obs = 1;
+    w->obs.probed_at_ms = at;
+    probe_result_init(&w->obs.result, "jupyter");
+    w->obs.result.last_activity_ms = last_activity;
+    w->obs.result.busy = busy;
+    w->obs.result.connections = 1;
+}
+
+static void failed_round(struct world *w, int64_t at, const char *error)
+{
+    w->has_obs = 1;
+    w->obs.probed_at_ms = at;
+    probe_result_fail(&w->obs.result, "jupyter", "%s", error);
+}
+
+/* Idle detection in a random world: a class with or without a probe, a
+ * latest round (ok or failed, from any time), the record and the
+ * announcement a pass may have written, the annotations and the spec. */
+static void random_activity(struct world *w)
+{
+    struct workspace *ws = w->ws;
+    struct workspace_status *s = st(w);
+    struct workspace_class *c = w->cls_owned;
+    static const enum activity_application apps[] = {ACTIVITY_APP_NONE, ACTIVITY_APP_JUPYTER,
+                                                     ACTIVITY_APP_CODE_SERVER};
+    c->activity.application = apps[rnd(3)];
+    if (rnd(4) == 0)
+        set_str(&c->activity.prometheus_url, "http://prometheus:9090");
+    c->idle.auto_pause = rnd(5) != 0;
+    if (rnd(4) == 0) {
+        c->idle.schedule.windows[0] =
+            (struct pause_window){rnd(128), (int)rnd(1440), (int)rnd(1440)};
+        c->idle.schedule.n_windows = 1;
+    }
+    if (rnd(6) == 0)
+        w->zone = NULL;
+    if (rnd(3) == 0) {
+        /* most often: a running session on a ready pod */
+        s->state = WS_STATE_RUNNING;
+        set_str(&s->pod_name, "alice-1");
+        struct workspace_pod *p = find_pod(w, "alice-1");
+        if (!p)
+            p = add_pod(w, "alice-1", READY, NOW - 300 * MIN);
+        p->ready = p->scheduled = 1;
+        p->node_name = "gpu-1";
+        p->phase = "Running";
+        p->deletion_ms = 0;
+        p->unschedulable = 0;
+    }
+    if (rnd(4) != 0) {
+        /* rounds have milliseconds; the status has whole seconds */
+        int64_t at = (rnd(2) ? NOW - (int64_t)rnd(240) * 30 * SEC : NOW - (int64_t)rnd(300) * SEC) -
+                     (int64_t)rnd(1000);
+        if (rnd(5) == 0) {
+            failed_round(w, at, "GET http://10.0.0.5:8888/api/status: HTTP 503");
+        } else {
+            probe_round(w, at, rnd(4) ? at - (int64_t)rnd(240) * MIN - (int64_t)rnd(1000) : 0,
+                        rnd(5) == 0);
+            if (rnd(4) == 0) {
+                snprintf(w->obs.result.source, sizeof(w->obs.result.source), "jupyter+gpu");
+                w->obs.result.gpu_utilisation = rnd(20);
+                w->obs.result.no_data = rnd(3) == 0;
+            }
+        }
+    }
+    if (rnd(2))
+        s->state_since_ms = NOW - (int64_t)rnd(240) * MIN;
+    if (rnd(2)) {
+        s->activity.last_activity_ms = NOW - (int64_t)rnd(240) * MIN;
+        set_str(&s->activity.last_activity_source, rnd(2) ? "jupyter" : "start");
+    }
+    if (rnd(3) == 0) {
+        set_cond(w, "Idle", COND_TRUE, "PauseScheduled", "m");
+        s->activity.pause_at_ms = NOW + ((int64_t)rnd(21) - 10) * MIN;
+        s->activity.idle_since_ms = NOW - (int64_t)rnd(240) * MIN;
+    }
+    if (rnd(5) == 0)
+        ws->annotated_activity_ms = NOW + ((int64_t)rnd(21) - 15) * 10 * MIN;
+    if (rnd(5) == 0)
+        ws->keep_alive_until_ms = NOW + ((int64_t)rnd(41) - 20) * 30 * MIN;
+    if (rnd(5) == 0)
+        ws->idle_after_ms = (int64_t)rnd(5) * 30 * MIN;
+    if (rnd(5) == 0) {
+        ws->auto_paused_ms = NOW - (int64_t)rnd(120) * MIN;
+        set_str(&ws->auto_pause_message, "idle for 1h");
+    }
+}
+
 static void random_world(struct world *w)
 {
     world_init(w);
@@ -1753,11 +1882,45 @@ static void random_world(struct world *w)
         snprintf(name, sizeof(name), "alice-%u", k);
         add_pod(w, name, (int)rnd(64), NOW - (int64_t)rnd(100) * MIN);
     }
+    random_activity(w);
 }
 
 static int pod_is_live(const struct workspace_pod *p)
 {
     return !p->deletion_ms && strcmp(p->phase, "Failed") != 0;
+}
+
+/* An automatic pause only for a Running workspace with a ready pod, on a
+ * round that succeeded, and never beside a pod being created or deleted. */
+static void check_auto_pause(const struct world *w, const struct decide_output *o,
+                             const struct action *a)
+{
+    const struct workspace *ws = w->ws;
+    assert_false(ws->paused);
+    assert_false(ws->deletion_ms);
+    assert_true(w->cls != NULL);
+    assert_int_equal(o->status.state, WS_STATE_RUNNING);
+    int ready = 0;
+    for (size_t i = 0; i < w->n_pods; i++)
+        ready |= w->pods[i].ready && !w->pods[i].deletion_ms &&
+                 strcmp(w->pods[i].phase, "Failed") != 0 && o->status.pod_name &&
+                 strcmp(w->pods[i].name, o->status.pod_name) == 0;
+    if (!ready)
+        fail_msg("automatic pause without a ready pod");
+    assert_true(w->has_obs && w->obs.result.ok);
+    assert_true(w->obs.probed_at_ms <= w->now);
+    assert_true(o->status.activity.pause_at_ms &&
+                w->obs.probed_at_ms >= o->status.activity.pause_at_ms);
+    assert_int_equal(a->time_ms, w->now);
+    assert_non_null(a->message);
+    size_t n_auto = 0;
+    for (size_t i = 0; i < o->n_actions; i++) {
+        enum action_type t = o->actions[i].type;
+        if (t == ACTION_CREATE_POD || t == ACTION_DELETE_POD)
+            fail_msg("automatic pause beside %s", action_type_name(t));
+        n_auto += t == ACTION_AUTO_PAUSE;
+    }
+    assert_int_equal(n_auto, 1);
 }
 
 static void check_safety(struct world *w, const struct decide_output *o)
@@ -1814,6 +1977,9 @@ static void check_safety(struct world *w, const struct decide_output *o)
         case ACTION_EVENT:
             assert_false(ws->deletion_ms);
             break;
+        case ACTION_AUTO_PAUSE:
+            check_auto_pause(w, o, a);
+            break;
         }
     }
     assert_true(creates <= 1);
@@ -1824,6 +1990,7 @@ static void check_safety(struct world *w, const struct decide_output *o)
 static void test_random_worlds(void **state)
 {
     (void)state;
+    size_t auto_pauses = 0, warnings = 0, cancels = 0;
     for (int iter = 0; iter < 20000; iter++) {
         struct world w;
         random_world(&w);
@@ -1831,6 +1998,9 @@ static void test_random_worlds(void **state)
         decide(&w, &o);
         check_shape(&w, &o);
         check_safety(&w, &o);
+        auto_pauses += count_actions(&o, ACTION_AUTO_PAUSE);
+        warnings += find_event(&o, "IdleWarning") != NULL;
+        cancels += find_event(&o, "IdleCancelled") != NULL;
 
         /* the same world again: a fixed point, and events do not repeat
          * (but for pods that are still there to be removed) */
@@ -1851,6 +2021,10 @@ static void test_random_worlds(void **state)
         decide_output_clear(&o);
         world_free(&w);
     }
+    /* the search reaches the idle rules it is meant to check */
+    fprintf(stderr, "random worlds: %zu automatic pauses, %zu warnings, %zu cancellations\n",
+            auto_pauses, warnings, cancels);
+    assert_true(auto_pauses > 0 && warnings > 0 && cancels > 0);
 }
 
 /* ---- a small cluster: whole lifecycles ---- */
@@ -2034,6 +2208,849 @@ static void test_lifecycle_cache_lag(void **state)
     lifecycle(0, 1);
 }
 
+/* ---- idle detection (docs/idle.md) ---- */
+
+/* The class probes Jupyter; the workspace has been Running since `since` on
+ * ready pod alice-1, with the record the pass that saw it start wrote. */
+static void idle_world(struct world *w, int64_t since)
+{
+    w->cls_owned->activity.application = ACTIVITY_APP_JUPYTER;
+    running(w);
+    st(w)->state_since_ms = since;
+    st(w)->activity.last_activity_ms = since;
+    set_str(&st(w)->activity.last_activity_source, "start");
+    add_pod(w, "alice-1", READY, since - MIN);
+}
+
+/* One reconcile at now, checked against the rules every answer keeps. */
+static void idle_pass(struct world *w, int64_t now, struct decide_output *o)
+{
+    w->now = now;
+    decide(w, o);
+    check_shape(w, o);
+    check_safety(w, o);
+}
+
+/* The actions done and the status written and read back, as the next
+ * reconcile sees them. */
+static void commit(struct world *w, struct decide_output *o)
+{
+    apply(w, o);
+    write_status(w, o);
+    decide_output_clear(o);
+}
+
+/* The only event of the pass is reason, of type. */
+static const struct action *only_event(const struct decide_output *o, const char *type,
+                                       const char *reason)
+{
+    const struct action *e = find_event(o, reason);
+    if (!e || count_events(o) != 1)
+        fail_msg("want exactly one event %s, got %zu (%s)", reason, count_events(o),
+                 e ? "including it" : "not it");
+    assert_string_equal(e->event_type, type);
+    return e;
+}
+
+/* The same world once more: nothing changes, nothing is said again. */
+static void assert_settled(struct world *w)
+{
+    struct decide_output again;
+    idle_pass(w, w->now, &again);
+    if (again.status_changed || count_events(&again) > 0)
+        fail_msg("second pass: status changed %d, %zu events", again.status_changed,
+                 count_events(&again));
+    decide_output_clear(&again);
+}
+
+static void assert_time(int64_t got, const char *want)
+{
+    int64_t ms = 0;
+    assert_int_equal(timefmt_parse_rfc3339(want, &ms), 0);
+    if (got != ms) {
+        char g[TIMEFMT_RFC3339_SIZE] = "?";
+        timefmt_format_rfc3339(got, g, sizeof(g));
+        fail_msg("time %s (%lld ms past), want %s", g, (long long)(((got % 1000) + 1000) % 1000),
+                 want);
+    }
+}
+
+static void test_idle_entering_running(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    w.cls_owned->activity.application = ACTIVITY_APP_JUPYTER;
+    set_state(&w, WS_STATE_PENDING, "alice-1", 1);
+    add_pod(&w, "alice-1", READY, NOW - MIN);
+    /* the record of an earlier session, and a round from before the start */
+    struct workspace_activity *old = &st(&w)->activity;
+    old->last_activity_ms = NOW - 5 * 60 * MIN;
+    set_str(&old->last_activity_source, "jupyter");
+    old->last_probe_ms = NOW - 4 * 60 * MIN;
+    set_str(&old->last_probe_result, "Idle");
+    old->idle_since_ms = NOW - 5 * 60 * MIN;
+    old->pause_at_ms = NOW - 4 * 60 * MIN;
+    probe_round(&w, NOW - 2 * MIN, NOW - 3 * MIN, 0);
+
+    struct decide_output o;
+    idle_pass(&w, NOW + 250, &o);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    const struct workspace_activity *a = &o.status.activity;
+    assert_int_equal(a->last_activity_ms, NOW + 250);
+    assert_string_equal(a->last_activity_source, "start");
+    assert_int_equal(a->last_probe_ms, 0);
+    assert_null(a->last_probe_result);
+    assert_int_equal(a->idle_since_ms, 0);
+    assert_int_equal(a->pause_at_ms, 0);
+    assert_int_equal(a->idle_after_seconds, 3600);
+    assert_cond(&o, "Idle", COND_UNKNOWN, "Probing");
+    assert_null(cond(&o, "ActivityProbe"));
+    assert_true(o.probe_wanted);
+    assert_false(o.probe_now);
+    assert_int_equal(o.requeue_after_ms, MIN); /* the probe interval */
+    assert_int_equal(count_events(&o), 0);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+    commit(&w, &o);
+    assert_settled(&w);
+    world_free(&w);
+
+    /* a resume resets it too */
+    world_init(&w);
+    s_resuming_ready(&w);
+    w.cls_owned->activity.application = ACTIVITY_APP_JUPYTER;
+    st(&w)->activity.last_activity_ms = T0;
+    set_str(&st(&w)->activity.last_activity_source, "gpu");
+    idle_pass(&w, NOW, &o);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    assert_int_equal(o.status.activity.last_activity_ms, NOW);
+    assert_string_equal(o.status.activity.last_activity_source, "start");
+    assert_true(o.probe_wanted);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_idle_probe_wanted(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int app, gpu, flags, paused;
+        enum workspace_state old;
+        int want;
+    } cases[] = {
+        {"jupyter, ready", ACTIVITY_APP_JUPYTER, 0, READY, 0, WS_STATE_RUNNING, 1},
+        {"code-server, ready", ACTIVITY_APP_CODE_SERVER, 0, READY, 0, WS_STATE_RUNNING, 1},
+        {"GPU metrics only, ready", ACTIVITY_APP_NONE, 1, READY, 0, WS_STATE_RUNNING, 1},
+        {"no source", ACTIVITY_APP_NONE, 0, READY, 0, WS_STATE_RUNNING, 0},
+        {"running, pod not ready", ACTIVITY_APP_JUPYTER, 0, SCHED, 0, WS_STATE_RUNNING, 0},
+        {"pending", ACTIVITY_APP_JUPYTER, 0, SCHED, 0, WS_STATE_PENDING, 0},
+        {"pausing", ACTIVITY_APP_JUPYTER, 0, READY, 1, WS_STATE_RUNNING, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        world_init(&w);
+        running(&w);
+        st(&w)->state = cases[i].old;
+        st(&w)->state_since_ms = T0;
+        w.cls_owned->activity.application = (enum activity_application)cases[i].app;
+        if (cases[i].gpu)
+            set_str(&w.cls_owned->activity.prometheus_url, "http://prometheus:9090");
+        w.ws->paused = cases[i].paused;
+        add_pod(&w, "alice-1", cases[i].flags, T0);
+        probe_round(&w, NOW - SEC, NOW - 10 * MIN, 0);
+        struct decide_output o;
+        idle_pass(&w, NOW, &o);
+        if (o.probe_wanted != cases[i].want)
+            fail_msg("%s: probe_wanted %d", cases[i].name, o.probe_wanted);
+        if (!cases[i].want && o.status.state == WS_STATE_RUNNING && cases[i].flags == READY)
+            assert_cond(&o, "Idle", COND_UNKNOWN, "NoActivitySource");
+        if (cases[i].want)
+            assert_cond(&o, "ActivityProbe", COND_TRUE, "Succeeded");
+        else
+            assert_null(cond(&o, "ActivityProbe"));
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
+/* From the start through the warning to the automatic pause, with times
+ * that have milliseconds (as probes and servers give them) while the status
+ * keeps whole seconds. */
+static void test_idle_pause_flow(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    w.cls_owned->activity.application = ACTIVITY_APP_JUPYTER;
+    set_state(&w, WS_STATE_PENDING, "alice-1", 1);
+    add_pod(&w, "alice-1", READY, T0 - MIN);
+    struct decide_output o;
+    idle_pass(&w, T0 + 250, &o); /* Running from here */
+    commit(&w, &o);
+
+    /* the first round: the server's last activity is from before the start */
+    probe_round(&w, T0 + 30 * SEC + 700, T0 - 3 * MIN + 123, 0);
+    idle_pass(&w, T0 + 31 * SEC, &o);
+    assert_cond(&o, "Idle", COND_FALSE, "Active");
+    assert_cond(&o, "ActivityProbe", COND_TRUE, "Succeeded");
+    assert_string_equal(o.status.activity.last_probe_result, "Idle");
+    assert_int_equal(o.status.activity.last_probe_ms, T0 + 30 * SEC + 700);
+    assert_string_equal(o.status.activity.last_activity_source, "start");
+    assert_int_equal(o.requeue_after_ms, T0 + 55 * MIN - (T0 + 31 * SEC));
+    assert_int_equal(count_events(&o), 0);
+    commit(&w, &o);
+
+    /* the user works until 00:20:00.400 */
+    int64_t last = T0 + 20 * MIN + 400;
+    probe_round(&w, T0 + 20 * MIN + 30 * SEC + 100, last, 0);
+    idle_pass(&w, T0 + 20 * MIN + 31 * SEC, &o);
+    assert_cond(&o, "Idle", COND_FALSE, "Active");
+    assert_int_equal(o.status.activity.last_activity_ms, last);
+    assert_string_equal(o.status.activity.last_activity_source, "jupyter");
+    /* re-checked exactly when the warning is due */
+    int64_t warn_at = last + 55 * MIN;
+    assert_int_equal(w.now + o.requeue_after_ms, warn_at);
+    commit(&w, &o);
+
+    /* the warning, from the round a minute before */
+    probe_round(&w, warn_at - MIN, last, 0);
+    idle_pass(&w, warn_at, &o);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
+    assert_non_null(strstr(cond(&o, "Idle")->message, "pausing at 2027-01-01T01:20:00Z"));
+    int64_t pause_at = last + 60 * MIN;
+    assert_int_equal(o.status.activity.pause_at_ms, pause_at);
+    assert_int_equal(o.status.activity.idle_since_ms, last);
+    assert_int_equal(o.status.activity.last_activity_ms, last);
+    const struct action *e = only_event(&o, "Warning", "IdleWarning");
+    assert_non_null(strstr(e->message, "2027-01-01T01:20:00Z"));
+    assert_non_null(strstr(e->message, "no activity since 2027-01-01T00:20:00Z (jupyter)"));
+    assert_int_equal(o.requeue_after_ms, 5 * MIN);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+    commit(&w, &o);
+    assert_settled(&w);
+
+    /* more idle rounds: the announcement stands, nothing is said again */
+    for (int64_t t = warn_at + 30 * SEC; t < pause_at; t += 60 * SEC + 3) {
+        probe_round(&w, t - 400, last, 0);
+        idle_pass(&w, t, &o);
+        assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
+        /* the probe time is recorded every five minutes; nothing else moves */
+        int probe_recorded = o.status.activity.last_probe_ms != st(&w)->activity.last_probe_ms;
+        if ((o.status_changed && !probe_recorded) || count_events(&o) > 0)
+            fail_msg("idle round at +%llds: status changed %d, %zu events",
+                     (long long)((t - warn_at) / 1000), o.status_changed, count_events(&o));
+        assert_int_equal(o.status.activity.pause_at_ms, pause_at);
+        assert_int_equal(w.now + o.requeue_after_ms, pause_at);
+        assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+        commit(&w, &o);
+    }
+
+    /* the pause time, the last round older than it: probe once more first */
+    idle_pass(&w, pause_at, &o);
+    assert_true(o.probe_now);
+    assert_true(o.probe_wanted);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+    assert_int_equal(count_events(&o), 0);
+    assert_false(o.status_changed);
+    decide_output_clear(&o);
+
+    /* the confirming round finds nothing: one automatic pause */
+    probe_round(&w, pause_at + 500, last, 0);
+    idle_pass(&w, pause_at + 1200, &o);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 1);
+    assert_int_equal(count_events(&o), 0);
+    const struct action *ap = NULL;
+    for (size_t i = 0; i < o.n_actions; i++)
+        if (o.actions[i].type == ACTION_AUTO_PAUSE)
+            ap = &o.actions[i];
+    assert_int_equal(ap->time_ms, pause_at + 1200);
+    assert_string_equal(ap->reason, "IdleTimeout");
+    static const char *const figures[] = {
+        "idle for 1h1s (no activity since 2027-01-01T00:20:00Z, jupyter)",
+        "idle-after 1h",
+        "1 connection(s)",
+        "confirmed by the probe at 2027-01-01T01:20:00Z",
+    };
+    for (size_t i = 0; i < sizeof(figures) / sizeof(figures[0]); i++)
+        if (!strstr(ap->message, figures[i]))
+            fail_msg("auto-pause message \"%s\" lacks \"%s\"", ap->message, figures[i]);
+    char *message = strdup(ap->message);
+    commit(&w, &o);
+    assert_true(w.ws->paused);
+
+    /* the pause goes through as the controller's own */
+    idle_pass(&w, pause_at + 2 * SEC, &o);
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    assert_int_equal(o.status.pauses, 1);
+    assert_string_equal(o.status.last_pause.reason, "IdleTimeout");
+    assert_string_equal(o.status.last_pause.message, message);
+    assert_int_equal(o.status.last_pause.requested_ms, pause_at + 1200);
+    e = only_event(&o, "Normal", "IdleTimeout");
+    assert_non_null(strstr(e->message, message));
+    assert_null(find_event(&o, "Pausing"));
+    assert_int_equal(count_actions(&o, ACTION_DELETE_POD), 1);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+    /* Running is over: the judgement goes, the record of the last work stays */
+    assert_null(cond(&o, "Idle"));
+    assert_null(cond(&o, "ActivityProbe"));
+    assert_int_equal(o.status.activity.idle_since_ms, 0);
+    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(o.status.activity.last_probe_ms, 0);
+    assert_null(o.status.activity.last_probe_result);
+    assert_int_equal(o.status.activity.last_activity_ms / 1000, last / 1000);
+    assert_string_equal(o.status.activity.last_activity_source, "jupyter");
+    assert_false(o.probe_wanted);
+    commit(&w, &o);
+    assert_settled(&w);
+    free(message);
+    world_free(&w);
+}
+
+static void announce(struct world *w, int64_t now)
+{
+    struct decide_output o;
+    idle_pass(w, now, &o);
+    assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
+    assert_non_null(find_event(&o, "IdleWarning"));
+    commit(w, &o);
+}
+
+static void test_idle_cancelled(void **state)
+{
+    (void)state;
+    static const char *const how[] = {"jupyter", "annotation", "keepAlive"};
+    for (size_t k = 0; k < 3; k++) {
+        struct world w;
+        world_init(&w);
+        idle_world(&w, T0);
+        probe_round(&w, T0 + 54 * MIN + 30 * SEC, 0, 0);
+        announce(&w, T0 + 55 * MIN);
+        assert_time(st(&w)->activity.pause_at_ms, "2027-01-01T01:00:00Z");
+
+        int64_t act = T0 + 56 * MIN + 700;
+        if (k == 0)
+            probe_round(&w, T0 + 57 * MIN, act, 0);
+        else if (k == 1)
+            w.ws->annotated_activity_ms = act;
+        else
+            w.ws->keep_alive_until_ms = T0 + 3 * 60 * MIN;
+        struct decide_output o;
+        idle_pass(&w, T0 + 57 * MIN + 100, &o);
+        assert_cond(&o, "Idle", COND_FALSE, k == 2 ? "KeepAlive" : "Active");
+        assert_int_equal(o.status.activity.pause_at_ms, 0);
+        const struct action *e = only_event(&o, "Normal", "IdleCancelled");
+        assert_non_null(strstr(e->message, "2027-01-01T01:00:00Z"));
+        assert_string_equal(o.status.activity.last_activity_source, how[k]);
+        assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+        if (k < 2) {
+            /* recorded exactly, and the next warning is due 55m after it */
+            assert_int_equal(o.status.activity.last_activity_ms, act);
+            assert_int_equal(w.now + o.requeue_after_ms, act + 55 * MIN);
+        } else {
+            assert_int_equal(o.status.activity.keep_alive_until_ms, T0 + 3 * 60 * MIN);
+            assert_int_equal(w.now + o.requeue_after_ms, T0 + 3 * 60 * MIN);
+        }
+        commit(&w, &o);
+        assert_settled(&w);
+        world_free(&w);
+    }
+}
+
+static void test_idle_probe_failure(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    failed_round(&w, T0 + 54 * MIN + 30 * SEC, "GET http://10.0.0.5:8888/api/status: HTTP 403");
+    struct decide_output o;
+    idle_pass(&w, T0 + 55 * MIN, &o);
+    assert_cond(&o, "Idle", COND_UNKNOWN, "ProbeFailed");
+    assert_cond(&o, "ActivityProbe", COND_FALSE, "Failed");
+    assert_string_equal(cond(&o, "ActivityProbe")->message,
+                        "jupyter: GET http://10.0.0.5:8888/api/status: HTTP 403");
+    assert_string_equal(o.status.activity.last_probe_result, "Failed");
+    assert_string_equal(o.status.activity.last_probe_error,
+                        "jupyter: GET http://10.0.0.5:8888/api/status: HTTP 403");
+    assert_int_equal(o.status.activity.last_probe_ms, T0 + 54 * MIN + 30 * SEC);
+    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(count_events(&o), 0);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+    assert_int_equal(o.requeue_after_ms, MIN);
+    assert_true(o.probe_wanted);
+    commit(&w, &o);
+    assert_settled(&w);
+
+    /* probes recover: announced, late, with the full warning */
+    probe_round(&w, T0 + 56 * MIN, 0, 0);
+    announce(&w, T0 + 56 * MIN + SEC);
+    assert_int_equal(st(&w)->activity.pause_at_ms, T0 + 61 * MIN + SEC);
+    assert_null(st(&w)->activity.last_probe_error);
+
+    /* the confirming round fails: no pause, the announcement is withdrawn */
+    failed_round(&w, T0 + 61 * MIN + 2 * SEC, "GET http://10.0.0.5:8888/api/kernels: timed out");
+    idle_pass(&w, T0 + 61 * MIN + 3 * SEC, &o);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+    assert_cond(&o, "Idle", COND_UNKNOWN, "ProbeFailed");
+    assert_cond(&o, "ActivityProbe", COND_FALSE, "Failed");
+    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    only_event(&o, "Normal", "IdleCancelled");
+    commit(&w, &o);
+    assert_settled(&w);
+
+    /* still failing at any later time: never a pause */
+    for (int64_t t = T0 + 62 * MIN; t < T0 + 5 * 60 * MIN; t += 7 * MIN) {
+        failed_round(&w, t - SEC, "GET http://10.0.0.5:8888/api/status: connection refused");
+        idle_pass(&w, t, &o);
+        assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+        assert_null(find_event(&o, "IdleWarning"));
+        commit(&w, &o);
+    }
+
+    /* and once it answers again, a new warning with the full lead */
+    probe_round(&w, T0 + 5 * 60 * MIN, 0, 0);
+    idle_pass(&w, T0 + 5 * 60 * MIN + SEC, &o);
+    only_event(&o, "Warning", "IdleWarning");
+    assert_int_equal(o.status.activity.pause_at_ms, T0 + 5 * 60 * MIN + SEC + 5 * MIN);
+    assert_cond(&o, "ActivityProbe", COND_TRUE, "Succeeded");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_idle_pause_reason(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int64_t auto_paused; /* the annotation; 0: none */
+        int64_t last_resume; /* status.lastResume.requestedAt */
+        const char *reason;
+    } cases[] = {
+        {"no annotation: the user's", 0, 0, "User"},
+        {"annotation older than the last resume", NOW - 2 * 60 * MIN, NOW - 60 * MIN, "User"},
+        {"annotation from the future", NOW + MIN, 0, "User"},
+        {"annotation after the last resume: the controller's", NOW - 30 * SEC, NOW - 60 * MIN,
+         "IdleTimeout"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        world_init(&w);
+        idle_world(&w, NOW - 3 * 60 * MIN);
+        w.ws->paused = 1;
+        w.ws->auto_paused_ms = cases[i].auto_paused;
+        if (cases[i].auto_paused)
+            set_str(&w.ws->auto_pause_message, "idle for 1h (no activity since\n"
+                                               "2027-01-01T00:00:00Z, start)");
+        st(&w)->last_resume.requested_ms = cases[i].last_resume;
+        st(&w)->last_resume.ready_ms = cases[i].last_resume ? cases[i].last_resume + MIN : 0;
+        st(&w)->pauses = st(&w)->resumes = cases[i].last_resume ? 1 : 0;
+        struct decide_output o;
+        idle_pass(&w, NOW, &o);
+        assert_int_equal(o.status.state, WS_STATE_PAUSING);
+        if (!o.status.last_pause.reason || strcmp(o.status.last_pause.reason, cases[i].reason))
+            fail_msg("%s: reason %s", cases[i].name, o.status.last_pause.reason);
+        if (strcmp(cases[i].reason, "User") == 0) {
+            assert_null(o.status.last_pause.message);
+            assert_int_equal(o.status.last_pause.requested_ms, NOW);
+            assert_non_null(strstr(only_event(&o, "Normal", "Pausing")->message, "alice-1"));
+        } else {
+            /* one line, as status and events keep it */
+            assert_string_equal(o.status.last_pause.message,
+                                "idle for 1h (no activity since 2027-01-01T00:00:00Z, start)");
+            assert_int_equal(o.status.last_pause.requested_ms, cases[i].auto_paused);
+            only_event(&o, "Normal", "IdleTimeout");
+        }
+        commit(&w, &o);
+        assert_settled(&w);
+        world_free(&w);
+    }
+
+    /* an overlong reason is cut to what the API accepts */
+    struct world w;
+    world_init(&w);
+    idle_world(&w, NOW - 3 * 60 * MIN);
+    w.ws->paused = 1;
+    w.ws->auto_paused_ms = NOW - SEC;
+    char *long_msg = malloc(5000);
+    memset(long_msg, 'x', 4999);
+    long_msg[4999] = '\0';
+    w.ws->auto_pause_message = long_msg;
+    struct decide_output o;
+    idle_pass(&w, NOW, &o);
+    assert_string_equal(o.status.last_pause.reason, "IdleTimeout");
+    assert_true(strlen(o.status.last_pause.message) <= 1024);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_idle_leaving_running(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    probe_round(&w, T0 + 20 * MIN, T0 + 10 * MIN, 0);
+    struct decide_output o;
+    idle_pass(&w, T0 + 20 * MIN + SEC, &o);
+    commit(&w, &o);
+    probe_round(&w, T0 + 65 * MIN, T0 + 10 * MIN, 0);
+    announce(&w, T0 + 65 * MIN + SEC);
+
+    /* the pod is gone: Pending again, a new pod under the same name */
+    remove_pod(&w, find_pod(&w, "alice-1"));
+    idle_pass(&w, T0 + 66 * MIN, &o);
+    assert_int_equal(o.status.state, WS_STATE_PENDING);
+    assert_null(cond(&o, "Idle"));
+    assert_null(cond(&o, "ActivityProbe"));
+    const struct workspace_activity *a = &o.status.activity;
+    assert_int_equal(a->idle_since_ms, 0);
+    assert_int_equal(a->pause_at_ms, 0);
+    assert_int_equal(a->last_probe_ms, 0);
+    assert_null(a->last_probe_result);
+    assert_null(a->last_probe_error);
+    assert_int_equal(a->last_activity_ms, T0 + 10 * MIN);
+    assert_string_equal(a->last_activity_source, "jupyter");
+    assert_false(o.probe_wanted);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
+    commit(&w, &o);
+    assert_settled(&w);
+    world_free(&w);
+}
+
+/* status.activity is a record that moves in steps, not with every round. */
+static void test_idle_record_steps(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    struct decide_output o;
+    const struct workspace_activity *a = &o.status.activity;
+
+    /* moved by 9 minutes: recorded */
+    probe_round(&w, T0 + 10 * MIN, T0 + 9 * MIN, 0);
+    idle_pass(&w, T0 + 10 * MIN + SEC, &o);
+    assert_int_equal(a->last_activity_ms, T0 + 9 * MIN);
+    assert_int_equal(a->last_probe_ms, T0 + 10 * MIN);
+    assert_string_equal(a->last_probe_result, "Idle");
+    commit(&w, &o);
+
+    /* busy: the result changed, so the probe time moves; 2 minutes of
+     * activity are recorded */
+    probe_round(&w, T0 + 11 * MIN, T0 + 9 * MIN, 1);
+    idle_pass(&w, T0 + 11 * MIN + SEC, &o);
+    assert_string_equal(a->last_probe_result, "Active");
+    assert_int_equal(a->last_probe_ms, T0 + 11 * MIN);
+    assert_int_equal(a->last_activity_ms, T0 + 11 * MIN);
+    commit(&w, &o);
+
+    /* busy 30 s later: nothing to write */
+    probe_round(&w, T0 + 11 * MIN + 30 * SEC, T0 + 9 * MIN, 1);
+    idle_pass(&w, T0 + 11 * MIN + 31 * SEC, &o);
+    assert_int_equal(a->last_activity_ms, T0 + 11 * MIN);
+    assert_int_equal(a->last_probe_ms, T0 + 11 * MIN);
+    assert_false(o.status_changed);
+    commit(&w, &o);
+
+    /* busy a minute after the record: the activity moves, the probe time not */
+    probe_round(&w, T0 + 12 * MIN, T0 + 9 * MIN, 1);
+    idle_pass(&w, T0 + 12 * MIN + SEC, &o);
+    assert_int_equal(a->last_activity_ms, T0 + 12 * MIN);
+    assert_int_equal(a->last_probe_ms, T0 + 11 * MIN);
+    commit(&w, &o);
+
+    /* five minutes after the recorded probe time, with the same result */
+    probe_round(&w, T0 + 16 * MIN, T0 + 9 * MIN, 1);
+    idle_pass(&w, T0 + 16 * MIN + SEC, &o);
+    assert_int_equal(a->last_probe_ms, T0 + 16 * MIN);
+    commit(&w, &o);
+
+    /* idle with the last activity 40 s after the record: not recorded yet */
+    probe_round(&w, T0 + 17 * MIN, T0 + 16 * MIN + 40 * SEC, 0);
+    idle_pass(&w, T0 + 17 * MIN + SEC, &o);
+    assert_int_equal(a->last_activity_ms, T0 + 16 * MIN);
+    assert_string_equal(a->last_probe_result, "Idle");
+    commit(&w, &o);
+
+    /* ... until the announcement, which records it exactly */
+    probe_round(&w, T0 + 71 * MIN + 40 * SEC, T0 + 16 * MIN + 40 * SEC, 0);
+    idle_pass(&w, T0 + 71 * MIN + 40 * SEC, &o);
+    assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
+    assert_int_equal(a->last_activity_ms, T0 + 16 * MIN + 40 * SEC);
+    assert_int_equal(a->idle_since_ms, T0 + 16 * MIN + 40 * SEC);
+    assert_int_equal(a->pause_at_ms, T0 + 76 * MIN + 40 * SEC);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A user at work: the notebook's last activity moves every round while no
+ * kernel is busy. The record moves about once a minute, and so should the
+ * status writes. */
+static void test_idle_record_user_at_work(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    w.cls_owned->activity.interval_ms = 15 * SEC;
+    struct decide_output o;
+    size_t writes = 0, passes = 0;
+    for (int64_t t = T0 + 10 * MIN; t < T0 + 20 * MIN; t += 15 * SEC) {
+        probe_round(&w, t, t - 5 * SEC, 0); /* typed 5 s before the round */
+        idle_pass(&w, t + 200, &o);
+        assert_cond(&o, "Idle", COND_FALSE, "Active");
+        writes += o.status_changed;
+        passes++;
+        commit(&w, &o);
+    }
+    /* 40 rounds in 10 minutes: about one write a minute */
+    if (writes > 15)
+        fail_msg("%zu status writes in %zu rounds over 10 minutes (status.activity.idleSince "
+                 "follows every round)",
+                 writes, passes);
+    world_free(&w);
+}
+
+static void test_idle_policy_condition(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    probe_round(&w, T0 + 5 * MIN, T0 + 4 * MIN, 0);
+    struct decide_output o;
+
+    w.ws->idle_after_ms = 3 * 60 * MIN;
+    idle_pass(&w, T0 + 5 * MIN + SEC, &o);
+    assert_cond(&o, "IdlePolicy", COND_FALSE, "OutOfBounds");
+    const char *want = "spec.idle.after: 3h is longer than the class maximum 1h; 1h applies";
+    assert_string_equal(cond(&o, "IdlePolicy")->message, want);
+    assert_string_equal(only_event(&o, "Warning", "IdlePolicyOutOfBounds")->message, want);
+    assert_int_equal(o.status.activity.idle_after_seconds, 3600);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    assert_int_equal(count_actions(&o, ACTION_DELETE_POD), 0);
+    commit(&w, &o);
+    assert_settled(&w);
+
+    w.ws->idle_after_ms = 5 * MIN;
+    w.ws->generation++;
+    idle_pass(&w, T0 + 6 * MIN, &o);
+    want = "spec.idle.after: 5m is shorter than the class minimum 15m; 15m applies";
+    assert_string_equal(cond(&o, "IdlePolicy")->message, want);
+    assert_string_equal(only_event(&o, "Warning", "IdlePolicyOutOfBounds")->message, want);
+    assert_int_equal(o.status.activity.idle_after_seconds, 900);
+    /* the clamped value is the one that applies: 15m after 00:04 */
+    assert_int_equal(w.now + o.requeue_after_ms, T0 + 14 * MIN);
+    commit(&w, &o);
+    assert_settled(&w);
+
+    w.ws->idle_after_ms = 30 * MIN;
+    w.ws->generation++;
+    idle_pass(&w, T0 + 7 * MIN, &o);
+    assert_cond(&o, "IdlePolicy", COND_TRUE, "Accepted");
+    assert_non_null(strstr(cond(&o, "IdlePolicy")->message, "30m"));
+    assert_int_equal(count_events(&o), 0);
+    assert_int_equal(o.status.activity.idle_after_seconds, 1800);
+    commit(&w, &o);
+
+    w.ws->idle_after_ms = 0;
+    w.ws->generation++;
+    idle_pass(&w, T0 + 8 * MIN, &o);
+    assert_null(cond(&o, "IdlePolicy"));
+    assert_int_equal(o.status.activity.idle_after_seconds, 3600);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void keep_alive_bound(int64_t spec_value)
+{
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    probe_round(&w, NOW - SEC, T0, 0);
+    w.ws->keep_alive_until_ms = spec_value;
+    struct decide_output o;
+    idle_pass(&w, NOW, &o);
+    assert_cond(&o, "Idle", COND_FALSE, "KeepAlive");
+    /* 12h (maxKeepAlive) from when it was first seen */
+    assert_int_equal(o.status.activity.keep_alive_until_ms, NOW + 12 * 60 * MIN);
+    assert_int_equal(o.status.activity.keep_alive_requested_ms / 1000, spec_value / 1000);
+    assert_int_equal(o.requeue_after_ms, 12 * 60 * MIN);
+    commit(&w, &o);
+
+    /* seen again later: the bound stays where it was put */
+    probe_round(&w, NOW + 10 * MIN, T0, 0);
+    idle_pass(&w, NOW + 10 * MIN + SEC, &o);
+    if (o.status.activity.keep_alive_until_ms != NOW + 12 * 60 * MIN)
+        fail_msg(
+            "keepAliveUntil %s: the bound moved by %llds on a later pass",
+            spec_value % 1000 ? "with a fraction" : "",
+            (long long)((o.status.activity.keep_alive_until_ms - (NOW + 12 * 60 * MIN)) / 1000));
+    assert_int_equal(o.status.activity.keep_alive_requested_ms / 1000, spec_value / 1000);
+    commit(&w, &o);
+
+    /* a new value is bounded from when it is seen */
+    w.ws->keep_alive_until_ms = NOW + 3 * 60 * MIN;
+    idle_pass(&w, NOW + 20 * MIN, &o);
+    assert_int_equal(o.status.activity.keep_alive_until_ms, NOW + 3 * 60 * MIN);
+    commit(&w, &o);
+
+    /* once over, it counts as activity at its end */
+    probe_round(&w, NOW + 3 * 60 * MIN + 10 * SEC, T0, 0);
+    idle_pass(&w, NOW + 3 * 60 * MIN + 11 * SEC, &o);
+    assert_cond(&o, "Idle", COND_FALSE, "Active");
+    assert_int_equal(o.status.activity.last_activity_ms, NOW + 3 * 60 * MIN);
+    assert_string_equal(o.status.activity.last_activity_source, "keepAlive");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_idle_keep_alive(void **state)
+{
+    (void)state;
+    keep_alive_bound(NOW + 24 * 60 * MIN);
+}
+
+/* RFC 3339 allows fractions ("date +%FT%T.%NZ"); the status keeps seconds. */
+static void test_idle_keep_alive_fraction(void **state)
+{
+    (void)state;
+    keep_alive_bound(NOW + 24 * 60 * MIN + 500);
+}
+
+static void test_idle_pause_windows(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    struct pause_schedule *s = &w.cls_owned->idle.schedule;
+    s->windows[0] = (struct pause_window){0, 19 * 60, 8 * 60};
+    s->n_windows = 1;
+    set_str(&w.cls_owned->idle.time_zone, "Europe/Berlin");
+    /* 2027-01-01 12:00 UTC, idle since 09:00 */
+    int64_t noon = T0 + 12 * 60 * MIN, nine = T0 + 9 * 60 * MIN;
+    st(&w)->state_since_ms = nine;
+    st(&w)->activity.last_activity_ms = nine;
+    probe_round(&w, noon - 30 * SEC, nine, 0);
+
+    w.zone = NULL; /* still being loaded */
+    struct decide_output o;
+    idle_pass(&w, noon, &o);
+    assert_cond(&o, "Idle", COND_UNKNOWN, "TimeZoneUnavailable");
+    assert_non_null(strstr(cond(&o, "Idle")->message, "Europe/Berlin"));
+    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(count_events(&o), 0);
+    decide_output_clear(&o);
+
+    w.zone = tz_utc(); /* loaded (UTC stands in for it here) */
+    idle_pass(&w, noon, &o);
+    assert_cond(&o, "Idle", COND_TRUE, "OutsidePauseWindow");
+    assert_time(o.status.activity.pause_at_ms, "2027-01-01T19:00:00Z");
+    assert_int_equal(count_events(&o), 0);
+    assert_int_equal(o.requeue_after_ms, 6 * 60 * MIN + 55 * MIN);
+    commit(&w, &o);
+    assert_settled(&w);
+
+    /* warnBefore ahead of the window: the announcement */
+    probe_round(&w, T0 + 18 * 60 * MIN + 54 * MIN, nine, 0);
+    idle_pass(&w, T0 + 18 * 60 * MIN + 55 * MIN, &o);
+    assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
+    only_event(&o, "Warning", "IdleWarning");
+    assert_time(o.status.activity.pause_at_ms, "2027-01-01T19:00:00Z");
+    decide_output_clear(&o);
+
+    /* automatic pausing off: idle, never announced */
+    w.cls_owned->idle.auto_pause = 0;
+    idle_pass(&w, T0 + 18 * 60 * MIN + 55 * MIN, &o);
+    assert_cond(&o, "Idle", COND_TRUE, "AutoPauseDisabled");
+    assert_int_equal(count_events(&o), 0);
+    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(o.requeue_after_ms, 0);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* The automatic pause is made on a settled world: a pass that also removes
+ * a pod (a stopped one, a duplicate) decides again once that is done. */
+static void test_idle_auto_pause_alone(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        const char *pod;
+        int flags;
+    } cases[] = {
+        {"a stopped pod beside the live one", "alice-0", STOPPED | SCHED},
+        {"a duplicate pod", "alice-2", READY},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        world_init(&w);
+        idle_world(&w, T0);
+        probe_round(&w, T0 + 54 * MIN, 0, 0);
+        announce(&w, T0 + 55 * MIN);
+        add_pod(&w, cases[i].pod, cases[i].flags, T0 + 50 * MIN);
+        probe_round(&w, T0 + 60 * MIN + SEC, 0, 0);
+        struct decide_output o;
+        w.now = T0 + 60 * MIN + 2 * SEC;
+        decide(&w, &o);
+        size_t deletes = count_actions(&o, ACTION_DELETE_POD);
+        size_t pauses = count_actions(&o, ACTION_AUTO_PAUSE);
+        if (deletes && pauses)
+            fail_msg("%s: an automatic pause in the same pass as DeletePod", cases[i].name);
+        assert_int_equal(deletes, 1);
+        /* once the pod is gone, the pause */
+        commit(&w, &o);
+        remove_pod(&w, find_pod(&w, cases[i].pod));
+        idle_pass(&w, T0 + 60 * MIN + 3 * SEC, &o);
+        assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 1);
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
+/* The controller paused it; the user set spec.paused back to false before a
+ * pass saw the pause. That is a resume: the round that confirmed the pause
+ * must not pause it again, and a later pause by the user is the user's. */
+static void test_idle_quick_resume(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    idle_world(&w, T0);
+    probe_round(&w, T0 + 54 * MIN, 0, 0);
+    announce(&w, T0 + 55 * MIN);
+    probe_round(&w, T0 + 60 * MIN + SEC, 0, 0);
+    struct decide_output o;
+    idle_pass(&w, T0 + 60 * MIN + 2 * SEC, &o);
+    assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 1);
+    commit(&w, &o);
+    assert_true(w.ws->paused);
+
+    w.ws->paused = 0; /* kubectl patch ... spec.paused=false */
+    idle_pass(&w, T0 + 60 * MIN + 5 * SEC, &o);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    if (count_actions(&o, ACTION_AUTO_PAUSE))
+        fail_msg("paused again at once on the round that confirmed the first pause");
+    assert_int_equal(count_actions(&o, ACTION_DELETE_POD), 0);
+    commit(&w, &o);
+
+    /* an hour later the user pauses it */
+    probe_round(&w, T0 + 90 * MIN, T0 + 89 * MIN, 0);
+    idle_pass(&w, T0 + 90 * MIN + SEC, &o);
+    commit(&w, &o);
+    w.ws->paused = 1;
+    idle_pass(&w, T0 + 91 * MIN, &o);
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    assert_string_equal(o.status.last_pause.reason, "User");
+    only_event(&o, "Normal", "Pausing");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 static void test_action_names(void **state)
 {
     (void)state;
@@ -2066,6 +3083,21 @@ int main(void)
         cmocka_unit_test(test_lifecycle_crash_after_create),
         cmocka_unit_test(test_lifecycle_cache_lag),
         cmocka_unit_test(test_action_names),
+        cmocka_unit_test(test_idle_entering_running),
+        cmocka_unit_test(test_idle_probe_wanted),
+        cmocka_unit_test(test_idle_pause_flow),
+        cmocka_unit_test(test_idle_cancelled),
+        cmocka_unit_test(test_idle_probe_failure),
+        cmocka_unit_test(test_idle_pause_reason),
+        cmocka_unit_test(test_idle_leaving_running),
+        cmocka_unit_test(test_idle_record_steps),
+        cmocka_unit_test(test_idle_record_user_at_work),
+        cmocka_unit_test(test_idle_policy_condition),
+        cmocka_unit_test(test_idle_keep_alive),
+        cmocka_unit_test(test_idle_keep_alive_fraction),
+        cmocka_unit_test(test_idle_pause_windows),
+        cmocka_unit_test(test_idle_auto_pause_alone),
+        cmocka_unit_test(test_idle_quick_resume),
     };
     return cmocka_run_group_tests(tests, setup_regex, free_regex);
 }

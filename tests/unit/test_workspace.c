@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -467,14 +468,345 @@ static void test_status_merge_patch(void **state)
     workspace_status_clear(&new_status);
 }
 
+/* ---- idle: spec, annotations, status.activity ---- */
+
+static void test_decode_idle_spec(void **state)
+{
+    (void)state;
+    struct workspace *ws =
+        decode("{\"metadata\":{\"name\":\"w\",\"namespace\":\"n\",\"annotations\":{"
+               "\"hibernator.dev/last-activity\":\"2027-01-01T00:10:00Z\","
+               "\"hibernator.dev/auto-paused-at\":\"2027-01-01T01:00:00.250Z\","
+               "\"hibernator.dev/auto-pause-reason\":\"idle for 1h (no activity since "
+               "2027-01-01T00:00:00Z, jupyter)\","
+               "\"other.example/x\":\"y\"}},"
+               "\"spec\":{\"className\":\"c\",\"keepAliveUntil\":\"2027-01-01T03:00:00Z\","
+               "\"idle\":{\"after\":\"2h30m\"}}}",
+               0, NULL);
+    assert_int_equal(ws->keep_alive_until_ms, T0 + 3 * 3600000);
+    assert_int_equal(ws->idle_after_ms, 9000000);
+    assert_int_equal(ws->annotated_activity_ms, T0 + 600000);
+    assert_int_equal(ws->auto_paused_ms, T0 + 3600250);
+    assert_string_equal(ws->auto_pause_message,
+                        "idle for 1h (no activity since 2027-01-01T00:00:00Z, jupyter)");
+    workspace_free(ws);
+
+    /* absent: unset */
+    ws = decode("{\"metadata\":{\"name\":\"w\",\"annotations\":{}},"
+                "\"spec\":{\"className\":\"c\",\"idle\":{}}}",
+                0, NULL);
+    assert_int_equal(ws->keep_alive_until_ms, 0);
+    assert_int_equal(ws->idle_after_ms, 0);
+    assert_int_equal(ws->annotated_activity_ms, 0);
+    assert_int_equal(ws->auto_paused_ms, 0);
+    assert_null(ws->auto_pause_message);
+    workspace_free(ws);
+    ws = decode("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"idle\":null}}", 0,
+                NULL);
+    assert_int_equal(ws->idle_after_ms, 0);
+    workspace_free(ws);
+}
+
+/* Anyone may write the annotations: what cannot be read counts as unset
+ * and never fails the object. */
+static void test_decode_unreadable_annotations(void **state)
+{
+    (void)state;
+    static const char *const values[] = {
+        "\"yesterday\"", "\"\"", "\"2027-01-01\"", "\"2027-01-01T00:00:60Z\"", "7", "null", "{}",
+    };
+    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+        char json[512];
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"w\",\"annotations\":{"
+                 "\"hibernator.dev/last-activity\":%s,\"hibernator.dev/auto-paused-at\":%s,"
+                 "\"hibernator.dev/auto-pause-reason\":%s}},"
+                 "\"spec\":{\"className\":\"c\"}}",
+                 values[i], values[i], strchr(values[i], '"') ? "\"r\"" : values[i]);
+        struct workspace *ws = decode(json, 0, NULL);
+        if (ws->annotated_activity_ms != 0 || ws->auto_paused_ms != 0)
+            fail_msg("%s: read as %lld / %lld", values[i], (long long)ws->annotated_activity_ms,
+                     (long long)ws->auto_paused_ms);
+        workspace_free(ws);
+    }
+    /* annotations that are not an object */
+    struct workspace *ws =
+        decode("{\"metadata\":{\"name\":\"w\",\"annotations\":[\"x\"]},\"spec\":{\"className\":"
+               "\"c\"}}",
+               0, NULL);
+    assert_int_equal(ws->annotated_activity_ms, 0);
+    workspace_free(ws);
+}
+
+static void test_decode_idle_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec;
+        const char *err_prefix;
+    } cases[] = {
+        {"\"keepAliveUntil\":\"tomorrow\"", "spec.keepAliveUntil: \"tomorrow\" is not an RFC 3339"},
+        {"\"keepAliveUntil\":\"2027-01-01 03:00\"", "spec.keepAliveUntil:"},
+        {"\"idle\":[]", "spec.idle: must be an object"},
+        {"\"idle\":\"2h\"", "spec.idle: must be an object"},
+        {"\"idle\":{\"after\":\"2 hours\"}", "spec.idle.after: \"2 hours\" is not a duration"},
+        {"\"idle\":{\"after\":\"-1h\"}", "spec.idle.after:"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char json[512];
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",%s}}",
+                 cases[i].spec);
+        char *err = NULL;
+        struct workspace *ws = decode(json, -EINVAL, &err);
+        assert_null(ws);
+        if (!err || strncmp(err, cases[i].err_prefix, strlen(cases[i].err_prefix)) != 0)
+            fail_msg("%s: error \"%s\", want prefix \"%s\"", cases[i].spec, err ? err : "(null)",
+                     cases[i].err_prefix);
+        free(err);
+    }
+}
+
+/* full_status() with an automatic pause and a running workspace's record. */
+static void idle_status(struct workspace_status *s)
+{
+    full_status(s);
+    s->last_pause.reason = strdup("IdleTimeout");
+    s->last_pause.message = strdup("idle for 1h0m5s (no activity since 2027-01-01T00:00:00Z, "
+                                   "jupyter), idle-after 1h; 0 connection(s)");
+    s->activity = (struct workspace_activity){
+        .last_activity_ms = T0 + 7200000,
+        .last_activity_source = strdup("jupyter"),
+        .last_probe_ms = T0 + 7260000,
+        .last_probe_result = strdup("Failed"),
+        .last_probe_error = strdup("jupyter: GET /api/status: HTTP 403"),
+        .idle_since_ms = T0 + 7200000,
+        .pause_at_ms = T0 + 10800000,
+        .idle_after_seconds = 3600,
+        .keep_alive_until_ms = T0 + 3600000,
+        .keep_alive_requested_ms = T0 + 86400000,
+    };
+}
+
+static const char *member_str(const cJSON *obj, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, a), b);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void test_status_activity_round_trip(void **state)
+{
+    (void)state;
+    struct workspace_status s;
+    idle_status(&s);
+    cJSON *st = workspace_status_to_json(&s);
+    assert_non_null(st);
+    assert_string_equal(member_str(st, "lastPause", "reason"), "IdleTimeout");
+    assert_non_null(strstr(member_str(st, "lastPause", "message"), "idle-after 1h"));
+    static const struct {
+        const char *key, *value;
+    } strs[] = {
+        {"lastActivityTime", "2027-01-01T02:00:00Z"},
+        {"lastActivitySource", "jupyter"},
+        {"lastProbeTime", "2027-01-01T02:01:00Z"},
+        {"lastProbeResult", "Failed"},
+        {"lastProbeError", "jupyter: GET /api/status: HTTP 403"},
+        {"idleSince", "2027-01-01T02:00:00Z"},
+        {"pauseAt", "2027-01-01T03:00:00Z"},
+        {"keepAliveUntil", "2027-01-01T01:00:00Z"},
+        {"keepAliveRequested", "2027-01-02T00:00:00Z"},
+    };
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+        const char *got = member_str(st, "activity", strs[i].key);
+        if (!got || strcmp(got, strs[i].value) != 0)
+            fail_msg("activity.%s: %s, want %s", strs[i].key, got ? got : "(none)", strs[i].value);
+    }
+    const cJSON *secs =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(st, "activity"), "idleAfterSeconds");
+    assert_true(cJSON_IsNumber(secs) && secs->valuedouble == 3600);
+
+    cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"alice-nb\"},"
+                             "\"spec\":{\"className\":\"gpu-t4\"}}");
+    cJSON_AddItemToObject(obj, "status", st);
+    struct workspace *ws = NULL;
+    assert_int_equal(workspace_decode(obj, &ws, NULL), 0);
+    assert_true(workspace_status_equal(&ws->status, &s));
+    const struct workspace_activity *a = &ws->status.activity;
+    assert_int_equal(a->last_activity_ms, T0 + 7200000);
+    assert_string_equal(a->last_activity_source, "jupyter");
+    assert_int_equal(a->last_probe_ms, T0 + 7260000);
+    assert_string_equal(a->last_probe_result, "Failed");
+    assert_string_equal(a->last_probe_error, "jupyter: GET /api/status: HTTP 403");
+    assert_int_equal(a->idle_since_ms, T0 + 7200000);
+    assert_int_equal(a->pause_at_ms, T0 + 10800000);
+    assert_int_equal(a->idle_after_seconds, 3600);
+    assert_int_equal(a->keep_alive_until_ms, T0 + 3600000);
+    assert_int_equal(a->keep_alive_requested_ms, T0 + 86400000);
+    assert_string_equal(ws->status.last_pause.reason, "IdleTimeout");
+    assert_string_equal(ws->status.last_pause.message, s.last_pause.message);
+    workspace_free(ws);
+    cJSON_Delete(obj);
+
+    /* the copy is deep and compares equal; a changed activity field is a
+     * different status */
+    struct workspace_status c;
+    assert_int_equal(workspace_status_copy(&s, &c), 0);
+    assert_true(workspace_status_equal(&s, &c));
+    assert_ptr_not_equal(c.activity.last_activity_source, s.activity.last_activity_source);
+    assert_ptr_not_equal(c.last_pause.message, s.last_pause.message);
+    c.activity.pause_at_ms = 0;
+    assert_false(workspace_status_equal(&s, &c));
+    workspace_status_clear(&c);
+    assert_int_equal(workspace_status_copy(&s, &c), 0);
+    free(c.last_pause.reason);
+    c.last_pause.reason = strdup("User");
+    assert_false(workspace_status_equal(&s, &c));
+    workspace_status_clear(&c);
+
+    /* an empty record is left out */
+    struct workspace_status empty = {0};
+    empty.activity.idle_after_seconds = 0;
+    cJSON *j = workspace_status_to_json(&empty);
+    assert_null(cJSON_GetObjectItem(j, "activity"));
+    cJSON_Delete(j);
+    workspace_status_clear(&s);
+}
+
+static void test_status_activity_lenient(void **state)
+{
+    (void)state;
+    struct workspace *ws =
+        decode("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\"},"
+               "\"status\":{\"activity\":{\"lastActivityTime\":\"recently\","
+               "\"lastActivitySource\":7,\"pauseAt\":3,\"idleAfterSeconds\":\"1h\"},"
+               "\"lastPause\":{\"reason\":[],\"message\":\"m\"}}}",
+               0, NULL);
+    const struct workspace_activity *a = &ws->status.activity;
+    assert_int_equal(a->last_activity_ms, 0);
+    assert_null(a->last_activity_source);
+    assert_int_equal(a->pause_at_ms, 0);
+    assert_int_equal(a->idle_after_seconds, 0);
+    assert_null(ws->status.last_pause.reason);
+    assert_string_equal(ws->status.last_pause.message, "m");
+    workspace_free(ws);
+}
+
+static void test_status_activity_merge_patch(void **state)
+{
+    (void)state;
+    struct workspace_status old, new_status;
+    idle_status(&old);
+    assert_int_equal(workspace_status_copy(&old, &new_status), 0);
+
+    /* a cancelled announcement: new activity, no pause time, probe ok */
+    struct workspace_activity *a = &new_status.activity;
+    a->last_activity_ms += 30 * 60000;
+    free(a->last_activity_source);
+    a->last_activity_source = strdup("gpu");
+    a->pause_at_ms = 0;
+    a->idle_since_ms = 0;
+    free(a->last_probe_result);
+    a->last_probe_result = strdup("Active");
+    free(a->last_probe_error);
+    a->last_probe_error = NULL;
+    cJSON *patch = workspace_status_merge_patch(&old, &new_status);
+    assert_non_null(patch);
+    assert_int_equal(cJSON_GetArraySize(patch), 1); /* nothing but activity */
+    cJSON *pa = cJSON_GetObjectItem(patch, "activity");
+    assert_non_null(pa);
+    assert_int_equal(cJSON_GetArraySize(pa), 6);
+    assert_string_equal(cJSON_GetObjectItem(pa, "lastActivityTime")->valuestring,
+                        "2027-01-01T02:30:00Z");
+    assert_string_equal(cJSON_GetObjectItem(pa, "lastActivitySource")->valuestring, "gpu");
+    assert_string_equal(cJSON_GetObjectItem(pa, "lastProbeResult")->valuestring, "Active");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "pauseAt")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "idleSince")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "lastProbeError")));
+    cJSON *target = workspace_status_to_json(&old);
+    apply_merge_patch(target, patch);
+    cJSON *want = workspace_status_to_json(&new_status);
+    assert_true(cJSON_Compare(target, want, 1));
+    cJSON_Delete(target);
+    cJSON_Delete(want);
+    cJSON_Delete(patch);
+
+    /* leaving Running with nothing left to record but the last activity */
+    struct workspace_status gone;
+    assert_int_equal(workspace_status_copy(&new_status, &gone), 0);
+    free(gone.activity.last_probe_result);
+    gone.activity.last_probe_result = NULL;
+    gone.activity.last_probe_ms = 0;
+    patch = workspace_status_merge_patch(&new_status, &gone);
+    pa = cJSON_GetObjectItem(patch, "activity");
+    assert_int_equal(cJSON_GetArraySize(pa), 2);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "lastProbeTime")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "lastProbeResult")));
+    cJSON_Delete(patch);
+
+    /* the whole record going away nulls it */
+    struct workspace_status none;
+    assert_int_equal(workspace_status_copy(&gone, &none), 0);
+    workspace_status_clear(&none);
+    assert_int_equal(workspace_status_copy(&old, &none), 0);
+    free(none.activity.last_activity_source);
+    free(none.activity.last_probe_result);
+    free(none.activity.last_probe_error);
+    none.activity = (struct workspace_activity){0};
+    patch = workspace_status_merge_patch(&old, &none);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "activity")));
+    target = workspace_status_to_json(&old);
+    apply_merge_patch(target, patch);
+    want = workspace_status_to_json(&none);
+    assert_true(cJSON_Compare(target, want, 1));
+    cJSON_Delete(target);
+    cJSON_Delete(want);
+    cJSON_Delete(patch);
+
+    /* the pause reason */
+    free(none.last_pause.reason);
+    none.last_pause.reason = strdup("User");
+    free(none.last_pause.message);
+    none.last_pause.message = NULL;
+    struct workspace_status before;
+    assert_int_equal(workspace_status_copy(&old, &before), 0);
+    free(before.activity.last_activity_source);
+    free(before.activity.last_probe_result);
+    free(before.activity.last_probe_error);
+    before.activity = (struct workspace_activity){0};
+    patch = workspace_status_merge_patch(&before, &none);
+    cJSON *lp = cJSON_GetObjectItem(patch, "lastPause");
+    assert_int_equal(cJSON_GetArraySize(patch), 1);
+    assert_int_equal(cJSON_GetArraySize(lp), 2);
+    assert_string_equal(cJSON_GetObjectItem(lp, "reason")->valuestring, "User");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(lp, "message")));
+    cJSON_Delete(patch);
+
+    workspace_status_clear(&before);
+    workspace_status_clear(&none);
+    workspace_status_clear(&gone);
+    workspace_status_clear(&old);
+    workspace_status_clear(&new_status);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_decode_full),           cmocka_unit_test(test_decode_defaults),
-        cmocka_unit_test(test_decode_errors),         cmocka_unit_test(test_state_names),
-        cmocka_unit_test(test_status_round_trip),     cmocka_unit_test(test_status_omits_unset),
-        cmocka_unit_test(test_status_lenient_decode), cmocka_unit_test(test_status_equal_and_copy),
-        cmocka_unit_test(test_set_condition),         cmocka_unit_test(test_status_merge_patch),
+        cmocka_unit_test(test_decode_full),
+        cmocka_unit_test(test_decode_defaults),
+        cmocka_unit_test(test_decode_errors),
+        cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_status_round_trip),
+        cmocka_unit_test(test_status_omits_unset),
+        cmocka_unit_test(test_status_lenient_decode),
+        cmocka_unit_test(test_status_equal_and_copy),
+        cmocka_unit_test(test_set_condition),
+        cmocka_unit_test(test_status_merge_patch),
+        cmocka_unit_test(test_decode_idle_spec),
+        cmocka_unit_test(test_decode_unreadable_annotations),
+        cmocka_unit_test(test_decode_idle_errors),
+        cmocka_unit_test(test_status_activity_round_trip),
+        cmocka_unit_test(test_status_activity_lenient),
+        cmocka_unit_test(test_status_activity_merge_patch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,540 @@
+/*
+ * Idle detection end to end: a real Jupyter Server (Debian's
+ * python3-jupyter-server) on loopback, the controller under deploy/'s RBAC,
+ * workspaces on the local cluster whose class points the activity probe at
+ * that server. kwok's pods have no network of their own, so the classes'
+ * URL templates name the loopback server instead of {podIP}: the same code
+ * path, a different template.
+ *
+ *   - idle server → announced (Idle=True, IdleWarning) → paused at
+ *     idle-after, within an asserted margin, reason IdleTimeout;
+ *   - a kernel busy in time.sleep with no browser attached → not paused;
+ *   - a wrong token → ActivityProbe=False (unauthorized), not paused, the
+ *     token nowhere in status or events;
+ *   - the server down → not paused;
+ *   - activity during the warning cancels the pause; keep-alive holds it;
+ *   - resume after an automatic pause starts a fresh idle clock;
+ *   - code-server's heartbeat and GPU utilisation from a Prometheus query
+ *     (stand-ins in tests/tools/fake_activity.c: data sources, not the API
+ *     server).
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "util/timefmt.h"
+#include "workspaces.h"
+
+#define TOKEN "it-idle-7d1f0c3a9b"
+#define WRONG_TOKEN "it-idle-not-the-token"
+/* The policy of the test classes: short, so the test takes a minute. */
+#define IDLE_AFTER_S 15
+#define WARN_BEFORE_S 5
+/* How late a pause may come after its announced time: one probe round
+ * (interval 1s, timeout 2s) and the write. */
+#define PAUSE_MARGIN_S 4
+
+struct server {
+    pid_t pid;
+    int port;
+};
+
+static struct server idle_jupyter, busy_jupyter, down_jupyter, fake;
+
+/* ---- processes --------------------------------------------------------------- */
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static size_t sink(char *p, size_t size, size_t n, void *data)
+{
+    (void)p;
+    (void)data;
+    return size * n;
+}
+
+/* GET with the token; the HTTP status, 0 when nothing answered. */
+static long http_get(int port, const char *path)
+{
+    char url[256], auth[128];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+    snprintf(auth, sizeof(auth), "Authorization: token %s", TOKEN);
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
+    long code = 0;
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return code;
+}
+
+static void jupyter_start(struct server *s, const char *name)
+{
+    s->port = free_port();
+    char dir[512], log[600], port[32];
+    snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    snprintf(log, sizeof(log), "%s/%s.log", tmpdir, name);
+    snprintf(port, sizeof(port), "--ServerApp.port=%d", s->port);
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        char env[600];
+        snprintf(env, sizeof(env), "%s/runtime", dir);
+        setenv("JUPYTER_RUNTIME_DIR", env, 1);
+        snprintf(env, sizeof(env), "%s/data", dir);
+        setenv("JUPYTER_DATA_DIR", env, 1);
+        snprintf(env, sizeof(env), "%s/config", dir);
+        setenv("JUPYTER_CONFIG_DIR", env, 1);
+        setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1", 1);
+        execl("/usr/bin/python3", "python3", "-m", "jupyter_server", "--allow-root",
+              "--ServerApp.ip=127.0.0.1", port, "--ServerApp.token=" TOKEN,
+              "--ServerApp.open_browser=False", "--ServerApp.port_retries=0",
+              "--ServerApp.root_dir", dir, (char *)NULL);
+        _exit(127);
+    }
+    uint64_t end = harness_now_ms() + 60000;
+    while (harness_now_ms() < end && http_get(s->port, "/api/status") != 200)
+        usleep(200 * 1000);
+    assert_int_equal(http_get(s->port, "/api/status"), 200);
+}
+
+static void server_stop(struct server *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+}
+
+/* A kernel running time.sleep with nobody attached. */
+static void make_busy(struct server *s)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 '%s/tests/tools/jupyter_busy.py' http://127.0.0.1:%d %s "
+             "'%s/busy-jupyter/runtime' 3600 >/dev/null",
+             SOURCE_DIR, s->port, TOKEN, tmpdir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void fake_start(struct server *s)
+{
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        execl(FAKE_ACTIVITY_BIN, FAKE_ACTIVITY_BIN, "--port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char line[64] = "";
+    size_t n = 0;
+    while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
+        n++;
+    line[n] = '\0';
+    close(out[0]);
+    assert_int_equal(sscanf(line, "port=%d", &s->port), 1);
+}
+
+static void fake_put(const char *path, const char *body)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd),
+             "curl -sf -X PUT -H 'Content-Type: application/json' -d '%s' "
+             "http://127.0.0.1:%d%s >/dev/null",
+             body, fake.port, path);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- reading back ------------------------------------------------------------ */
+
+static cJSON *ws_json(const char *name)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "workspace %s", name);
+    return get_json(what);
+}
+
+static int64_t time_at(const cJSON *o, const char *path)
+{
+    const char *s = str_at(o, path);
+    int64_t ms = 0;
+    if (!s || timefmt_parse_rfc3339(s, &ms) < 0)
+        return 0;
+    return ms;
+}
+
+static const char *annotation(const cJSON *ws, const char *key)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "metadata"),
+                                         "annotations"),
+        key);
+    return cJSON_IsString(a) ? a->valuestring : NULL;
+}
+
+static int64_t annotation_time(const cJSON *ws, const char *key)
+{
+    int64_t ms = 0;
+    const char *s = annotation(ws, key);
+    return s && timefmt_parse_rfc3339(s, &ms) == 0 ? ms : 0;
+}
+
+static const char *cond_field(const cJSON *ws, const char *type, const char *field)
+{
+    const cJSON *c = condition(ws, type);
+    const cJSON *f = c ? cJSON_GetObjectItemCaseSensitive(c, field) : NULL;
+    return cJSON_IsString(f) ? f->valuestring : "";
+}
+
+/* Waits until condition type has reason; returns the workspace (caller frees). */
+static cJSON *wait_reason(const char *name, const char *type, const char *reason,
+                          uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    char seen[128] = "";
+    while (harness_now_ms() < end) {
+        cJSON *ws = ws_json(name);
+        if (ws && strcmp(cond_field(ws, type, "reason"), reason) == 0)
+            return ws;
+        snprintf(seen, sizeof(seen), "%s", ws ? cond_field(ws, type, "reason") : "(none)");
+        cJSON_Delete(ws);
+        usleep(250 * 1000);
+    }
+    fail_msg("workspace %s: %s reason %s, wanted %s", name, type, seen, reason);
+    return NULL;
+}
+
+/* The reasons of the workspace's events, oldest first, joined with ','. */
+static char *event_reasons(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get events --field-selector involvedObject.name=%s,"
+                    "involvedObject.kind=Workspace --sort-by=.metadata.creationTimestamp "
+                    "-o jsonpath='{range .items[*]}{.reason},{end}'",
+                    ns, name);
+    return out ? out : strdup("");
+}
+
+static void assert_not_paused(const char *name)
+{
+    cJSON *ws = ws_json(name);
+    assert_non_null(ws);
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    const cJSON *paused =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "spec"), "paused");
+    assert_false(cJSON_IsTrue(paused));
+    assert_null(annotation(ws, "hibernator.dev/auto-paused-at"));
+    cJSON_Delete(ws);
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+/* Idle, busy, wrong token and server down, side by side: they share the
+ * minute the idle one takes to be paused. */
+static void test_jupyter(void **state)
+{
+    (void)state;
+    apply_ws("idle", "it-jupyter", 0, NULL);
+    apply_ws("busy", "it-jupyter-busy", 0, NULL);
+    apply_ws("badtoken", "it-jupyter-badtoken", 0, NULL);
+    apply_ws("down", "it-jupyter-down", 0, NULL);
+    cJSON *ws = wait_state("idle", "Running", 60000);
+    int64_t running_since = time_at(ws, "status.stateSince");
+    cJSON_Delete(ws);
+    for (const char *const *n = (const char *const[]){"busy", "badtoken", "down", NULL}; *n; n++)
+        cJSON_Delete(wait_state(*n, "Running", 60000));
+
+    /* Announced first, with the time. */
+    ws = wait_reason("idle", "Idle", "PauseScheduled", (IDLE_AFTER_S + 20) * 1000);
+    assert_string_equal(cond_field(ws, "Idle", "status"), "True");
+    int64_t pause_at = time_at(ws, "status.activity.pauseAt");
+    assert_true(pause_at > 0);
+    assert_non_null(
+        strstr(cond_field(ws, "Idle", "message"), str_at(ws, "status.activity.pauseAt")));
+    cJSON_Delete(ws);
+
+    /* Then paused, at idle-after from the start (no activity since). */
+    ws = wait_state("idle", "Paused", (IDLE_AFTER_S + 30) * 1000);
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "IdleTimeout");
+    assert_non_null(strstr(str_at(ws, "status.lastPause.message"), "idle-after 15s"));
+    int64_t paused_at = annotation_time(ws, "hibernator.dev/auto-paused-at");
+    int64_t requested = time_at(ws, "status.lastPause.requestedAt");
+    assert_int_equal(paused_at, requested);
+    /* Whole seconds on both sides: ±1 s of rounding. */
+    int64_t idle_for = paused_at - running_since;
+    print_message("  idle workspace: running at %lld, announced pause at +%lld ms, paused at "
+                  "+%lld ms (idle-after %d s)\n",
+                  (long long)running_since, (long long)(pause_at - running_since),
+                  (long long)idle_for, IDLE_AFTER_S);
+    assert_true(idle_for >= (IDLE_AFTER_S - 1) * 1000);
+    assert_true(idle_for <= (IDLE_AFTER_S + PAUSE_MARGIN_S) * 1000);
+    assert_true(paused_at >= pause_at - 1000);
+    assert_true(paused_at <= pause_at + PAUSE_MARGIN_S * 1000);
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("idle");
+    char *warn = strstr(reasons, "IdleWarning,");
+    assert_non_null(warn);
+    assert_non_null(strstr(warn, "IdleTimeout,"));
+    assert_null(strstr(reasons, "Pausing,")); /* the automatic pause names itself */
+    free(reasons);
+
+    /* A resume starts a fresh clock: not paused again on the old idle time. */
+    set_paused("idle", 0);
+    ws = wait_state("idle", "Running", 60000);
+    assert_string_equal(str_at(ws, "status.activity.lastActivitySource"), "start");
+    cJSON_Delete(ws);
+    usleep((IDLE_AFTER_S - WARN_BEFORE_S - 3) * 1000 * 1000);
+    ws = ws_json("idle");
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_string_equal(cond_field(ws, "Idle", "status"), "False");
+    cJSON_Delete(ws);
+
+    /* The others: more than twice the idle time since they started, still
+     * running. */
+    ws = ws_json("busy");
+    assert_string_equal(cond_field(ws, "Idle", "status"), "False");
+    assert_string_equal(cond_field(ws, "Idle", "reason"), "Active");
+    assert_string_equal(str_at(ws, "status.activity.lastActivitySource"), "jupyter");
+    assert_string_equal(str_at(ws, "status.activity.lastProbeResult"), "Active");
+    cJSON_Delete(ws);
+    assert_not_paused("busy");
+
+    ws = ws_json("badtoken");
+    assert_string_equal(cond_field(ws, "ActivityProbe", "status"), "False");
+    assert_non_null(strstr(cond_field(ws, "ActivityProbe", "message"), "unauthorized"));
+    assert_string_equal(cond_field(ws, "Idle", "status"), "Unknown");
+    assert_string_equal(cond_field(ws, "Idle", "reason"), "ProbeFailed");
+    cJSON_Delete(ws);
+    assert_not_paused("badtoken");
+
+    ws = ws_json("down");
+    assert_string_equal(cond_field(ws, "ActivityProbe", "status"), "False");
+    assert_string_equal(cond_field(ws, "Idle", "reason"), "ProbeFailed");
+    assert_string_equal(str_at(ws, "status.activity.lastProbeResult"), "Failed");
+    cJSON_Delete(ws);
+    assert_not_paused("down");
+
+    /* Tokens never reach status or events. */
+    char *all = NULL, *events = NULL;
+    harness_kubectl(&all, "-n %s get workspaces -o json", ns);
+    harness_kubectl(&events, "-n %s get events -o json", ns);
+    assert_null(strstr(all, TOKEN));
+    assert_null(strstr(all, WRONG_TOKEN));
+    assert_null(strstr(events, TOKEN));
+    assert_null(strstr(events, WRONG_TOKEN));
+    free(all);
+    free(events);
+}
+
+/* Activity in the warning window cancels; a keep-alive holds. */
+static void test_cancel_and_keep_alive(void **state)
+{
+    (void)state;
+    char until[TIMEFMT_RFC3339_SIZE], extra[128];
+    timefmt_format_rfc3339((int64_t)time(NULL) * 1000 + 3600 * 1000, until, sizeof(until));
+    snprintf(extra, sizeof(extra), "  keepAliveUntil: \"%s\"\n", until);
+    apply_ws("cancel", "it-jupyter", 0, NULL);
+    apply_ws("keep", "it-jupyter", 0, extra);
+    cJSON_Delete(wait_state("cancel", "Running", 60000));
+    cJSON_Delete(wait_reason("cancel", "Idle", "PauseScheduled", (IDLE_AFTER_S + 20) * 1000));
+
+    char now[TIMEFMT_RFC3339_SIZE];
+    timefmt_format_rfc3339((int64_t)time(NULL) * 1000, now, sizeof(now));
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s annotate workspace cancel --overwrite "
+                                     "hibernator.dev/last-activity=%s",
+                                     ns, now),
+                     0);
+    cJSON *ws = wait_reason("cancel", "Idle", "Active", 10000);
+    assert_string_equal(str_at(ws, "status.activity.lastActivitySource"), "annotation");
+    assert_null(str_at(ws, "status.activity.pauseAt"));
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("cancel");
+    if (!strstr(reasons, "IdleWarning,IdleCancelled,"))
+        print_message("events of cancel: %s\n", reasons);
+    assert_non_null(strstr(reasons, "IdleWarning,IdleCancelled,"));
+    free(reasons);
+    /* Past the pause time it was announced for: still running. */
+    usleep((WARN_BEFORE_S + 3) * 1000 * 1000);
+    assert_not_paused("cancel");
+
+    ws = ws_json("keep");
+    assert_string_equal(cond_field(ws, "Idle", "reason"), "KeepAlive");
+    assert_non_null(str_at(ws, "status.activity.keepAliveUntil"));
+    cJSON_Delete(ws);
+    assert_not_paused("keep");
+}
+
+/* code-server's heartbeat, and the GPU: utilisation above the threshold is
+ * activity even when the notebook is idle; no data is not. */
+static void test_code_server_and_gpu(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof(path), "/control/gpu/%s/gpu-busy-1", ns);
+    fake_put(path, "{\"value\":\"87.5\"}");
+    apply_ws("code", "it-code-server", 0, NULL);
+    apply_ws("gpu-busy", "it-jupyter-gpu", 0, NULL);
+    apply_ws("gpu-nodata", "it-jupyter-gpu", 0, NULL);
+    cJSON_Delete(wait_state("code", "Running", 60000));
+    cJSON_Delete(wait_state("gpu-busy", "Running", 60000));
+
+    cJSON *ws = wait_state("code", "Paused", (IDLE_AFTER_S + 30) * 1000);
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "IdleTimeout");
+    cJSON_Delete(ws);
+    ws = wait_state("gpu-nodata", "Paused", (IDLE_AFTER_S + 30) * 1000);
+    assert_non_null(strstr(str_at(ws, "status.lastPause.message"), "GPU utilisation: no data"));
+    cJSON_Delete(ws);
+
+    ws = ws_json("gpu-busy");
+    assert_string_equal(cond_field(ws, "Idle", "reason"), "Active");
+    assert_string_equal(str_at(ws, "status.activity.lastActivitySource"), "gpu");
+    cJSON_Delete(ws);
+    assert_not_paused("gpu-busy");
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+static int clean_slate(void **state)
+{
+    (void)state;
+    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
+    return 0;
+}
+
+static void apply_class(const char *name, const char *activity)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+                      "metadata: {name: %s}\n"
+                      "spec:\n"
+                      "  images: {allowed: [\"registry.local/notebook:*\"], default: "
+                      "\"registry.local/notebook:v1\"}\n"
+                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: "
+                      "NoSchedule}]\n"
+                      "  home: {size: 1Gi}\n"
+                      "  pause: {gracePeriodSeconds: 1}\n"
+                      "  idle: {after: %ds, minAfter: 10s, minRunning: 0s, warnBefore: %ds}\n"
+                      "  activity:\n"
+                      "    interval: 1s\n"
+                      "    timeout: 1s\n"
+                      "%s",
+                      name, IDLE_AFTER_S, WARN_BEFORE_S, activity),
+        0);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    it_deploy("it-idle");
+    ns = harness_namespace("it-idle");
+    jupyter_start(&idle_jupyter, "idle-jupyter");
+    jupyter_start(&busy_jupyter, "busy-jupyter");
+    jupyter_start(&down_jupyter, "down-jupyter");
+    server_stop(&down_jupyter); /* its port now refuses connections */
+    make_busy(&busy_jupyter);
+    fake_start(&fake);
+
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s create secret generic jupyter-token "
+                                     "--from-literal=token=%s",
+                                     ns, TOKEN),
+                     0);
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s create secret generic wrong-token "
+                                     "--from-literal=token=%s",
+                                     ns, WRONG_TOKEN),
+                     0);
+    char act[1024];
+    const char *jupyter = "    application: Jupyter\n"
+                          "    url: http://127.0.0.1:%d\n"
+                          "    tokenSecretRef: {name: %s}\n";
+    snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "jupyter-token");
+    apply_class("it-jupyter", act);
+    snprintf(act, sizeof(act), jupyter, busy_jupyter.port, "jupyter-token");
+    apply_class("it-jupyter-busy", act);
+    snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "wrong-token");
+    apply_class("it-jupyter-badtoken", act);
+    snprintf(act, sizeof(act), jupyter, down_jupyter.port, "jupyter-token");
+    apply_class("it-jupyter-down", act);
+    snprintf(act, sizeof(act),
+             "    application: CodeServer\n"
+             "    url: http://127.0.0.1:%d/{namespace}/{workspace}\n",
+             fake.port);
+    apply_class("it-code-server", act);
+    snprintf(act, sizeof(act),
+             "    application: Jupyter\n"
+             "    url: http://127.0.0.1:%d\n"
+             "    tokenSecretRef: {name: jupyter-token}\n"
+             "    gpu: {prometheusURL: \"http://127.0.0.1:%d\"}\n",
+             idle_jupyter.port, fake.port);
+    apply_class("it-jupyter-gpu", act);
+    controller_start(NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    controller_stop();
+    server_stop(&idle_jupyter);
+    server_stop(&busy_jupyter);
+    server_stop(&fake);
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    it_show_logs();
+    free(ns);
+    curl_global_cleanup();
+    return 0;
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_jupyter, clean_slate),
+        cmocka_unit_test_setup(test_cancel_and_keep_alive, clean_slate),
+        cmocka_unit_test_setup(test_code_server_and_gpu, clean_slate),
+    };
+    return cmocka_run_group_tests_name("idle detection", tests, group_setup, group_teardown);
+}

@@ -1,0 +1,269 @@
+/*
+ * Workspace helpers for the integration tests: the controller as a process
+ * running under the ServiceAccount and RBAC from deploy/, and reading
+ * Workspaces back with kubectl. Tests set ns (their namespace) after
+ * it_deploy().
+ */
+#include "workspaces.h"
+
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+char tmpdir[256];
+char *kubeconfig;
+char *ns;
+static pid_t controller;
+static int controller_runs;
+static const char *const *controller_args;
+
+/* ---- the controller process ---------------------------------------------- */
+
+void controller_start(const char *failpoint)
+{
+    char log[600];
+    snprintf(log, sizeof(log), "%s/controller-%d.log", tmpdir, controller_runs++);
+    const char *argv[32] = {HIBERNATOR_BIN,
+                            "--kubeconfig",
+                            kubeconfig,
+                            "--leader-elect-retry-period=500ms",
+                            "--leader-elect-renew-deadline=1s",
+                            "--leader-elect-lease-duration=2s",
+                            "--leader-election-namespace=hibernator-system",
+                            "--log-level=debug",
+                            "--health-probe-bind-address=0"};
+    size_t n = 9;
+    for (size_t i = 0; controller_args && controller_args[i] && n < 31; i++)
+        argv[n++] = controller_args[i];
+    argv[n] = NULL;
+    controller = fork();
+    assert_true(controller >= 0);
+    if (controller == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        if (failpoint)
+            setenv("HIBERNATOR_FAILPOINT", failpoint, 1);
+        execv(HIBERNATOR_BIN, (char *const *)argv);
+        _exit(127);
+    }
+}
+
+/* Waits for the controller to exit by itself (a failpoint); returns its status. */
+int controller_wait_exit(uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    while (harness_now_ms() < end) {
+        int st;
+        if (waitpid(controller, &st, WNOHANG) == controller) {
+            controller = 0;
+            return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        }
+        usleep(50 * 1000);
+    }
+    return -1;
+}
+
+void controller_stop(void)
+{
+    if (controller > 0) {
+        kill(controller, SIGKILL);
+        waitpid(controller, NULL, 0);
+        controller = 0;
+    }
+}
+
+/* ---- reading the cluster --------------------------------------------------- */
+
+cJSON *get_json(const char *what)
+{
+    char *out = NULL;
+    if (harness_kubectl(&out, "-n %s get %s -o json 2>/dev/null", ns, what) != 0) {
+        free(out);
+        return NULL;
+    }
+    cJSON *j = cJSON_Parse(out);
+    free(out);
+    return j;
+}
+
+const char *str_at(const cJSON *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    const cJSON *cur = o;
+    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
+        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+    return cJSON_IsString(cur) ? cur->valuestring : NULL;
+}
+
+double num_at(const cJSON *o, const char *path)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", path);
+    const cJSON *cur = o;
+    for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, "."))
+        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+    return cJSON_IsNumber(cur) ? cur->valuedouble : -1;
+}
+
+const cJSON *condition(const cJSON *ws, const char *type)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(ws, "status"), "conditions"))
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "type");
+        if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Waits until the workspace is in state; returns its JSON (caller frees). */
+cJSON *wait_state(const char *name, const char *state, uint64_t timeout_ms)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "workspace %s", name);
+    uint64_t end = harness_now_ms() + timeout_ms;
+    const char *last = NULL;
+    char seen[64] = "";
+    while (harness_now_ms() < end) {
+        cJSON *ws = get_json(what);
+        last = ws ? str_at(ws, "status.state") : NULL;
+        if (last && strcmp(last, state) == 0)
+            return ws;
+        snprintf(seen, sizeof(seen), "%s", last ? last : "(none)");
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    fail_msg("workspace %s: state %s, wanted %s", name, seen, state);
+    return NULL;
+}
+
+/* The pods of a workspace that are not terminating. */
+int live_pods(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get pods -l hibernator.dev/workspace=%s -o "
+                    "jsonpath='{range .items[*]}{.metadata.deletionTimestamp}|{end}'",
+                    ns, name);
+    int n = 0;
+    for (char *p = out; p && *p; p++)
+        if (*p == '|' && (p == out || p[-1] == '|'))
+            n++;
+    free(out);
+    return n;
+}
+
+int all_pods(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out, "-n %s get pods -l hibernator.dev/workspace=%s -o name", ns, name);
+    int n = 0;
+    for (char *p = out; p && *p; p++)
+        n += *p == '\n';
+    free(out);
+    return n;
+}
+
+/* Waits until the workspace no longer exists; returns whether it went. */
+int wait_gone(const char *name, uint64_t timeout_ms)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "workspace %s", name);
+    uint64_t end = harness_now_ms() + timeout_ms;
+    while (harness_now_ms() < end) {
+        cJSON *ws = get_json(what);
+        if (!ws)
+            return 1;
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    return 0;
+}
+
+void apply_ws(const char *name, const char *cls, int paused, const char *extra)
+{
+    assert_int_equal(harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: Workspace\n"
+                                   "metadata: {name: %s, namespace: %s}\n"
+                                   "spec:\n  className: %s\n  paused: %s\n%s",
+                                   name, ns, cls, paused ? "true" : "false", extra ? extra : ""),
+                     0);
+}
+
+void set_paused(const char *name, int paused)
+{
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch workspace %s --type=merge -p "
+                                     "'{\"spec\":{\"paused\":%s}}'",
+                                     ns, name, paused ? "true" : "false"),
+                     0);
+}
+
+void delete_ws(const char *name)
+{
+    harness_kubectl(NULL, "-n %s delete workspace %s --wait=true --timeout=60s", ns, name);
+}
+
+void controller_extra_args(const char *const *args)
+{
+    controller_args = args;
+}
+
+void it_deploy(const char *prefix)
+{
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/%s.XXXXXX", prefix);
+    assert_non_null(mkdtemp(tmpdir));
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "kubectl --kubeconfig '%s' apply -k '%s/deploy' >/dev/null && "
+             "kubectl --kubeconfig '%s' wait --for=condition=Established --timeout=60s "
+             "crd/workspaces.hibernator.dev crd/workspaceclasses.hibernator.dev >/dev/null",
+             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
+    assert_int_equal(system(cmd), 0);
+
+    /* The controller runs as the ServiceAccount deploy/ creates. */
+    char *server = NULL, *ca = NULL, *token = NULL;
+    harness_kubectl(&server,
+                    "config view --raw --minify -o jsonpath={.clusters[0].cluster.server}");
+    harness_kubectl(&ca, "config view --raw --minify -o "
+                         "jsonpath={.clusters[0].cluster.certificate-authority-data}");
+    assert_int_equal(
+        harness_kubectl(&token, "-n hibernator-system create token hibernator --duration=2h"), 0);
+    token[strcspn(token, "\n")] = '\0';
+    assert_true(asprintf(&kubeconfig, "%s/controller.kubeconfig", tmpdir) > 0);
+    FILE *f = fopen(kubeconfig, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: l, cluster: {server: \"%s\", certificate-authority-data: %s}}]\n"
+            "contexts: [{name: c, context: {cluster: l, user: u, namespace: hibernator-system}}]\n"
+            "users: [{name: u, user: {token: %s}}]\n",
+            server, ca, token);
+    fclose(f);
+    free(server);
+    free(ca);
+    free(token);
+}
+
+void it_show_logs(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "tail -n 30 %s/controller-*.log >&2", tmpdir);
+    if (getenv("IT_SHOW_LOGS"))
+        (void)system(cmd);
+    free(kubeconfig);
+    kubeconfig = NULL;
+}

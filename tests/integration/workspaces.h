@@ -1,0 +1,46 @@
+/*
+ * Workspace helpers for the integration tests (see workspaces.c): the
+ * controller as a process under deploy/'s ServiceAccount and RBAC, and
+ * Workspaces read back with kubectl. They block; tests may.
+ */
+#ifndef HIBERNATOR_TEST_WORKSPACES_H
+#define HIBERNATOR_TEST_WORKSPACES_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+extern char tmpdir[256]; /* this run's scratch directory (logs, kubeconfig) */
+extern char *kubeconfig; /* the controller's: its ServiceAccount token */
+extern char *ns;         /* the test's namespace; the test sets it */
+
+/* Applies deploy/ (CRDs, RBAC, ServiceAccount), makes tmpdir and the
+ * controller's kubeconfig. */
+void it_deploy(const char *tmp_prefix);
+/* With IT_SHOW_LOGS set, prints the tail of each controller log. */
+void it_show_logs(void);
+
+/* Extra flags for the next controller_start() (NULL-terminated, borrowed). */
+void controller_extra_args(const char *const *args);
+/* Starts the controller; failpoint: HIBERNATOR_FAILPOINT for crash tests or NULL. */
+void controller_start(const char *failpoint);
+/* Waits for the controller to exit by itself; returns its status, -1 on timeout. */
+int controller_wait_exit(uint64_t timeout_ms);
+void controller_stop(void);
+
+/* kubectl -n ns get <what> -o json, or NULL. Caller frees. */
+cJSON *get_json(const char *what);
+/* Dotted paths into JSON: NULL / -1 when absent. */
+const char *str_at(const cJSON *o, const char *path);
+double num_at(const cJSON *o, const char *path);
+/* A status condition of a Workspace by type, or NULL. */
+const cJSON *condition(const cJSON *ws, const char *type);
+/* Waits until the workspace is in state; returns its JSON (caller frees). */
+cJSON *wait_state(const char *name, const char *state, uint64_t timeout_ms);
+int live_pods(const char *name);
+int all_pods(const char *name);
+int wait_gone(const char *name, uint64_t timeout_ms);
+void apply_ws(const char *name, const char *cls, int paused, const char *extra);
+void set_paused(const char *name, int paused);
+void delete_ws(const char *name);
+
+#endif

@@ -1,0 +1,58 @@
+#!/usr/bin/python3
+"""Starts a kernel on a running Jupyter Server and leaves it busy.
+
+Usage: jupyter_busy.py BASE_URL TOKEN RUNTIME_DIR [SECONDS]
+
+Creates a kernel through the REST API, connects to it through its
+connection file (the server and this script share RUNTIME_DIR) and sends
+`time.sleep(SECONDS)` without waiting for the reply, so the kernel stays
+"busy" with no client attached: the case of a long training cell whose
+browser tab was closed. Prints the kernel id.
+"""
+import json
+import os
+import sys
+import time
+import urllib.request
+
+from jupyter_client import BlockingKernelClient
+
+
+def main():
+    base, token, runtime = sys.argv[1], sys.argv[2], sys.argv[3]
+    seconds = int(sys.argv[4]) if len(sys.argv) > 4 else 3600
+    req = urllib.request.Request(
+        base + "/api/kernels",
+        data=json.dumps({"name": "python3"}).encode(),
+        headers={"Authorization": "token " + token, "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        kernel = json.load(resp)
+    path = os.path.join(runtime, "kernel-%s.json" % kernel["id"])
+    deadline = time.time() + 30
+    while not os.path.exists(path):
+        if time.time() > deadline:
+            sys.exit("no connection file " + path)
+        time.sleep(0.1)
+    client = BlockingKernelClient(connection_file=path)
+    client.load_connection_file()
+    client.start_channels()
+    # Not wait_for_ready(): it reads a heartbeat that may not beat yet and
+    # gives up. ZeroMQ queues the request until the kernel listens.
+    client.kernel_info()
+    client.get_shell_msg(timeout=60)
+    client.execute("import time; time.sleep(%d)" % seconds)
+    # Leave only once the kernel said it is busy with it.
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        msg = client.get_iopub_msg(timeout=60)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "busy" \
+                and msg["parent_header"].get("msg_type") == "execute_request":
+            break
+    client.stop_channels()
+    print(kernel["id"])
+
+
+if __name__ == "__main__":
+    main()
