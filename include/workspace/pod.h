@@ -22,6 +22,8 @@
 #define HOME_VOLUME "home"
 /* Always set in the container: the workspace's name. */
 #define WORKSPACE_ENV "HIBERNATOR_WORKSPACE"
+/* Set from the class's Jupyter token Secret (spec.activity.tokenSecretRef). */
+#define TOKEN_ENV "JUPYTER_TOKEN"
 
 /* What decide() needs to know about one of the workspace's pods. */
 struct workspace_pod {

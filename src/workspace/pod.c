@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "activity/url_template.h"
 #include "util/json.h"
 #include "util/timefmt.h"
 
@@ -249,6 +250,32 @@ static void add_env(struct writer *w, cJSON *env, const char *name, const char *
     add_str(w, e, "value", value);
 }
 
+/* The Jupyter token the controller probes with is the one the server runs
+ * with: JUPYTER_TOKEN (read by Jupyter's images) from the same Secret, unless
+ * the workspace sets the variable itself. */
+static void add_token_env(struct writer *w, cJSON *env, const struct workspace *ws,
+                          const struct workspace_class *c)
+{
+    if (c->activity.application != ACTIVITY_APP_JUPYTER || !c->activity.token_secret_name)
+        return;
+    for (size_t i = 0; i < ws->n_env; i++)
+        if (strcmp(ws->env[i].name, TOKEN_ENV) == 0)
+            return;
+    struct template_vars vars = {.ns = ws->ns, .workspace = ws->name, .port = c->port};
+    char *name = NULL;
+    int r = url_template_expand(c->activity.token_secret_name, &vars, &name, NULL);
+    if (r == -ENOMEM)
+        w->oom = 1;
+    if (r < 0)
+        return; /* the probe reports the bad name */
+    cJSON *e = add_obj(w, env, NULL);
+    add_str(w, e, "name", TOKEN_ENV);
+    cJSON *ref = add_obj(w, add_obj(w, e, "valueFrom"), "secretKeyRef");
+    add_str(w, ref, "name", name);
+    add_str(w, ref, "key", c->activity.token_secret_key ? c->activity.token_secret_key : "token");
+    free(name);
+}
+
 static void build_container(struct writer *w, cJSON *spec, const struct workspace *ws,
                             const struct workspace_class *c, int from_checkpoint)
 {
@@ -269,6 +296,7 @@ static void build_container(struct writer *w, cJSON *spec, const struct workspac
     add_env(w, env, WORKSPACE_ENV, ws->name);
     if (from_checkpoint && c->checkpoint_env && c->checkpoint_path)
         add_env(w, env, c->checkpoint_env, c->checkpoint_path);
+    add_token_env(w, env, ws, c);
 
     cJSON *mounts = add_arr(w, ct, "volumeMounts");
     cJSON *mount = add_obj(w, mounts, NULL);

@@ -206,6 +206,18 @@ static void test_defaults(void **state)
     /* maxSize defaults to size in the controller, not in the schema: a
      * schema default cannot refer to another field. */
     assert_null(at(cls, "spec.home.maxSize"));
+    /* Idle policy: on, after an hour; no activity source until one is named. */
+    assert_str_at(cls, "spec.activity.application", "None");
+    assert_str_at(cls, "spec.activity.url", "http://{podIP}:{port}");
+    assert_str_at(cls, "spec.activity.interval", "60s");
+    assert_str_at(cls, "spec.activity.timeout", "5s");
+    assert_true(cJSON_IsTrue(at(cls, "spec.idle.autoPause")));
+    assert_str_at(cls, "spec.idle.after", "1h");
+    assert_str_at(cls, "spec.idle.minRunning", "10m");
+    assert_str_at(cls, "spec.idle.warnBefore", "5m");
+    assert_str_at(cls, "spec.idle.maxKeepAlive", "12h");
+    assert_num_at(cls, "spec.idle.gpuUtilisationThreshold", 5);
+    assert_null(at(cls, "spec.idle.pauseWindows"));
     cJSON_Delete(cls);
 
     assert_int_equal(harness_apply("apiVersion: hibernator.dev/v1alpha1\n"
@@ -319,6 +331,8 @@ static const struct invalid_case invalid_cases[] = {
     {"ws-bad-image.yaml", CREATE, "spec.image", "should match"},
     {"ws-paused-not-bool.yaml", CREATE, "spec.paused", "boolean"},
     {"ws-long-name.yaml", CREATE, "metadata.name", "at most 63 characters"},
+    {"ws-bad-keep-alive.yaml", CREATE, "spec.keepAliveUntil", "date-time"},
+    {"ws-bad-idle-after.yaml", CREATE, "spec.idle.after", "should match"},
     /* Workspace: transition rules */
     {"ws-class-change.yaml", UPDATE, "spec.className", "immutable"},
     {"ws-home-shrink.yaml", UPDATE, "spec.home.size", "may only grow (was 20Gi)"},
@@ -349,6 +363,14 @@ static const struct invalid_case invalid_cases[] = {
     {"class-default-image-not-allowed.yaml", CREATE, "spec.images.default",
      "matches none of images.allowed"},
     {"class-max-below-size.yaml", CREATE, "spec.home.maxSize", "may not be smaller"},
+    {"class-bad-window-time.yaml", CREATE, "spec.idle.pauseWindows.windows[0].end", "should match"},
+    {"class-bad-window-day.yaml", CREATE, "spec.idle.pauseWindows.windows[0].days[0]",
+     "Unsupported value"},
+    {"class-bad-time-zone.yaml", CREATE, "spec.idle.pauseWindows.timeZone", "should match"},
+    {"class-bad-gpu-threshold.yaml", CREATE, "spec.idle.gpuUtilisationThreshold",
+     "less than or equal to 100"},
+    {"class-gpu-without-url.yaml", CREATE, "spec.activity.gpu.prometheusURL", "Required value"},
+    {"class-bad-activity-url.yaml", CREATE, "spec.activity.url", "should match"},
     {"class-request-above-limit.yaml", CREATE, "spec.resources", "may not exceed the limit"},
     {"class-toleration-exists-value.yaml", CREATE, "spec.tolerations[0].value",
      "operator Exists has no value"},

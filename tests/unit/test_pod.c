@@ -425,13 +425,53 @@ static void test_pvc_decode(void **state)
     workspace_pvc_free(NULL);
 }
 
+/* The Jupyter token: the pod gets it from the Secret the probe reads it
+ * from, unless the workspace sets JUPYTER_TOKEN itself. */
+static void test_pod_token_env(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(
+        "{\"metadata\":{\"name\":\"cpu\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
+        "\"home\":{\"size\":\"5Gi\"},\"activity\":{\"application\":\"Jupyter\","
+        "\"tokenSecretRef\":{\"name\":\"{workspace}-jupyter\",\"key\":\"t\"}}}}");
+    struct workspace *ws = ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\","
+                                   "\"uid\":\"uid-123\"},\"spec\":{\"className\":\"cpu\"}}");
+    cJSON *pod = workspace_pod_build(ws, c, "alice-nb-1", 0);
+    assert_non_null(pod);
+    cJSON *e;
+    int found = 0;
+    cJSON_ArrayForEach(e, at(pod, "spec.containers.0.env"))
+    {
+        if (strcmp(cJSON_GetObjectItem(e, "name")->valuestring, "JUPYTER_TOKEN") != 0)
+            continue;
+        found++;
+        assert_null(cJSON_GetObjectItem(e, "value"));
+        assert_string_equal(str_at(e, "valueFrom.secretKeyRef.name"), "alice-nb-jupyter");
+        assert_string_equal(str_at(e, "valueFrom.secretKeyRef.key"), "t");
+    }
+    assert_int_equal(found, 1);
+    cJSON_Delete(pod);
+    workspace_free(ws);
+
+    ws = ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\",\"uid\":\"u\"},"
+                 "\"spec\":{\"className\":\"cpu\","
+                 "\"env\":[{\"name\":\"JUPYTER_TOKEN\",\"value\":\"mine\"}]}}");
+    pod = workspace_pod_build(ws, c, "alice-nb-1", 0);
+    assert_string_equal(env_value(pod, "JUPYTER_TOKEN"), "mine");
+    assert_int_equal(cJSON_GetArraySize(at(pod, "spec.containers.0.env")), 2);
+    cJSON_Delete(pod);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_build_gpu), cmocka_unit_test(test_pod_build_cpu),
         cmocka_unit_test(test_pvc_build),     cmocka_unit_test(test_names),
         cmocka_unit_test(test_pod_decode),    cmocka_unit_test(test_pod_build_decode),
-        cmocka_unit_test(test_pvc_decode),
+        cmocka_unit_test(test_pvc_decode),    cmocka_unit_test(test_pod_token_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
