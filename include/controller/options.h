@@ -26,6 +26,7 @@ struct controller_options {
     const char *health_probe_bind_address; /* "host:port", ":port", or "0" for off */
     double kube_api_qps;
     int kube_api_burst;
+    int activity_probe_concurrency; /* 0: the prober's default */
     enum log_level log_level;
     enum log_format log_format;
     int show_help;

@@ -42,7 +42,11 @@ static void start_controllers(struct manager *m)
 {
     /* HIBERNATOR_FAILPOINT is read by the crash tests only (docs/testing.md). */
     struct reconciler_options ro = {
-        .ns = m->o->ns, .identity = m->identity, .failpoint = getenv("HIBERNATOR_FAILPOINT")};
+        .ns = m->o->ns,
+        .identity = m->identity,
+        .failpoint = getenv("HIBERNATOR_FAILPOINT"),
+        .probe_concurrency = (unsigned)m->o->activity_probe_concurrency,
+    };
     int r = reconciler_new(&m->loop, m->client, &ro, &m->reconciler);
     if (r == 0)
         r = reconciler_start(m->reconciler);

@@ -46,6 +46,8 @@ static const struct flag flags[] = {
      "where /healthz and /readyz are served (host:port, :port, or 0 to disable)"},
     {"kube-api-qps", FLAG_DOUBLE, OPT(kube_api_qps), "20", "client-side requests per second"},
     {"kube-api-burst", FLAG_INT, OPT(kube_api_burst), "30", "client-side request burst"},
+    {"activity-probe-concurrency", FLAG_INT, OPT(activity_probe_concurrency), "64",
+     "activity probe requests in flight at once; more wait their turn"},
     {"log-level", FLAG_LEVEL, OPT(log_level), "info", "debug, info, warn or error"},
     {"log-format", FLAG_FORMAT, OPT(log_format), "text", "text (key=value) or json"},
 };

@@ -11,7 +11,7 @@
  *   - a kernel busy in time.sleep with no browser attached → not paused;
  *   - a wrong token → ActivityProbe=False (unauthorized), not paused, the
  *     token nowhere in status or events;
- *   - the server down → not paused;
+ *   - the server down, or the token Secret missing → not paused;
  *   - activity during the warning cancels the pause; keep-alive holds it;
  *   - resume after an automatic pause starts a fresh idle clock;
  *   - code-server's heartbeat and GPU utilisation from a Prometheus query
@@ -278,10 +278,12 @@ static void test_jupyter(void **state)
     apply_ws("busy", "it-jupyter-busy", 0, NULL);
     apply_ws("badtoken", "it-jupyter-badtoken", 0, NULL);
     apply_ws("down", "it-jupyter-down", 0, NULL);
+    apply_ws("nosecret", "it-jupyter-nosecret", 0, NULL);
     cJSON *ws = wait_state("idle", "Running", 60000);
     int64_t running_since = time_at(ws, "status.stateSince");
     cJSON_Delete(ws);
-    for (const char *const *n = (const char *const[]){"busy", "badtoken", "down", NULL}; *n; n++)
+    for (const char *const *n = (const char *const[]){"busy", "badtoken", "down", "nosecret", NULL};
+         *n; n++)
         cJSON_Delete(wait_state(*n, "Running", 60000));
 
     /* Announced first, with the time. */
@@ -353,6 +355,14 @@ static void test_jupyter(void **state)
     assert_string_equal(str_at(ws, "status.activity.lastProbeResult"), "Failed");
     cJSON_Delete(ws);
     assert_not_paused("down");
+
+    ws = ws_json("nosecret");
+    assert_string_equal(cond_field(ws, "ActivityProbe", "status"), "False");
+    assert_non_null(strstr(cond_field(ws, "ActivityProbe", "message"), "token Secret"));
+    assert_non_null(strstr(cond_field(ws, "ActivityProbe", "message"), "not found"));
+    assert_string_equal(cond_field(ws, "Idle", "reason"), "ProbeFailed");
+    cJSON_Delete(ws);
+    assert_not_paused("nosecret");
 
     /* Tokens never reach status or events. */
     char *all = NULL, *events = NULL;
@@ -489,7 +499,7 @@ static int group_setup(void **state)
     char act[1024];
     const char *jupyter = "    application: Jupyter\n"
                           "    url: http://127.0.0.1:%d\n"
-                          "    tokenSecretRef: {name: %s}\n";
+                          "    tokenSecretRef: {name: \"%s\"}\n";
     snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "jupyter-token");
     apply_class("it-jupyter", act);
     snprintf(act, sizeof(act), jupyter, busy_jupyter.port, "jupyter-token");
@@ -498,6 +508,8 @@ static int group_setup(void **state)
     apply_class("it-jupyter-badtoken", act);
     snprintf(act, sizeof(act), jupyter, down_jupyter.port, "jupyter-token");
     apply_class("it-jupyter-down", act);
+    snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "{workspace}-missing");
+    apply_class("it-jupyter-nosecret", act);
     snprintf(act, sizeof(act),
              "    application: CodeServer\n"
              "    url: http://127.0.0.1:%d/{namespace}/{workspace}\n",

@@ -43,13 +43,22 @@ def main():
     client.kernel_info()
     client.get_shell_msg(timeout=60)
     client.execute("import time; time.sleep(%d)" % seconds)
-    # Leave only once the kernel said it is busy with it.
-    deadline = time.time() + 60
+    # Leave once the server itself reports the kernel busy (what the probe
+    # reads), not on our own iopub subscription, which may join late.
+    deadline = time.time() + 120
+    state = None
     while time.time() < deadline:
-        msg = client.get_iopub_msg(timeout=60)
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "busy" \
-                and msg["parent_header"].get("msg_type") == "execute_request":
+        req = urllib.request.Request(
+            base + "/api/kernels/" + kernel["id"] + "?no_track_activity=1",
+            headers={"Authorization": "token " + token},
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            state = json.load(resp)["execution_state"]
+        if state == "busy":
             break
+        time.sleep(0.2)
+    else:
+        sys.exit("kernel %s is %s, not busy" % (kernel["id"], state))
     client.stop_channels()
     print(kernel["id"])
 

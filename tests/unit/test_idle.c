@@ -76,6 +76,8 @@ struct obs_spec {
     const char *source; /* default "jupyter" */
     double gpu;
     int no_data;
+    const char *work; /* an earlier round saw work running then */
+    int work_on_gpu;
 };
 
 struct row {
@@ -176,6 +178,30 @@ static const struct row rows[] = {
      .idle_since = "11:50",
      .recheck = "12:45",
      .message = "in use (jupyter); paused after 1h without activity"},
+    {.name = "activity under a minute ago shows no idle-since",
+     .obs = {.at = "11:59:30", .last = "11:58:45"},
+     .state = IDLE_STATE_ACTIVE,
+     .reason = "Active",
+     .last = "11:58:45",
+     .source = "jupyter",
+     .recheck = "12:53:45"},
+    {.name = "work seen by an earlier round counts until then, though this round is quiet",
+     .obs = {.at = "11:59:30", .last = "10:00", .work = "11:40", .work_on_gpu = 1},
+     .state = IDLE_STATE_ACTIVE,
+     .reason = "Active",
+     .last = "11:40",
+     .source = "gpu",
+     .idle_since = "11:40",
+     .recheck = "12:35"},
+    {.name = "work from before running since does not count",
+     .since = "11:45",
+     .obs = {.at = "11:59:30", .last = "10:00", .work = "11:40"},
+     .state = IDLE_STATE_ACTIVE,
+     .reason = "Active",
+     .last = "11:45",
+     .source = "start",
+     .idle_since = "11:45",
+     .recheck = "12:40"},
     {.name = "a busy kernel is activity at the time of the round",
      .obs = {.at = "11:59:30", .last = "10:00", .busy = 1},
      .state = IDLE_STATE_ACTIVE,
@@ -761,6 +787,8 @@ static void run_row(const struct row *r)
         obs.result.busy = r->obs.busy;
         obs.result.gpu_utilisation = r->obs.gpu;
         obs.result.no_data = r->obs.no_data;
+        obs.last_work_ms = r->obs.work ? at(r->obs.work) : 0;
+        obs.work_on_gpu = r->obs.work_on_gpu;
     }
     struct idle_input in = {
         .policy = &p,

@@ -30,6 +30,7 @@ static void test_defaults(void **state)
     assert_int_equal(o.retry_period_ms, 2000);
     assert_int_equal(o.log_level, LOG_LEVEL_INFO);
     assert_int_equal(o.log_format, LOG_FORMAT_TEXT);
+    assert_int_equal(o.activity_probe_concurrency, 64);
 }
 
 static void test_forms(void **state)
@@ -39,8 +40,10 @@ static void test_forms(void **state)
     char err[256];
     assert_int_equal(PARSE(&o, err, "--kubeconfig", "/k", "--namespace=team-a",
                            "--leader-elect=false", "--log-format", "json", "--log-level=debug",
-                           "--kube-api-qps=50", "--kube-api-burst", "80"),
+                           "--kube-api-qps=50", "--kube-api-burst", "80",
+                           "--activity-probe-concurrency=8"),
                      0);
+    assert_int_equal(o.activity_probe_concurrency, 8);
     assert_string_equal(o.kubeconfig, "/k");
     assert_string_equal(o.ns, "team-a");
     assert_int_equal(o.leader_elect, 0);
