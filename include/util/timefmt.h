@@ -32,4 +32,9 @@ int timefmt_format_rfc3339(int64_t unix_ms, char *out, size_t size);
 /* Writes "2026-01-02T03:04:05.123000Z" (MicroTime). Same results as above. */
 int timefmt_format_rfc3339_micro(int64_t unix_ms, char *out, size_t size);
 
+/* Calendar arithmetic on the proleptic Gregorian calendar, exact for every
+ * year: days since 1970-01-01 of a date (m 1..12, d 1..31), and back. */
+int64_t timefmt_days_from_civil(int64_t y, unsigned m, unsigned d);
+void timefmt_civil_from_days(int64_t days, int64_t *ret_y, unsigned *ret_m, unsigned *ret_d);
+
 #endif

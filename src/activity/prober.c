@@ -32,6 +32,7 @@
 #include "net/curl_loop.h"
 #include "net/http_get.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/secret.h"
 #include "util/strmap.h"
 
@@ -125,14 +126,6 @@ struct prober {
 };
 
 /* ---- small helpers ------------------------------------------------------- */
-
-static int64_t real_now_ms(void *data)
-{
-    (void)data;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* xorshift64*: spreading probes needs no more than this. */
 static uint64_t rng_next(struct prober *p)
@@ -697,7 +690,7 @@ int prober_new(uv_loop_t *loop, const struct prober_options *opts, prober_result
     p->cb = cb;
     p->data = data;
     p->max_in_flight = opts && opts->max_in_flight ? opts->max_in_flight : DEFAULT_MAX_IN_FLIGHT;
-    p->now_ms = opts && opts->now_ms ? opts->now_ms : real_now_ms;
+    p->now_ms = opts && opts->now_ms ? opts->now_ms : clock_unix_ms_cb;
     p->now_data = opts ? opts->now_data : NULL;
     p->rng = uv_hrtime() ^ (uint64_t)(uintptr_t)p;
     if (p->rng == 0)

@@ -10,6 +10,7 @@
 
 #include "activity/url_template.h"
 #include "kube/resource.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/secret.h"
 #include "util/strmap.h"
@@ -73,14 +74,6 @@ struct activity_tracker {
     struct strmap zones;   /* name -> struct zone * */
     struct zone_load *loads;
 };
-
-static int64_t real_now_ms(void *data)
-{
-    (void)data;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void token_drop(struct record *rec)
 {
@@ -426,7 +419,7 @@ int activity_tracker_new(uv_loop_t *loop, struct kube_client *client,
     t->client = client;
     t->cb = cb;
     t->cb_data = data;
-    t->now_ms = opts && opts->now_ms ? opts->now_ms : real_now_ms;
+    t->now_ms = opts && opts->now_ms ? opts->now_ms : clock_unix_ms_cb;
     t->now_data = opts ? opts->now_data : NULL;
     strmap_init(&t->records);
     strmap_init(&t->zones);

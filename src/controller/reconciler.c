@@ -11,6 +11,7 @@
 #include "controller/events.h"
 #include "kube/informer.h"
 #include "kube/workqueue.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/strmap.h"
 #include "util/timefmt.h"
@@ -69,14 +70,6 @@ struct job {
 };
 
 /* ---- clock and codecs ---------------------------------------------------- */
-
-static int64_t real_now_ms(void *data)
-{
-    (void)data;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void *ws_decode(const cJSON *obj, void *data)
 {
@@ -749,7 +742,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     r->ns = o->ns ? strdup(o->ns) : NULL;
     r->identity = strdup(o->identity ? o->identity : "hibernator");
     r->workers = o->workers ? o->workers : 8;
-    r->now_ms = o->now_ms ? o->now_ms : real_now_ms;
+    r->now_ms = o->now_ms ? o->now_ms : clock_unix_ms_cb;
     r->now_data = o->now_data;
     if (o->failpoint && o->failpoint[0])
         r->failpoint = strdup(o->failpoint);

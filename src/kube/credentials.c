@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/secret.h"
 #include "util/timefmt.h"
@@ -123,13 +124,6 @@ struct kube_credentials {
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static int64_t wall_clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static char *strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *strprintf(const char *fmt, ...)
 {
@@ -203,7 +197,7 @@ static bool cache_fresh(const struct kube_credentials *c)
         return c->valid && uv_now(c->loop) - c->fetched_at < TOKEN_FILE_REFRESH_MS;
     case SOURCE_EXEC:
         return c->valid && (c->expires_unix_ms == 0 ||
-                            wall_clock_ms() < c->expires_unix_ms - EXEC_EXPIRY_MARGIN_MS);
+                            clock_unix_ms() < c->expires_unix_ms - EXEC_EXPIRY_MARGIN_MS);
     }
     return false;
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "kube/lease.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 enum elector_op {
@@ -61,13 +62,6 @@ struct leader_elector {
     void *done_data;
     bool closing;
 };
-
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_attempt_timer(uv_timer_t *t);
 static void on_deadline_timer(uv_timer_t *t);
@@ -255,7 +249,7 @@ static void decide_and_act(struct leader_elector *e, enum lease_read read,
                            const struct lease_record *current)
 {
     struct lease_decision d;
-    int r = lease_decide(&e->cfg, &e->lease, read, current, uv_now(e->loop), wall_ms(), &d);
+    int r = lease_decide(&e->cfg, &e->lease, read, current, uv_now(e->loop), clock_unix_ms(), &d);
     if (r < 0) {
         log_warn("lease decision failed", "lease", e->lease_ref, "error", log_errno_str(r));
         if (!e->releasing)
@@ -461,7 +455,7 @@ static void release_continue(struct leader_elector *e)
     }
 
     struct lease_decision d;
-    int r = lease_release(&e->cfg, &e->lease, wall_ms(), &d);
+    int r = lease_release(&e->cfg, &e->lease, clock_unix_ms(), &d);
     if (r < 0) {
         e->release_status = r;
         release_finish(e);

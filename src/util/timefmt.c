@@ -9,7 +9,7 @@
 
 /* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
  * days_from_civil): exact for every year, no time zone, no libc. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+int64_t timefmt_days_from_civil(int64_t y, unsigned m, unsigned d)
 {
     y -= m <= 2;
     int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -19,7 +19,7 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
-static void civil_from_days(int64_t z, int64_t *ret_y, unsigned *ret_m, unsigned *ret_d)
+void timefmt_civil_from_days(int64_t z, int64_t *ret_y, unsigned *ret_m, unsigned *ret_d)
 {
     z += 719468;
     int64_t era = (z >= 0 ? z : z - 146096) / 146097;
@@ -114,7 +114,7 @@ int timefmt_parse_rfc3339(const char *s, int64_t *ret_unix_ms)
     if (*p != '\0')
         return -EINVAL;
 
-    int64_t t = days_from_civil(year, month, day) * MS_PER_DAY +
+    int64_t t = timefmt_days_from_civil(year, month, day) * MS_PER_DAY +
                 ((int64_t)hour * 3600 + (int64_t)minute * 60 + second) * MS_PER_SECOND + ms;
     *ret_unix_ms = t - offset_ms;
     return 0;
@@ -131,7 +131,7 @@ static int format(int64_t unix_ms, bool micro, char *out, size_t size)
     }
     int64_t y;
     unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
+    timefmt_civil_from_days(days, &y, &m, &d);
     if (y < 0 || y > 9999)
         return -ERANGE;
     if (size < (micro ? TIMEFMT_RFC3339_MICRO_SIZE : TIMEFMT_RFC3339_SIZE))

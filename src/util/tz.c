@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/buf.h"
+#include "util/timefmt.h"
 
 #define SECS_PER_DAY INT64_C(86400)
 
@@ -75,31 +76,6 @@ struct tz *tz_utc(void)
     return &utc_zone;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
- * days_from_civil), exact for every year. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *ret_y, unsigned *ret_m, unsigned *ret_d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *ret_d = doy - (153 * mp + 2) / 5 + 1;
-    *ret_m = mp < 10 ? mp + 3 : mp - 9;
-    *ret_y = (int64_t)yoe + era * 400 + (*ret_m <= 2);
-}
-
 static int64_t floor_div(int64_t a, int64_t b)
 {
     int64_t q = a / b;
@@ -128,7 +104,7 @@ static int64_t year_of(int64_t unix_s)
 {
     int64_t y;
     unsigned m, d;
-    civil_from_days(floor_div(unix_s, SECS_PER_DAY), &y, &m, &d);
+    timefmt_civil_from_days(floor_div(unix_s, SECS_PER_DAY), &y, &m, &d);
     return y;
 }
 
@@ -137,7 +113,7 @@ static int64_t year_of(int64_t unix_s)
 /* Days since the epoch of a rule's date in year y. */
 static int64_t rule_date_days(const struct rule_date *r, int64_t y)
 {
-    int64_t jan1 = days_from_civil(y, 1, 1);
+    int64_t jan1 = timefmt_days_from_civil(y, 1, 1);
     switch (r->kind) {
     case RULE_JULIAN:
         return jan1 + r->day - 1 + (is_leap(y) && r->day >= 60);
@@ -145,7 +121,7 @@ static int64_t rule_date_days(const struct rule_date *r, int64_t y)
         return jan1 + r->day;
     case RULE_MONTH_WEEK:
     default: {
-        int64_t first = days_from_civil(y, (unsigned)r->month, 1);
+        int64_t first = timefmt_days_from_civil(y, (unsigned)r->month, 1);
         int mday = 1 + (r->day - weekday_of_days(first) + 7) % 7 + (r->week - 1) * 7;
         while (mday > (int)days_in_month(y, (unsigned)r->month))
             mday -= 7;
@@ -683,7 +659,7 @@ int tz_civil_at(const struct tz *z, int64_t unix_s, struct tz_civil *ret_civil)
     int64_t secs = local - days * SECS_PER_DAY;
     int64_t y;
     unsigned m, d;
-    civil_from_days(days, &y, &m, &d);
+    timefmt_civil_from_days(days, &y, &m, &d);
     *ret_civil = (struct tz_civil){
         .year = (int)y,
         .month = (int)m,
@@ -705,7 +681,7 @@ int tz_local_to_utc(const struct tz *z, int year, int month, int mday, int hour,
         return -EINVAL;
     if (year < 1 || year > 9999 || mday < -400000 || mday > 400000)
         return -ERANGE;
-    int64_t days = days_from_civil(year, (unsigned)month, 1) + mday - 1;
+    int64_t days = timefmt_days_from_civil(year, (unsigned)month, 1) + mday - 1;
     int64_t local = days * SECS_PER_DAY + (int64_t)hour * 3600 + (int64_t)minute * 60;
     if (local < TZ_UNIX_MIN || local > TZ_UNIX_MAX)
         return -ERANGE;

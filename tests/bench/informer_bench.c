@@ -24,6 +24,7 @@
 
 #include "kube/client.h"
 #include "kube/informer.h"
+#include "process_stats.h"
 #include "util/log.h"
 
 static const struct kube_resource widgets = {"bench.hibernator.dev", "v1", "widgets", "Widget", 1};
@@ -33,28 +34,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static long status_kib(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, field, n) == 0)
-            v = strtol(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
 }
 
 struct writer {
@@ -199,7 +178,7 @@ int main(int argc, char **argv)
         /* The baseline: libraries loaded, TLS connection up, nothing cached. */
         kube_get(client, &KUBE_RESOURCE_NAMESPACES, NULL, ns, on_baseline, &loop);
         uv_run(&loop, UV_RUN_DEFAULT);
-        long rss0 = status_kib("VmRSS:");
+        long rss0 = process_status_kib("VmRSS");
         struct watcher w = {.loop = &loop, .want = n};
         struct informer_options io = {
             .resource = &widgets,
@@ -212,25 +191,25 @@ int main(int argc, char **argv)
         double t0 = now_s();
         informer_start(w.inf);
         uv_run(&loop, UV_RUN_DEFAULT);
-        long rss1 = status_kib("VmRSS:");
+        long rss1 = process_status_kib("VmRSS");
         struct mallinfo2 mi = mallinfo2();
         fprintf(stderr, "heap: in use %zu KiB, free in heap %zu KiB, mmapped %zu KiB\n",
                 mi.uordblks / 1024, mi.fordblks / 1024, mi.hblkhd / 1024);
         printf("sync (%s): %zu objects in %.2f s; RSS baseline %ld KiB, after sync %ld KiB "
                "(cache and heap +%ld KiB), peak %ld KiB\n",
                mode, informer_len(w.inf), w.t_sync - t0, rss0, rss1, rss1 - rss0,
-               status_kib("VmHWM:"));
+               process_status_kib("VmHWM"));
         fflush(stdout);
         /* Tell the driver script we are ready for the update storm. */
         fprintf(stderr, "READY\n");
-        double c0 = cpu_s();
+        double c0 = process_cpu_s();
         uv_run(&loop, UV_RUN_DEFAULT);
-        double c1 = cpu_s();
+        double c1 = process_cpu_s();
         double span = w.t_last_update - w.t_first_update;
         printf("watch: %ld update events in %.2f s (%.0f events/s received); CPU %.2f s "
                "(%.1f us per event); RSS %ld KiB\n",
                w.updates, span, span > 0 ? (double)w.updates / span : 0.0, c1 - c0,
-               w.updates ? (c1 - c0) * 1e6 / (double)w.updates : 0.0, status_kib("VmRSS:"));
+               w.updates ? (c1 - c0) * 1e6 / (double)w.updates : 0.0, process_status_kib("VmRSS"));
         informer_free(w.inf);
         kube_client_close(client);
     }

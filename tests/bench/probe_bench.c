@@ -30,6 +30,7 @@
 #include <uv.h>
 
 #include "activity/prober.h"
+#include "process_stats.h"
 
 #define ROUNDS_MAX 1000
 #define FAILURES_SHOWN 5
@@ -69,28 +70,6 @@ static int64_t unix_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static long status_kib(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
 }
 
 static int samples_add(struct samples *s, int64_t v)
@@ -138,9 +117,9 @@ static void stop(struct bench *b)
         return;
     b->stopped = 1;
     b->t_end = now_s();
-    b->cpu_end = cpu_s();
-    b->rss_kib = status_kib("VmRSS");
-    b->rss_peak_kib = status_kib("VmHWM");
+    b->cpu_end = process_cpu_s();
+    b->rss_kib = process_status_kib("VmRSS");
+    b->rss_peak_kib = process_status_kib("VmHWM");
     prober_get_stats(b->prober, &b->stats);
     prober_close(b->prober);
     b->prober = NULL;
@@ -180,7 +159,7 @@ static void on_result(void *data, const char *key, const struct probe_result *r,
     }
     if (round == 0 && ++b->first_done == b->n) {
         b->t_first = now_s();
-        b->cpu_first = cpu_s();
+        b->cpu_first = process_cpu_s();
     }
     if (round + 1 == b->rounds_wanted && ++b->complete == b->n)
         stop(b);
@@ -388,7 +367,7 @@ int main(int argc, char **argv)
     }
 
     b.t0 = now_s();
-    b.cpu0 = cpu_s();
+    b.cpu0 = process_cpu_s();
     char prometheus[64], url[128], key[64], query[160];
     snprintf(prometheus, sizeof(prometheus), "http://127.0.0.1:%ld", port);
     for (unsigned i = 0; i < b.n; i++) {

@@ -243,13 +243,14 @@ static cJSON *wait_reason(const char *name, const char *type, const char *reason
     return NULL;
 }
 
-/* The reasons of the workspace's events, oldest first, joined with ','. */
+/* The reasons of the workspace's events, oldest first (eventTime has
+ * microseconds; creation times only seconds), joined with ','. */
 static char *event_reasons(const char *name)
 {
     char *out = NULL;
     harness_kubectl(&out,
                     "-n %s get events --field-selector involvedObject.name=%s,"
-                    "involvedObject.kind=Workspace --sort-by=.metadata.creationTimestamp "
+                    "involvedObject.kind=Workspace --sort-by=.eventTime "
                     "-o jsonpath='{range .items[*]}{.reason},{end}'",
                     ns, name);
     return out ? out : strdup("");
