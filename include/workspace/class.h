@@ -57,6 +57,27 @@ struct idle_class_policy {
     struct pause_schedule schedule; /* no windows: any time */
 };
 
+enum snapshot_backend_kind {
+    SNAPSHOT_BACKEND_NONE, /* files and the application's checkpoint only */
+    SNAPSHOT_BACKEND_GKE,  /* GKE Pod Snapshots (podsnapshot.gke.io) */
+};
+
+enum snapshot_on_failure {
+    SNAPSHOT_ON_FAILURE_RETRY,                /* keep the pod; try again later */
+    SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY, /* delete the pod anyway */
+};
+
+/* Pausing with memory (spec.snapshot, docs/snapshots.md). */
+struct snapshot_config {
+    enum snapshot_backend_kind backend;
+    char *storage_config_name; /* GKE: the PodSnapshotStorageConfig */
+    int64_t timeout_ms;
+    enum snapshot_on_failure on_failure;
+    int64_t retry_after_ms;
+    int keep; /* snapshots kept per workspace */
+    int64_t last_access_timeout_ms;
+};
+
 struct label {
     char *key;
     char *value;
@@ -98,6 +119,7 @@ struct workspace_class {
 
     struct activity_config activity;
     struct idle_class_policy idle;
+    struct snapshot_config snapshot;
 };
 
 /* Decodes a WorkspaceClass object, applying the defaults of docs/api.md

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "snapshot/view.h"
 #include "workspace/class.h"
 #include "workspace/idle.h"
 #include "workspace/pod.h"
@@ -31,6 +32,8 @@ struct decide_input {
     int64_t now_ms;                              /* Unix milliseconds */
     const struct activity_observation *activity; /* latest probe round, NULL: none */
     const struct tz *zone; /* the class's pause-window time zone, NULL: not loaded */
+    /* The backend's view of status.snapshot.attempt; NULL: nothing seen. */
+    const struct snapshot_view *snapshot;
 };
 
 enum action_type {
@@ -44,6 +47,8 @@ enum action_type {
     ACTION_EVENT,            /* event_type, reason, message */
     ACTION_AUTO_PAUSE,       /* time_ms, message: set spec.paused with the auto-pause
                                 annotations, in one write guarded by resourceVersion */
+    ACTION_SNAPSHOT_BEGIN,   /* name: the attempt's handle; the backend snapshots the pod
+                                status.podName names (docs/snapshots.md) */
 };
 
 struct action {

@@ -81,4 +81,12 @@ cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_cl
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
                            const char *pod_name, int from_checkpoint);
 
+/* A hash (64 hex digits) of what a restored pod must match of the pod the
+ * snapshot came from: image, port, resources, runtime class, accelerator,
+ * home mount and claim. Writes a NUL-terminated string into out; returns 0
+ * or -ENOMEM. */
+#define POD_SPEC_HASH_SIZE 65
+int workspace_pod_spec_hash(const struct workspace *ws, const struct workspace_class *c,
+                            char out[POD_SPEC_HASH_SIZE]);
+
 #endif

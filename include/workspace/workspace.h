@@ -62,6 +62,22 @@ struct workspace_pause_timeline {
     char *message; /* for IdleTimeout: the figures that led to it */
 };
 
+/* The snapshot of the last pause (docs/snapshots.md). */
+struct workspace_snapshot {
+    char *attempt; /* the backend's handle of the current attempt */
+    int64_t attempts;
+    char *name;  /* the snapshot, once known */
+    char *phase; /* "InProgress" | "Ready" | "Failed" | NULL */
+    int64_t requested_ms;
+    int64_t ready_ms;
+    int64_t failed_ms; /* when the attempt was found failed or timed out */
+    double seconds;
+    char *node_name;
+    char *gpu_product;
+    char *pod_spec_hash;
+    char *message;
+};
+
 /* What the controller knows about the use of a running workspace. */
 struct workspace_activity {
     int64_t last_activity_ms;
@@ -103,6 +119,7 @@ struct workspace_status {
     struct workspace_resume_timeline last_resume;
     int64_t waiting_for_capacity_since_ms;
     struct workspace_activity activity;
+    struct workspace_snapshot snapshot;
     int64_t pauses;
     int64_t resumes;
     double accelerator_seconds_released;

@@ -11,6 +11,7 @@
 #include "controller/events.h"
 #include "kube/informer.h"
 #include "kube/workqueue.h"
+#include "snapshot/gke.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/strmap.h"
@@ -46,6 +47,7 @@ struct reconciler {
 
     struct informer *ws_inf, *class_inf, *pod_inf, *pvc_inf;
     struct activity_tracker *activity;
+    struct gke_snapshots *gke;
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     unsigned in_flight;
@@ -66,6 +68,7 @@ struct job {
     size_t next;
     int finalizer_add;        /* for the finalizer get -> patch step */
     struct kube_request *req; /* the call in flight, cancelled on close */
+    struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
     struct job *prev, *next_job;
 };
 
@@ -483,6 +486,25 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
         job_finish(j, 1);
 }
 
+static void on_snapshot_begun(void *data, int status, const char *error)
+{
+    struct job *j = data;
+    j->begin = NULL;
+    const struct action *a = &j->out.actions[j->next];
+    if (status < 0) {
+        log_warn("action failed", "workspace", j->key, "action", action_type_name(a->type), "name",
+                 a->name, "error", error ? error : log_errno_str(status));
+        job_finish(j, 1);
+        return;
+    }
+    log_info("action done", "workspace", j->key, "action", action_type_name(a->type), "name",
+             a->name);
+    failpoint(j->r, a->type);
+    j->r->stats.actions++;
+    j->next++;
+    run_next(j);
+}
+
 static void on_auto_paused(void *data, struct kube_response *resp)
 {
     struct job *j = data;
@@ -589,6 +611,14 @@ static void run_next(struct job *j)
     case ACTION_AUTO_PAUSE:
         req = auto_pause(j, a);
         break;
+    case ACTION_SNAPSHOT_BEGIN:
+        j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_snapshot_begun, j);
+        if (!j->begin) {
+            log_warn("cannot start a request", "workspace", j->key, "action",
+                     action_type_name(a->type));
+            job_finish(j, 1);
+        }
+        return;
     }
     j->req = req;
     if (!req) {
@@ -648,6 +678,16 @@ static void reconcile(struct reconciler *r, const char *key)
     free(claim);
 
     const struct workspace_class *cls = ce ? ce->obj : NULL;
+    struct snapshot_view snap_view;
+    const struct snapshot_view *snap = NULL;
+    if (cls && cls->snapshot.backend == SNAPSHOT_BACKEND_GKE) {
+        if (gke_snapshots_start(r->gke) < 0)
+            log_warn("cannot watch GKE Pod Snapshots", "workspace", key);
+        if (ws->status.snapshot.attempt) {
+            gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot.attempt, &snap_view);
+            snap = &snap_view;
+        }
+    }
     struct decide_input in = {
         .ws = ws,
         .cls = cls,
@@ -659,6 +699,7 @@ static void reconcile(struct reconciler *r, const char *key)
         .zone = cls && cls->idle.schedule.n_windows
                     ? activity_tracker_zone(r->activity, cls->idle.time_zone)
                     : NULL,
+        .snapshot = snap,
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);
@@ -677,12 +718,16 @@ static void reconcile(struct reconciler *r, const char *key)
             j->bodies[i] = workspace_pvc_build(ws, in.cls);
         else if (a->type == ACTION_CREATE_POD)
             j->bodies[i] = workspace_pod_build(ws, in.cls, a->name, a->from_checkpoint);
+        else if (a->type == ACTION_SNAPSHOT_BEGIN)
+            j->bodies[i] = gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name);
         else if (a->type == ACTION_DELETE_POD) {
             for (size_t k = 0; k < n_pods; k++)
                 if (strcmp(pods[k]->name, a->name) == 0 && pods[k]->uid)
                     j->pod_uids[i] = strdup(pods[k]->uid);
         }
-        if ((a->type == ACTION_CREATE_PVC || a->type == ACTION_CREATE_POD) && !j->bodies[i]) {
+        if ((a->type == ACTION_CREATE_PVC || a->type == ACTION_CREATE_POD ||
+             a->type == ACTION_SNAPSHOT_BEGIN) &&
+            !j->bodies[i]) {
             job_finish(j, 1);
             return;
         }
@@ -784,6 +829,8 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     if (e == 0)
         e = activity_tracker_new(loop, client, &ao, on_activity, r, &r->activity);
     if (e == 0)
+        e = gke_snapshots_new(loop, client, r->ns, on_activity, r, &r->gke);
+    if (e == 0)
         e = informer_new(loop, client, &wo, &r->ws_inf);
     if (e == 0)
         e = informer_new(loop, client, &co, &r->class_inf);
@@ -822,6 +869,7 @@ void reconciler_close(struct reconciler *r)
     informer_free(r->pvc_inf);
     workqueue_driver_close(r->queue);
     activity_tracker_close(r->activity);
+    gke_snapshots_free(r->gke);
     void *v;
     for (size_t it = 0; strmap_next(&r->pods_by_ws, &it, NULL, &v);) {
         struct pod_keys *set = v;
@@ -834,6 +882,7 @@ void reconciler_close(struct reconciler *r)
     while (r->jobs) {
         struct job *j = r->jobs;
         kube_request_cancel(j->req); /* no callback follows */
+        gke_begin_cancel(j->begin);
         job_unlink(j);
         job_free(j);
     }

@@ -32,6 +32,11 @@
 #define DEFAULT_WARN_BEFORE_MS (5 * 60 * 1000)
 #define DEFAULT_MAX_KEEP_ALIVE_MS (12 * 60 * 60 * 1000)
 #define DEFAULT_GPU_THRESHOLD 5
+#define DEFAULT_SNAPSHOT_TIMEOUT_MS (15 * 60 * 1000)
+#define DEFAULT_SNAPSHOT_RETRY_AFTER_MS (10 * 60 * 1000)
+#define DEFAULT_SNAPSHOT_LAST_ACCESS_MS (7LL * 24 * 60 * 60 * 1000)
+#define DEFAULT_SNAPSHOTS_KEPT 2
+#define MAX_SNAPSHOTS_KEPT 10
 #define MAX_ACCELERATOR_COUNT 16
 #define MAX_PAUSE_GRACE_SECONDS 3600
 
@@ -574,6 +579,40 @@ static int decode_idle(struct decoder *d, const cJSON *spec, struct workspace_cl
     return decode_windows(d, pw, p);
 }
 
+static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    static const char *const backends[] = {"None", "GKE"};
+    static const char *const on_failure[] = {"Retry", "PauseWithoutMemory"};
+    struct snapshot_config *sc = &c->snapshot;
+    const cJSON *snap = get_object(d, spec, "snapshot", "spec.snapshot");
+    int backend, failure;
+    int64_t keep;
+    if (d->rc < 0 ||
+        get_enum(d, snap, "backend", "spec.snapshot.backend", backends, 2, SNAPSHOT_BACKEND_NONE,
+                 &backend) < 0 ||
+        get_enum(d, snap, "onFailure", "spec.snapshot.onFailure", on_failure, 2,
+                 SNAPSHOT_ON_FAILURE_RETRY, &failure) < 0 ||
+        get_string(d, snap, "storageConfigName", "spec.snapshot.storageConfigName",
+                   backend == SNAPSHOT_BACKEND_GKE, NULL, &sc->storage_config_name) < 0 ||
+        get_duration(d, snap, "timeout", "spec.snapshot.timeout", DEFAULT_SNAPSHOT_TIMEOUT_MS,
+                     &sc->timeout_ms) < 0 ||
+        get_duration(d, snap, "retryAfter", "spec.snapshot.retryAfter",
+                     DEFAULT_SNAPSHOT_RETRY_AFTER_MS, &sc->retry_after_ms) < 0 ||
+        get_duration(d, snap, "lastAccessTimeout", "spec.snapshot.lastAccessTimeout",
+                     DEFAULT_SNAPSHOT_LAST_ACCESS_MS, &sc->last_access_timeout_ms) < 0 ||
+        get_int(d, snap, "keep", "spec.snapshot.keep", 1, MAX_SNAPSHOTS_KEPT,
+                DEFAULT_SNAPSHOTS_KEPT, &keep) < 0)
+        return d->rc;
+    sc->backend = (enum snapshot_backend_kind)backend;
+    sc->on_failure = (enum snapshot_on_failure)failure;
+    sc->keep = (int)keep;
+    if (sc->timeout_ms < 1000)
+        return decoder_fail(d, -EINVAL, "spec.snapshot.timeout: must be at least 1s");
+    if (sc->retry_after_ms < 1000)
+        return decoder_fail(d, -EINVAL, "spec.snapshot.retryAfter: must be at least 1s");
+    return 0;
+}
+
 int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err)
 {
     struct decoder d = {0};
@@ -604,7 +643,7 @@ int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class,
                    &c->runtime_class_name) < 0 ||
         decode_home(&d, spec, c) < 0 || decode_checkpoint(&d, spec, c) < 0 ||
         decode_timing(&d, spec, c) < 0 || decode_activity(&d, spec, c) < 0 ||
-        decode_idle(&d, spec, c) < 0)
+        decode_idle(&d, spec, c) < 0 || decode_snapshot(&d, spec, c) < 0)
         goto out;
     c->port = (int)port;
 out:
@@ -648,6 +687,7 @@ void workspace_class_free(struct workspace_class *c)
     free(c->activity.prometheus_url);
     free(c->activity.gpu_query_template);
     free(c->idle.time_zone);
+    free(c->snapshot.storage_config_name);
     free(c);
 }
 

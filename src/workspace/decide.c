@@ -27,6 +27,7 @@
 /* Messages are one line of bounded length: a scheduler message naming every
  * node of a large cluster must not bloat the status. */
 #define MAX_MESSAGE 1024
+#define COND_SNAPSHOT "SnapshotReady"
 #define COND_IDLE "Idle"
 #define COND_PROBE "ActivityProbe"
 #define COND_IDLE_POLICY "IdlePolicy"
@@ -912,6 +913,112 @@ static void decide_run(struct decider *d)
 
 /* ---- rule 6: pause ---- */
 
+/* ---- snapshots (docs/snapshots.md) ---- */
+
+static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int64_t attempt)
+{
+    struct workspace_status *st = d->st;
+    struct workspace_snapshot *sn = &st->snapshot;
+    char handle[256], hash[POD_SPEC_HASH_SIZE];
+    /* Derived from counters in the status: after a crash before the status
+     * write the same call is made again, never a second snapshot. */
+    snprintf(handle, sizeof(handle), "%s-p%lld-%lld", d->ws->name, (long long)st->pauses,
+             (long long)attempt);
+    if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
+        failed(d, -ENOMEM);
+        return;
+    }
+    set_string(d, &sn->attempt, handle);
+    sn->attempts = attempt;
+    set_string(d, &sn->name, NULL);
+    set_string(d, &sn->phase, "InProgress");
+    sn->requested_ms = d->now;
+    sn->ready_ms = 0;
+    sn->failed_ms = 0;
+    sn->seconds = 0;
+    set_string(d, &sn->node_name, p->node_name);
+    set_string(d, &sn->gpu_product, d->cls->has_accelerator ? d->cls->product : NULL);
+    set_string(d, &sn->pod_spec_hash, hash);
+    set_string(d, &sn->message, NULL);
+    push(d, ACTION_SNAPSHOT_BEGIN, handle);
+    condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress", "taking snapshot %s of pod %s", handle,
+              p->name);
+    requeue_at(d, d->now + d->cls->snapshot.timeout_ms);
+}
+
+/* Whether the pod may be deleted for this pause: with a backend, only once
+ * its snapshot is Ready, or when it failed and the class says to pause
+ * without memory. Never before. */
+static int snapshot_allows_delete(struct decider *d, const struct workspace_pod *p)
+{
+    const struct snapshot_config *sc = d->cls ? &d->cls->snapshot : NULL;
+    struct workspace_status *st = d->st;
+    struct workspace_snapshot *sn = &st->snapshot;
+    if (!sc || sc->backend == SNAPSHOT_BACKEND_NONE || !in_pause(st))
+        return 1;
+    if (!pod_is_scheduled(p) || !p->ready)
+        return 1; /* nothing running, nothing to keep */
+    int current = sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
+    if (!current) {
+        snapshot_begin(d, p, 1);
+        return 0;
+    }
+    if (streq(sn->phase, "Ready"))
+        return 1;
+    const struct snapshot_view *v = d->in->snapshot;
+    if (v && !streq(v->attempt, sn->attempt))
+        v = NULL;
+    if (v && v->phase == SNAPSHOT_PHASE_READY) {
+        int64_t ready = v->ready_ms > sn->requested_ms ? v->ready_ms : d->now;
+        set_string(d, &sn->phase, "Ready");
+        set_string(d, &sn->name, v->name);
+        sn->ready_ms = ready;
+        sn->seconds = (double)(ready - sn->requested_ms) / 1000.0;
+        condition(d, COND_SNAPSHOT, COND_TRUE, "Ready", "snapshot %s is ready (%.1fs)",
+                  v->name ? v->name : sn->attempt, sn->seconds);
+        event(d, "Normal", "SnapshotReady", "snapshot %s of pod %s is ready after %.1fs",
+              v->name ? v->name : sn->attempt, p->name, sn->seconds);
+        return 1;
+    }
+    if (v && v->name)
+        set_string(d, &sn->name, v->name);
+    int timed_out = d->now >= sn->requested_ms + sc->timeout_ms;
+    if (!streq(sn->phase, "Failed") && (timed_out || (v && v->phase == SNAPSHOT_PHASE_FAILED))) {
+        char limit[32];
+        format_duration(sc->timeout_ms, limit, sizeof(limit));
+        const char *reason = v && v->phase == SNAPSHOT_PHASE_FAILED ? "Failed" : "Timeout";
+        char msg[MAX_MESSAGE];
+        if (streq(reason, "Failed"))
+            snprintf(msg, sizeof(msg), "snapshot %s failed: %s", sn->attempt,
+                     v->message && v->message[0] ? v->message : "no reason given");
+        else
+            snprintf(msg, sizeof(msg), "snapshot %s was not ready within %s", sn->attempt, limit);
+        one_line(msg);
+        set_string(d, &sn->phase, "Failed");
+        set_string(d, &sn->message, msg);
+        sn->failed_ms = d->now;
+        condition(d, COND_SNAPSHOT, COND_FALSE, reason, "%s", msg);
+        event(d, "Warning", streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout",
+              "%s; %s", msg,
+              sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
+                  ? "pausing without memory (files and the application's checkpoint)"
+                  : "the pod keeps running; trying again later");
+    }
+    if (!streq(sn->phase, "Failed")) {
+        requeue_at(d, sn->requested_ms + sc->timeout_ms);
+        return 0;
+    }
+    if (sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY)
+        return 1;
+    /* Retry: a new attempt once retryAfter has passed since the failure. */
+    int64_t failed_at = sn->failed_ms ? sn->failed_ms : d->now;
+    if (d->now >= failed_at + sc->retry_after_ms)
+        snapshot_begin(d, p, sn->attempts + 1);
+    else
+        requeue_at(d, failed_at + sc->retry_after_ms);
+    return 0;
+}
+
 static void decide_pause(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -949,6 +1056,12 @@ static void decide_pause(struct decider *d)
                   p ? p->name : d->leaving->name);
     }
     st->waiting_for_capacity_since_ms = 0;
+    if (p && !snapshot_allows_delete(d, p)) {
+        st->state = WS_STATE_PAUSING;
+        condition(d, COND_READY, COND_FALSE, "Snapshotting",
+                  "pod %s keeps running until its snapshot is ready", p->name);
+        return;
+    }
     if (p) {
         /* A pod that never got a node holds nothing worth a grace period. */
         int64_t grace = pod_is_scheduled(p) ? grace_seconds(d) : 0;
@@ -1121,6 +1234,8 @@ const char *action_type_name(enum action_type t)
         return "Event";
     case ACTION_AUTO_PAUSE:
         return "AutoPause";
+    case ACTION_SNAPSHOT_BEGIN:
+        return "SnapshotBegin";
     }
     return "Unknown";
 }

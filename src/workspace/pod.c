@@ -1,6 +1,7 @@
 #include "workspace/pod.h"
 
 #include <errno.h>
+#include <openssl/sha.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -385,4 +386,33 @@ cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_cl
         return NULL;
     }
     return pvc;
+}
+
+int workspace_pod_spec_hash(const struct workspace *ws, const struct workspace_class *c,
+                            char out[POD_SPEC_HASH_SIZE])
+{
+    char *resources = c->resources ? cJSON_PrintUnformatted(c->resources) : NULL;
+    char *claim = workspace_home_claim_name(ws);
+    char *text = NULL;
+    int n = claim ? asprintf(&text,
+                             "image=%s\nport=%d\nresources=%s\nruntime=%s\n"
+                             "accelerator=%s/%d/%s\nmount=%s\nclaim=%s\n",
+                             ws->image ? ws->image : c->default_image, c->port,
+                             resources ? resources : "",
+                             c->runtime_class_name ? c->runtime_class_name : "",
+                             c->has_accelerator ? c->accelerator_resource : "",
+                             c->has_accelerator ? c->accelerator_count : 0,
+                             c->has_accelerator && c->product ? c->product : "",
+                             c->home_mount_path ? c->home_mount_path : "", claim)
+                  : -1;
+    cJSON_free(resources);
+    free(claim);
+    if (n < 0)
+        return -ENOMEM;
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)text, (size_t)n, md);
+    free(text);
+    for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    return 0;
 }

@@ -142,6 +142,22 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
         json_dup_optional(json_string(lp, "message"), &s->last_pause.message) < 0)
         goto oom;
 
+    const cJSON *sn = json_member(st, "snapshot");
+    struct workspace_snapshot *snap = &s->snapshot;
+    snap->attempts = json_int(sn, "attempts");
+    snap->requested_ms = json_time_ms(sn, "requestedAt");
+    snap->ready_ms = json_time_ms(sn, "readyAt");
+    snap->failed_ms = json_time_ms(sn, "failedAt");
+    snap->seconds = json_double(sn, "seconds");
+    if (json_dup_optional(json_string(sn, "attempt"), &snap->attempt) < 0 ||
+        json_dup_optional(json_string(sn, "name"), &snap->name) < 0 ||
+        json_dup_optional(json_string(sn, "phase"), &snap->phase) < 0 ||
+        json_dup_optional(json_string(sn, "nodeName"), &snap->node_name) < 0 ||
+        json_dup_optional(json_string(sn, "gpuProduct"), &snap->gpu_product) < 0 ||
+        json_dup_optional(json_string(sn, "podSpecHash"), &snap->pod_spec_hash) < 0 ||
+        json_dup_optional(json_string(sn, "message"), &snap->message) < 0)
+        goto oom;
+
     const cJSON *act = json_member(st, "activity");
     struct workspace_activity *a = &s->activity;
     a->last_activity_ms = json_time_ms(act, "lastActivityTime");
@@ -496,6 +512,23 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_time(&w, o, "waitingForCapacitySince", s->waiting_for_capacity_since_ms);
     put_time(&w, o, "stateSince", s->state_since_ms);
 
+    const struct workspace_snapshot *snap = &s->snapshot;
+    cJSON *sn = put_obj(&w, o, "snapshot");
+    put_str(&w, sn, "attempt", snap->attempt);
+    put_int(&w, sn, "attempts", snap->attempts);
+    put_str(&w, sn, "name", snap->name);
+    put_str(&w, sn, "phase", snap->phase);
+    put_time(&w, sn, "requestedAt", snap->requested_ms);
+    put_time(&w, sn, "readyAt", snap->ready_ms);
+    put_time(&w, sn, "failedAt", snap->failed_ms);
+    if (snap->ready_ms)
+        put_number(&w, sn, "seconds", snap->seconds);
+    put_str(&w, sn, "nodeName", snap->node_name);
+    put_str(&w, sn, "gpuProduct", snap->gpu_product);
+    put_str(&w, sn, "podSpecHash", snap->pod_spec_hash);
+    put_str(&w, sn, "message", snap->message);
+    drop_if_empty(o, "snapshot");
+
     const struct workspace_activity *a = &s->activity;
     cJSON *act = put_obj(&w, o, "activity");
     put_time(&w, act, "lastActivityTime", a->last_activity_ms);
@@ -544,6 +577,13 @@ void workspace_status_clear(struct workspace_status *s)
     free(s->activity.last_activity_source);
     free(s->activity.last_probe_result);
     free(s->activity.last_probe_error);
+    free(s->snapshot.attempt);
+    free(s->snapshot.name);
+    free(s->snapshot.phase);
+    free(s->snapshot.node_name);
+    free(s->snapshot.gpu_product);
+    free(s->snapshot.pod_spec_hash);
+    free(s->snapshot.message);
     *s = (struct workspace_status){0};
 }
 
@@ -556,6 +596,9 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
     c.last_pause.reason = c.last_pause.message = NULL;
     c.activity.last_activity_source = c.activity.last_probe_result = NULL;
     c.activity.last_probe_error = NULL;
+    c.snapshot.attempt = c.snapshot.name = c.snapshot.phase = NULL;
+    c.snapshot.node_name = c.snapshot.gpu_product = c.snapshot.pod_spec_hash = NULL;
+    c.snapshot.message = NULL;
     c.conditions = NULL;
     c.n_conditions = 0;
     if (json_dup_optional(src->message, &c.message) < 0 ||
@@ -570,7 +613,14 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
         json_dup_optional(src->activity.last_activity_source, &c.activity.last_activity_source) <
             0 ||
         json_dup_optional(src->activity.last_probe_result, &c.activity.last_probe_result) < 0 ||
-        json_dup_optional(src->activity.last_probe_error, &c.activity.last_probe_error) < 0)
+        json_dup_optional(src->activity.last_probe_error, &c.activity.last_probe_error) < 0 ||
+        json_dup_optional(src->snapshot.attempt, &c.snapshot.attempt) < 0 ||
+        json_dup_optional(src->snapshot.name, &c.snapshot.name) < 0 ||
+        json_dup_optional(src->snapshot.phase, &c.snapshot.phase) < 0 ||
+        json_dup_optional(src->snapshot.node_name, &c.snapshot.node_name) < 0 ||
+        json_dup_optional(src->snapshot.gpu_product, &c.snapshot.gpu_product) < 0 ||
+        json_dup_optional(src->snapshot.pod_spec_hash, &c.snapshot.pod_spec_hash) < 0 ||
+        json_dup_optional(src->snapshot.message, &c.snapshot.message) < 0)
         goto oom;
     if (src->n_conditions > 0) {
         c.conditions = calloc(src->n_conditions, sizeof(*c.conditions));

@@ -44,8 +44,10 @@ def main():
     client.get_shell_msg(timeout=60)
     client.execute("import time; time.sleep(%d)" % seconds)
     # Leave once the server itself reports the kernel busy (what the probe
-    # reads), not on our own iopub subscription, which may join late.
-    deadline = time.time() + 120
+    # reads), not on our own iopub subscription, which may join late. Under
+    # load Jupyter Server 1.x sometimes never hears its kernels' status
+    # (the kernel stays "starting"); the caller then starts a new server.
+    deadline = time.time() + 30
     state = None
     while time.time() < deadline:
         req = urllib.request.Request(

@@ -1,0 +1,70 @@
+/*
+ * gke: the GKE Pod Snapshot backend (podsnapshot.gke.io/v1; facts in
+ * docs/snapshots.md).
+ *
+ * Per workspace one PodSnapshotPolicy "<workspace>-snapshots" (manual
+ * trigger, selector on the workspace's pod label, the class's storage config
+ * and retention, owned by the Workspace); per attempt one
+ * PodSnapshotManualTrigger named by the attempt's handle (owned by the
+ * Workspace, labelled with it) for the workspace's pod. GKE answers with a
+ * PodSnapshot labelled gke-pod-snapshot-triggered-by=<trigger> and names it
+ * in the trigger's status.snapshotCreated.name; its Ready and Checkpoint
+ * conditions say how it went.
+ *
+ * The caches (triggers the controller made, PodSnapshots GKE made) start on
+ * first use, so a cluster without the CRDs costs nothing until a class asks
+ * for the backend.
+ *
+ * Ownership: views borrow strings from the caches until the loop runs again.
+ */
+#ifndef HIBERNATOR_SNAPSHOT_GKE_H
+#define HIBERNATOR_SNAPSHOT_GKE_H
+
+#include <uv.h>
+
+#include "kube/client.h"
+#include "snapshot/view.h"
+#include "workspace/class.h"
+#include "workspace/workspace.h"
+
+#define GKE_SNAPSHOT_GROUP "podsnapshot.gke.io"
+#define GKE_TRIGGERED_BY_LABEL "gke-pod-snapshot-triggered-by"
+#define GKE_PS_NAME_ANNOTATION "podsnapshot.gke.io/ps-name"
+
+struct gke_snapshots;
+
+/* key: "namespace/workspace" whose snapshot objects changed. */
+typedef void (*gke_changed_cb)(void *data, const char *key);
+
+int gke_snapshots_new(uv_loop_t *loop, struct kube_client *client, const char *ns,
+                      gke_changed_cb cb, void *data, struct gke_snapshots **ret);
+void gke_snapshots_free(struct gke_snapshots *g);
+
+/* Starts the caches if they are not running yet. Returns 0 or a negative errno. */
+int gke_snapshots_start(struct gke_snapshots *g);
+
+/* The view of the attempt (a trigger's name) in ns. Before the caches have
+ * synced, or while the trigger is not seen yet, the phase is InProgress:
+ * decide() then waits, bounded by the class's timeout. */
+void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const char *attempt,
+                        struct snapshot_view *ret);
+
+typedef void (*gke_done_cb)(void *data, int status, const char *error);
+
+/* The objects an attempt needs, built at decision time (the caches may
+ * change before they are sent): {"policy": ..., "trigger": ...}. Caller
+ * deletes; NULL when out of memory. */
+cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
+                                 const char *attempt, const char *pod_name);
+
+/* Makes sure the workspace's policy exists, then creates the trigger;
+ * AlreadyExists counts as done either time (a repeated call after a crash).
+ * cb gets 0 or a negative errno with the API server's words. bodies is only
+ * read during the call. The handle can be cancelled (no callback follows);
+ * NULL: could not start (no callback). */
+struct gke_begin;
+struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
+                                      gke_done_cb cb, void *data);
+void gke_begin_cancel(struct gke_begin *b);
+
+#endif

@@ -1,0 +1,30 @@
+/*
+ * snapshot view: what decide() knows about a snapshot, in words every
+ * backend can say (docs/snapshots.md). The reconciler builds a view from its
+ * caches through the backend; decide() never sees a backend's objects.
+ *
+ * Ownership: the strings are borrowed from the caches for one decision.
+ */
+#ifndef HIBERNATOR_SNAPSHOT_VIEW_H
+#define HIBERNATOR_SNAPSHOT_VIEW_H
+
+#include <stdint.h>
+
+enum snapshot_phase {
+    SNAPSHOT_PHASE_NONE,        /* nothing seen for the attempt (yet) */
+    SNAPSHOT_PHASE_IN_PROGRESS, /* asked for, not ready */
+    SNAPSHOT_PHASE_READY,
+    SNAPSHOT_PHASE_FAILED,
+};
+
+struct snapshot_view {
+    const char *attempt; /* the handle the view is for */
+    enum snapshot_phase phase;
+    const char *name;    /* the snapshot, once the backend names it */
+    int64_t ready_ms;    /* when it became Ready by the backend's account, 0: unknown */
+    const char *message; /* why it failed */
+};
+
+const char *snapshot_phase_name(enum snapshot_phase p);
+
+#endif

@@ -1,0 +1,384 @@
+/*
+ * The pause with a snapshot backend, through workspace_decide(): the pod is
+ * never deleted before its snapshot is Ready (or the class says to pause
+ * without memory after a failure), an attempt is named from counters so a
+ * crash repeats it instead of taking a second snapshot, failures and the
+ * timeout are reported and retried. docs/snapshots.md.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "workspace/decide.h"
+
+#define SEC 1000LL
+#define MIN (60 * SEC)
+#define T0 1800000000000LL
+
+static struct workspace_class *class_from(const char *snapshot)
+{
+    char json[2048];
+    snprintf(json, sizeof(json),
+             "{\"metadata\":{\"name\":\"gpu\"},\"spec\":{"
+             "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/a:1\"},"
+             "\"home\":{\"size\":\"5Gi\"},\"accelerator\":{\"resourceName\":\"nvidia.com/gpu\","
+             "\"product\":\"Tesla-T4\"},\"pause\":{\"gracePeriodSeconds\":30}%s}}",
+             snapshot);
+    cJSON *obj = cJSON_Parse(json);
+    struct workspace_class *c = NULL;
+    char *err = NULL;
+    if (workspace_class_decode(obj, &c, &err) < 0)
+        fail_msg("class: %s", err ? err : "?");
+    cJSON_Delete(obj);
+    return c;
+}
+
+#define GKE ",\"snapshot\":{\"backend\":\"GKE\",\"storageConfigName\":\"s\",\"timeout\":\"10m\"}"
+#define GKE_NO_MEMORY                                                                              \
+    ",\"snapshot\":{\"backend\":\"GKE\",\"storageConfigName\":\"s\",\"timeout\":\"10m\","          \
+    "\"onFailure\":\"PauseWithoutMemory\"}"
+
+/* A running workspace just paused by its user: the pause is counted and the
+ * pod still runs. */
+struct world {
+    struct workspace *ws;
+    struct workspace_class *cls;
+    struct workspace_pod pod;
+    struct workspace_pvc pvc;
+    int has_pod;
+    struct snapshot_view view;
+    int has_view;
+    int64_t now;
+};
+
+static void world_init(struct world *w, const char *snapshot)
+{
+    memset(w, 0, sizeof(*w));
+    cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"nb\",\"namespace\":\"team\",\"uid\":\"u1\","
+                             "\"generation\":2,\"finalizers\":[\"hibernator.dev/cleanup\"]},"
+                             "\"spec\":{\"className\":\"gpu\",\"paused\":true}}");
+    assert_int_equal(workspace_decode(obj, &w->ws, NULL), 0);
+    cJSON_Delete(obj);
+    w->cls = class_from(snapshot);
+    struct workspace_status *st = &w->ws->status;
+    st->state = WS_STATE_RUNNING;
+    st->observed_generation = 2;
+    st->pod_name = strdup("nb-1");
+    st->pod_generation = 1;
+    w->pod = (struct workspace_pod){.ns = "team",
+                                    .name = "nb-1",
+                                    .uid = "p1",
+                                    .workspace = "nb",
+                                    .node_name = "gpu-node-1",
+                                    .phase = "Running",
+                                    .created_ms = T0,
+                                    .ready = 1,
+                                    .scheduled = 1,
+                                    .ready_ms = T0 + 5 * SEC};
+    w->has_pod = 1;
+    w->pvc = (struct workspace_pvc){.ns = "team", .name = "nb-home", .phase = "Bound"};
+    w->now = T0 + 10 * MIN;
+}
+
+static void world_free(struct world *w)
+{
+    workspace_free(w->ws);
+    workspace_class_free(w->cls);
+}
+
+/* One decision; the status it returns becomes the workspace's (the write
+ * succeeded) unless keep_status is 0. */
+static void decide(struct world *w, struct decide_output *out, int write_status)
+{
+    const struct workspace_pod *pods[] = {&w->pod};
+    struct decide_input in = {
+        .ws = w->ws,
+        .cls = w->cls,
+        .pods = pods,
+        .n_pods = w->has_pod ? 1 : 0,
+        .pvc = &w->pvc,
+        .now_ms = w->now,
+        .snapshot = w->has_view ? &w->view : NULL,
+    };
+    assert_int_equal(workspace_decide(&in, out), 0);
+    if (write_status) {
+        workspace_status_clear(&w->ws->status);
+        assert_int_equal(workspace_status_copy(&out->status, &w->ws->status), 0);
+    }
+}
+
+static const struct action *find_action(const struct decide_output *o, enum action_type t)
+{
+    for (size_t i = 0; i < o->n_actions; i++)
+        if (o->actions[i].type == t)
+            return &o->actions[i];
+    return NULL;
+}
+
+static const struct action *find_event(const struct decide_output *o, const char *reason)
+{
+    for (size_t i = 0; i < o->n_actions; i++)
+        if (o->actions[i].type == ACTION_EVENT && strcmp(o->actions[i].reason, reason) == 0)
+            return &o->actions[i];
+    return NULL;
+}
+
+static const char *cond_reason(const struct workspace_status *s, const char *type)
+{
+    const struct condition *c = workspace_status_condition(s, type);
+    return c ? c->reason : "(none)";
+}
+
+static void test_no_backend_deletes_at_once(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, "");
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_int_equal(del->grace_seconds, 30);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_null(workspace_status_condition(&o.status, "SnapshotReady"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_ready_then_delete(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+
+    /* 1: the pause begins an attempt, named from the counters; the pod stays. */
+    decide(&w, &o, 1);
+    const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    assert_string_equal(b->name, "nb-p1-1");
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "InProgress");
+    assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
+    const struct workspace_snapshot *sn = &o.status.snapshot;
+    assert_string_equal(sn->attempt, "nb-p1-1");
+    assert_int_equal(sn->attempts, 1);
+    assert_string_equal(sn->phase, "InProgress");
+    assert_int_equal(sn->requested_ms, w.now);
+    assert_string_equal(sn->node_name, "gpu-node-1");
+    assert_string_equal(sn->gpu_product, "Tesla-T4");
+    assert_int_equal(strlen(sn->pod_spec_hash), 64);
+    assert_int_equal(o.requeue_after_ms, 10 * MIN);
+    decide_output_clear(&o);
+
+    /* 2: in progress: nothing to do, wait for the rest of the timeout. */
+    w.now += 30 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    decide(&w, &o, 1);
+    assert_int_equal(o.n_actions, 0);
+    assert_int_equal(o.requeue_after_ms, 10 * MIN - 30 * SEC);
+    assert_false(o.status_changed);
+    decide_output_clear(&o);
+
+    /* 3: Ready: recorded, then the pod goes, in the same pass. */
+    w.now += 90 * SEC;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                    .phase = SNAPSHOT_PHASE_READY,
+                                    .name = "nb-p1-1-x7k2q",
+                                    .ready_ms = w.now - 5 * SEC};
+    decide(&w, &o, 1);
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_int_equal(del->grace_seconds, 30);
+    assert_non_null(find_event(&o, "SnapshotReady"));
+    assert_string_equal(o.status.snapshot.phase, "Ready");
+    assert_string_equal(o.status.snapshot.name, "nb-p1-1-x7k2q");
+    assert_true(o.status.snapshot.seconds > 114.9 && o.status.snapshot.seconds < 115.1);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Ready");
+    decide_output_clear(&o);
+
+    /* 4: the delete is repeated while the pod shows live, no second attempt. */
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_null(find_event(&o, "SnapshotReady"));
+    decide_output_clear(&o);
+
+    /* 5: gone: Paused, the snapshot kept in the status. */
+    w.has_pod = 0;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_string_equal(o.status.snapshot.name, "nb-p1-1-x7k2q");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* Killed after the trigger was created, before the status was written: the
+ * same handle again (AlreadyExists for the shell), never a second one. */
+static void test_crash_repeats_the_same_attempt(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 0); /* the status write is lost */
+    assert_string_equal(find_action(&o, ACTION_SNAPSHOT_BEGIN)->name, "nb-p1-1");
+    decide_output_clear(&o);
+    /* The pause was not counted either (that write was lost too): counted
+     * again, the same number. */
+    w.now += 2 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    decide(&w, &o, 1);
+    assert_string_equal(find_action(&o, ACTION_SNAPSHOT_BEGIN)->name, "nb-p1-1");
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_failure_retry(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+
+    w.now += 40 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                    .phase = SNAPSHOT_PHASE_FAILED,
+                                    .name = "nb-p1-1-abcde",
+                                    .message = "checkpoint of container notebook failed"};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    const struct action *ev = find_event(&o, "SnapshotFailed");
+    assert_non_null(ev);
+    assert_string_equal(ev->event_type, "Warning");
+    assert_non_null(strstr(ev->message, "checkpoint of container notebook failed"));
+    assert_non_null(strstr(ev->message, "the pod keeps running"));
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Failed");
+    assert_string_equal(o.status.snapshot.phase, "Failed");
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    assert_int_equal(o.requeue_after_ms, 10 * MIN); /* retryAfter, default */
+    decide_output_clear(&o);
+
+    /* The same world again: said once. */
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_null(find_event(&o, "SnapshotFailed"));
+    assert_int_equal(o.n_actions, 0);
+    decide_output_clear(&o);
+
+    /* After retryAfter: attempt 2, a new handle. */
+    w.now += 10 * MIN;
+    decide(&w, &o, 1);
+    const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    assert_string_equal(b->name, "nb-p1-2");
+    assert_int_equal(o.status.snapshot.attempts, 2);
+    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+
+    /* The old attempt's view does not speak for the new one. */
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+static void test_timeout_pause_without_memory(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_NO_MEMORY);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+
+    w.now += 10 * MIN;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    decide(&w, &o, 1);
+    const struct action *ev = find_event(&o, "SnapshotTimeout");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->message, "not ready within 10m"));
+    assert_non_null(strstr(ev->message, "pausing without memory"));
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Timeout");
+    decide_output_clear(&o);
+
+    w.has_pod = 0;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Timeout");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A pod that never became ready holds no session: nothing to snapshot. */
+static void test_pod_not_ready_is_not_snapshotted(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    w.pod.ready = 0;
+    w.ws->status.state = WS_STATE_PENDING;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* Unpaused while the snapshot is being taken: the pod keeps running, no
+ * delete ever comes. */
+static void test_resume_during_snapshot(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.ws->paused = 0;
+    w.now += 20 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                    .phase = SNAPSHOT_PHASE_READY,
+                                    .name = "nb-p1-1-q",
+                                    .ready_ms = w.now};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_backend_deletes_at_once),
+        cmocka_unit_test(test_ready_then_delete),
+        cmocka_unit_test(test_crash_repeats_the_same_attempt),
+        cmocka_unit_test(test_failure_retry),
+        cmocka_unit_test(test_timeout_pause_without_memory),
+        cmocka_unit_test(test_pod_not_ready_is_not_snapshotted),
+        cmocka_unit_test(test_resume_during_snapshot),
+    };
+    return cmocka_run_group_tests_name("pause with a snapshot", tests, NULL, NULL);
+}
