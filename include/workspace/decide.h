@@ -39,7 +39,7 @@ struct decide_input {
 enum action_type {
     ACTION_ADD_FINALIZER,    /* name NULL */
     ACTION_CREATE_PVC,       /* name: the claim; build it with workspace_pvc_build() */
-    ACTION_CREATE_POD,       /* name, from_checkpoint */
+    ACTION_CREATE_POD,       /* name, from_checkpoint, snapshot (restore from it, or NULL) */
     ACTION_DELETE_POD,       /* name, grace_seconds (-1: the pod's own) */
     ACTION_DELETE_PVC,       /* name */
     ACTION_RELEASE_PVC,      /* name: drop its owner reference so it outlives the workspace */
@@ -60,6 +60,7 @@ struct action {
     char *reason;
     char *message;
     int64_t time_ms;
+    char *snapshot;
 };
 
 #define DECIDE_MAX_ACTIONS 16

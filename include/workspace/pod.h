@@ -17,6 +17,11 @@
 /* On pods the controller builds: "true" when the pod was told to start from
  * the application's checkpoint, "false" otherwise. */
 #define FROM_CHECKPOINT_ANNOTATION "hibernator.dev/from-checkpoint"
+/* The snapshot a pod is to be restored from (GKE's annotation: the backend
+ * restores the pod from the named PodSnapshot). */
+#define RESTORE_SNAPSHOT_ANNOTATION "podsnapshot.gke.io/ps-name"
+/* The condition a restored pod reports. */
+#define POD_RESTORED_CONDITION "PodRestored"
 /* The one container of a workspace pod, and its home volume. */
 #define WORKSPACE_CONTAINER "workspace"
 #define HOME_VOLUME "home"
@@ -43,6 +48,10 @@ struct workspace_pod {
     int unschedulable;           /* PodScheduled=False, reason Unschedulable */
     char *unschedulable_message; /* the scheduler's words */
     int restore_from_checkpoint; /* the pod was built with the checkpoint env */
+    char *snapshot;              /* the snapshot it is restored from, NULL: none */
+    int restored;                /* condition PodRestored=True */
+    int restart_count;           /* the highest of its containers' */
+    int crash_looping;           /* a container waits in CrashLoopBackOff */
 };
 
 /* What decide() needs to know about the home claim. */
@@ -78,6 +87,9 @@ cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_cl
  * var when from_checkpoint), grace period, labels, the from-checkpoint
  * annotation and the owner reference. NULL when out of memory or without a
  * class. */
+/* The same, restored from a snapshot (NULL: none): the restore annotation. */
+cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct workspace_class *c,
+                                   const char *pod_name, int from_checkpoint, const char *snapshot);
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
                            const char *pod_name, int from_checkpoint);
 

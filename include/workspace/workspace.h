@@ -70,7 +70,8 @@ struct workspace_snapshot {
     char *phase; /* "InProgress" | "Ready" | "Failed" | NULL */
     int64_t requested_ms;
     int64_t ready_ms;
-    int64_t failed_ms; /* when the attempt was found failed or timed out */
+    int64_t failed_ms;         /* when the attempt was found failed or timed out */
+    int64_t restore_failed_ms; /* when a restore from it crashed: not used again */
     double seconds;
     char *node_name;
     char *gpu_product;

@@ -717,7 +717,8 @@ static void reconcile(struct reconciler *r, const char *key)
         if (a->type == ACTION_CREATE_PVC)
             j->bodies[i] = workspace_pvc_build(ws, in.cls);
         else if (a->type == ACTION_CREATE_POD)
-            j->bodies[i] = workspace_pod_build(ws, in.cls, a->name, a->from_checkpoint);
+            j->bodies[i] =
+                workspace_pod_build_restore(ws, in.cls, a->name, a->from_checkpoint, a->snapshot);
         else if (a->type == ACTION_SNAPSHOT_BEGIN)
             j->bodies[i] = gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name);
         else if (a->type == ACTION_DELETE_POD) {

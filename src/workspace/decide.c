@@ -474,7 +474,11 @@ static void adopt(struct decider *d)
         d->st->pod_generation = gen;
     if (resume_in_progress(d->st) && !d->st->last_resume.pod_created_ms)
         d->st->last_resume.pod_created_ms = p->created_ms ? p->created_ms : d->now;
-    set_restored(d, p->name, p->restore_from_checkpoint);
+    if (p->snapshot)
+        condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+                  "pod %s is restored from snapshot %s", p->name, p->snapshot);
+    else
+        set_restored(d, p->name, p->restore_from_checkpoint);
 }
 
 /* ---- rule 5: run ---- */
@@ -548,6 +552,67 @@ static void waiting_for_capacity(struct decider *d)
 }
 
 static void decide_idle(struct decider *d);
+static void requeue_at(struct decider *d, int64_t at_ms);
+
+/* A restore that crash-loops is not left looping: the pod goes, once, and
+ * the next one starts from files and the checkpoint. */
+#define RESTORE_CRASH_RESTARTS 2
+/* PodRestored may come after Ready; a pod ready this long without it was
+ * cold-started. */
+#define RESTORE_CONDITION_GRACE_MS (30 * 1000)
+
+/* Returns 1 when the pod is being replaced (nothing more to decide). */
+static int judge_restore(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    if (!p->snapshot)
+        return 0;
+    if (!p->restored && (p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS)) {
+        if (!st->snapshot.restore_failed_ms)
+            st->snapshot.restore_failed_ms = d->now;
+        delete_pod(d, p, 0);
+        condition(d, COND_RESTORED, COND_FALSE, "RestoreCrashed",
+                  "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
+                  "starts from files and the checkpoint",
+                  p->name, p->snapshot, p->restart_count);
+        if (!streq(condition_reason(d->old, COND_RESTORED), "RestoreCrashed"))
+            event(d, "Warning", "RestoreCrashLoop",
+                  "pod %s crash-loops after its restore from snapshot %s; replacing it with a "
+                  "fresh pod from files and the checkpoint",
+                  p->name, p->snapshot);
+        st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+        condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+        return 1;
+    }
+    if (p->restored) {
+        condition(d, COND_RESTORED, COND_TRUE, "FromSnapshot",
+                  "pod %s was restored from snapshot %s: memory and GPU state are back", p->name,
+                  p->snapshot);
+        if (st->last_resume.requested_ms)
+            set_string(d, &st->last_resume.restored_from, "FromSnapshot");
+        return 0;
+    }
+    if (!p->ready)
+        return 0;
+    int64_t ready = p->ready_ms ? p->ready_ms : d->now;
+    if (d->now < ready + RESTORE_CONDITION_GRACE_MS) {
+        requeue_at(d, ready + RESTORE_CONDITION_GRACE_MS);
+        return 0;
+    }
+    condition(d, COND_RESTORED, COND_TRUE, "ColdStart",
+              "pod %s started without the state of snapshot %s; it has the files and %s to "
+              "recover from the application's checkpoint",
+              p->name, p->snapshot,
+              d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
+    if (!streq(condition_reason(d->old, COND_RESTORED), "ColdStart"))
+        event(d, "Warning", "ColdStart",
+              "pod %s was not restored from snapshot %s (the backend cold-started it); the "
+              "session's memory is lost, files and the application's checkpoint remain",
+              p->name, p->snapshot);
+    if (st->last_resume.requested_ms)
+        set_string(d, &st->last_resume.restored_from, "ColdStart");
+    return 0;
+}
 
 static void run_with_pod(struct decider *d)
 {
@@ -556,6 +621,8 @@ static void run_with_pod(struct decider *d)
     int resuming = resume_in_progress(st);
     set_string(d, &st->node_name, p->node_name);
     set_accelerator(d);
+    if (judge_restore(d, p))
+        return;
 
     if (p->ready) {
         st->state = WS_STATE_RUNNING;
@@ -617,6 +684,55 @@ static void run_with_pod(struct decider *d)
               p->name);
 }
 
+/* The snapshot a resume restores from, or NULL with why (empty when the
+ * class has no backend: nothing to explain). docs/snapshots.md. */
+static const char *restore_snapshot(struct decider *d, char *why, size_t size)
+{
+    const struct workspace_status *st = d->st;
+    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct snapshot_config *sc = &d->cls->snapshot;
+    why[0] = '\0';
+    if (sc->backend == SNAPSHOT_BACKEND_NONE)
+        return NULL;
+    if (!sn->attempt || sn->requested_ms < st->last_pause.requested_ms ||
+        !streq(sn->phase, "Ready")) {
+        snprintf(why, size, "the last pause has no snapshot%s%s", sn->message ? ": " : "",
+                 sn->message ? sn->message : "");
+        return NULL;
+    }
+    const char *name = sn->name ? sn->name : sn->attempt;
+    if (sn->restore_failed_ms) {
+        snprintf(why, size, "the restore from snapshot %s crashed", name);
+        return NULL;
+    }
+    const struct snapshot_view *v = d->in->snapshot;
+    if (v && streq(v->attempt, sn->attempt) && v->phase == SNAPSHOT_PHASE_NONE) {
+        snprintf(why, size, "snapshot %s no longer exists", name);
+        return NULL;
+    }
+    if (sn->ready_ms && d->now - sn->ready_ms > sc->last_access_timeout_ms) {
+        snprintf(why, size, "snapshot %s expired", name);
+        return NULL;
+    }
+    const char *product = d->cls->has_accelerator ? d->cls->product : NULL;
+    if (!streq(product, sn->gpu_product)) {
+        snprintf(why, size, "snapshot %s was taken on %s, the class now asks for %s", name,
+                 sn->gpu_product ? sn->gpu_product : "no GPU", product ? product : "no GPU");
+        return NULL;
+    }
+    char hash[POD_SPEC_HASH_SIZE];
+    if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
+        failed(d, -ENOMEM);
+        return NULL;
+    }
+    if (!streq(hash, sn->pod_spec_hash)) {
+        snprintf(why, size,
+                 "the pod template changed since snapshot %s (image, resources or class)", name);
+        return NULL;
+    }
+    return name;
+}
+
 static void create_pod(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -643,15 +759,37 @@ static void create_pod(struct decider *d)
      * gone. Creating it again under the same name is right either way: the
      * API server answers AlreadyExists in the first case, and no second pod
      * can ever appear. */
+    char why[MAX_MESSAGE] = "";
+    const char *snapshot = from_checkpoint ? restore_snapshot(d, why, sizeof(why)) : NULL;
     struct action *a = push(d, ACTION_CREATE_POD, st->pod_name);
-    if (a)
+    if (a) {
         a->from_checkpoint = from_checkpoint;
+        if (snapshot && !(a->snapshot = strdup(snapshot)))
+            failed(d, -ENOMEM);
+    }
     set_string(d, &st->node_name, NULL);
     set_accelerator(d);
     st->waiting_for_capacity_since_ms = 0;
     if (resuming && !st->last_resume.pod_created_ms)
         st->last_resume.pod_created_ms = d->now;
-    set_restored(d, st->pod_name, from_checkpoint);
+    if (snapshot) {
+        condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+                  "pod %s is restored from snapshot %s", st->pod_name, snapshot);
+        if (resuming)
+            set_string(d, &st->last_resume.restored_from, NULL);
+    } else {
+        set_restored(d, st->pod_name, from_checkpoint);
+        if (why[0] && from_checkpoint) {
+            one_line(why);
+            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                      "pod %s starts from the application's checkpoint: %s", st->pod_name, why);
+            const struct condition *before = workspace_status_condition(d->old, COND_RESTORED);
+            const struct condition *now = workspace_status_condition(st, COND_RESTORED);
+            if (!before || !now || !streq(before->message, now->message))
+                event(d, "Warning", "SnapshotNotUsed", "%s; starting from files and the checkpoint",
+                      why);
+        }
+    }
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
     condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
               st->pod_name);
@@ -1209,6 +1347,7 @@ void decide_output_clear(struct decide_output *out)
         free(out->actions[i].name);
         free(out->actions[i].reason);
         free(out->actions[i].message);
+        free(out->actions[i].snapshot);
     }
     *out = (struct decide_output){0};
 }

@@ -42,7 +42,19 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
         } else if (strcmp(type, "Ready") == 0) {
             p->ready = is_true;
             p->ready_ms = is_true ? json_time_ms(c, "lastTransitionTime") : 0;
+        } else if (strcmp(type, POD_RESTORED_CONDITION) == 0) {
+            p->restored = is_true;
         }
+    }
+    const cJSON *cs;
+    cJSON_ArrayForEach(cs, json_member(status, "containerStatuses"))
+    {
+        int64_t n = json_int(cs, "restartCount");
+        if (n > p->restart_count)
+            p->restart_count = (int)(n > 1000000 ? 1000000 : n);
+        const char *why = json_string(json_member(json_member(cs, "state"), "waiting"), "reason");
+        if (why && strcmp(why, "CrashLoopBackOff") == 0)
+            p->crash_looping = 1;
     }
 }
 
@@ -60,6 +72,12 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
     p->deletion_ms = deletion_ms(meta);
     const char *from = json_string(json_member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
     p->restore_from_checkpoint = from && strcmp(from, "true") == 0;
+    if (json_dup_optional(
+            json_string(json_member(meta, "annotations"), RESTORE_SNAPSHOT_ANNOTATION),
+            &p->snapshot) < 0) {
+        free(p);
+        return NULL;
+    }
     decode_conditions(status, p, &unschedulable_msg);
     if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
         json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
@@ -87,6 +105,7 @@ void workspace_pod_free(void *pod)
     free(p->workspace);
     free(p->node_name);
     free(p->pod_ip);
+    free(p->snapshot);
     free(p->phase);
     free(p->unschedulable_message);
     free(p);
@@ -201,7 +220,8 @@ static void set_str(struct writer *w, cJSON *obj, const char *key, const char *v
 }
 
 static void build_metadata(struct writer *w, cJSON *obj, const struct workspace *ws,
-                           const char *name, int from_checkpoint, int annotate)
+                           const char *name, int from_checkpoint, int annotate,
+                           const char *snapshot)
 {
     cJSON *meta = add_obj(w, obj, "metadata");
     add_str(w, meta, "name", name);
@@ -212,6 +232,8 @@ static void build_metadata(struct writer *w, cJSON *obj, const struct workspace 
     if (annotate) {
         cJSON *ann = add_obj(w, meta, "annotations");
         add_str(w, ann, FROM_CHECKPOINT_ANNOTATION, from_checkpoint ? "true" : "false");
+        if (snapshot)
+            add_str(w, ann, RESTORE_SNAPSHOT_ANNOTATION, snapshot);
     }
     cJSON *refs = add_arr(w, meta, "ownerReferences");
     cJSON *ref = add_obj(w, refs, NULL);
@@ -308,6 +330,12 @@ static void build_container(struct writer *w, cJSON *spec, const struct workspac
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
                            const char *pod_name, int from_checkpoint)
 {
+    return workspace_pod_build_restore(ws, c, pod_name, from_checkpoint, NULL);
+}
+
+cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct workspace_class *c,
+                                   const char *pod_name, int from_checkpoint, const char *snapshot)
+{
     if (!ws || !c || !pod_name)
         return NULL;
     struct writer w = {0};
@@ -320,7 +348,7 @@ cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_cl
     }
     add_str(&w, pod, "apiVersion", "v1");
     add_str(&w, pod, "kind", "Pod");
-    build_metadata(&w, pod, ws, pod_name, from_checkpoint, 1);
+    build_metadata(&w, pod, ws, pod_name, from_checkpoint, 1, snapshot);
 
     cJSON *spec = add_obj(&w, pod, "spec");
     build_container(&w, spec, ws, c, from_checkpoint);
@@ -371,7 +399,7 @@ cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_cl
     }
     add_str(&w, pvc, "apiVersion", "v1");
     add_str(&w, pvc, "kind", "PersistentVolumeClaim");
-    build_metadata(&w, pvc, ws, claim, 0, 0);
+    build_metadata(&w, pvc, ws, claim, 0, 0, NULL);
     cJSON *spec = add_obj(&w, pvc, "spec");
     cJSON *modes = add_arr(&w, spec, "accessModes");
     add_str(&w, modes, NULL, "ReadWriteOnce");

@@ -148,6 +148,7 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
     snap->requested_ms = json_time_ms(sn, "requestedAt");
     snap->ready_ms = json_time_ms(sn, "readyAt");
     snap->failed_ms = json_time_ms(sn, "failedAt");
+    snap->restore_failed_ms = json_time_ms(sn, "restoreFailedAt");
     snap->seconds = json_double(sn, "seconds");
     if (json_dup_optional(json_string(sn, "attempt"), &snap->attempt) < 0 ||
         json_dup_optional(json_string(sn, "name"), &snap->name) < 0 ||
@@ -521,6 +522,7 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_time(&w, sn, "requestedAt", snap->requested_ms);
     put_time(&w, sn, "readyAt", snap->ready_ms);
     put_time(&w, sn, "failedAt", snap->failed_ms);
+    put_time(&w, sn, "restoreFailedAt", snap->restore_failed_ms);
     if (snap->ready_ms)
         put_number(&w, sn, "seconds", snap->seconds);
     put_str(&w, sn, "nodeName", snap->node_name);

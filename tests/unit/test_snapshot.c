@@ -369,6 +369,197 @@ static void test_resume_during_snapshot(void **state)
     world_free(&w);
 }
 
+/* ---- resume ---- */
+
+/* Paused with a Ready snapshot of pod nb-1, then resumed by the user. */
+static void paused_with_snapshot(struct world *w, const char *snapshot)
+{
+    world_init(w, snapshot);
+    struct decide_output o;
+    decide(w, &o, 1);
+    decide_output_clear(&o);
+    w->now += 60 * SEC;
+    w->has_view = 1;
+    w->view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                     .phase = SNAPSHOT_PHASE_READY,
+                                     .name = "nb-p1-1-x7k2q",
+                                     .ready_ms = w->now};
+    decide(w, &o, 1);
+    decide_output_clear(&o);
+    w->has_pod = 0;
+    w->now += 10 * SEC;
+    decide(w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    decide_output_clear(&o);
+    w->ws->paused = 0;
+    w->now += 8 * 60 * MIN;
+}
+
+/* The pod the resume created comes up: scheduled, ready at ready_ms. */
+static void pod_up(struct world *w, const char *name, const char *snapshot, int64_t ready_ms)
+{
+    w->pod = (struct workspace_pod){.ns = "team",
+                                    .name = (char *)name,
+                                    .uid = "p2",
+                                    .workspace = "nb",
+                                    .node_name = "gpu-node-2",
+                                    .phase = "Running",
+                                    .created_ms = ready_ms - 5 * SEC,
+                                    .ready = 1,
+                                    .scheduled = 1,
+                                    .scheduled_ms = ready_ms - 4 * SEC,
+                                    .ready_ms = ready_ms,
+                                    .restore_from_checkpoint = 1,
+                                    .snapshot = (char *)snapshot};
+    w->has_pod = 1;
+}
+
+static void test_resume_from_snapshot(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->name, "nb-2");
+    assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
+    assert_true(c->from_checkpoint); /* the checkpoint env stays: a cold start can recover */
+    assert_string_equal(cond_reason(&o.status, "Restored"), "Restoring");
+    assert_null(find_event(&o, "SnapshotNotUsed"));
+    decide_output_clear(&o);
+
+    /* Restored: the backend says so. */
+    w.now += 12 * SEC;
+    pod_up(&w, "nb-2", "nb-p1-1-x7k2q", w.now - SEC);
+    w.pod.restored = 1;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "FromSnapshot");
+    assert_string_equal(o.status.last_resume.restored_from, "FromSnapshot");
+    assert_non_null(find_event(&o, "Resumed"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* Ready without PodRestored: wait a little (it may come after Ready), then
+ * say ColdStart, once. */
+static void test_cold_start(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += 12 * SEC;
+    pod_up(&w, "nb-2", "nb-p1-1-x7k2q", w.now);
+    decide(&w, &o, 1);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "Restoring");
+    assert_int_equal(o.requeue_after_ms, 30 * SEC);
+    assert_null(find_event(&o, "ColdStart"));
+    decide_output_clear(&o);
+
+    w.now += 30 * SEC;
+    decide(&w, &o, 1);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "ColdStart");
+    assert_string_equal(o.status.last_resume.restored_from, "ColdStart");
+    const struct action *ev = find_event(&o, "ColdStart");
+    assert_non_null(ev);
+    assert_string_equal(ev->event_type, "Warning");
+    decide_output_clear(&o);
+
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_null(find_event(&o, "ColdStart"));
+    assert_false(o.status_changed);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A restore that crash-loops is replaced once by a pod from files. */
+static void test_restore_crash_loop(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += 20 * SEC;
+    pod_up(&w, "nb-2", "nb-p1-1-x7k2q", 0);
+    w.pod.ready = 0;
+    w.pod.ready_ms = 0;
+    w.pod.restart_count = 3;
+    w.pod.crash_looping = 1;
+    decide(&w, &o, 1);
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_int_equal(del->grace_seconds, 0);
+    assert_non_null(find_event(&o, "RestoreCrashLoop"));
+    assert_string_equal(cond_reason(&o.status, "Restored"), "RestoreCrashed");
+    assert_true(o.status.snapshot.restore_failed_ms > 0);
+    decide_output_clear(&o);
+
+    /* Gone: the next pod starts from files and the checkpoint, and says why. */
+    w.has_pod = 0;
+    w.now += 5 * SEC;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->name, "nb-2"); /* the status's pod, made again (state-machine.md 5c) */
+    assert_null(c->snapshot);
+    assert_true(c->from_checkpoint);
+    const struct condition *r = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(r->reason, "FromCheckpoint");
+    assert_non_null(strstr(r->message, "crashed"));
+    assert_non_null(find_event(&o, "SnapshotNotUsed"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* What makes a snapshot unusable: each gives a resume from files, with why. */
+static void test_snapshot_not_used(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        const char *want; /* in the Restored message */
+    } cases[] = {
+        {"image changed", "pod template changed"},
+        {"GPU product changed", "was taken on Tesla-T4, the class now asks for NVIDIA-L4"},
+        {"snapshot gone", "no longer exists"},
+        {"expired", "expired"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        paused_with_snapshot(&w, GKE);
+        if (i == 0)
+            w.ws->image = strdup("quay.io/jupyter/b:2");
+        if (i == 1) {
+            free(w.cls->product);
+            w.cls->product = strdup("NVIDIA-L4");
+        }
+        if (i == 2)
+            w.view.phase = SNAPSHOT_PHASE_NONE;
+        if (i == 3)
+            w.now += 8 * 24 * 60 * MIN;
+        struct decide_output o;
+        decide(&w, &o, 1);
+        const struct action *c = find_action(&o, ACTION_CREATE_POD);
+        if (!c || c->snapshot)
+            fail_msg("%s: want a pod from files", cases[i].name);
+        const struct condition *r = workspace_status_condition(&o.status, "Restored");
+        if (!r || !strstr(r->message, cases[i].want))
+            fail_msg("%s: Restored says \"%s\", want \"%s\"", cases[i].name,
+                     r ? r->message : "(none)", cases[i].want);
+        assert_non_null(find_event(&o, "SnapshotNotUsed"));
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -379,6 +570,10 @@ int main(void)
         cmocka_unit_test(test_timeout_pause_without_memory),
         cmocka_unit_test(test_pod_not_ready_is_not_snapshotted),
         cmocka_unit_test(test_resume_during_snapshot),
+        cmocka_unit_test(test_resume_from_snapshot),
+        cmocka_unit_test(test_cold_start),
+        cmocka_unit_test(test_restore_crash_loop),
+        cmocka_unit_test(test_snapshot_not_used),
     };
-    return cmocka_run_group_tests_name("pause with a snapshot", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("pause and resume with a snapshot", tests, NULL, NULL);
 }
