@@ -49,7 +49,20 @@ int gke_snapshots_start(struct gke_snapshots *g);
 void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const char *attempt,
                         struct snapshot_view *ret);
 
+/* Every PodSnapshot of the workspace (made by its triggers), at most max;
+ * returns how many. 0 before the caches have synced. */
+size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const char *workspace,
+                          struct snapshot_view *out, size_t max);
+
 typedef void (*gke_done_cb)(void *data, int status, const char *error);
+
+/* Deletes the PodSnapshot and the trigger that made it (NotFound counts as
+ * done). cb runs once with 0 or a negative errno, unless cancelled first.
+ * NULL: could not start (no callback). */
+struct gke_delete;
+struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
+                                        gke_done_cb cb, void *data);
+void gke_delete_cancel(struct gke_delete *x);
 
 /* The objects an attempt needs, built at decision time (the caches may
  * change before they are sent): {"policy": ..., "trigger": ...}. Caller

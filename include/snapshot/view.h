@@ -23,6 +23,7 @@ struct snapshot_view {
     const char *name;    /* the snapshot, once the backend names it */
     int64_t ready_ms;    /* when it became Ready by the backend's account, 0: unknown */
     const char *message; /* why it failed */
+    int64_t deleting_ms; /* being deleted since (the backend's finalizer holds it), 0: not */
 };
 
 const char *snapshot_phase_name(enum snapshot_phase p);

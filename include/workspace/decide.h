@@ -34,6 +34,9 @@ struct decide_input {
     const struct tz *zone; /* the class's pause-window time zone, NULL: not loaded */
     /* The backend's view of status.snapshot.attempt; NULL: nothing seen. */
     const struct snapshot_view *snapshot;
+    /* Every snapshot the backend holds for this workspace, for retention. */
+    const struct snapshot_view *snapshots;
+    size_t n_snapshots;
 };
 
 enum action_type {
@@ -49,6 +52,7 @@ enum action_type {
                                 annotations, in one write guarded by resourceVersion */
     ACTION_SNAPSHOT_BEGIN,   /* name: the attempt's handle; the backend snapshots the pod
                                 status.podName names (docs/snapshots.md) */
+    ACTION_SNAPSHOT_DELETE,  /* name: a snapshot the backend removes, with what made it */
 };
 
 struct action {

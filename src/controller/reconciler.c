@@ -28,6 +28,9 @@ static const struct kube_resource classes = {"hibernator.dev", "v1alpha1", "work
 
 #define API_VERSION "hibernator.dev/v1alpha1"
 #define MANAGED_SELECTOR MANAGED_BY_LABEL "=" MANAGED_BY_VALUE
+/* Snapshots of one workspace looked at per decision; retention keeps 10 at
+ * most, so more only means some wait for the next pass. */
+#define MAX_SNAPSHOTS_SEEN 32
 
 /* The pod keys ("ns/pod") that carry one workspace's label, by workspace key. */
 struct pod_keys {
@@ -69,6 +72,7 @@ struct job {
     int finalizer_add;        /* for the finalizer get -> patch step */
     struct kube_request *req; /* the call in flight, cancelled on close */
     struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
+    struct gke_delete *gdel;  /* a snapshot being deleted, cancelled on close */
     struct job *prev, *next_job;
 };
 
@@ -337,11 +341,21 @@ static const char *resp_error(const struct kube_response *resp)
 static void run_next(struct job *j);
 
 /* Crash tests: die right after an action of the named type succeeded, before
- * anything else (the status write included) happens. */
+ * anything else (the status write included) happens; with "before:<type>",
+ * right before such an action is sent. */
 static void failpoint(const struct reconciler *r, enum action_type t)
 {
     if (r->failpoint && strcmp(r->failpoint, action_type_name(t)) == 0) {
         log_warn("failpoint reached, exiting", "after", r->failpoint);
+        _exit(3);
+    }
+}
+
+static void failpoint_before(const struct reconciler *r, enum action_type t)
+{
+    if (r->failpoint && strncmp(r->failpoint, "before:", 7) == 0 &&
+        strcmp(r->failpoint + 7, action_type_name(t)) == 0) {
+        log_warn("failpoint reached, exiting", "before", r->failpoint + 7);
         _exit(3);
     }
 }
@@ -490,6 +504,7 @@ static void on_snapshot_begun(void *data, int status, const char *error)
 {
     struct job *j = data;
     j->begin = NULL;
+    j->gdel = NULL;
     const struct action *a = &j->out.actions[j->next];
     if (status < 0) {
         log_warn("action failed", "workspace", j->key, "action", action_type_name(a->type), "name",
@@ -570,6 +585,7 @@ static void run_next(struct job *j)
     }
     const struct action *a = &j->out.actions[j->next];
     struct kube_request *req = NULL;
+    failpoint_before(r, a->type);
     struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
     switch (a->type) {
     case ACTION_EVENT:
@@ -614,6 +630,16 @@ static void run_next(struct job *j)
     case ACTION_SNAPSHOT_BEGIN:
         j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_snapshot_begun, j);
         if (!j->begin) {
+            log_warn("cannot start a request", "workspace", j->key, "action",
+                     action_type_name(a->type));
+            job_finish(j, 1);
+        }
+        return;
+    case ACTION_SNAPSHOT_DELETE:
+        /* The workspace's caches may be gone with it (deleting): the backend
+         * looks the trigger up itself. */
+        j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_snapshot_begun, j);
+        if (!j->gdel) {
             log_warn("cannot start a request", "workspace", j->key, "action",
                      action_type_name(a->type));
             job_finish(j, 1);
@@ -678,15 +704,19 @@ static void reconcile(struct reconciler *r, const char *key)
     free(claim);
 
     const struct workspace_class *cls = ce ? ce->obj : NULL;
-    struct snapshot_view snap_view;
+    struct snapshot_view snap_view, snap_list[MAX_SNAPSHOTS_SEEN];
     const struct snapshot_view *snap = NULL;
-    if (cls && cls->snapshot.backend == SNAPSHOT_BACKEND_GKE) {
-        if (gke_snapshots_start(r->gke) < 0)
+    size_t n_snaps = 0;
+    /* A deleted workspace's class may be gone or changed: its snapshots
+     * still go, if the backend ever ran. */
+    if ((cls && cls->snapshot.backend == SNAPSHOT_BACKEND_GKE) || ws->deletion_ms) {
+        if (cls && cls->snapshot.backend == SNAPSHOT_BACKEND_GKE && gke_snapshots_start(r->gke) < 0)
             log_warn("cannot watch GKE Pod Snapshots", "workspace", key);
         if (ws->status.snapshot.attempt) {
             gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot.attempt, &snap_view);
             snap = &snap_view;
         }
+        n_snaps = gke_snapshots_list(r->gke, ws->ns, ws->name, snap_list, MAX_SNAPSHOTS_SEEN);
     }
     struct decide_input in = {
         .ws = ws,
@@ -700,6 +730,8 @@ static void reconcile(struct reconciler *r, const char *key)
                     ? activity_tracker_zone(r->activity, cls->idle.time_zone)
                     : NULL,
         .snapshot = snap,
+        .snapshots = snap_list,
+        .n_snapshots = n_snaps,
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);
@@ -884,6 +916,7 @@ void reconciler_close(struct reconciler *r)
         struct job *j = r->jobs;
         kube_request_cancel(j->req); /* no callback follows */
         gke_begin_cancel(j->begin);
+        gke_delete_cancel(j->gdel);
         job_unlink(j);
         job_free(j);
     }

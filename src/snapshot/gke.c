@@ -30,6 +30,7 @@ struct trigger {
 
 struct podsnapshot {
     char *triggered_by;
+    int64_t deletion_ms;
     int ready;
     int64_t ready_ms;
     int failed;
@@ -118,6 +119,9 @@ static void *podsnapshot_decode(const cJSON *obj, void *data)
     if (!s)
         return NULL;
     const cJSON *meta = json_member(obj, "metadata");
+    s->deletion_ms = json_time_ms(meta, "deletionTimestamp");
+    if (json_member(meta, "deletionTimestamp") && !s->deletion_ms)
+        s->deletion_ms = 1;
     const cJSON *c;
     cJSON_ArrayForEach(c, json_member(json_member(obj, "status"), "conditions"))
     {
@@ -198,6 +202,22 @@ static void on_snapshot_update(void *data, const struct cache_entry *old_e,
 
 /* ---- the view ---- */
 
+static void fill_view(const struct cache_entry *se, const char *attempt, struct snapshot_view *ret)
+{
+    const struct podsnapshot *s = se->obj;
+    *ret = (struct snapshot_view){.attempt = attempt,
+                                  .phase = SNAPSHOT_PHASE_IN_PROGRESS,
+                                  .name = se->name,
+                                  .deleting_ms = s->deletion_ms};
+    if (s->failed) {
+        ret->phase = SNAPSHOT_PHASE_FAILED;
+        ret->message = s->message;
+    } else if (s->ready) {
+        ret->phase = SNAPSHOT_PHASE_READY;
+        ret->ready_ms = s->ready_ms;
+    }
+}
+
 struct find {
     const char *ns, *trigger;
     const struct cache_entry *found;
@@ -230,15 +250,7 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
         se = f.found;
     }
     if (se) {
-        const struct podsnapshot *s = se->obj;
-        ret->name = se->name;
-        if (s->failed) {
-            ret->phase = SNAPSHOT_PHASE_FAILED;
-            ret->message = s->message;
-        } else if (s->ready) {
-            ret->phase = SNAPSHOT_PHASE_READY;
-            ret->ready_ms = s->ready_ms;
-        }
+        fill_view(se, attempt, ret);
         return;
     }
     if (t && t->failed) {
@@ -247,6 +259,36 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
     } else if (!t) {
         ret->phase = SNAPSHOT_PHASE_NONE;
     }
+}
+
+struct lister {
+    const struct gke_snapshots *g;
+    const char *ns, *workspace;
+    struct snapshot_view *out;
+    size_t max, n;
+};
+
+static void list_one(void *data, const struct cache_entry *e)
+{
+    struct lister *l = data;
+    const struct podsnapshot *s = e->obj;
+    if (l->n >= l->max || strcmp(e->ns, l->ns) != 0 || !s->triggered_by)
+        return;
+    const struct cache_entry *te = informer_get(l->g->triggers, e->ns, s->triggered_by);
+    const struct trigger *t = te ? te->obj : NULL;
+    if (!t || !t->workspace || strcmp(t->workspace, l->workspace) != 0)
+        return;
+    fill_view(e, te->name, &l->out[l->n++]);
+}
+
+size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const char *workspace,
+                          struct snapshot_view *out, size_t max)
+{
+    if (!g->started || !informer_has_synced(g->triggers) || !informer_has_synced(g->snapshots))
+        return 0;
+    struct lister l = {g, ns, workspace, out, max, 0};
+    informer_foreach(g->snapshots, list_one, &l);
+    return l.n;
 }
 
 /* ---- begin: the policy, then the trigger ---- */
@@ -418,6 +460,88 @@ void gke_begin_cancel(struct gke_begin *b)
     cJSON_Delete(b->trigger);
     free(b->ns);
     free(b);
+}
+
+/* ---- delete: the PodSnapshot, then the trigger that made it ---- */
+
+struct gke_delete {
+    struct gke_snapshots *g;
+    struct kube_request *req;
+    char *ns, *trigger;
+    gke_done_cb cb;
+    void *data;
+};
+
+static void delete_finish(struct gke_delete *x, int status, const char *error)
+{
+    if (x->cb)
+        x->cb(x->data, status, error);
+    free(x->ns);
+    free(x->trigger);
+    free(x);
+}
+
+static void on_trigger_deleted(void *data, struct kube_response *resp)
+{
+    struct gke_delete *x = data;
+    x->req = NULL;
+    if (resp->status < 0 && !(resp->status == -EIO && resp->http_code == 404)) {
+        delete_finish(x, resp->status, resp_words(resp));
+        return;
+    }
+    delete_finish(x, 0, NULL);
+}
+
+static void on_snapshot_deleted(void *data, struct kube_response *resp)
+{
+    struct gke_delete *x = data;
+    x->req = NULL;
+    if (resp->status < 0 && !(resp->status == -EIO && resp->http_code == 404)) {
+        delete_finish(x, resp->status, resp_words(resp));
+        return;
+    }
+    struct kube_delete_options o = {.grace_period_seconds = -1, .propagation_policy = "Background"};
+    if (!x->trigger || !(x->req = kube_delete(x->g->client, &triggers, x->ns, x->trigger, &o,
+                                              on_trigger_deleted, x)))
+        delete_finish(x, 0, NULL);
+}
+
+struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
+                                        gke_done_cb cb, void *data)
+{
+    struct gke_delete *x = calloc(1, sizeof(*x));
+    if (!x || !(x->ns = strdup(ns))) {
+        free(x);
+        return NULL;
+    }
+    const struct cache_entry *se = g->started ? informer_get(g->snapshots, ns, name) : NULL;
+    const struct podsnapshot *s = se ? se->obj : NULL;
+    if (s && s->triggered_by && !(x->trigger = strdup(s->triggered_by))) {
+        free(x->ns);
+        free(x);
+        return NULL;
+    }
+    x->g = g;
+    x->cb = cb;
+    x->data = data;
+    struct kube_delete_options o = {.grace_period_seconds = -1, .propagation_policy = "Background"};
+    if (!(x->req = kube_delete(g->client, &snapshots, ns, name, &o, on_snapshot_deleted, x))) {
+        free(x->ns);
+        free(x->trigger);
+        free(x);
+        return NULL;
+    }
+    return x;
+}
+
+void gke_delete_cancel(struct gke_delete *x)
+{
+    if (!x)
+        return;
+    kube_request_cancel(x->req);
+    free(x->ns);
+    free(x->trigger);
+    free(x);
 }
 
 /* ---- lifetime ---- */

@@ -255,6 +255,8 @@ static void set_accelerator(struct decider *d)
 
 /* ---- rule 0: deleting ---- */
 
+static void snapshot_retention(struct decider *d, int deleting);
+
 static void decide_deleting(struct decider *d)
 {
     size_t n_pods = 0, n_deletes = 0;
@@ -269,6 +271,9 @@ static void decide_deleting(struct decider *d)
     /* The finalizer stays until no pod can still be writing to home. */
     if (n_pods > 0)
         return;
+    /* The snapshots hold the session's memory: they go with it, and the
+     * finalizer does not wait for the backend to free their storage. */
+    snapshot_retention(d, 1);
     const struct workspace_pvc *pvc = d->in->pvc;
     if (pvc && !pvc->deletion_ms) {
         if (!d->cls || d->cls->home_on_delete == HOME_ON_DELETE_DELETE)
@@ -567,7 +572,9 @@ static int judge_restore(struct decider *d, const struct workspace_pod *p)
     struct workspace_status *st = d->st;
     if (!p->snapshot)
         return 0;
-    if (!p->restored && (p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS)) {
+    /* Restored or not: a session that crashes as it comes back is not one
+     * to keep restarting from the same memory. */
+    if (p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS) {
         if (!st->snapshot.restore_failed_ms)
             st->snapshot.restore_failed_ms = d->now;
         delete_pod(d, p, 0);
@@ -1157,6 +1164,78 @@ static int snapshot_allows_delete(struct decider *d, const struct workspace_pod 
     return 0;
 }
 
+/* ---- snapshot retention ---- */
+
+/* A snapshot still in the backend's finalizer after this is reported. */
+#define SNAPSHOT_STUCK_MS (5 * 60 * 1000)
+#define MAX_SNAPSHOT_DELETES 4
+
+static int newer_snapshot(const struct snapshot_view *a, const struct snapshot_view *b)
+{
+    return a->ready_ms > b->ready_ms;
+}
+
+/* Keep the class's number of snapshots (the one a pause or resume may still
+ * need first, then the newest), drop the rest and the expired ones; say when
+ * one is stuck in its finalizer. When deleting, every one goes and nothing
+ * waits for them. */
+static void snapshot_retention(struct decider *d, int deleting)
+{
+    const struct snapshot_view *all = d->in->snapshots;
+    size_t n = d->in->n_snapshots;
+    const struct snapshot_config *sc = d->cls ? &d->cls->snapshot : NULL;
+    const struct workspace_snapshot *sn = &d->st->snapshot;
+    /* The one a pause is taking or a resume may use stays, unless it expired
+     * or its restore crashed. */
+    int pausing = d->ws->paused || in_pause(d->st) || resume_in_progress(d->st);
+    size_t deletes = 0, kept = 0;
+    char stuck[MAX_MESSAGE] = "";
+    for (size_t i = 0; i < n && d->rc == 0; i++) {
+        const struct snapshot_view *v = &all[i];
+        if (v->deleting_ms) {
+            if (d->now - v->deleting_ms >= SNAPSHOT_STUCK_MS && strlen(stuck) < 512)
+                snprintf(stuck + strlen(stuck), sizeof(stuck) - strlen(stuck), "%s%s",
+                         stuck[0] ? ", " : "", v->name ? v->name : "?");
+            continue;
+        }
+        int drop = deleting;
+        if (!drop && sc) {
+            int current = sn->attempt && streq(v->attempt, sn->attempt);
+            int expired = v->ready_ms && d->now - v->ready_ms > sc->last_access_timeout_ms;
+            int in_use = current && pausing && !sn->restore_failed_ms;
+            size_t rank = 0; /* newer live ones */
+            for (size_t k = 0; k < n; k++)
+                if (k != i && !all[k].deleting_ms && all[k].phase == SNAPSHOT_PHASE_READY &&
+                    newer_snapshot(&all[k], v))
+                    rank++;
+            if (v->phase == SNAPSHOT_PHASE_IN_PROGRESS && current)
+                continue; /* being taken */
+            drop = !in_use && (expired || (current && sn->restore_failed_ms) ||
+                               v->phase == SNAPSHOT_PHASE_FAILED ||
+                               rank + (in_use ? 0 : 1) > (size_t)sc->keep);
+            if (!drop)
+                kept++;
+        }
+        if (drop && v->name && deletes < MAX_SNAPSHOT_DELETES) {
+            push(d, ACTION_SNAPSHOT_DELETE, v->name);
+            deletes++;
+        }
+    }
+    if (deleting)
+        return;
+    const char *type = "SnapshotCleanup";
+    const struct condition *old = workspace_status_condition(d->old, type);
+    if (stuck[0]) {
+        condition(d, type, COND_FALSE, "FinalizerStuck",
+                  "still being deleted after 5m (the backend's finalizer holds): %s", stuck);
+        if (!old || old->status != COND_FALSE)
+            event(d, "Warning", "SnapshotStuck",
+                  "snapshots still being deleted after 5m: %s; check the snapshot backend", stuck);
+    } else {
+        workspace_status_remove_condition(d->st, type);
+    }
+}
+
 static void decide_pause(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -1300,6 +1379,8 @@ static void decide_live(struct decider *d)
     }
     if (st->state != WS_STATE_RUNNING)
         clear_idle(d);
+    if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
+        snapshot_retention(d, 0);
     set_message(d);
     /* When the one-word state last changed: what "paused since" or "waiting
      * since" means on a dashboard. */
@@ -1375,6 +1456,8 @@ const char *action_type_name(enum action_type t)
         return "AutoPause";
     case ACTION_SNAPSHOT_BEGIN:
         return "SnapshotBegin";
+    case ACTION_SNAPSHOT_DELETE:
+        return "SnapshotDelete";
     }
     return "Unknown";
 }

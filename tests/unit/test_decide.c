@@ -261,7 +261,9 @@ static void settle(struct world *w)
                               w->now,
                               w->has_obs ? &w->obs : NULL,
                               w->zone,
-                              NULL};
+                              NULL,
+                              NULL,
+                              0};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -285,7 +287,9 @@ static void decide(struct world *w, struct decide_output *out)
                               w->now,
                               w->has_obs ? &w->obs : NULL,
                               w->zone,
-                              NULL};
+                              NULL,
+                              NULL,
+                              0};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -412,6 +416,7 @@ static void apply(struct world *w, const struct decide_output *o)
             w->ws->auto_pause_message = strdup(a->message);
             break;
         case ACTION_SNAPSHOT_BEGIN:
+        case ACTION_SNAPSHOT_DELETE:
             break; /* these worlds have no snapshot backend (test_snapshot.c) */
         }
     }
@@ -1985,6 +1990,7 @@ static void check_safety(struct world *w, const struct decide_output *o)
             check_auto_pause(w, o, a);
             break;
         case ACTION_SNAPSHOT_BEGIN:
+        case ACTION_SNAPSHOT_DELETE:
             fail_msg("a snapshot without a backend");
             break;
         }

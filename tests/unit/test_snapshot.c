@@ -54,6 +54,8 @@ struct world {
     int has_pod;
     struct snapshot_view view;
     int has_view;
+    struct snapshot_view all[8];
+    size_t n_all;
     int64_t now;
 };
 
@@ -105,6 +107,8 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .pvc = &w->pvc,
         .now_ms = w->now,
         .snapshot = w->has_view ? &w->view : NULL,
+        .snapshots = w->all,
+        .n_snapshots = w->n_all,
     };
     assert_int_equal(workspace_decide(&in, out), 0);
     if (write_status) {
@@ -560,6 +564,103 @@ static void test_snapshot_not_used(void **state)
     }
 }
 
+/* ---- retention ---- */
+
+static int deletes(const struct decide_output *o, const char *name)
+{
+    int n = 0;
+    for (size_t i = 0; i < o->n_actions; i++)
+        n += o->actions[i].type == ACTION_SNAPSHOT_DELETE && strcmp(o->actions[i].name, name) == 0;
+    return n;
+}
+
+static size_t n_deletes(const struct decide_output *o)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < o->n_actions; i++)
+        n += o->actions[i].type == ACTION_SNAPSHOT_DELETE;
+    return n;
+}
+
+static void test_retention(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE); /* keep: 2 */
+    int64_t ready = w.ws->status.snapshot.ready_ms;
+    w.all[0] = w.view; /* the pause's, newest */
+    w.all[1] = (struct snapshot_view){.attempt = "nb-p0-1",
+                                      .phase = SNAPSHOT_PHASE_READY,
+                                      .name = "older",
+                                      .ready_ms = ready - 60 * MIN};
+    w.all[2] = (struct snapshot_view){.attempt = "nb-pm-1",
+                                      .phase = SNAPSHOT_PHASE_READY,
+                                      .name = "oldest",
+                                      .ready_ms = ready - 120 * MIN};
+    w.all[3] = (struct snapshot_view){
+        .attempt = "nb-px-1", .phase = SNAPSHOT_PHASE_FAILED, .name = "failed", .ready_ms = 0};
+    w.n_all = 4;
+    struct decide_output o;
+
+    /* While resuming, the pause's snapshot stays; beyond keep and failed go. */
+    decide(&w, &o, 1);
+    assert_int_equal(deletes(&o, "oldest"), 1);
+    assert_int_equal(deletes(&o, "failed"), 1);
+    assert_int_equal(deletes(&o, "older"), 0);
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 0);
+    decide_output_clear(&o);
+
+    /* Expired ones go too, the one in use excepted. */
+    w.n_all = 2;
+    w.all[1].ready_ms = w.now - 8 * 24 * 60 * MIN;
+    decide(&w, &o, 1);
+    assert_int_equal(deletes(&o, "older"), 1);
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 0);
+    decide_output_clear(&o);
+
+    /* Stuck in the backend's finalizer for over 5 minutes: said, once. */
+    w.all[1] = (struct snapshot_view){.attempt = "nb-p0-1",
+                                      .phase = SNAPSHOT_PHASE_READY,
+                                      .name = "older",
+                                      .deleting_ms = w.now - 6 * MIN};
+    decide(&w, &o, 1);
+    assert_int_equal(n_deletes(&o), 0);
+    const struct condition *c = workspace_status_condition(&o.status, "SnapshotCleanup");
+    assert_non_null(c);
+    assert_string_equal(c->reason, "FinalizerStuck");
+    assert_non_null(strstr(c->message, "older"));
+    assert_non_null(find_event(&o, "SnapshotStuck"));
+    decide_output_clear(&o);
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_null(find_event(&o, "SnapshotStuck"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* Deleting the workspace deletes every snapshot and does not wait for them. */
+static void test_delete_with_workspace(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    w.ws->paused = 1;
+    w.ws->deletion_ms = w.now;
+    w.all[0] = w.view;
+    w.all[1] = (struct snapshot_view){.attempt = "nb-p0-1",
+                                      .phase = SNAPSHOT_PHASE_READY,
+                                      .name = "older",
+                                      .deleting_ms = w.now - 10 * MIN};
+    w.n_all = 2;
+    struct decide_output o;
+    decide(&w, &o, 0);
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 1);
+    assert_int_equal(deletes(&o, "older"), 0); /* already going */
+    assert_non_null(find_action(&o, ACTION_REMOVE_FINALIZER));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -574,6 +675,8 @@ int main(void)
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_restore_crash_loop),
         cmocka_unit_test(test_snapshot_not_used),
+        cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_delete_with_workspace),
     };
     return cmocka_run_group_tests_name("pause and resume with a snapshot", tests, NULL, NULL);
 }
