@@ -740,6 +740,7 @@ cmd_up() {
 
   log "creating fake nodes and the default StorageClass"
   kubectl_ apply -f "$here/nodes.yaml" -f "$here/storage.yaml" >/dev/null
+  kubectl_ apply -f "$here/podsnapshot-crds.yaml" >/dev/null # GKE Pod Snapshot API stand-in (docs/simulator.md)
   wait_for "nodes to become Ready and untainted" "$start_timeout" nodes_schedulable || {
     kubectl_ get nodes -o wide >&2 || true
     log_tail kwok 20

@@ -469,6 +469,10 @@ static const struct access controller_access[] = {
     {"create leases.coordination.k8s.io -n hibernator-system", 1},
     {"update leases.coordination.k8s.io -n hibernator-system", 1},
     {"get secrets -n team-a", 1}, /* the Jupyter token a class names, by name */
+    {"create podsnapshotmanualtriggers.podsnapshot.gke.io -n team-a", 1},
+    {"create podsnapshotpolicies.podsnapshot.gke.io -n team-a", 1},
+    {"watch podsnapshots.podsnapshot.gke.io -A", 1},
+    {"delete podsnapshots.podsnapshot.gke.io -n team-a", 1},
     /* What it must not do. */
     {"create workspaces.hibernator.dev -n team-a", 0},
     {"delete workspaces.hibernator.dev -n team-a", 0},
@@ -480,6 +484,9 @@ static const struct access controller_access[] = {
     {"create pods --subresource=exec -n team-a", 0},
     {"update persistentvolumeclaims -n team-a", 0},
     {"list secrets -A", 0},
+    {"create podsnapshots.podsnapshot.gke.io -n team-a", 0},
+    {"update podsnapshots.podsnapshot.gke.io -n team-a", 0},
+    {"create podsnapshotstorageconfigs.podsnapshot.gke.io", 0},
     {"watch secrets -A", 0},
     {"get configmaps -n team-a", 0},
     {"get nodes", 0},
