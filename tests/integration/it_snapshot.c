@@ -1,0 +1,359 @@
+/*
+ * Pausing with GKE Pod Snapshots, end to end on the local cluster: the
+ * controller under deploy/'s RBAC, the snapshot simulator playing GKE's
+ * snapshot controller on the real podsnapshot.gke.io CRDs
+ * (tests/simulator/, docs/simulator.md).
+ *
+ *   - the GPU cycle: pause → trigger → PodSnapshot Ready → only then the pod
+ *     is deleted → GPU free → resume with the snapshot → restored
+ *     FromSnapshot on the same GPU product;
+ *   - the checkpoint fails: the pod is NOT deleted (Retry), or the pause
+ *     completes without memory (PauseWithoutMemory);
+ *   - a silent cold start → ColdStart with a Warning; a crash-looping restore
+ *     → replaced once by a pod from files;
+ *   - the controller killed between the trigger and Ready, and between Ready
+ *     and the pod delete: the same snapshot, one trigger, no early delete.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "util/timefmt.h"
+#include "workspaces.h"
+
+static pid_t simulator;
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+static cJSON *ws_json(const char *name)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "workspace %s", name);
+    return get_json(what);
+}
+
+static const char *cond_field(const cJSON *ws, const char *type, const char *field)
+{
+    const cJSON *c = condition(ws, type);
+    const cJSON *f = c ? cJSON_GetObjectItemCaseSensitive(c, field) : NULL;
+    return cJSON_IsString(f) ? f->valuestring : "";
+}
+
+static cJSON *wait_reason(const char *name, const char *type, const char *reason,
+                          uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    char seen[128] = "";
+    while (harness_now_ms() < end) {
+        cJSON *ws = ws_json(name);
+        if (ws && strcmp(cond_field(ws, type, "reason"), reason) == 0)
+            return ws;
+        snprintf(seen, sizeof(seen), "%s", ws ? cond_field(ws, type, "reason") : "(none)");
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    fail_msg("workspace %s: %s reason %s, wanted %s", name, type, seen, reason);
+    return NULL;
+}
+
+static char *event_reasons(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get events --field-selector involvedObject.name=%s,"
+                    "involvedObject.kind=Workspace --sort-by=.eventTime "
+                    "-o jsonpath='{range .items[*]}{.reason},{end}'",
+                    ns, name);
+    return out ? out : strdup("");
+}
+
+static int count_objects(const char *what, const char *selector)
+{
+    char *out = NULL;
+    harness_kubectl(&out, "-n %s get %s -l %s -o name", ns, what, selector);
+    int n = 0;
+    for (char *p = out; p && *p; p++)
+        n += *p == '\n';
+    free(out);
+    return n;
+}
+
+/* The simulator's failure mode for the pods of one workspace. */
+static void set_mode(const char *pod, const char *mode)
+{
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch configmap snapshot-simulator --type=merge "
+                                     "-p '{\"data\":{\"%s\":\"%s\"}}'",
+                                     ns, pod, mode),
+                     0);
+}
+
+static void simulator_start(void)
+{
+    char log[600];
+    snprintf(log, sizeof(log), "%s/simulator.log", tmpdir);
+    simulator = fork();
+    assert_true(simulator >= 0);
+    if (simulator == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execl(SNAPSHOT_SIMULATOR_BIN, SNAPSHOT_SIMULATOR_BIN, "--kubeconfig", harness_kubeconfig(),
+              "--namespace", ns, "--checkpoint-delay", "3s", "--implicit-restore", "false",
+              "--log-level", "debug", (char *)NULL);
+        _exit(127);
+    }
+}
+
+/* ---- tests ------------------------------------------------------------------- */
+
+static void test_gpu_cycle(void **state)
+{
+    (void)state;
+    apply_ws("cycle", "it-gpu-snap", 0, NULL);
+    cJSON *ws = wait_state("cycle", "Running", 60000);
+    const char *node = str_at(ws, "status.nodeName");
+    char source_node[64];
+    snprintf(source_node, sizeof(source_node), "%s", node ? node : "");
+    cJSON_Delete(ws);
+
+    set_paused("cycle", 1);
+    /* While the snapshot is taken the pod keeps running. */
+    ws = wait_reason("cycle", "SnapshotReady", "InProgress", 30000);
+    assert_string_equal(str_at(ws, "status.snapshot.attempt"), "cycle-p1-1");
+    assert_string_equal(str_at(ws, "status.snapshot.gpuProduct"), "Tesla-T4");
+    assert_string_equal(str_at(ws, "status.snapshot.nodeName"), source_node);
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("cycle"), 1);
+
+    ws = wait_state("cycle", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "True");
+    const char *snap = str_at(ws, "status.snapshot.name");
+    assert_non_null(snap);
+    char snapshot[256];
+    snprintf(snapshot, sizeof(snapshot), "%s", snap);
+    int64_t ready = 0, deleted = 0;
+    timefmt_parse_rfc3339(str_at(ws, "status.snapshot.readyAt"), &ready);
+    timefmt_parse_rfc3339(str_at(ws, "status.lastPause.podDeletedAt"), &deleted);
+    print_message("  snapshot %s: %.1f s; pod deleted %lld ms after Ready\n", snapshot,
+                  num_at(ws, "status.snapshot.seconds"), (long long)(deleted - ready));
+    assert_true(deleted >= ready);
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("cycle");
+    char *r = strstr(reasons, "Pausing,");
+    assert_non_null(r);
+    r = strstr(r, "SnapshotReady,");
+    assert_non_null(r);
+    assert_non_null(strstr(r, "Paused,"));
+    free(reasons);
+    assert_int_equal(count_objects("podsnapshotmanualtriggers", "hibernator.dev/workspace=cycle"),
+                     1);
+    assert_int_equal(all_pods("cycle"), 0);
+
+    set_paused("cycle", 0);
+    ws = wait_reason("cycle", "Restored", "FromSnapshot", 60000);
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+    assert_string_equal(str_at(ws, "status.accelerator.product"), "Tesla-T4");
+    char what[300];
+    snprintf(what, sizeof(what), "pod %s", str_at(ws, "status.podName"));
+    cJSON_Delete(ws);
+    cJSON *pod = get_json(what);
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+                                         "annotations"),
+        "podsnapshot.gke.io/ps-name");
+    assert_true(cJSON_IsString(ann));
+    assert_string_equal(ann->valuestring, snapshot);
+    /* Pinned to the snapshot's GPU product. */
+    const cJSON *product = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
+                                         "nodeSelector"),
+        "nvidia.com/gpu.product");
+    assert_true(cJSON_IsString(product));
+    assert_string_equal(product->valuestring, "Tesla-T4");
+    cJSON_Delete(pod);
+}
+
+static void test_checkpoint_failed(void **state)
+{
+    (void)state;
+    set_mode("keep-1", "checkpoint-failed");
+    set_mode("drop-1", "checkpoint-failed");
+    apply_ws("keep", "it-gpu-snap", 0, NULL);
+    apply_ws("drop", "it-cpu-snap-nomem", 0, NULL);
+    cJSON_Delete(wait_state("keep", "Running", 60000));
+    cJSON_Delete(wait_state("drop", "Running", 60000));
+    set_paused("keep", 1);
+    set_paused("drop", 1);
+
+    cJSON *ws = wait_reason("keep", "SnapshotReady", "Failed", 60000);
+    assert_string_equal(str_at(ws, "status.state"), "Pausing");
+    assert_non_null(strstr(str_at(ws, "status.snapshot.message"), "failed"));
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("keep"), 1); /* nothing lost: the session still runs */
+    char *reasons = event_reasons("keep");
+    assert_non_null(strstr(reasons, "SnapshotFailed,"));
+    free(reasons);
+
+    ws = wait_state("drop", "Paused", 60000);
+    assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "False");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Failed");
+    cJSON_Delete(ws);
+    assert_int_equal(all_pods("drop"), 0);
+}
+
+static void test_cold_start_and_crash_loop(void **state)
+{
+    (void)state;
+    apply_ws("cold", "it-cpu-snap", 0, NULL);
+    apply_ws("crash", "it-cpu-snap", 0, NULL);
+    cJSON_Delete(wait_state("cold", "Running", 60000));
+    cJSON_Delete(wait_state("crash", "Running", 60000));
+    set_paused("cold", 1);
+    set_paused("crash", 1);
+    cJSON_Delete(wait_state("cold", "Paused", 60000));
+    cJSON_Delete(wait_state("crash", "Paused", 60000));
+    set_mode("cold-2", "cold-start");
+    set_mode("crash-2", "crash-loop");
+    set_paused("cold", 0);
+    set_paused("crash", 0);
+
+    /* A restore that crash-loops is replaced once by a pod from files. */
+    cJSON *ws = wait_reason("crash", "Restored", "FromCheckpoint", 90000);
+    assert_non_null(strstr(cond_field(ws, "Restored", "message"), "crashed"));
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("crash");
+    assert_non_null(strstr(reasons, "RestoreCrashLoop,"));
+    free(reasons);
+    assert_true(live_pods("crash") <= 1);
+
+    /* Ready without PodRestored: a cold start, said once. */
+    ws = wait_reason("cold", "Restored", "ColdStart", 90000);
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "ColdStart");
+    cJSON_Delete(ws);
+    reasons = event_reasons("cold");
+    assert_non_null(strstr(reasons, "ColdStart,"));
+    free(reasons);
+}
+
+/* Killed right after the trigger was created (before the status write), and
+ * right before the pod delete: the same snapshot, one trigger, the pod
+ * deleted only after Ready. */
+static void test_crash_points(void **state)
+{
+    (void)state;
+    apply_ws("crashy", "it-cpu-snap", 0, NULL);
+    cJSON_Delete(wait_state("crashy", "Running", 60000));
+    controller_stop();
+    controller_start("SnapshotBegin");
+    set_paused("crashy", 1);
+    assert_int_equal(controller_wait_exit(30000), 3);
+    assert_int_equal(live_pods("crashy"), 1);
+    controller_start("before:DeletePod");
+    assert_int_equal(controller_wait_exit(60000), 3);
+    assert_int_equal(live_pods("crashy"), 1);
+    controller_start(NULL);
+    cJSON *ws = wait_state("crashy", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.snapshot.attempt"), "crashy-p1-1");
+    assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+    cJSON_Delete(ws);
+    assert_int_equal(count_objects("podsnapshotmanualtriggers", "hibernator.dev/workspace=crashy"),
+                     1);
+    assert_int_equal(count_objects("podsnapshots", "gke-pod-snapshot-triggered-by=crashy-p1-1"), 1);
+}
+
+/* ---- set-up ------------------------------------------------------------------ */
+
+static int clean_slate(void **state)
+{
+    (void)state;
+    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
+    return 0;
+}
+
+static void apply_class(const char *name, const char *extra)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+                      "metadata: {name: %s}\n"
+                      "spec:\n"
+                      "  images: {allowed: [\"registry.local/notebook:*\"], default: "
+                      "\"registry.local/notebook:v1\"}\n"
+                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: "
+                      "NoSchedule}]\n"
+                      "  home: {size: 1Gi}\n"
+                      "  pause: {gracePeriodSeconds: 1}\n"
+                      "%s",
+                      name, extra),
+        0);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    it_deploy("it-snapshot");
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "kubectl --kubeconfig '%s' apply -f '%s/deploy/local/podsnapshot-crds.yaml' "
+             ">/dev/null && kubectl --kubeconfig '%s' wait --for=condition=Established "
+             "--timeout=60s crd/podsnapshots.podsnapshot.gke.io >/dev/null",
+             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
+    assert_int_equal(system(cmd), 0);
+    ns = harness_namespace("it-snapshot");
+    assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\n"
+                                   "kind: PodSnapshotStorageConfig\n"
+                                   "metadata: {name: it-snapshot}\n"
+                                   "spec: {snapshotStorageConfig: {gcs: {bucket: local}}}\n"),
+                     0);
+    assert_int_equal(harness_kubectl(NULL, "-n %s create configmap snapshot-simulator", ns), 0);
+    const char *snap = "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 60s, "
+                       "retryAfter: 10m%s}\n";
+    char extra[512], s[256];
+    snprintf(s, sizeof(s), snap, "");
+    snprintf(extra, sizeof(extra),
+             "  accelerator: {resourceName: nvidia.com/gpu, count: 1, product: Tesla-T4}\n%s", s);
+    apply_class("it-gpu-snap", extra);
+    apply_class("it-cpu-snap", s);
+    snprintf(s, sizeof(s), snap, ", onFailure: PauseWithoutMemory");
+    apply_class("it-cpu-snap-nomem", s);
+    simulator_start();
+    controller_start(NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    controller_stop();
+    if (simulator > 0) {
+        kill(simulator, SIGTERM);
+        waitpid(simulator, NULL, 0);
+    }
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    it_show_logs();
+    free(ns);
+    return 0;
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_gpu_cycle, clean_slate),
+        cmocka_unit_test_setup(test_checkpoint_failed, clean_slate),
+        cmocka_unit_test_setup(test_cold_start_and_crash_loop, clean_slate),
+        cmocka_unit_test_setup(test_crash_points, clean_slate),
+    };
+    return cmocka_run_group_tests_name("pod snapshots", tests, group_setup, group_teardown);
+}
