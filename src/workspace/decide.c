@@ -740,12 +740,34 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
     return name;
 }
 
+/* A backend may restore any new pod of the workspace from a snapshot that
+ * matches it (GKE does), so after a restore crashed the new pod waits until
+ * that snapshot is gone: otherwise it would come back crashing. */
+static int crashed_snapshot_remains(struct decider *d)
+{
+    const struct workspace_snapshot *sn = &d->st->snapshot;
+    if (!sn->restore_failed_ms || !d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE)
+        return 0;
+    for (size_t i = 0; i < d->in->n_snapshots; i++)
+        if (streq(d->in->snapshots[i].attempt, sn->attempt))
+            return 1;
+    return 0;
+}
+
 static void create_pod(struct decider *d)
 {
     struct workspace_status *st = d->st;
     int resuming = resume_in_progress(st);
     int from_checkpoint = st->pauses > 0;
     char *name = NULL;
+    if (crashed_snapshot_remains(d)) {
+        st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
+        condition(d, COND_READY, COND_FALSE, "PodTerminating",
+                  "waiting for snapshot %s to be removed, so that the new pod starts from files",
+                  st->snapshot.name ? st->snapshot.name : st->snapshot.attempt);
+        requeue_at(d, d->now + 2000);
+        return;
+    }
     /* A retry gets a new name: the failed pod was seen, so a cache that no
      * longer shows it is not merely behind. */
     int is_new = !st->pod_name || d->retry;

@@ -108,8 +108,7 @@ static void simulator_start(void)
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
         execl(SNAPSHOT_SIMULATOR_BIN, SNAPSHOT_SIMULATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--namespace", ns, "--checkpoint-delay", "3s", "--implicit-restore", "false",
-              "--log-level", "debug", (char *)NULL);
+              "--namespace", ns, "--checkpoint-delay", "3s", "--log-level", "debug", (char *)NULL);
         _exit(127);
     }
 }
