@@ -53,6 +53,7 @@ struct reconciler {
     struct gke_snapshots *gke;
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
+    struct strmap noticed;    /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
     unsigned in_flight;
     struct job *jobs; /* in flight */
     int closing;
@@ -70,6 +71,7 @@ struct job {
     char *pod_uids[DECIDE_MAX_ACTIONS]; /* delete preconditions */
     size_t next;
     int finalizer_add;        /* for the finalizer get -> patch step */
+    uint64_t noticed_us;      /* when the change that led to this reconcile arrived, 0: unknown */
     struct kube_request *req; /* the call in flight, cancelled on close */
     struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
     struct gke_delete *gdel;  /* a snapshot being deleted, cancelled on close */
@@ -121,12 +123,41 @@ static const struct informer_codec pvc_codec = {workspace_pvc_decode, workspace_
 
 /* ---- keys ---------------------------------------------------------------- */
 
+/* The controller's own latency per transition is measured from the first
+ * change that queued a key since its last reconcile began to the request
+ * that acts on it (docs/benchmarks.md). */
+static void notice(struct reconciler *r, const char *key)
+{
+    if (strmap_get(&r->noticed, key))
+        return;
+    uint64_t *t = malloc(sizeof(*t));
+    if (!t)
+        return;
+    *t = uv_hrtime() / 1000;
+    if (strmap_put(&r->noticed, key, t, NULL) < 0)
+        free(t);
+}
+
+static uint64_t take_notice(struct reconciler *r, const char *key)
+{
+    uint64_t *t = strmap_remove(&r->noticed, key);
+    uint64_t v = t ? *t : 0;
+    free(t);
+    return v;
+}
+
+static void queue_key(struct reconciler *r, const char *key)
+{
+    notice(r, key);
+    workqueue_driver_add(r->queue, key);
+}
+
 static void enqueue(struct reconciler *r, const char *ns, const char *name)
 {
     char *key = NULL;
     if (asprintf(&key, "%s/%s", ns, name) < 0)
         return;
-    workqueue_driver_add(r->queue, key);
+    queue_key(r, key);
     free(key);
 }
 
@@ -134,7 +165,7 @@ static void on_activity(void *data, const char *key)
 {
     struct reconciler *r = data;
     if (!r->closing)
-        workqueue_driver_add(r->queue, key);
+        queue_key(r, key);
 }
 
 static void on_ws_add(void *data, const struct cache_entry *e)
@@ -214,7 +245,7 @@ static void on_pod_add(void *data, const struct cache_entry *e)
         if (set->n < set->cap && (set->keys[set->n] = strdup(e->key)))
             set->n++;
     }
-    workqueue_driver_add(r->queue, wk);
+    queue_key(r, wk);
     free(wk);
 }
 
@@ -243,7 +274,7 @@ static void on_pod_delete(void *data, const struct cache_entry *e)
         free(set->keys);
         free(set);
     }
-    workqueue_driver_add(r->queue, wk);
+    queue_key(r, wk);
     free(wk);
 }
 
@@ -569,6 +600,30 @@ static struct kube_request *auto_pause(struct job *j, const struct action *a)
     return req;
 }
 
+static int has_event(const struct job *j, const char *reason)
+{
+    for (size_t i = 0; i < j->out.n_actions; i++)
+        if (j->out.actions[i].type == ACTION_EVENT && strcmp(j->out.actions[i].reason, reason) == 0)
+            return 1;
+    return 0;
+}
+
+/* Logs the controller's own latency for the transitions the snapshot
+ * benchmark follows: a Ready snapshot to the pod's delete, a resume request
+ * to the new pod's create. */
+static void transition_latency(const struct job *j, const struct action *a)
+{
+    const char *step = NULL;
+    if (a->type == ACTION_DELETE_POD && has_event(j, "SnapshotReady"))
+        step = "snapshot-ready-to-delete";
+    else if (a->type == ACTION_CREATE_POD && has_event(j, "Resuming"))
+        step = "resume-to-create";
+    if (!step || !j->noticed_us)
+        return;
+    log_info("transition", "workspace", j->key, "step", step, "latency_us",
+             LOG_INT((int64_t)(uv_hrtime() / 1000 - j->noticed_us)));
+}
+
 static void run_next(struct job *j)
 {
     struct reconciler *r = j->r;
@@ -586,6 +641,7 @@ static void run_next(struct job *j)
     const struct action *a = &j->out.actions[j->next];
     struct kube_request *req = NULL;
     failpoint_before(r, a->type);
+    transition_latency(j, a);
     struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
     switch (a->type) {
     case ACTION_EVENT:
@@ -668,6 +724,7 @@ static void reconcile(struct reconciler *r, const char *key)
         return;
     }
     j->r = r;
+    j->noticed_us = take_notice(r, key);
     j->next_job = r->jobs;
     if (r->jobs)
         r->jobs->prev = j;
@@ -825,6 +882,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     if (o->failpoint && o->failpoint[0])
         r->failpoint = strdup(o->failpoint);
     strmap_init(&r->pods_by_ws);
+    strmap_init(&r->noticed);
     int e = r->identity ? 0 : -ENOMEM;
     if (e == 0)
         e = workqueue_driver_new(loop, NULL, pull, r, &r->queue);
@@ -912,6 +970,9 @@ void reconciler_close(struct reconciler *r)
         free(set);
     }
     strmap_free(&r->pods_by_ws);
+    for (size_t it = 0; strmap_next(&r->noticed, &it, NULL, &v);)
+        free(v);
+    strmap_free(&r->noticed);
     while (r->jobs) {
         struct job *j = r->jobs;
         kube_request_cancel(j->req); /* no callback follows */
