@@ -201,6 +201,11 @@ static void test_checkpoint_failed(void **state)
     assert_non_null(strstr(str_at(ws, "status.snapshot.message"), "failed"));
     cJSON_Delete(ws);
     assert_int_equal(live_pods("keep"), 1); /* nothing lost: the session still runs */
+    assert_int_equal(all_pods("keep"), 1);
+    char *phase = NULL;
+    harness_kubectl(&phase, "-n %s get pvc keep-home -o jsonpath={.status.phase}", ns);
+    assert_string_equal(phase, "Bound");
+    free(phase);
     char *reasons = event_reasons("keep");
     assert_non_null(strstr(reasons, "SnapshotFailed,"));
     free(reasons);
@@ -210,6 +215,10 @@ static void test_checkpoint_failed(void **state)
     assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Failed");
     cJSON_Delete(ws);
     assert_int_equal(all_pods("drop"), 0);
+    phase = NULL;
+    harness_kubectl(&phase, "-n %s get pvc drop-home -o jsonpath={.status.phase}", ns);
+    assert_string_equal(phase, "Bound"); /* the files stay for the resume */
+    free(phase);
 }
 
 static void test_cold_start_and_crash_loop(void **state)
