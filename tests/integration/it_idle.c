@@ -187,13 +187,6 @@ static void fake_put(const char *path, const char *body)
 
 /* ---- reading back ------------------------------------------------------------ */
 
-static cJSON *ws_json(const char *name)
-{
-    char what[300];
-    snprintf(what, sizeof(what), "workspace %s", name);
-    return get_json(what);
-}
-
 static int64_t time_at(const cJSON *o, const char *path)
 {
     const char *s = str_at(o, path);
@@ -217,44 +210,6 @@ static int64_t annotation_time(const cJSON *ws, const char *key)
     int64_t ms = 0;
     const char *s = annotation(ws, key);
     return s && timefmt_parse_rfc3339(s, &ms) == 0 ? ms : 0;
-}
-
-static const char *cond_field(const cJSON *ws, const char *type, const char *field)
-{
-    const cJSON *c = condition(ws, type);
-    const cJSON *f = c ? cJSON_GetObjectItemCaseSensitive(c, field) : NULL;
-    return cJSON_IsString(f) ? f->valuestring : "";
-}
-
-/* Waits until condition type has reason; returns the workspace (caller frees). */
-static cJSON *wait_reason(const char *name, const char *type, const char *reason,
-                          uint64_t timeout_ms)
-{
-    uint64_t end = harness_now_ms() + timeout_ms;
-    char seen[128] = "";
-    while (harness_now_ms() < end) {
-        cJSON *ws = ws_json(name);
-        if (ws && strcmp(cond_field(ws, type, "reason"), reason) == 0)
-            return ws;
-        snprintf(seen, sizeof(seen), "%s", ws ? cond_field(ws, type, "reason") : "(none)");
-        cJSON_Delete(ws);
-        usleep(250 * 1000);
-    }
-    fail_msg("workspace %s: %s reason %s, wanted %s", name, type, seen, reason);
-    return NULL;
-}
-
-/* The reasons of the workspace's events, oldest first (eventTime has
- * microseconds; creation times only seconds), joined with ','. */
-static char *event_reasons(const char *name)
-{
-    char *out = NULL;
-    harness_kubectl(&out,
-                    "-n %s get events --field-selector involvedObject.name=%s,"
-                    "involvedObject.kind=Workspace --sort-by=.eventTime "
-                    "-o jsonpath='{range .items[*]}{.reason},{end}'",
-                    ns, name);
-    return out ? out : strdup("");
 }
 
 static void assert_not_paused(const char *name)

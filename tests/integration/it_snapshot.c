@@ -35,48 +35,6 @@ static pid_t simulator;
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static cJSON *ws_json(const char *name)
-{
-    char what[300];
-    snprintf(what, sizeof(what), "workspace %s", name);
-    return get_json(what);
-}
-
-static const char *cond_field(const cJSON *ws, const char *type, const char *field)
-{
-    const cJSON *c = condition(ws, type);
-    const cJSON *f = c ? cJSON_GetObjectItemCaseSensitive(c, field) : NULL;
-    return cJSON_IsString(f) ? f->valuestring : "";
-}
-
-static cJSON *wait_reason(const char *name, const char *type, const char *reason,
-                          uint64_t timeout_ms)
-{
-    uint64_t end = harness_now_ms() + timeout_ms;
-    char seen[128] = "";
-    while (harness_now_ms() < end) {
-        cJSON *ws = ws_json(name);
-        if (ws && strcmp(cond_field(ws, type, "reason"), reason) == 0)
-            return ws;
-        snprintf(seen, sizeof(seen), "%s", ws ? cond_field(ws, type, "reason") : "(none)");
-        cJSON_Delete(ws);
-        usleep(200 * 1000);
-    }
-    fail_msg("workspace %s: %s reason %s, wanted %s", name, type, seen, reason);
-    return NULL;
-}
-
-static char *event_reasons(const char *name)
-{
-    char *out = NULL;
-    harness_kubectl(&out,
-                    "-n %s get events --field-selector involvedObject.name=%s,"
-                    "involvedObject.kind=Workspace --sort-by=.eventTime "
-                    "-o jsonpath='{range .items[*]}{.reason},{end}'",
-                    ns, name);
-    return out ? out : strdup("");
-}
-
 static int count_objects(const char *what, const char *selector)
 {
     char *out = NULL;

@@ -34,16 +34,12 @@ void controller_start(const char *failpoint)
 {
     char log[600];
     snprintf(log, sizeof(log), "%s/controller-%d.log", tmpdir, controller_runs++);
-    const char *argv[32] = {HIBERNATOR_BIN,
-                            "--kubeconfig",
-                            kubeconfig,
-                            "--leader-elect-retry-period=500ms",
-                            "--leader-elect-renew-deadline=1s",
-                            "--leader-elect-lease-duration=2s",
-                            "--leader-election-namespace=hibernator-system",
-                            "--log-level=debug",
-                            "--health-probe-bind-address=0"};
-    size_t n = 9;
+    /* One controller at a time here (it_leader tests the election): without
+     * it, a loaded machine cannot make a test's controller give up leading. */
+    const char *argv[32] = {HIBERNATOR_BIN,      "--kubeconfig",
+                            kubeconfig,          "--leader-elect=false",
+                            "--log-level=debug", "--health-probe-bind-address=0"};
+    size_t n = 6;
     for (size_t i = 0; controller_args && controller_args[i] && n < 31; i++)
         argv[n++] = controller_args[i];
     argv[n] = NULL;
@@ -266,4 +262,45 @@ void it_show_logs(void)
         (void)system(cmd);
     free(kubeconfig);
     kubeconfig = NULL;
+}
+
+cJSON *ws_json(const char *name)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "workspace %s", name);
+    return get_json(what);
+}
+
+const char *cond_field(const cJSON *ws, const char *type, const char *field)
+{
+    const cJSON *c = condition(ws, type);
+    const cJSON *f = c ? cJSON_GetObjectItemCaseSensitive(c, field) : NULL;
+    return cJSON_IsString(f) ? f->valuestring : "";
+}
+
+cJSON *wait_reason(const char *name, const char *type, const char *reason, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    char seen[128] = "";
+    while (harness_now_ms() < end) {
+        cJSON *ws = ws_json(name);
+        if (ws && strcmp(cond_field(ws, type, "reason"), reason) == 0)
+            return ws;
+        snprintf(seen, sizeof(seen), "%s", ws ? cond_field(ws, type, "reason") : "(none)");
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    fail_msg("workspace %s: %s reason %s, wanted %s", name, type, seen, reason);
+    return NULL;
+}
+
+char *event_reasons(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get events --field-selector involvedObject.name=%s,"
+                    "involvedObject.kind=Workspace --sort-by=.eventTime "
+                    "-o jsonpath='{range .items[*]}{.reason},{end}'",
+                    ns, name);
+    return out ? out : strdup("");
 }

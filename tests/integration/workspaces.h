@@ -43,4 +43,16 @@ void apply_ws(const char *name, const char *cls, int paused, const char *extra);
 void set_paused(const char *name, int paused);
 void delete_ws(const char *name);
 
+/* The workspace as JSON, or NULL. Caller frees. */
+cJSON *ws_json(const char *name);
+/* A field of a condition ("status", "reason", "message"); "" when absent. */
+const char *cond_field(const cJSON *ws, const char *type, const char *field);
+/* Waits until condition type has reason; returns the workspace (caller
+ * frees); fails the test on timeout. */
+cJSON *wait_reason(const char *name, const char *type, const char *reason, uint64_t timeout_ms);
+/* The reasons of the workspace's events, oldest first by eventTime
+ * (microseconds; creation times have only seconds), each followed by ','.
+ * Caller frees. */
+char *event_reasons(const char *name);
+
 #endif
