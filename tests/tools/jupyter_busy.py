@@ -47,7 +47,7 @@ def main():
     # reads), not on our own iopub subscription, which may join late. Under
     # load Jupyter Server 1.x sometimes never hears its kernels' status
     # (the kernel stays "starting"); the caller then starts a new server.
-    deadline = time.time() + 30
+    deadline = time.time() + 60
     state = None
     while time.time() < deadline:
         req = urllib.request.Request(
