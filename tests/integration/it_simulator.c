@@ -151,7 +151,7 @@ static void reasons_of(const char *name, char *out, size_t size)
 
 /* ---- reading the cluster ------------------------------------------------------ */
 
-static const char *cond_field(const cJSON *o, const char *type, const char *field)
+static const char *condition_field(const cJSON *o, const char *type, const char *field)
 {
     const cJSON *c = condition(o, type);
     return c ? str_at(c, field) : NULL;
@@ -159,7 +159,7 @@ static const char *cond_field(const cJSON *o, const char *type, const char *fiel
 
 static int cond_matches(const cJSON *o, const char *type, const char *status, const char *reason)
 {
-    const char *st = cond_field(o, type, "status"), *re = cond_field(o, type, "reason");
+    const char *st = condition_field(o, type, "status"), *re = condition_field(o, type, "reason");
     return st && strcmp(st, status) == 0 && (!reason || (re && strcmp(re, reason) == 0));
 }
 
@@ -174,8 +174,9 @@ static cJSON *wait_cond(const char *what, const char *type, const char *status, 
         if (o && cond_matches(o, type, status, reason))
             return o;
         if (o) {
-            const char *st = cond_field(o, type, "status"), *re = cond_field(o, type, "reason"),
-                       *me = cond_field(o, type, "message");
+            const char *st = condition_field(o, type, "status"),
+                       *re = condition_field(o, type, "reason"),
+                       *me = condition_field(o, type, "message");
             snprintf(seen, sizeof(seen), "%s/%s: %s", st ? st : "-", re ? re : "-", me ? me : "");
         }
         cJSON_Delete(o);
@@ -380,7 +381,7 @@ static void test_checkpoint(void **state)
     assert_non_null(strstr(str_at(snap, "status.storageStatus.gcs.observedGCSPath"),
                            "gs://" STORAGE_BUCKET "/"));
     /* The condition's time says when it became Ready. */
-    assert_non_null(cond_field(snap, "Ready", "lastTransitionTime"));
+    assert_non_null(condition_field(snap, "Ready", "lastTransitionTime"));
     cJSON_Delete(snap);
 
     /* Ready=False/AwaitingCheckpoint first, then Ready. */
@@ -402,15 +403,15 @@ static void test_trigger_failures(void **state)
     make_trigger("t-nopod", "no-such-pod");
     cJSON *tr =
         wait_cond("podsnapshotmanualtrigger t-nopod", "Triggered", "False", "Failed", 30000);
-    assert_non_null(strstr(cond_field(tr, "Triggered", "message"), "no-such-pod"));
+    assert_non_null(strstr(condition_field(tr, "Triggered", "message"), "no-such-pod"));
     assert_null(str_at(tr, "status.snapshotCreated.name"));
     cJSON_Delete(tr);
 
     make_pod("lonely", "app: other", NULL, "it.invalid/lonely:1");
     make_trigger("t-nopolicy", "lonely");
     tr = wait_cond("podsnapshotmanualtrigger t-nopolicy", "Triggered", "False", "Failed", 30000);
-    print_message("no policy: %s\n", cond_field(tr, "Triggered", "message"));
-    assert_non_null(strstr(cond_field(tr, "Triggered", "message"), "PodSnapshotPolicy"));
+    print_message("no policy: %s\n", condition_field(tr, "Triggered", "message"));
+    assert_non_null(strstr(condition_field(tr, "Triggered", "message"), "PodSnapshotPolicy"));
     cJSON_Delete(tr);
 
     char *out = NULL;
@@ -429,7 +430,7 @@ static void check_failed(const char *pod, const char *trigger)
     snprintf(what, sizeof(what), "podsnapshot %s", name);
     cJSON *snap = wait_cond(what, "Checkpoint", "False", "Failed", 30000);
     assert_true(cond_matches(snap, "Ready", "False", NULL));
-    assert_non_null(strstr(cond_field(snap, "Checkpoint", "message"), "failed"));
+    assert_non_null(strstr(condition_field(snap, "Checkpoint", "message"), "failed"));
     cJSON_Delete(snap);
     snprintf(what, sizeof(what), "podsnapshotmanualtrigger %s", trigger);
     cJSON_Delete(wait_cond(what, "Triggered", "False", "Failed", 10000));
@@ -495,7 +496,7 @@ static void test_restore(void **state)
     snprintf(ann, sizeof(ann), "podsnapshot.gke.io/ps-name: %s", name);
     make_pod("rs-dst", "app: nb", ann, "it.invalid/restore:1");
     cJSON *pod = wait_cond("pod rs-dst", "PodRestored", "True", NULL, 30000);
-    assert_non_null(strstr(cond_field(pod, "PodRestored", "message"), name));
+    assert_non_null(strstr(condition_field(pod, "PodRestored", "message"), name));
     cJSON_Delete(pod);
     wait_event("rs-dst", "Normal", "Successfully restored the pod from PodSnapshot", 10000);
     snprintf(what, sizeof(what), "podsnapshot %s", name);
@@ -556,7 +557,7 @@ static void test_implicit_restore(void **state)
     ready_snapshot("im-src", "app: nb", NULL, "it.invalid/implicit:1", name);
     make_pod("im-new", "app: nb", NULL, "it.invalid/implicit:1");
     cJSON *pod = wait_cond("pod im-new", "PodRestored", "True", NULL, 30000);
-    assert_non_null(strstr(cond_field(pod, "PodRestored", "message"), name));
+    assert_non_null(strstr(condition_field(pod, "PodRestored", "message"), name));
     cJSON_Delete(pod);
     /* Another spec: a fresh start, and nothing to say about it. */
     make_pod("im-other", "app: nb", NULL, "it.invalid/implicit:2");
