@@ -130,4 +130,11 @@ struct kube_request *kube_watch(struct kube_client *c, const struct kube_resourc
 
 void kube_request_cancel(struct kube_request *req);
 
+/* Reading an answer: the API server's words for an API error, else
+ * libcurl's, else the errno's (never NULL; valid while resp is). */
+const char *kube_response_error_text(const struct kube_response *resp);
+/* The API server answered 404, or 409 AlreadyExists. */
+int kube_response_not_found(const struct kube_response *resp);
+int kube_response_already_exists(const struct kube_response *resp);
+
 #endif

@@ -29,6 +29,9 @@ int timefmt_parse_rfc3339(const char *s, int64_t *ret_unix_ms);
  * for a year outside 0000..9999. */
 int timefmt_format_rfc3339(int64_t unix_ms, char *out, size_t size);
 
+/* The same for messages: always writes a string, "?" for a year out of range. */
+void timefmt_rfc3339_text(int64_t unix_ms, char out[TIMEFMT_RFC3339_SIZE]);
+
 /* Writes "2026-01-02T03:04:05.123000Z" (MicroTime). Same results as above. */
 int timefmt_format_rfc3339_micro(int64_t unix_ms, char *out, size_t size);
 

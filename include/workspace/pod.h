@@ -93,6 +93,14 @@ cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct work
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
                            const char *pod_name, int from_checkpoint);
 
+/* The name of the workspace's Jupyter token Secret: the class's
+ * tokenSecretRef name with {namespace}, {workspace} and {port} filled in. The
+ * probe reads the token from it and the pod gets it as JUPYTER_TOKEN, so both
+ * use this. Returns 0 with *ret_name (caller frees), -ENOENT when the class
+ * names no token (or is not Jupyter), -EINVAL for a bad template, -ENOMEM. */
+int workspace_token_secret_name(const struct workspace *ws, const struct workspace_class *c,
+                                char **ret_name);
+
 /* A hash (64 hex digits) of what a restored pod must match of the pod the
  * snapshot came from: image, port, resources, runtime class, accelerator,
  * home mount and claim. Writes a NUL-terminated string into out; returns 0

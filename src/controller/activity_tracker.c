@@ -369,8 +369,9 @@ void activity_tracker_update(struct activity_tracker *t, const char *key,
             fail_round(rec, "probe", msg);
         goto out;
     }
-    if (a->application == ACTIVITY_APP_JUPYTER && a->token_secret_name) {
-        if (url_template_expand(a->token_secret_name, &vars, &secret_name, NULL) < 0) {
+    r = workspace_token_secret_name(ws, cls, &secret_name);
+    if (r != -ENOENT) {
+        if (r < 0) {
             prober_remove(t->prober, key);
             goto out;
         }

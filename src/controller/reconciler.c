@@ -362,13 +362,6 @@ static void set_rv_from(struct job *j, const cJSON *obj)
     }
 }
 
-static const char *resp_error(const struct kube_response *resp)
-{
-    if (resp->status == -EIO && resp->error.message)
-        return resp->error.message;
-    return resp->transport_error ? resp->transport_error : log_errno_str(resp->status);
-}
-
 static void run_next(struct job *j);
 
 /* Crash tests: die right after an action of the named type succeeded, before
@@ -398,7 +391,7 @@ static void on_status_written(void *data, struct kube_response *resp)
     if (resp->status < 0) {
         if (!(resp->status == -EIO && resp->http_code == 409))
             log_warn("status write failed", "workspace", j->key, "code", LOG_INT(resp->http_code),
-                     "error", resp_error(resp));
+                     "error", kube_response_error_text(resp));
         job_finish(j, 1);
         return;
     }
@@ -430,6 +423,23 @@ static void write_status(struct job *j)
         job_finish(j, 1);
 }
 
+/* The current action succeeded: the crash tests' failpoint, then the next. */
+static void next_action(struct job *j)
+{
+    failpoint(j->r, j->out.actions[j->next].type);
+    j->r->stats.actions++;
+    j->next++;
+    run_next(j);
+}
+
+static void action_succeeded(struct job *j)
+{
+    const struct action *a = &j->out.actions[j->next];
+    log_info("action done", "workspace", j->key, "action", action_type_name(a->type), "name",
+             a->name);
+    next_action(j);
+}
+
 /* An action's outcome: tolerated answers count as done. */
 static void on_action_done(void *data, struct kube_response *resp)
 {
@@ -439,26 +449,21 @@ static void on_action_done(void *data, struct kube_response *resp)
     int ok = resp->status == 0;
     if (!ok && resp->status == -EIO) {
         if ((a->type == ACTION_CREATE_POD || a->type == ACTION_CREATE_PVC) &&
-            resp->http_code == 409 && resp->error.reason &&
-            strcmp(resp->error.reason, "AlreadyExists") == 0)
+            kube_response_already_exists(resp))
             ok = 1;
         if ((a->type == ACTION_DELETE_POD || a->type == ACTION_DELETE_PVC ||
              a->type == ACTION_RELEASE_PVC) &&
-            resp->http_code == 404)
+            kube_response_not_found(resp))
             ok = 1;
     }
     if (!ok) {
         log_warn("action failed", "workspace", j->key, "action", action_type_name(a->type), "name",
-                 a->name, "code", LOG_INT(resp->http_code), "error", resp_error(resp));
+                 a->name, "code", LOG_INT(resp->http_code), "error",
+                 kube_response_error_text(resp));
         job_finish(j, 1);
         return;
     }
-    log_info("action done", "workspace", j->key, "action", action_type_name(a->type), "name",
-             a->name);
-    failpoint(j->r, a->type);
-    j->r->stats.actions++;
-    j->next++;
-    run_next(j);
+    action_succeeded(j);
 }
 
 static void on_finalizer_patched(void *data, struct kube_response *resp)
@@ -468,16 +473,13 @@ static void on_finalizer_patched(void *data, struct kube_response *resp)
     if (resp->status < 0) {
         if (!(resp->status == -EIO && (resp->http_code == 409 || resp->http_code == 404)))
             log_warn("finalizer update failed", "workspace", j->key, "code",
-                     LOG_INT(resp->http_code), "error", resp_error(resp));
+                     LOG_INT(resp->http_code), "error", kube_response_error_text(resp));
         /* 404: the Workspace is gone already, nothing left to do. */
-        job_finish(j, !(resp->status == -EIO && resp->http_code == 404));
+        job_finish(j, !kube_response_not_found(resp));
         return;
     }
     set_rv_from(j, resp->body);
-    failpoint(j->r, j->out.actions[j->next].type);
-    j->r->stats.actions++;
-    j->next++;
-    run_next(j);
+    next_action(j);
 }
 
 /* Finalizers are a list others may add to: change ours only, on the object as
@@ -487,7 +489,7 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
     struct job *j = data;
     j->req = NULL;
     if (resp->status < 0) {
-        job_finish(j, !(resp->status == -EIO && resp->http_code == 404));
+        job_finish(j, !kube_response_not_found(resp));
         return;
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(resp->body, "metadata");
@@ -531,7 +533,8 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
         job_finish(j, 1);
 }
 
-static void on_snapshot_begun(void *data, int status, const char *error)
+/* A snapshot backend's call (begin or delete) is over. */
+static void on_backend_done(void *data, int status, const char *error)
 {
     struct job *j = data;
     j->begin = NULL;
@@ -543,12 +546,7 @@ static void on_snapshot_begun(void *data, int status, const char *error)
         job_finish(j, 1);
         return;
     }
-    log_info("action done", "workspace", j->key, "action", action_type_name(a->type), "name",
-             a->name);
-    failpoint(j->r, a->type);
-    j->r->stats.actions++;
-    j->next++;
-    run_next(j);
+    action_succeeded(j);
 }
 
 static void on_auto_paused(void *data, struct kube_response *resp)
@@ -560,18 +558,15 @@ static void on_auto_paused(void *data, struct kube_response *resp)
          * wins); decide again on what it is now. */
         if (!(resp->status == -EIO && resp->http_code == 409))
             log_warn("automatic pause failed", "workspace", j->key, "code",
-                     LOG_INT(resp->http_code), "error", resp_error(resp));
-        job_finish(j, !(resp->status == -EIO && resp->http_code == 404));
+                     LOG_INT(resp->http_code), "error", kube_response_error_text(resp));
+        job_finish(j, !kube_response_not_found(resp));
         return;
     }
     set_rv_from(j, resp->body);
     log_info("paused an idle workspace", "workspace", j->key, "reason",
              j->out.actions[j->next].message);
-    failpoint(j->r, ACTION_AUTO_PAUSE);
-    j->r->stats.actions++;
     j->r->stats.auto_pauses++;
-    j->next++;
-    run_next(j);
+    next_action(j);
 }
 
 /* spec.paused and the annotations that say why, in one write that only
@@ -684,7 +679,7 @@ static void run_next(struct job *j)
         req = auto_pause(j, a);
         break;
     case ACTION_SNAPSHOT_BEGIN:
-        j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_snapshot_begun, j);
+        j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j);
         if (!j->begin) {
             log_warn("cannot start a request", "workspace", j->key, "action",
                      action_type_name(a->type));
@@ -694,7 +689,7 @@ static void run_next(struct job *j)
     case ACTION_SNAPSHOT_DELETE:
         /* The workspace's caches may be gone with it (deleting): the backend
          * looks the trigger up itself. */
-        j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_snapshot_begun, j);
+        j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j);
         if (!j->gdel) {
             log_warn("cannot start a request", "workspace", j->key, "action",
                      action_type_name(a->type));

@@ -800,3 +800,21 @@ struct kube_request *kube_watch(struct kube_client *c, const struct kube_resourc
     buf_init(&r->response, ERROR_BODY_MAX);
     return submit(r);
 }
+
+const char *kube_response_error_text(const struct kube_response *resp)
+{
+    if (resp->status == -EIO && resp->error.message)
+        return resp->error.message;
+    return resp->transport_error ? resp->transport_error : log_errno_str(resp->status);
+}
+
+int kube_response_not_found(const struct kube_response *resp)
+{
+    return resp->status == -EIO && resp->http_code == 404;
+}
+
+int kube_response_already_exists(const struct kube_response *resp)
+{
+    return resp->status == -EIO && resp->http_code == 409 && resp->error.reason &&
+           strcmp(resp->error.reason, "AlreadyExists") == 0;
+}

@@ -367,25 +367,12 @@ static void begin_finish(struct gke_begin *b, int status, const char *error)
     free(b);
 }
 
-static int already_exists(const struct kube_response *resp)
-{
-    return resp->status == -EIO && resp->http_code == 409 && resp->error.reason &&
-           strcmp(resp->error.reason, "AlreadyExists") == 0;
-}
-
-static const char *resp_words(const struct kube_response *resp)
-{
-    if (resp->status == -EIO && resp->error.message)
-        return resp->error.message;
-    return resp->transport_error ? resp->transport_error : log_errno_str(resp->status);
-}
-
 static void on_trigger_created(void *data, struct kube_response *resp)
 {
     struct gke_begin *b = data;
     b->req = NULL;
-    if (resp->status < 0 && !already_exists(resp)) {
-        begin_finish(b, resp->status, resp_words(resp));
+    if (resp->status < 0 && !kube_response_already_exists(resp)) {
+        begin_finish(b, resp->status, kube_response_error_text(resp));
         return;
     }
     begin_finish(b, 0, NULL);
@@ -395,8 +382,8 @@ static void on_policy_created(void *data, struct kube_response *resp)
 {
     struct gke_begin *b = data;
     b->req = NULL;
-    if (resp->status < 0 && !already_exists(resp)) {
-        begin_finish(b, resp->status, resp_words(resp));
+    if (resp->status < 0 && !kube_response_already_exists(resp)) {
+        begin_finish(b, resp->status, kube_response_error_text(resp));
         return;
     }
     b->req = kube_create(b->g->client, &triggers, b->ns, b->trigger, on_trigger_created, b);
@@ -485,8 +472,8 @@ static void on_trigger_deleted(void *data, struct kube_response *resp)
 {
     struct gke_delete *x = data;
     x->req = NULL;
-    if (resp->status < 0 && !(resp->status == -EIO && resp->http_code == 404)) {
-        delete_finish(x, resp->status, resp_words(resp));
+    if (resp->status < 0 && !kube_response_not_found(resp)) {
+        delete_finish(x, resp->status, kube_response_error_text(resp));
         return;
     }
     delete_finish(x, 0, NULL);
@@ -496,8 +483,8 @@ static void on_snapshot_deleted(void *data, struct kube_response *resp)
 {
     struct gke_delete *x = data;
     x->req = NULL;
-    if (resp->status < 0 && !(resp->status == -EIO && resp->http_code == 404)) {
-        delete_finish(x, resp->status, resp_words(resp));
+    if (resp->status < 0 && !kube_response_not_found(resp)) {
+        delete_finish(x, resp->status, kube_response_error_text(resp));
         return;
     }
     struct kube_delete_options o = {.grace_period_seconds = -1, .propagation_policy = "Background"};

@@ -157,3 +157,9 @@ int timefmt_format_rfc3339_micro(int64_t unix_ms, char *out, size_t size)
 {
     return format(unix_ms, true, out, size);
 }
+
+void timefmt_rfc3339_text(int64_t unix_ms, char out[TIMEFMT_RFC3339_SIZE])
+{
+    if (timefmt_format_rfc3339(unix_ms, out, TIMEFMT_RFC3339_SIZE) < 0)
+        snprintf(out, TIMEFMT_RFC3339_SIZE, "?");
+}

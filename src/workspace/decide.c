@@ -838,12 +838,6 @@ static void requeue_at(struct decider *d, int64_t at_ms)
         d->out->requeue_after_ms = after;
 }
 
-static void time_text(int64_t ms, char out[TIMEFMT_RFC3339_SIZE])
-{
-    if (timefmt_format_rfc3339(ms, out, TIMEFMT_RFC3339_SIZE) < 0)
-        strcpy(out, "?");
-}
-
 /* Entering Running counts as activity and forgets what came before. */
 static void reset_activity(struct decider *d)
 {
@@ -914,8 +908,8 @@ static void auto_pause(struct decider *d, const struct idle_policy *pol,
 {
     const struct activity_observation *obs = d->in->activity;
     char since[TIMEFMT_RFC3339_SIZE], probed[TIMEFMT_RFC3339_SIZE], idle_for[32], after[32];
-    time_text(v->last_activity_ms, since);
-    time_text(obs->probed_at_ms, probed);
+    timefmt_rfc3339_text(v->last_activity_ms, since);
+    timefmt_rfc3339_text(obs->probed_at_ms, probed);
     format_duration(d->now - v->last_activity_ms, idle_for, sizeof(idle_for));
     format_duration(pol->after_ms, after, sizeof(after));
     char gpu[96] = "";
@@ -1015,7 +1009,7 @@ static void decide_idle(struct decider *d)
     condition(d, COND_IDLE, cs, v.reason, "%s", v.message);
     if (v.cancelled) {
         char at[TIMEFMT_RFC3339_SIZE];
-        time_text(d->old->activity.pause_at_ms, at);
+        timefmt_rfc3339_text(d->old->activity.pause_at_ms, at);
         event(d, "Normal", "IdleCancelled", "the pause announced for %s is cancelled: %s", at,
               v.state == IDLE_STATE_PAUSE_SCHEDULED ? "there was activity since" : v.message);
     }

@@ -13,12 +13,6 @@
  * the status is not rewritten on every round. */
 #define IDLE_SINCE_AFTER_MS (60 * 1000)
 
-static void fmt_time(int64_t ms, char out[TIMEFMT_RFC3339_SIZE])
-{
-    if (timefmt_format_rfc3339(ms, out, TIMEFMT_RFC3339_SIZE) < 0)
-        snprintf(out, TIMEFMT_RFC3339_SIZE, "?");
-}
-
 static void fmt_duration(int64_t ms, char out[32])
 {
     if (duration_format_ms(ms < 0 ? 0 : ms, out, 32) < 0)
@@ -220,12 +214,12 @@ void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
              * changes before then. */
             out->reason = "KeepAlive";
             out->recheck_at_ms = in->keep_alive_until_ms;
-            fmt_time(in->keep_alive_until_ms, t1);
+            timefmt_rfc3339_text(in->keep_alive_until_ms, t1);
             snprintf(out->message, sizeof(out->message),
                      "kept alive until %s (spec.keepAliveUntil)", t1);
         } else if (in->running_since_ms + p->min_running_ms > last.ms + p->after_ms) {
             out->reason = "MinRunning";
-            fmt_time(in->running_since_ms + p->min_running_ms, t1);
+            timefmt_rfc3339_text(in->running_since_ms + p->min_running_ms, t1);
             snprintf(out->message, sizeof(out->message), "recently started; not paused before %s",
                      t1);
         } else {
@@ -236,7 +230,7 @@ void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
         return;
     }
 
-    fmt_time(last.ms, t1);
+    timefmt_rfc3339_text(last.ms, t1);
     if (!p->auto_pause) {
         out->state = IDLE_STATE_IDLE;
         out->reason = "AutoPauseDisabled";
@@ -274,7 +268,7 @@ void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
         }
         out->pause_at_ms = pause_at;
         out->recheck_at_ms = pause_at - p->warn_before_ms;
-        fmt_time(pause_at, t2);
+        timefmt_rfc3339_text(pause_at, t2);
         snprintf(out->message, sizeof(out->message),
                  "no activity since %s (%s); pausing at %s, when the next pause window opens", t1,
                  last.source, t2);
@@ -288,7 +282,7 @@ void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
     out->cancelled = !announced && in->announced;
     out->pause_at_ms = pause_at;
     out->idle_since_ms = announced ? in->announced_idle_since_ms : last.ms;
-    fmt_time(pause_at, t2);
+    timefmt_rfc3339_text(pause_at, t2);
     snprintf(out->message, sizeof(out->message),
              "no activity since %s (%s); pausing at %s unless there is activity", t1, last.source,
              t2);

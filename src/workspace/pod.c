@@ -273,20 +273,26 @@ static void add_env(struct writer *w, cJSON *env, const char *name, const char *
     add_str(w, e, "value", value);
 }
 
+int workspace_token_secret_name(const struct workspace *ws, const struct workspace_class *c,
+                                char **ret_name)
+{
+    if (c->activity.application != ACTIVITY_APP_JUPYTER || !c->activity.token_secret_name)
+        return -ENOENT;
+    struct template_vars vars = {.ns = ws->ns, .workspace = ws->name, .port = c->port};
+    return url_template_expand(c->activity.token_secret_name, &vars, ret_name, NULL);
+}
+
 /* The Jupyter token the controller probes with is the one the server runs
  * with: JUPYTER_TOKEN (read by Jupyter's images) from the same Secret, unless
  * the workspace sets the variable itself. */
 static void add_token_env(struct writer *w, cJSON *env, const struct workspace *ws,
                           const struct workspace_class *c)
 {
-    if (c->activity.application != ACTIVITY_APP_JUPYTER || !c->activity.token_secret_name)
-        return;
     for (size_t i = 0; i < ws->n_env; i++)
         if (strcmp(ws->env[i].name, TOKEN_ENV) == 0)
             return;
-    struct template_vars vars = {.ns = ws->ns, .workspace = ws->name, .port = c->port};
     char *name = NULL;
-    int r = url_template_expand(c->activity.token_secret_name, &vars, &name, NULL);
+    int r = workspace_token_secret_name(ws, c, &name);
     if (r == -ENOMEM)
         w->oom = 1;
     if (r < 0)
