@@ -781,8 +781,10 @@ static void test_free_while_plugin_runs(void **state)
 {
     struct fx *fx = *state;
     struct exec_fixture e;
-    struct kube_credentials *c = exec_credentials(
-        fx, &e, "#!/bin/sh\nsleep 30 &\necho $! > \"$PLUGIN_DIR/sleep.pid\"\nwait\necho '{}'\n");
+    struct kube_credentials *c =
+        exec_credentials(fx, &e,
+                         "#!/bin/sh\nsleep 30 &\necho $! > \"$PLUGIN_DIR/sleep.tmp\"\nmv "
+                         "\"$PLUGIN_DIR/sleep.tmp\" \"$PLUGIN_DIR/sleep.pid\"\nwait\necho '{}'\n");
     struct result r[2] = {{0}};
     kube_credentials_get(c, record, &r[0]);
     kube_credentials_get(c, record, &r[1]);
