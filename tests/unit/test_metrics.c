@@ -1,0 +1,318 @@
+/* The metrics registry: the exact exposition text of each type, escaping,
+ * ordering, the series limit, and gauges replaced wholesale. */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "metrics/registry.h"
+
+#define DROPPED_HEAD                                                                               \
+    "# HELP hibernator_metrics_series_dropped_total Series not recorded because their family "     \
+    "already had the most allowed.\n"                                                              \
+    "# TYPE hibernator_metrics_series_dropped_total counter\n"
+
+static char *render(struct metrics_registry *r)
+{
+    struct buf b;
+    buf_init(&b, 64 * 1024 * 1024);
+    assert_int_equal(metrics_registry_render(r, &b), 0);
+    char *text = buf_steal(&b);
+    assert_non_null(text);
+    return text;
+}
+
+static struct metrics_registry *registry(size_t max_series)
+{
+    struct metrics_registry *r = NULL;
+    assert_int_equal(metrics_registry_new(max_series, &r), 0);
+    return r;
+}
+
+static void test_empty(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    char *text = render(r);
+    assert_string_equal(text, DROPPED_HEAD "hibernator_metrics_series_dropped_total 0\n");
+    free(text);
+    metrics_registry_free(r);
+}
+
+static void test_counter(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct metric_family *f = NULL;
+    assert_int_equal(metrics_counter_new(r, "a_total", "Things done.",
+                                         (const char *[]){"kind", "result", NULL}, &f),
+                     0);
+    /* Series come out sorted by label values, whatever the order they came in. */
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"pod", "ok"}, 1), 0);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"claim", "ok"}, 2.5), 0);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"pod", "error"}, 1), 0);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"pod", "ok"}, 1), 0);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"pod", "ok"}, -1), -EINVAL);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"pod", "ok"}, NAN), -EINVAL);
+    assert_int_equal(metrics_gauge_set(f, (const char *[]){"pod", "ok"}, 1), -EINVAL);
+    char *text = render(r);
+    assert_string_equal(text, "# HELP a_total Things done.\n"
+                              "# TYPE a_total counter\n"
+                              "a_total{kind=\"claim\",result=\"ok\"} 2.5\n"
+                              "a_total{kind=\"pod\",result=\"error\"} 1\n"
+                              "a_total{kind=\"pod\",result=\"ok\"} 2\n" DROPPED_HEAD
+                              "hibernator_metrics_series_dropped_total 0\n");
+    free(text);
+    metrics_registry_free(r);
+}
+
+static void test_gauge(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct metric_family *plain = NULL, *labelled = NULL;
+    assert_int_equal(metrics_gauge_new(r, "b", "Plain.", NULL, &plain), 0);
+    assert_int_equal(metrics_gauge_new(r, "c", "Labelled.", (const char *[]){"x", NULL}, &labelled),
+                     0);
+    assert_int_equal(metrics_gauge_set(plain, NULL, -3), 0);
+    assert_int_equal(metrics_gauge_add(plain, NULL, 0.5), 0);
+    assert_int_equal(metrics_gauge_set(labelled, (const char *[]){NULL}, 1e9), 0);
+    assert_int_equal(metrics_gauge_set(labelled, (const char *[]){"big"}, 1234567), 0);
+    assert_int_equal(metrics_gauge_set(labelled, (const char *[]){"small"}, 0.0001), 0);
+    assert_int_equal(metrics_gauge_set(labelled, (const char *[]){"tiny"}, 0.00001), 0);
+    assert_int_equal(metrics_gauge_set(labelled, (const char *[]){"inf"}, INFINITY), 0);
+    assert_int_equal(metrics_gauge_set(labelled, (const char *[]){"third"}, 1.0 / 3), 0);
+    assert_int_equal(metrics_gauge_set(labelled, (const char *[]){"round"}, 123456), 0);
+    char *text = render(r);
+    assert_string_equal(text, "# HELP b Plain.\n"
+                              "# TYPE b gauge\n"
+                              "b -2.5\n"
+                              "# HELP c Labelled.\n"
+                              "# TYPE c gauge\n"
+                              "c{x=\"\"} 1e+09\n"
+                              "c{x=\"big\"} 1.234567e+06\n"
+                              "c{x=\"inf\"} +Inf\n"
+                              "c{x=\"round\"} 123456\n"
+                              "c{x=\"small\"} 0.0001\n"
+                              "c{x=\"third\"} 0.3333333333333333\n"
+                              "c{x=\"tiny\"} 1e-05\n" DROPPED_HEAD
+                              "hibernator_metrics_series_dropped_total 0\n");
+    free(text);
+    metrics_registry_free(r);
+}
+
+static void test_histogram(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct metric_family *f = NULL;
+    const double bounds[] = {0.1, 1, 10};
+    assert_int_equal(metrics_histogram_new(r, "d_seconds", "Durations.",
+                                           (const char *[]){"step", NULL}, bounds, 3, &f),
+                     0);
+    assert_int_equal(metrics_histogram_observe(f, (const char *[]){"b"}, 0.1), 0); /* le is <= */
+    assert_int_equal(metrics_histogram_observe(f, (const char *[]){"b"}, 5), 0);
+    assert_int_equal(metrics_histogram_observe(f, (const char *[]){"b"}, 50), 0);
+    assert_int_equal(metrics_histogram_observe(f, (const char *[]){"a"}, 0.5), 0);
+    char *text = render(r);
+    assert_string_equal(text, "# HELP d_seconds Durations.\n"
+                              "# TYPE d_seconds histogram\n"
+                              "d_seconds_bucket{step=\"a\",le=\"0.1\"} 0\n"
+                              "d_seconds_bucket{step=\"a\",le=\"1\"} 1\n"
+                              "d_seconds_bucket{step=\"a\",le=\"10\"} 1\n"
+                              "d_seconds_bucket{step=\"a\",le=\"+Inf\"} 1\n"
+                              "d_seconds_sum{step=\"a\"} 0.5\n"
+                              "d_seconds_count{step=\"a\"} 1\n"
+                              "d_seconds_bucket{step=\"b\",le=\"0.1\"} 1\n"
+                              "d_seconds_bucket{step=\"b\",le=\"1\"} 1\n"
+                              "d_seconds_bucket{step=\"b\",le=\"10\"} 2\n"
+                              "d_seconds_bucket{step=\"b\",le=\"+Inf\"} 3\n"
+                              "d_seconds_sum{step=\"b\"} 55.1\n"
+                              "d_seconds_count{step=\"b\"} 3\n" DROPPED_HEAD
+                              "hibernator_metrics_series_dropped_total 0\n");
+    free(text);
+
+    /* Without labels: the one series from the start, le alone. */
+    struct metric_family *g = NULL;
+    const double tiny[] = {1e-08, 0.005};
+    assert_int_equal(metrics_histogram_new(r, "e_seconds", "", NULL, tiny, 2, &g), 0);
+    assert_int_equal(metrics_histogram_observe(g, NULL, 0), 0);
+    text = render(r);
+    assert_non_null(strstr(text, "# HELP e_seconds \n"
+                                 "# TYPE e_seconds histogram\n"
+                                 "e_seconds_bucket{le=\"1e-08\"} 1\n"
+                                 "e_seconds_bucket{le=\"0.005\"} 1\n"
+                                 "e_seconds_bucket{le=\"+Inf\"} 1\n"
+                                 "e_seconds_sum 0\n"
+                                 "e_seconds_count 1\n"));
+    free(text);
+    metrics_registry_free(r);
+}
+
+static void test_escaping(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct metric_family *f = NULL;
+    assert_int_equal(metrics_counter_new(r, "f_total", "Help with \\ and\nnewline and \"quotes\".",
+                                         (const char *[]){"v", NULL}, &f),
+                     0);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"a\\b\"c\nd"}, 1), 0);
+    char *text = render(r);
+    assert_string_equal(text, "# HELP f_total Help with \\\\ and\\nnewline and \"quotes\".\n"
+                              "# TYPE f_total counter\n"
+                              "f_total{v=\"a\\\\b\\\"c\\nd\"} 1\n" DROPPED_HEAD
+                              "hibernator_metrics_series_dropped_total 0\n");
+    free(text);
+    metrics_registry_free(r);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct metric_family *f = NULL;
+    const double b[] = {1, 2}, bad[] = {2, 1}, inf[] = {1, INFINITY};
+    assert_int_equal(metrics_counter_new(r, "ok:name_1", "", NULL, &f), 0);
+    assert_int_equal(metrics_counter_new(r, "ok:name_1", "", NULL, &f), -EEXIST);
+    assert_int_equal(metrics_counter_new(r, "1bad", "", NULL, &f), -EINVAL);
+    assert_int_equal(metrics_counter_new(r, "bad-name", "", NULL, &f), -EINVAL);
+    assert_int_equal(metrics_counter_new(r, "", "", NULL, &f), -EINVAL);
+    assert_int_equal(metrics_counter_new(r, "g", "", (const char *[]){"a:b", NULL}, &f), -EINVAL);
+    assert_int_equal(metrics_counter_new(r, "g", "", (const char *[]){"__x", NULL}, &f), -EINVAL);
+    assert_int_equal(metrics_counter_new(r, "g", "", (const char *[]){"a", "a", NULL}, &f),
+                     -EINVAL);
+    assert_int_equal(metrics_histogram_new(r, "h", "", (const char *[]){"le", NULL}, b, 2, &f),
+                     -EINVAL);
+    assert_int_equal(metrics_histogram_new(r, "h", "", NULL, bad, 2, &f), -EINVAL);
+    assert_int_equal(metrics_histogram_new(r, "h", "", NULL, inf, 2, &f), -EINVAL);
+    assert_int_equal(metrics_histogram_new(r, "h", "", NULL, b, 2, &f), 0);
+    metrics_registry_free(r);
+}
+
+/* The default limit: 10000 series per family, the next one dropped and
+ * counted, existing series still updated. */
+static void test_series_limit(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct metric_family *f = NULL;
+    assert_int_equal(metrics_counter_new(r, "g_total", "", (const char *[]){"n", NULL}, &f), 0);
+    char v[32];
+    for (int i = 0; i < METRICS_MAX_SERIES; i++) {
+        snprintf(v, sizeof(v), "%05d", i);
+        assert_int_equal(metrics_counter_add(f, (const char *[]){v}, 1), 0);
+    }
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"new"}, 1), -ENOSPC);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"newer"}, 1), -ENOSPC);
+    assert_int_equal(metrics_counter_add(f, (const char *[]){"00000"}, 1), 0);
+    char *text = render(r);
+    assert_non_null(strstr(text, "g_total{n=\"00000\"} 2\n"));
+    assert_non_null(strstr(text, "g_total{n=\"09999\"} 1\n"));
+    assert_null(strstr(text, "new"));
+    assert_non_null(strstr(text, "\nhibernator_metrics_series_dropped_total 2\n"));
+    free(text);
+    metrics_registry_free(r);
+}
+
+static void test_gauge_replaced(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(2);
+    struct metric_family *f = NULL;
+    assert_int_equal(
+        metrics_gauge_new(r, "ws", "Workspaces.", (const char *[]){"class", "state", NULL}, &f), 0);
+    struct metrics_gauge_update *u = NULL;
+    assert_int_equal(metrics_gauge_update_begin(f, &u), 0);
+    metrics_gauge_update_add(u, (const char *[]){"gpu", "Running"}, 1);
+    metrics_gauge_update_add(u, (const char *[]){"gpu", "Running"}, 1);
+    metrics_gauge_update_add(u, (const char *[]){"cpu", "Paused"}, 1);
+    /* Not seen until the commit. */
+    char *text = render(r);
+    assert_string_equal(text, DROPPED_HEAD "hibernator_metrics_series_dropped_total 0\n"
+                                           "# HELP ws Workspaces.\n"
+                                           "# TYPE ws gauge\n");
+    free(text);
+    metrics_gauge_update_commit(u);
+    text = render(r);
+    assert_string_equal(text, DROPPED_HEAD "hibernator_metrics_series_dropped_total 0\n"
+                                           "# HELP ws Workspaces.\n"
+                                           "# TYPE ws gauge\n"
+                                           "ws{class=\"cpu\",state=\"Paused\"} 1\n"
+                                           "ws{class=\"gpu\",state=\"Running\"} 2\n");
+    free(text);
+
+    /* The next set replaces it whole: what is gone disappears; past the
+     * limit (2 here) a series is dropped and counted at the commit. */
+    assert_int_equal(metrics_gauge_update_begin(f, &u), 0);
+    metrics_gauge_update_add(u, (const char *[]){"gpu", "Paused"}, 1);
+    metrics_gauge_update_add(u, (const char *[]){"gpu", "Pending"}, 1);
+    assert_int_equal(metrics_gauge_update_add(u, (const char *[]){"gpu", "Running"}, 1), -ENOSPC);
+    metrics_gauge_update_commit(u);
+    text = render(r);
+    assert_string_equal(text, DROPPED_HEAD "hibernator_metrics_series_dropped_total 1\n"
+                                           "# HELP ws Workspaces.\n"
+                                           "# TYPE ws gauge\n"
+                                           "ws{class=\"gpu\",state=\"Paused\"} 1\n"
+                                           "ws{class=\"gpu\",state=\"Pending\"} 1\n");
+    free(text);
+
+    /* An abandoned update changes nothing. */
+    assert_int_equal(metrics_gauge_update_begin(f, &u), 0);
+    metrics_gauge_update_add(u, (const char *[]){"x", "y"}, 1);
+    metrics_gauge_update_abort(u);
+    text = render(r);
+    assert_null(strstr(text, "\"x\""));
+    free(text);
+    struct metric_family *c = NULL;
+    assert_int_equal(metrics_counter_new(r, "z_total", "", NULL, &c), 0);
+    assert_int_equal(metrics_gauge_update_begin(c, &u), -EINVAL);
+    metrics_registry_free(r);
+}
+
+static void test_format_value(void **state)
+{
+    (void)state;
+    static const struct {
+        double v;
+        const char *text;
+    } cases[] = {
+        {0, "0"},
+        {1, "1"},
+        {-1, "-1"},
+        {0.25, "0.25"},
+        {100, "100"},
+        {999999, "999999"},
+        {1e6, "1e+06"},
+        {1.5e-7, "1.5e-07"},
+        {0.001, "0.001"},
+        {60, "60"},
+        {2.5e10, "2.5e+10"},
+        {NAN, "NaN"},
+        {-INFINITY, "-Inf"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[40];
+        metrics_format_value(cases[i].v, out, sizeof(out));
+        assert_string_equal(out, cases[i].text);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty),        cmocka_unit_test(test_counter),
+        cmocka_unit_test(test_gauge),        cmocka_unit_test(test_histogram),
+        cmocka_unit_test(test_escaping),     cmocka_unit_test(test_names),
+        cmocka_unit_test(test_series_limit), cmocka_unit_test(test_gauge_replaced),
+        cmocka_unit_test(test_format_value),
+    };
+    return cmocka_run_group_tests_name("metrics registry", tests, NULL, NULL);
+}
