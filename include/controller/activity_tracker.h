@@ -24,6 +24,7 @@
 #include <uv.h>
 
 #include "activity/prober.h"
+#include "controller/metrics.h"
 #include "kube/client.h"
 #include "workspace/class.h"
 #include "workspace/idle.h"
@@ -40,6 +41,7 @@ struct activity_tracker_options {
     const char *zoneinfo_dir; /* NULL: the system's */
     int64_t (*now_ms)(void *data);
     void *now_data;
+    struct controller_metrics *metrics; /* rounds are counted here; NULL: not */
 };
 
 int activity_tracker_new(uv_loop_t *loop, struct kube_client *client,

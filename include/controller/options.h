@@ -24,6 +24,7 @@ struct controller_options {
     int64_t renew_deadline_ms;
     int64_t retry_period_ms;
     const char *health_probe_bind_address; /* "host:port", ":port", or "0" for off */
+    const char *metrics_bind_address;      /* the same; the same address: one server */
     double kube_api_qps;
     int kube_api_burst;
     int activity_probe_concurrency; /* 0: the prober's default */

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "controller/metrics.h"
 #include "kube/client.h"
 
 struct reconciler_options {
@@ -34,6 +35,8 @@ struct reconciler_options {
     void *now_data;
     unsigned probe_concurrency; /* activity probe requests in flight at once; default 64 */
     const char *zoneinfo_dir;   /* time zones of pause windows; NULL: the system's */
+    /* Borrowed, outlives the reconciler; NULL: no metrics. */
+    struct controller_metrics *metrics;
 };
 
 struct reconciler_stats {
@@ -54,6 +57,10 @@ int reconciler_start(struct reconciler *r);
 
 int reconciler_synced(const struct reconciler *r);
 struct reconciler_stats reconciler_stats(const struct reconciler *r);
+
+/* Brings the gauges read from the caches and the queue up to date (the
+ * manager calls it about every second). */
+void reconciler_collect_metrics(struct reconciler *r);
 
 void reconciler_close(struct reconciler *r);
 

@@ -113,6 +113,34 @@ int workqueue_shutting_down(const struct workqueue *q);
 
 void workqueue_get_metrics(const struct workqueue *q, struct workqueue_metrics *ret_metrics);
 
+/*
+ * Timing, for the workqueue_* metrics client-go's queues export. A key's
+ * queue time runs from when it was queued (became dirty) to when it is
+ * handed out; its work time from then to workqueue_done(). Times come from
+ * the now_ms of the calls; add and done take none, so a caller that wants
+ * their moments counted says the time first with workqueue_set_clock()
+ * (the driver does). The queue's clock never goes back.
+ */
+struct workqueue_observer {
+    void (*added)(void *data);                       /* a key was queued (not a duplicate) */
+    void (*retried)(void *data);                     /* a delayed or rate-limited add */
+    void (*started)(void *data, uint64_t queued_ms); /* a key was handed out */
+    void (*finished)(void *data, uint64_t work_ms);  /* a key's processing ended */
+    void *data;
+};
+
+/* Calls o's functions (any may be NULL) from the calls that cause the
+ * events, from now on; NULL stops. o is copied. */
+void workqueue_set_observer(struct workqueue *q, const struct workqueue_observer *o);
+
+/* Tells the queue the time for the calls that take none. */
+void workqueue_set_clock(struct workqueue *q, uint64_t now_ms);
+
+/* The keys being processed at now_ms: the sum of how long each has been
+ * and the longest. Walks the queue's table. */
+void workqueue_processing_time(const struct workqueue *q, uint64_t now_ms, uint64_t *ret_total_ms,
+                               uint64_t *ret_longest_ms);
+
 /* ---- the libuv driver ---- */
 
 /* Called from the loop when keys may be ready, or when the queue has been shut

@@ -70,6 +70,7 @@ struct activity_tracker {
     void *cb_data;
     int64_t (*now_ms)(void *data);
     void *now_data;
+    struct controller_metrics *metrics;
     struct strmap records; /* key -> struct record * */
     struct strmap zones;   /* name -> struct zone * */
     struct zone_load *loads;
@@ -111,6 +112,7 @@ static void fail_round(struct record *rec, const char *source, const char *messa
     rec->has_obs = 1;
     rec->obs.probed_at_ms = rec->t->now_ms(rec->t->now_data);
     probe_result_fail(&rec->obs.result, source, "%s", message);
+    controller_metrics_probe_round(rec->t->metrics, source, "Failed");
     changed(rec->t, rec->key);
 }
 
@@ -124,6 +126,8 @@ static void on_result(void *data, const char *key, const struct probe_result *r,
     rec->has_obs = 1;
     rec->obs.probed_at_ms = probed_at_ms;
     rec->obs.result = *r;
+    controller_metrics_probe_round(t->metrics, r->source,
+                                   idle_probe_result_word(r, rec->gpu_threshold_percent));
     int gpu_work = r->ok && !r->no_data && strstr(r->source, "gpu") &&
                    r->gpu_utilisation >= rec->gpu_threshold_percent;
     if (r->ok && (r->busy || gpu_work)) {
@@ -422,6 +426,7 @@ int activity_tracker_new(uv_loop_t *loop, struct kube_client *client,
     t->cb_data = data;
     t->now_ms = opts && opts->now_ms ? opts->now_ms : clock_unix_ms_cb;
     t->now_data = opts ? opts->now_data : NULL;
+    t->metrics = opts ? opts->metrics : NULL;
     strmap_init(&t->records);
     strmap_init(&t->zones);
     if (opts && opts->zoneinfo_dir && !(t->zoneinfo_dir = strdup(opts->zoneinfo_dir))) {

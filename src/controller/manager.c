@@ -7,11 +7,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "controller/metrics.h"
 #include "controller/reconciler.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/leader_elector.h"
-#include "server/health.h"
+#include "metrics/registry.h"
+#include "server/http_server.h"
 #include "util/log.h"
 
 struct manager {
@@ -23,7 +25,9 @@ struct manager {
     struct leader_elector *elector;
     struct reconciler *reconciler;
     struct health_state health;
-    struct health_server *health_server;
+    struct metrics_registry *registry;
+    struct controller_metrics *metrics;
+    struct http_server *servers[2]; /* health probes, metrics (or one for both) */
     uv_timer_t heartbeat;
     char identity[256];
     int exit_code;
@@ -34,8 +38,10 @@ static void on_heartbeat(uv_timer_t *t)
 {
     struct manager *m = t->data;
     atomic_store(&m->health.heartbeat_ms, health_now_ms());
-    if (m->reconciler)
+    if (m->reconciler) {
         atomic_store(&m->health.synced, reconciler_synced(m->reconciler));
+        reconciler_collect_metrics(m->reconciler);
+    }
 }
 
 static void start_controllers(struct manager *m)
@@ -46,6 +52,7 @@ static void start_controllers(struct manager *m)
         .identity = m->identity,
         .failpoint = getenv("HIBERNATOR_FAILPOINT"),
         .probe_concurrency = (unsigned)m->o->activity_probe_concurrency,
+        .metrics = m->metrics,
     };
     int r = reconciler_new(&m->loop, m->client, &ro, &m->reconciler);
     if (r == 0)
@@ -54,7 +61,9 @@ static void start_controllers(struct manager *m)
         log_error("cannot start the workspace controller", "error", log_errno_str(r));
         m->exit_code = 1;
         uv_stop(&m->loop);
+        return;
     }
+    controller_metrics_set_leader(m->metrics, 1);
 }
 
 static void shutdown_all(struct manager *m)
@@ -90,6 +99,7 @@ static void on_stopped_leading(void *data)
     /* Another replica may already be acting on what we cached: start over. */
     log_error("leadership lost, exiting", "identity", m->identity);
     atomic_store(&m->health.leading, 0);
+    controller_metrics_set_leader(m->metrics, 0);
     m->exit_code = 1;
     m->stopping = 1;
     shutdown_all(m);
@@ -168,14 +178,23 @@ int manager_run(const struct controller_options *o)
     atomic_store(&m.health.heartbeat_ms, health_now_ms());
     atomic_store(&m.health.electing, o->leader_elect);
     uv_timer_start(&m.heartbeat, on_heartbeat, 1000, 1000);
-    r = health_server_start(o->health_probe_bind_address, &m.health, &m.health_server, &err);
+    r = metrics_registry_new(0, &m.registry);
+    if (r == 0)
+        r = controller_metrics_new(m.registry, HIBERNATOR_VERSION, &m.metrics);
+    if (r == 0) {
+        controller_metrics_set_leader(m.metrics, 0);
+        r = http_servers_start(o->health_probe_bind_address, &m.health, o->metrics_bind_address,
+                               m.registry, m.servers, &err);
+    }
     if (r < 0) {
-        log_error("cannot serve health probes", "error", err);
+        log_error("cannot serve health probes and metrics", "error", err ? err : log_errno_str(r));
         free(err);
         m.exit_code = 1;
         shutdown_all(&m);
         uv_run(&m.loop, UV_RUN_DEFAULT);
         uv_loop_close(&m.loop);
+        controller_metrics_free(m.metrics);
+        metrics_registry_free(m.registry);
         kube_config_free(m.config);
         return 1;
     }
@@ -221,7 +240,10 @@ int manager_run(const struct controller_options *o)
         uv_run(&m.loop, UV_RUN_DEFAULT);
         uv_loop_close(&m.loop);
     }
-    health_server_stop(m.health_server);
+    http_server_stop(m.servers[0]);
+    http_server_stop(m.servers[1]);
+    controller_metrics_free(m.metrics);
+    metrics_registry_free(m.registry);
     kube_config_free(m.config);
     log_info("stopped", "exit_code", LOG_INT(m.exit_code));
     return m.exit_code;

@@ -43,7 +43,10 @@ static const struct flag flags[] = {
     {"leader-elect-retry-period", FLAG_DURATION, OPT(retry_period_ms), "2s",
      "time between attempts to acquire or renew"},
     {"health-probe-bind-address", FLAG_STRING, OPT(health_probe_bind_address), ":8081",
-     "where /healthz and /readyz are served (host:port, :port, or 0 to disable)"},
+     "where /healthz, /livez and /readyz are served (host:port, :port, or 0 to disable)"},
+    {"metrics-bind-address", FLAG_STRING, OPT(metrics_bind_address), ":8080",
+     "where /metrics is served (host:port, :port, or 0 to disable; the health probe address "
+     "serves both)"},
     {"kube-api-qps", FLAG_DOUBLE, OPT(kube_api_qps), "20", "client-side requests per second"},
     {"kube-api-burst", FLAG_INT, OPT(kube_api_burst), "30", "client-side request burst"},
     {"activity-probe-concurrency", FLAG_INT, OPT(activity_probe_concurrency), "64",

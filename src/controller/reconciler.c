@@ -18,6 +18,7 @@
 #include "util/timefmt.h"
 #include "workspace/class.h"
 #include "workspace/decide.h"
+#include "workspace/outcome.h"
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
 
@@ -54,6 +55,7 @@ struct reconciler {
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     struct strmap noticed;    /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
+    struct controller_metrics *metrics;
     unsigned in_flight;
     struct job *jobs; /* in flight */
     int closing;
@@ -76,6 +78,11 @@ struct job {
     struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
     struct gke_delete *gdel;  /* a snapshot being deleted, cancelled on close */
     struct job *prev, *next_job;
+
+    /* Metrics: the reconcile's time, and what its status write records. */
+    uint64_t started_ns; /* uv_hrtime() */
+    struct workspace_outcome outcome;
+    char *class_name; /* the outcome's class, when it has anything to count */
 };
 
 /* ---- clock and codecs ---------------------------------------------------- */
@@ -311,6 +318,7 @@ static void job_free(struct job *j)
     free(j->name);
     free(j->uid);
     free(j->rv);
+    free(j->class_name);
     free(j);
 }
 
@@ -335,6 +343,8 @@ static void job_finish(struct job *j, int error)
     struct reconciler *r = j->r;
     job_unlink(j);
     if (!r->closing) {
+        controller_metrics_reconciled(r->metrics, error, !error && j->out.requeue_after_ms > 0,
+                                      (double)(uv_hrtime() - j->started_ns) / 1e9);
         if (error) {
             r->stats.errors++;
             workqueue_driver_add_rate_limited(r->queue, j->key);
@@ -396,6 +406,7 @@ static void on_status_written(void *data, struct kube_response *resp)
         return;
     }
     j->r->stats.status_writes++;
+    controller_metrics_outcome(j->r->metrics, j->ns, j->class_name, &j->outcome);
     job_finish(j, 0);
 }
 
@@ -719,6 +730,7 @@ static void reconcile(struct reconciler *r, const char *key)
         return;
     }
     j->r = r;
+    j->started_ns = uv_hrtime();
     j->noticed_us = take_notice(r, key);
     j->next_job = r->jobs;
     if (r->jobs)
@@ -789,6 +801,9 @@ static void reconcile(struct reconciler *r, const char *key)
         job_finish(j, 1);
         return;
     }
+    workspace_outcome_diff(&ws->status, &j->out.status, in.now_ms, &j->outcome);
+    if (workspace_outcome_any(&j->outcome) && ws->class_name)
+        j->class_name = strdup(ws->class_name);
     const struct workspace_pod *current = NULL;
     for (size_t i = 0; i < n_pods && j->out.status.pod_name; i++)
         if (strcmp(pods[i]->name, j->out.status.pod_name) == 0 && !pods[i]->deletion_ms)
@@ -861,6 +876,12 @@ struct reconciler_stats reconciler_stats(const struct reconciler *r)
     return r->stats;
 }
 
+void reconciler_collect_metrics(struct reconciler *r)
+{
+    controller_metrics_collect(r->metrics, reconciler_synced(r) ? r->ws_inf : NULL,
+                               workqueue_driver_queue(r->queue), uv_now(r->loop));
+}
+
 int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,
                    struct reconciler **ret)
 {
@@ -874,6 +895,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     r->workers = o->workers ? o->workers : 8;
     r->now_ms = o->now_ms ? o->now_ms : clock_unix_ms_cb;
     r->now_data = o->now_data;
+    r->metrics = o->metrics;
     if (o->failpoint && o->failpoint[0])
         r->failpoint = strdup(o->failpoint);
     strmap_init(&r->pods_by_ws);
@@ -881,6 +903,8 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     int e = r->identity ? 0 : -ENOMEM;
     if (e == 0)
         e = workqueue_driver_new(loop, NULL, pull, r, &r->queue);
+    if (e == 0)
+        controller_metrics_watch_queue(r->metrics, workqueue_driver_queue(r->queue));
     struct informer_options wo = {
         .resource = &workspaces,
         .ns = r->ns,
@@ -911,6 +935,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         .zoneinfo_dir = o->zoneinfo_dir,
         .now_ms = r->now_ms,
         .now_data = r->now_data,
+        .metrics = r->metrics,
     };
     if (e == 0)
         e = activity_tracker_new(loop, client, &ao, on_activity, r, &r->activity);

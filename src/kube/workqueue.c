@@ -29,6 +29,8 @@ struct wq_entry {
     uint64_t hash;
     uint64_t deadline; /* while waiting */
     uint64_t seq;      /* orders equal deadlines first come, first served */
+    uint64_t dirty_ms; /* when it last became dirty (queued) */
+    uint64_t start_ms; /* when it was handed out, while processing */
     size_t heap_index; /* WQ_NOT_WAITING when not in the heap */
     unsigned failures;
     bool dirty;
@@ -62,6 +64,9 @@ struct workqueue {
     uint64_t processing_count;
     uint64_t adds_total;
     uint64_t retries_total;
+
+    uint64_t clock_ms; /* the latest time a caller gave */
+    struct workqueue_observer observer;
 };
 
 /* ---- hash table ---- */
@@ -311,6 +316,7 @@ int workqueue_new(const struct workqueue_options *opts, uint64_t now_ms,
     if (q->opts.burst == 0)
         q->opts.burst = WQ_DEFAULT_BURST;
     token_bucket_init(&q->bucket, q->opts.qps, q->opts.burst, now_ms);
+    q->clock_ms = now_ms;
     q->hash_seed = (uint64_t)(backoff_random() * 9007199254740992.0);
 
     *ret_queue = q;
@@ -330,6 +336,12 @@ struct workqueue *workqueue_free(struct workqueue *q)
     return NULL;
 }
 
+static void tick(struct workqueue *q, uint64_t now_ms)
+{
+    if (now_ms > q->clock_ms)
+        q->clock_ms = now_ms;
+}
+
 /* Marks e dirty and, unless it is being processed, queues it. */
 static int entry_enqueue(struct workqueue *q, struct wq_entry *e)
 {
@@ -339,8 +351,11 @@ static int entry_enqueue(struct workqueue *q, struct wq_entry *e)
     if (r < 0)
         return r;
     e->dirty = true;
+    e->dirty_ms = q->clock_ms;
     q->dirty_count++;
     q->adds_total++;
+    if (q->observer.added)
+        q->observer.added(q->observer.data);
     if (!e->processing)
         ring_push(q, e);
     return 0;
@@ -370,7 +385,10 @@ int workqueue_add_after(struct workqueue *q, const char *key, uint64_t delay_ms,
     if (q->shutting_down)
         return -ESHUTDOWN;
 
+    tick(q, now_ms);
     q->retries_total++;
+    if (q->observer.retried)
+        q->observer.retried(q->observer.data);
     if (delay_ms == 0)
         return workqueue_add(q, key);
 
@@ -462,6 +480,7 @@ unsigned workqueue_num_requeues(const struct workqueue *q, const char *key)
 
 size_t workqueue_promote(struct workqueue *q, uint64_t now_ms)
 {
+    tick(q, now_ms);
     size_t moved = 0;
     while (q->heap_len > 0 && q->heap[0]->deadline <= now_ms) {
         struct wq_entry *e = q->heap[0];
@@ -470,7 +489,10 @@ size_t workqueue_promote(struct workqueue *q, uint64_t now_ms)
         if (!e->dirty && ring_reserve(q, q->dirty_count + 1) < 0)
             break;
         heap_pop(q);
+        bool was_dirty = e->dirty;
         (void)entry_enqueue(q, e);
+        if (!was_dirty)
+            e->dirty_ms = e->deadline; /* ready since then, however late this call */
         moved++;
     }
     return moved;
@@ -486,7 +508,10 @@ int workqueue_get(struct workqueue *q, uint64_t now_ms, const char **ret_key)
     e->dirty = false;
     q->dirty_count--;
     e->processing = true;
+    e->start_ms = q->clock_ms;
     q->processing_count++;
+    if (q->observer.started)
+        q->observer.started(q->observer.data, q->clock_ms - e->dirty_ms);
     *ret_key = e->key;
     return 0;
 }
@@ -500,6 +525,8 @@ void workqueue_done(struct workqueue *q, const char *key)
         return;
     e->processing = false;
     q->processing_count--;
+    if (q->observer.finished)
+        q->observer.finished(q->observer.data, q->clock_ms - e->start_ms);
     if (e->dirty)
         ring_push(q, e); /* capacity was reserved when it became dirty */
     else
@@ -542,6 +569,33 @@ void workqueue_get_metrics(const struct workqueue *q, struct workqueue_metrics *
         .processing = q->processing_count,
         .waiting = q->heap_len,
     };
+}
+
+void workqueue_set_clock(struct workqueue *q, uint64_t now_ms)
+{
+    tick(q, now_ms);
+}
+
+void workqueue_set_observer(struct workqueue *q, const struct workqueue_observer *o)
+{
+    q->observer = o ? *o : (struct workqueue_observer){0};
+}
+
+void workqueue_processing_time(const struct workqueue *q, uint64_t now_ms, uint64_t *ret_total_ms,
+                               uint64_t *ret_longest_ms)
+{
+    uint64_t total = 0, longest = 0;
+    for (size_t i = 0; i < q->nslots && q->processing_count; i++) {
+        const struct wq_entry *e = q->slots[i];
+        if (!e || !e->processing)
+            continue;
+        uint64_t ms = now_ms > e->start_ms ? now_ms - e->start_ms : 0;
+        total += ms;
+        if (ms > longest)
+            longest = ms;
+    }
+    *ret_total_ms = total;
+    *ret_longest_ms = longest;
 }
 
 /* ---- the libuv driver ---- */
@@ -654,6 +708,7 @@ struct workqueue *workqueue_driver_queue(struct workqueue_driver *d)
 
 int workqueue_driver_add(struct workqueue_driver *d, const char *key)
 {
+    workqueue_set_clock(d->q, uv_now(d->loop));
     int r = workqueue_add(d->q, key);
     driver_sync(d, true);
     return r;
@@ -683,6 +738,7 @@ int workqueue_driver_get(struct workqueue_driver *d, const char **ret_key)
 
 void workqueue_driver_done(struct workqueue_driver *d, const char *key)
 {
+    workqueue_set_clock(d->q, uv_now(d->loop));
     workqueue_done(d->q, key);
     driver_sync(d, true);
 }

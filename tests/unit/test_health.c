@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "server/health.h"
+#include "server/http_server.h"
 #include "util/buf.h"
 
 static size_t collect(char *p, size_t size, size_t n, void *data)
@@ -48,17 +49,17 @@ static void test_parse_bind(void **state)
 {
     (void)state;
     struct sockaddr_storage a;
-    assert_int_equal(health_parse_bind(":8081", &a), 0);
+    assert_int_equal(http_parse_bind(":8081", &a), 0);
     assert_int_equal(a.ss_family, AF_INET);
     assert_int_equal(ntohs(((struct sockaddr_in *)&a)->sin_port), 8081);
-    assert_int_equal(health_parse_bind("127.0.0.1:9", &a), 0);
-    assert_int_equal(health_parse_bind("[::1]:8081", &a), 0);
+    assert_int_equal(http_parse_bind("127.0.0.1:9", &a), 0);
+    assert_int_equal(http_parse_bind("[::1]:8081", &a), 0);
     assert_int_equal(a.ss_family, AF_INET6);
-    assert_int_equal(health_parse_bind("8081", &a), -EINVAL);
-    assert_int_equal(health_parse_bind(":0", &a), -EINVAL);
-    assert_int_equal(health_parse_bind(":70000", &a), -EINVAL);
-    assert_int_equal(health_parse_bind("localhost:80", &a), -EINVAL);
-    assert_int_equal(health_parse_bind(":80x", &a), -EINVAL);
+    assert_int_equal(http_parse_bind("8081", &a), -EINVAL);
+    assert_int_equal(http_parse_bind(":0", &a), -EINVAL);
+    assert_int_equal(http_parse_bind(":70000", &a), -EINVAL);
+    assert_int_equal(http_parse_bind("localhost:80", &a), -EINVAL);
+    assert_int_equal(http_parse_bind(":80x", &a), -EINVAL);
 }
 
 static void test_probes(void **state)
@@ -67,13 +68,14 @@ static void test_probes(void **state)
     struct health_state st = {0};
     atomic_store(&st.heartbeat_ms, health_now_ms());
     atomic_store(&st.electing, 1);
-    struct health_server *s = NULL;
+    struct http_server *s = NULL;
     int port = 0;
     char bind[32], *err = NULL;
     for (int i = 0; i < 20 && !s; i++) {
         port = 21000 + (getpid() * 13 + i * 101) % 10000;
         snprintf(bind, sizeof(bind), "127.0.0.1:%d", port);
-        health_server_start(bind, &st, &s, &err);
+        struct http_server_options o = {bind, "--health-probe-bind-address", &st, NULL};
+        http_server_start(&o, &s, &err);
         free(err);
         err = NULL;
     }
@@ -99,14 +101,19 @@ static void test_probes(void **state)
     assert_int_equal(get(port, "/nope", body, sizeof(body)), 404);
 
     /* The same port twice: a clear error naming the flag. */
-    struct health_server *again = NULL;
-    assert_int_equal(health_server_start(bind, &st, &again, &err), -EADDRINUSE);
+    struct http_server *again = NULL;
+    struct http_server_options o = {bind, "--health-probe-bind-address", &st, NULL};
+    assert_int_equal(http_server_start(&o, &again, &err), -EADDRINUSE);
     assert_non_null(strstr(err, "--health-probe-bind-address"));
     free(err);
-    health_server_stop(s);
+    /* Without a registry there is no /metrics. */
+    assert_int_equal(get(port, "/metrics", body, sizeof(body)), 404);
+    http_server_stop(s);
 
-    assert_int_equal(health_server_start("0", &st, &again, NULL), 0);
-    assert_null(again);
+    struct http_server *servers[2];
+    assert_int_equal(http_servers_start("0", &st, "0", NULL, servers, NULL), 0);
+    assert_null(servers[0]);
+    assert_null(servers[1]);
 }
 
 int main(void)

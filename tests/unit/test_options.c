@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -31,6 +33,19 @@ static void test_defaults(void **state)
     assert_int_equal(o.log_level, LOG_LEVEL_INFO);
     assert_int_equal(o.log_format, LOG_FORMAT_TEXT);
     assert_int_equal(o.activity_probe_concurrency, 64);
+    assert_string_equal(o.health_probe_bind_address, ":8081");
+    assert_string_equal(o.metrics_bind_address, ":8080");
+
+    /* --help shows each flag with its default. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    controller_options_usage(f);
+    fclose(f);
+    assert_non_null(strstr(text, "--metrics-bind-address"));
+    assert_non_null(strstr(text, "(default \":8080\")"));
+    free(text);
 }
 
 static void test_forms(void **state)
@@ -53,6 +68,11 @@ static void test_forms(void **state)
     assert_int_equal(o.kube_api_burst, 80);
     assert_int_equal(PARSE(&o, err, "--leader-elect"), 0);
     assert_int_equal(o.leader_elect, 1);
+    assert_int_equal(
+        PARSE(&o, err, "--metrics-bind-address=0", "--health-probe-bind-address", "127.0.0.1:9000"),
+        0);
+    assert_string_equal(o.metrics_bind_address, "0");
+    assert_string_equal(o.health_probe_bind_address, "127.0.0.1:9000");
 }
 
 static void test_errors_name_the_flag(void **state)

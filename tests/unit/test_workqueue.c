@@ -484,6 +484,90 @@ static void test_driver_on_loop(void **state)
     assert_true(c.shutdown_seen);
 }
 
+struct timings {
+    int added, retried;
+    uint64_t queued[8], worked[8];
+    int n_queued, n_worked;
+};
+
+static void t_added(void *data)
+{
+    ((struct timings *)data)->added++;
+}
+
+static void t_retried(void *data)
+{
+    ((struct timings *)data)->retried++;
+}
+
+static void t_started(void *data, uint64_t ms)
+{
+    struct timings *t = data;
+    if (t->n_queued < 8)
+        t->queued[t->n_queued++] = ms;
+}
+
+static void t_finished(void *data, uint64_t ms)
+{
+    struct timings *t = data;
+    if (t->n_worked < 8)
+        t->worked[t->n_worked++] = ms;
+}
+
+/* Queue and work times for the metrics: from queued to handed out, from
+ * handed out to done, and what is still being processed. */
+static void test_timing(void **state)
+{
+    (void)state;
+    struct workqueue *q = new_queue(0);
+    struct timings t = {0};
+    struct workqueue_observer o = {t_added, t_retried, t_started, t_finished, &t};
+    workqueue_set_observer(q, &o);
+
+    workqueue_set_clock(q, 100);
+    assert_int_equal(workqueue_add(q, "a"), 0);
+    assert_int_equal(workqueue_add(q, "a"), 0); /* a duplicate is not an add */
+    workqueue_set_clock(q, 200);
+    assert_int_equal(workqueue_add(q, "b"), 0);
+    assert_int_equal(t.added, 2);
+    const char *a = get_expect(q, 350, "a");
+    const char *b = get_expect(q, 400, "b");
+    assert_int_equal(t.n_queued, 2);
+    assert_int_equal(t.queued[0], 250);
+    assert_int_equal(t.queued[1], 200);
+
+    uint64_t total, longest;
+    workqueue_processing_time(q, 600, &total, &longest);
+    assert_int_equal(total, 250 + 200);
+    assert_int_equal(longest, 250);
+
+    workqueue_set_clock(q, 1000);
+    workqueue_done(q, a);
+    assert_int_equal(t.n_worked, 1);
+    assert_int_equal(t.worked[0], 650);
+    workqueue_processing_time(q, 1000, &total, &longest);
+    assert_int_equal(total, 600);
+    assert_int_equal(longest, 600);
+
+    /* A delayed add is a retry; its queue time starts at its deadline. */
+    assert_int_equal(workqueue_add_after(q, "c", 500, 1000), 0);
+    assert_int_equal(t.retried, 1);
+    assert_int_equal(t.added, 2);
+    get_expect(q, 1700, "c");
+    assert_int_equal(t.added, 3);
+    assert_int_equal(t.queued[2], 200);
+
+    /* The clock never goes back. */
+    workqueue_set_clock(q, 10);
+    workqueue_done(q, b);
+    assert_int_equal(t.worked[1], 1300);
+
+    workqueue_set_observer(q, NULL);
+    assert_int_equal(workqueue_add(q, "d"), 0);
+    assert_int_equal(t.added, 3);
+    workqueue_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -502,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_free_with_everything_in_flight),
         cmocka_unit_test(test_many_keys),
         cmocka_unit_test(test_driver_on_loop),
+        cmocka_unit_test(test_timing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

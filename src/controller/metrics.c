@@ -1,0 +1,298 @@
+#include "controller/metrics.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workspace/workspace.h"
+
+struct controller_metrics {
+    struct metrics_registry *registry;
+
+    struct metric_family *queue_depth, *queue_adds, *queue_latency, *queue_work, *queue_retries,
+        *queue_unfinished, *queue_longest;
+    struct metric_family *reconciles, *reconcile_errors, *reconcile_time;
+
+    struct metric_family *workspaces, *pauses, *resumes, *snapshots, *snapshot_seconds,
+        *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
+        *build_info;
+};
+
+static const char *const queue_label[] = {"name", NULL};
+static const char *const queue_name[] = {CONTROLLER_NAME};
+static const char *const controller_label[] = {"controller", NULL};
+static const char *const controller_name[] = {CONTROLLER_NAME};
+
+/* client-go's and controller-runtime's buckets, so dashboards made for
+ * them read these the same way. */
+static const double queue_buckets[] = {1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3,
+                                       1e-2, 0.1,  1,    10,   100,  1000};
+static const double reconcile_buckets[] = {
+    0.005, 0.01, 0.025, 0.05, 0.1,  0.15, 0.2,  0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6,
+    0.7,   0.8,  0.9,   1.0,  1.25, 1.5,  1.75, 2.0,  2.5, 3.0,  3.5, 4.0,  4.5, 5,
+    6,     7,    8,     9,    10,   15,   20,   25,   30,  40,   50,  60};
+/* A snapshot takes seconds to minutes; a resume from a few seconds (a warm
+ * node) to many minutes (an image pull, a restore); a wait for a GPU up to
+ * days. */
+static const double snapshot_buckets[] = {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800};
+static const double resume_buckets[] = {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600};
+static const double capacity_buckets[] = {1,    10,   30,   60,    120,   300,  600,
+                                          1800, 3600, 7200, 14400, 43200, 86400};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+struct registrar {
+    struct metrics_registry *r;
+    int e;
+};
+
+static struct metric_family *counter(struct registrar *g, const char *name, const char *help,
+                                     const char *const *labels)
+{
+    struct metric_family *f = NULL;
+    if (g->e == 0)
+        g->e = metrics_counter_new(g->r, name, help, labels, &f);
+    return f;
+}
+
+static struct metric_family *gauge(struct registrar *g, const char *name, const char *help,
+                                   const char *const *labels)
+{
+    struct metric_family *f = NULL;
+    if (g->e == 0)
+        g->e = metrics_gauge_new(g->r, name, help, labels, &f);
+    return f;
+}
+
+static struct metric_family *histogram(struct registrar *g, const char *name, const char *help,
+                                       const char *const *labels, const double *buckets, size_t n)
+{
+    struct metric_family *f = NULL;
+    if (g->e == 0)
+        g->e = metrics_histogram_new(g->r, name, help, labels, buckets, n, &f);
+    return f;
+}
+
+int controller_metrics_new(struct metrics_registry *registry, const char *version,
+                           struct controller_metrics **ret)
+{
+    struct controller_metrics *m = calloc(1, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    m->registry = registry;
+    struct registrar g = {registry, 0};
+
+    m->queue_depth = gauge(&g, "workqueue_depth", "Current depth of workqueue", queue_label);
+    m->queue_adds = counter(&g, "workqueue_adds_total", "Total number of adds handled by workqueue",
+                            queue_label);
+    m->queue_latency =
+        histogram(&g, "workqueue_queue_duration_seconds",
+                  "How long in seconds an item stays in workqueue before being requested",
+                  queue_label, queue_buckets, N(queue_buckets));
+    m->queue_work = histogram(&g, "workqueue_work_duration_seconds",
+                              "How long in seconds processing an item from workqueue takes.",
+                              queue_label, queue_buckets, N(queue_buckets));
+    m->queue_retries = counter(&g, "workqueue_retries_total",
+                               "Total number of retries handled by workqueue", queue_label);
+    m->queue_unfinished =
+        gauge(&g, "workqueue_unfinished_work_seconds",
+              "How many seconds of work has been done that is in progress and hasn't been "
+              "observed by work_duration. Large values indicate stuck threads.",
+              queue_label);
+    m->queue_longest = gauge(&g, "workqueue_longest_running_processor_seconds",
+                             "How many seconds has the longest running processor for workqueue "
+                             "been running.",
+                             queue_label);
+
+    m->reconciles = counter(&g, "controller_runtime_reconcile_total",
+                            "Total number of reconciliations per controller",
+                            (const char *[]){"controller", "result", NULL});
+    m->reconcile_errors =
+        counter(&g, "controller_runtime_reconcile_errors_total",
+                "Total number of reconciliation errors per controller", controller_label);
+    m->reconcile_time = histogram(&g, "controller_runtime_reconcile_time_seconds",
+                                  "Length of time per reconciliation per controller",
+                                  controller_label, reconcile_buckets, N(reconcile_buckets));
+
+    m->workspaces = gauge(&g, "hibernator_workspaces", "Workspaces by class and state.",
+                          (const char *[]){"class", "state", NULL});
+    m->pauses = counter(&g, "hibernator_pauses_total",
+                        "Pauses completed (the pod gone, the accelerator free), by what the "
+                        "pause kept of the session.",
+                        (const char *[]){"namespace", "class", "reason", "memory", NULL});
+    m->resumes = counter(&g, "hibernator_resumes_total",
+                         "Resumes that became ready, by where the session came from.",
+                         (const char *[]){"namespace", "class", "restore_source", NULL});
+    m->snapshots = counter(&g, "hibernator_snapshots_total",
+                           "Snapshot attempts that became Ready, failed or timed out.",
+                           (const char *[]){"namespace", "class", "result", NULL});
+    m->snapshot_seconds = histogram(&g, "hibernator_snapshot_duration_seconds",
+                                    "Time from a snapshot's request to Ready.", NULL,
+                                    snapshot_buckets, N(snapshot_buckets));
+    m->resume_seconds =
+        histogram(&g, "hibernator_resume_to_ready_seconds",
+                  "Time from a resume request to a ready workspace.",
+                  (const char *[]){"restore_source", NULL}, resume_buckets, N(resume_buckets));
+    m->capacity_seconds =
+        histogram(&g, "hibernator_waiting_for_capacity_seconds",
+                  "How long workspaces waited for capacity (a node with a free accelerator).", NULL,
+                  capacity_buckets, N(capacity_buckets));
+    m->probe_rounds = counter(&g, "hibernator_activity_probe_rounds_total",
+                              "Activity probe rounds by source and result.",
+                              (const char *[]){"source", "result", NULL});
+    m->accelerator_seconds =
+        counter(&g, "hibernator_accelerator_seconds_released_total",
+                "Accelerator-seconds given back by paused workspaces (accelerators times "
+                "seconds paused), counted when they resume.",
+                (const char *[]){"namespace", "class", NULL});
+    m->leader = gauge(&g, "hibernator_leader", "1 while this replica leads, else 0.", NULL);
+    m->build_info = gauge(&g, "hibernator_build_info", "The controller's version; always 1.",
+                          (const char *[]){"version", NULL});
+    if (g.e == 0)
+        g.e = metrics_gauge_set(m->build_info, (const char *[]){version}, 1);
+    if (g.e < 0) {
+        free(m);
+        return g.e;
+    }
+    *ret = m;
+    return 0;
+}
+
+void controller_metrics_free(struct controller_metrics *m)
+{
+    free(m);
+}
+
+/* ---- the queue ---- */
+
+static void on_added(void *data)
+{
+    struct controller_metrics *m = data;
+    metrics_counter_add(m->queue_adds, queue_name, 1);
+}
+
+static void on_retried(void *data)
+{
+    struct controller_metrics *m = data;
+    metrics_counter_add(m->queue_retries, queue_name, 1);
+}
+
+static void on_started(void *data, uint64_t queued_ms)
+{
+    struct controller_metrics *m = data;
+    metrics_histogram_observe(m->queue_latency, queue_name, (double)queued_ms / 1000.0);
+}
+
+static void on_finished(void *data, uint64_t work_ms)
+{
+    struct controller_metrics *m = data;
+    metrics_histogram_observe(m->queue_work, queue_name, (double)work_ms / 1000.0);
+}
+
+void controller_metrics_watch_queue(struct controller_metrics *m, struct workqueue *q)
+{
+    if (!m || !q)
+        return;
+    struct workqueue_observer o = {on_added, on_retried, on_started, on_finished, m};
+    workqueue_set_observer(q, &o);
+    /* The series exist from the start, at 0. */
+    metrics_counter_add(m->queue_adds, queue_name, 0);
+    metrics_counter_add(m->queue_retries, queue_name, 0);
+    metrics_gauge_add(m->queue_depth, queue_name, 0);
+}
+
+/* ---- reconciles and outcomes ---- */
+
+void controller_metrics_reconciled(struct controller_metrics *m, int error, int requeue_after,
+                                   double seconds)
+{
+    if (!m)
+        return;
+    const char *result = error ? "error" : requeue_after ? "requeue_after" : "success";
+    metrics_counter_add(m->reconciles, (const char *[]){CONTROLLER_NAME, result}, 1);
+    if (error)
+        metrics_counter_add(m->reconcile_errors, controller_name, 1);
+    metrics_histogram_observe(m->reconcile_time, controller_name, seconds);
+}
+
+void controller_metrics_outcome(struct controller_metrics *m, const char *ns,
+                                const char *class_name, const struct workspace_outcome *o)
+{
+    if (!m || !o)
+        return;
+    const char *cls = class_name ? class_name : "";
+    if (o->paused)
+        metrics_counter_add(
+            m->pauses,
+            (const char *[]){ns, cls, o->pause_reason, pause_memory_name(o->pause_memory)}, 1);
+    if (o->resumed != RESTORE_SOURCE_NONE) {
+        const char *source = restore_source_name(o->resumed);
+        metrics_counter_add(m->resumes, (const char *[]){ns, cls, source}, 1);
+        metrics_histogram_observe(m->resume_seconds, (const char *[]){source}, o->resume_seconds);
+    }
+    if (o->snapshot != SNAPSHOT_RESULT_NONE) {
+        metrics_counter_add(m->snapshots,
+                            (const char *[]){ns, cls, snapshot_result_name(o->snapshot)}, 1);
+        if (o->snapshot == SNAPSHOT_RESULT_READY)
+            metrics_histogram_observe(m->snapshot_seconds, NULL, o->snapshot_seconds);
+    }
+    if (o->capacity_wait_ended)
+        metrics_histogram_observe(m->capacity_seconds, NULL, o->capacity_wait_seconds);
+    if (o->accelerator_seconds_released > 0)
+        metrics_counter_add(m->accelerator_seconds, (const char *[]){ns, cls},
+                            o->accelerator_seconds_released);
+}
+
+void controller_metrics_probe_round(struct controller_metrics *m, const char *source,
+                                    const char *result)
+{
+    if (!m)
+        return;
+    char word[16];
+    size_t n = 0;
+    for (const char *p = result ? result : ""; *p && n + 1 < sizeof(word); p++)
+        word[n++] = (char)tolower((unsigned char)*p);
+    word[n] = '\0';
+    metrics_counter_add(m->probe_rounds, (const char *[]){source, word}, 1);
+}
+
+/* ---- collection ---- */
+
+static void count_workspace(void *data, const struct cache_entry *e)
+{
+    struct metrics_gauge_update *u = data;
+    const struct workspace *ws = e->obj;
+    if (!ws)
+        return;
+    const char *state = workspace_state_name(ws->status.state);
+    metrics_gauge_update_add(u, (const char *[]){ws->class_name, state[0] ? state : "Unknown"}, 1);
+}
+
+void controller_metrics_collect(struct controller_metrics *m, const struct informer *workspaces,
+                                const struct workqueue *q, uint64_t now_ms)
+{
+    if (!m)
+        return;
+    struct metrics_gauge_update *u = NULL;
+    if (workspaces && metrics_gauge_update_begin(m->workspaces, &u) == 0) {
+        informer_foreach(workspaces, count_workspace, u);
+        metrics_gauge_update_commit(u);
+    }
+    if (q) {
+        struct workqueue_metrics qm;
+        workqueue_get_metrics(q, &qm);
+        uint64_t total_ms, longest_ms;
+        workqueue_processing_time(q, now_ms, &total_ms, &longest_ms);
+        metrics_gauge_set(m->queue_depth, queue_name, (double)qm.depth);
+        metrics_gauge_set(m->queue_unfinished, queue_name, (double)total_ms / 1000.0);
+        metrics_gauge_set(m->queue_longest, queue_name, (double)longest_ms / 1000.0);
+    }
+}
+
+void controller_metrics_set_leader(struct controller_metrics *m, int leading)
+{
+    if (m)
+        metrics_gauge_set(m->leader, NULL, leading ? 1 : 0);
+}
