@@ -73,7 +73,7 @@ EOF
   --checkpoint-delay 100ms --delete-delay 100ms 2>"$work/simulator.log" &
 pids+=($!)
 "$build/hibernator" --kubeconfig "$HIBERNATOR_KUBECONFIG" --namespace "$ns" --leader-elect=false \
-  --health-probe-bind-address=0 2>"$work/controller.log" &
+  --health-probe-bind-address=0 --metrics-bind-address=0 2>"$work/controller.log" &
 pids+=($!)
 
 state() {

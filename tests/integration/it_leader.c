@@ -50,7 +50,8 @@ static void start(struct proc *p, const char *name)
         snprintf(nsflag, sizeof(nsflag), "--leader-election-namespace=%s", lease_ns);
         snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%d", p->port);
         execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--leader-elect", nsflag, "--namespace", lease_ns, health, (char *)NULL);
+              "--leader-elect", nsflag, "--namespace", lease_ns, health, "--metrics-bind-address=0",
+              (char *)NULL);
         _exit(127);
     }
 }

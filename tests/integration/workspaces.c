@@ -36,10 +36,16 @@ void controller_start(const char *failpoint)
     snprintf(log, sizeof(log), "%s/controller-%d.log", tmpdir, controller_runs++);
     /* One controller at a time here (it_leader tests the election): without
      * it, a loaded machine cannot make a test's controller give up leading. */
-    const char *argv[32] = {HIBERNATOR_BIN,      "--kubeconfig",
-                            kubeconfig,          "--leader-elect=false",
-                            "--log-level=debug", "--health-probe-bind-address=0"};
-    size_t n = 6;
+    /* No listening sockets unless a test asks for them (extra args come
+     * later and win). */
+    const char *argv[32] = {HIBERNATOR_BIN,
+                            "--kubeconfig",
+                            kubeconfig,
+                            "--leader-elect=false",
+                            "--log-level=debug",
+                            "--health-probe-bind-address=0",
+                            "--metrics-bind-address=0"};
+    size_t n = 7;
     for (size_t i = 0; controller_args && controller_args[i] && n < 31; i++)
         argv[n++] = controller_args[i];
     argv[n] = NULL;

@@ -19,7 +19,9 @@ void it_deploy(const char *tmp_prefix);
 /* With IT_SHOW_LOGS set, prints the tail of each controller log. */
 void it_show_logs(void);
 
-/* Extra flags for the next controller_start() (NULL-terminated, borrowed). */
+/* Extra flags for the next controller_start() (NULL-terminated, borrowed);
+ * they come after the defaults (--leader-elect=false, health probes and
+ * metrics off), so a test that wants a server names its address here. */
 void controller_extra_args(const char *const *args);
 /* Starts the controller; failpoint: HIBERNATOR_FAILPOINT for crash tests or NULL. */
 void controller_start(const char *failpoint);
