@@ -152,6 +152,13 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
                           (const char *[]){"version", NULL});
     if (g.e == 0)
         g.e = metrics_gauge_set(m->build_info, (const char *[]){version}, 1);
+    /* The reconcile series exist from the start, at 0, so that rates and
+     * ratios of them are defined before the first error. */
+    static const char *const results[] = {"success", "requeue_after", "error"};
+    for (size_t i = 0; i < N(results) && g.e == 0; i++)
+        g.e = metrics_counter_add(m->reconciles, (const char *[]){CONTROLLER_NAME, results[i]}, 0);
+    if (g.e == 0)
+        g.e = metrics_counter_add(m->reconcile_errors, controller_name, 0);
     if (g.e < 0) {
         free(m);
         return g.e;
