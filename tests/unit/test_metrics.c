@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "controller/metrics.h"
 #include "metrics/registry.h"
 
 #define DROPPED_HEAD                                                                               \
@@ -305,6 +306,66 @@ static void test_format_value(void **state)
     }
 }
 
+/* The controller's families: an outcome moves each of its series once. */
+static void test_controller_outcome(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct controller_metrics *m = NULL;
+    assert_int_equal(controller_metrics_new(r, "1.2.3", &m), 0);
+    struct controller_metrics *again = NULL;
+    assert_int_equal(controller_metrics_new(r, "1.2.3", &again), -EEXIST);
+    struct workspace_outcome o = {
+        .paused = 1,
+        .pause_reason = "idle_timeout",
+        .pause_memory = PAUSE_MEMORY_SNAPSHOT,
+        .resumed = RESTORE_SOURCE_SNAPSHOT,
+        .resume_seconds = 12.5,
+        .snapshot = SNAPSHOT_RESULT_READY,
+        .snapshot_seconds = 3.5,
+        .capacity_wait_ended = 1,
+        .capacity_wait_seconds = 30,
+        .accelerator_seconds_released = 60.25,
+    };
+    controller_metrics_outcome(m, "team-a", "gpu", &o);
+    controller_metrics_outcome(NULL, "team-a", "gpu", &o); /* metrics off */
+    controller_metrics_probe_round(m, "jupyter+gpu", "Active");
+    controller_metrics_reconciled(m, 1, 0, 0.02);
+    controller_metrics_set_leader(m, 1);
+    char *text = render(r);
+    static const char *const lines[] = {
+        "\nhibernator_pauses_total{namespace=\"team-a\",class=\"gpu\",reason=\"idle_timeout\","
+        "memory=\"snapshot\"} 1\n",
+        "\nhibernator_resumes_total{namespace=\"team-a\",class=\"gpu\",restore_source="
+        "\"snapshot\"} 1\n",
+        "\nhibernator_resume_to_ready_seconds_bucket{restore_source=\"snapshot\",le=\"10\"} 0\n"
+        "hibernator_resume_to_ready_seconds_bucket{restore_source=\"snapshot\",le=\"20\"} 1\n",
+        "\nhibernator_resume_to_ready_seconds_sum{restore_source=\"snapshot\"} 12.5\n",
+        "\nhibernator_snapshots_total{namespace=\"team-a\",class=\"gpu\",result=\"ready\"} 1\n",
+        "\nhibernator_snapshot_duration_seconds_count 1\n",
+        "\nhibernator_snapshot_duration_seconds_sum 3.5\n",
+        "\nhibernator_waiting_for_capacity_seconds_bucket{le=\"30\"} 1\n",
+        "\nhibernator_waiting_for_capacity_seconds_count 1\n",
+        "\nhibernator_accelerator_seconds_released_total{namespace=\"team-a\",class=\"gpu\"} "
+        "60.25\n",
+        "\nhibernator_activity_probe_rounds_total{source=\"jupyter+gpu\",result=\"active\"} 1\n",
+        "\ncontroller_runtime_reconcile_total{controller=\"workspace\",result=\"error\"} 1\n",
+        "\ncontroller_runtime_reconcile_total{controller=\"workspace\",result=\"success\"} 0\n",
+        "\ncontroller_runtime_reconcile_errors_total{controller=\"workspace\"} 1\n",
+        "\ncontroller_runtime_reconcile_time_seconds_bucket{controller=\"workspace\",le=\"0.025\"} "
+        "1\n",
+        "\nhibernator_leader 1\n",
+        "\nhibernator_build_info{version=\"1.2.3\"} 1\n",
+    };
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        if (!strstr(text, lines[i]))
+            fail_msg("missing: %s", lines[i]);
+    }
+    free(text);
+    controller_metrics_free(m);
+    metrics_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,7 +373,7 @@ int main(void)
         cmocka_unit_test(test_gauge),        cmocka_unit_test(test_histogram),
         cmocka_unit_test(test_escaping),     cmocka_unit_test(test_names),
         cmocka_unit_test(test_series_limit), cmocka_unit_test(test_gauge_replaced),
-        cmocka_unit_test(test_format_value),
+        cmocka_unit_test(test_format_value), cmocka_unit_test(test_controller_outcome),
     };
     return cmocka_run_group_tests_name("metrics registry", tests, NULL, NULL);
 }
