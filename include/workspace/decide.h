@@ -37,6 +37,9 @@ struct decide_input {
     /* Every snapshot the backend holds for this workspace, for retention. */
     const struct snapshot_view *snapshots;
     size_t n_snapshots;
+    /* The pod that took the accelerator the last pause released
+     * (ledger_taker_pick() over the controller's pods); NULL: none seen. */
+    const struct workspace_pod *accelerator_taker;
 };
 
 enum action_type {

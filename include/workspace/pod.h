@@ -30,6 +30,9 @@
 /* Set from the class's Jupyter token Secret (spec.activity.tokenSecretRef). */
 #define TOKEN_ENV "JUPYTER_TOKEN"
 
+/* Extended resources a pod's record keeps. */
+#define POD_MAX_EXTENDED 4
+
 /* What decide() needs to know about one of the workspace's pods. */
 struct workspace_pod {
     char *ns;
@@ -52,6 +55,9 @@ struct workspace_pod {
     int restored;                /* condition PodRestored=True */
     int restart_count;           /* the highest of its containers' */
     int crash_looping;           /* a container waits in CrashLoopBackOff */
+    /* The extended resources (a domain outside kubernetes.io, such as
+     * nvidia.com/gpu) its containers ask for, the first POD_MAX_EXTENDED. */
+    char *extended[POD_MAX_EXTENDED];
 };
 
 /* What decide() needs to know about the home claim. */
@@ -69,6 +75,9 @@ void *workspace_pod_decode(const cJSON *obj, void *data);
 void workspace_pod_free(void *pod);
 void *workspace_pvc_decode(const cJSON *obj, void *data);
 void workspace_pvc_free(void *pvc);
+
+/* Whether the pod's containers ask for the extended resource. */
+int workspace_pod_requests(const struct workspace_pod *p, const char *resource);
 
 /* The home claim's name: "<workspace>-home". Returns malloc'd or NULL. */
 char *workspace_home_claim_name(const struct workspace *ws);

@@ -60,6 +60,17 @@ struct workspace_pause_timeline {
     int64_t accelerator_released_ms;
     char *reason;  /* "User" | "IdleTimeout" | NULL */
     char *message; /* for IdleTimeout: the figures that led to it */
+    /* The GPU-hours ledger (docs/api.md). */
+    int64_t work_ended_ms;     /* idle: the last activity the pause was based on; user: requested */
+    int64_t held_since_ms;     /* when the accelerator hold this pause ended began */
+    int64_t snapshot_ready_ms; /* the pause's snapshot was Ready */
+    double snapshot_seconds;   /* from its request to Ready */
+    char *memory;              /* "snapshot" | "files" | "snapshotFailed" | NULL: not yet known */
+    char *node_name;           /* where the pod ran */
+    char *product;             /* its accelerator's product, NULL: none or unknown */
+    int64_t accelerator_taken_ms;
+    char *accelerator_taken_by; /* "ns/pod": another workspace's pod that got the accelerator */
+    int64_t node_removed_ms;    /* the node left the cluster */
 };
 
 /* The snapshot of the last pause (docs/snapshots.md). */
@@ -102,6 +113,17 @@ struct workspace_resume_timeline {
     char *restored_from; /* "FromCheckpoint" | "Fresh" | NULL */
 };
 
+/* One completed pause and the resume that followed it, as status.history
+ * keeps it: the pause's timeline without its message, the resume's without
+ * podCreatedAt. */
+struct workspace_pause_record {
+    struct workspace_pause_timeline pause;
+    struct workspace_resume_timeline resume; /* zero until that resume is ready */
+};
+
+/* status.history keeps this many pauses, the newest first. */
+#define WORKSPACE_HISTORY_MAX 20
+
 struct workspace_status {
     int64_t observed_generation;
     enum workspace_state state;
@@ -124,6 +146,10 @@ struct workspace_status {
     int64_t pauses;
     int64_t resumes;
     double accelerator_seconds_released;
+    double accelerator_seconds_held;        /* count x seconds of every hold that ended */
+    int64_t accelerator_held_since_ms;      /* a pod of the workspace holds the accelerator */
+    struct workspace_pause_record *history; /* newest first, at most WORKSPACE_HISTORY_MAX */
+    size_t n_history;
 };
 
 struct workspace {
@@ -197,6 +223,24 @@ void workspace_status_clear(struct workspace_status *s);
 /* True when two statuses would encode to the same JSON (so times that differ
  * only below a second are equal). Out of memory reads as different. */
 int workspace_status_equal(const struct workspace_status *a, const struct workspace_status *b);
+
+/* Releases a timeline's strings and zeroes it. */
+void workspace_pause_timeline_clear(struct workspace_pause_timeline *t);
+
+/* Puts a record of s->last_pause (no resume yet) at the front of
+ * s->history, dropping the oldest beyond WORKSPACE_HISTORY_MAX. Returns 0 or
+ * -ENOMEM (s unchanged). */
+int workspace_status_push_history(struct workspace_status *s);
+
+/* The record of s->last_pause: history[0] when it is of the same pause
+ * (pausedAt in the same second as lastPause.requestedAt), else NULL. */
+struct workspace_pause_record *workspace_status_last_record(const struct workspace_status *s);
+
+/* Makes the record of s->last_pause, if there is one, mirror it, and once
+ * the resume that followed it is ready (resumes caught up with pauses), that
+ * resume too. Returns 0 or -ENOMEM (the record may be half updated; the
+ * status is still whole). */
+int workspace_status_sync_history(struct workspace_status *s);
 
 /* Finds a condition by type, or NULL. */
 const struct condition *workspace_status_condition(const struct workspace_status *s,

@@ -18,6 +18,7 @@
 #include "util/timefmt.h"
 #include "workspace/class.h"
 #include "workspace/decide.h"
+#include "workspace/ledger.h"
 #include "workspace/outcome.h"
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
@@ -256,9 +257,29 @@ static void on_pod_add(void *data, const struct cache_entry *e)
     free(wk);
 }
 
+/* GPU fate: a pod that just got a node may have taken the accelerator a
+ * paused workspace released there; such workspaces look again. */
+struct pod_scheduled {
+    struct reconciler *r;
+    const struct workspace_pod *pod;
+    int64_t now;
+};
+
+static void enqueue_if_taken(void *data, const struct cache_entry *e)
+{
+    struct pod_scheduled *m = data;
+    if (ledger_taker_pick(e->obj, m->now, NULL, m->pod))
+        enqueue(m->r, e->ns, e->name);
+}
+
 static void on_pod_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
 {
-    (void)old_e;
+    struct reconciler *r = data;
+    const struct workspace_pod *was = old_e->obj, *p = e->obj;
+    if (was && p && !was->node_name && p->node_name && p->extended[0]) {
+        struct pod_scheduled m = {r, p, r->now_ms(r->now_data)};
+        informer_foreach(r->ws_inf, enqueue_if_taken, &m);
+    }
     on_pod_add(data, e);
 }
 
@@ -716,6 +737,29 @@ static void run_next(struct job *j)
     }
 }
 
+struct taker_search {
+    const struct workspace *ws;
+    int64_t now;
+    const struct workspace_pod *first;
+};
+
+static void pick_taker(void *data, const struct cache_entry *e)
+{
+    struct taker_search *t = data;
+    t->first = ledger_taker_pick(t->ws, t->now, t->first, e->obj);
+}
+
+/* The pod that took the accelerator ws's last pause released, from the
+ * controller's own pods; NULL: none (yet), or nothing to look for. */
+static const struct workspace_pod *accelerator_taker(const struct reconciler *r,
+                                                     const struct workspace *ws, int64_t now)
+{
+    struct taker_search t = {ws, now, NULL};
+    if (ledger_awaits_taker(&ws->status, now))
+        informer_foreach(r->pod_inf, pick_taker, &t);
+    return t.first;
+}
+
 /* Reads the caches for key and decides; the output's actions then run. */
 static void reconcile(struct reconciler *r, const char *key)
 {
@@ -782,13 +826,14 @@ static void reconcile(struct reconciler *r, const char *key)
         }
         n_snaps = gke_snapshots_list(r->gke, ws->ns, ws->name, snap_list, MAX_SNAPSHOTS_SEEN);
     }
+    int64_t now = r->now_ms(r->now_data);
     struct decide_input in = {
         .ws = ws,
         .cls = cls,
         .pods = pods,
         .n_pods = n_pods,
         .pvc = pvce ? pvce->obj : NULL,
-        .now_ms = r->now_ms(r->now_data),
+        .now_ms = now,
         .activity = activity_tracker_observation(r->activity, key),
         .zone = cls && cls->idle.schedule.n_windows
                     ? activity_tracker_zone(r->activity, cls->idle.time_zone)
@@ -796,6 +841,7 @@ static void reconcile(struct reconciler *r, const char *key)
         .snapshot = snap,
         .snapshots = snap_list,
         .n_snapshots = n_snaps,
+        .accelerator_taker = accelerator_taker(r, ws, now),
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);

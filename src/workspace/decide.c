@@ -8,6 +8,7 @@
 
 #include "util/duration.h"
 #include "util/timefmt.h"
+#include "workspace/ledger.h"
 
 /* The rules are written out, with a table, in docs/state-machine.md; the
  * comments here point at them by number. */
@@ -1270,10 +1271,14 @@ static void decide_pause(struct decider *d)
                    ws->auto_paused_ms > st->last_pause.requested_ms &&
                    ws->auto_paused_ms <= d->now && ws->auto_paused_ms >= d->old->state_since_ms;
         st->pauses++;
-        free(st->last_pause.reason);
-        free(st->last_pause.message);
-        st->last_pause =
-            (struct workspace_pause_timeline){.requested_ms = idle ? ws->auto_paused_ms : d->now};
+        workspace_pause_timeline_clear(&st->last_pause);
+        int64_t requested = idle ? ws->auto_paused_ms : d->now;
+        st->last_pause.requested_ms = requested;
+        /* When work ended: for the controller's own pause, the last activity
+         * its decision was based on (the pass that decided it recorded it
+         * exactly); for the user's, the request. */
+        int64_t work = d->old->activity.last_activity_ms;
+        st->last_pause.work_ended_ms = !idle ? requested : work < requested ? work : requested;
         set_string(d, &st->last_pause.reason, idle ? "IdleTimeout" : "User");
         if (idle && ws->auto_pause_message) {
             char msg[MAX_MESSAGE + 1];
@@ -1327,6 +1332,112 @@ static void decide_pause(struct decider *d)
         else
             event(d, "Normal", "Paused", "paused");
     }
+}
+
+/* ---- the GPU-hours ledger (docs/api.md) ---- */
+
+/* A pod holds the workspace's accelerator from the moment it has a node
+ * until it is gone (a stopped pod's resources are free again); the earliest
+ * scheduled one when there are several. */
+static const struct workspace_pod *accelerator_holder(const struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    const struct workspace_pod *h = NULL;
+    if (!st->accelerator_resource || st->accelerator_count <= 0)
+        return NULL;
+    for (size_t i = 0; i < d->in->n_pods; i++) {
+        const struct workspace_pod *p = d->in->pods[i];
+        if (!p->name || !p->node_name || !p->node_name[0] || pod_has_stopped(p))
+            continue;
+        if (!h || (p->scheduled_ms && (!h->scheduled_ms || p->scheduled_ms < h->scheduled_ms)))
+            h = p;
+    }
+    return h;
+}
+
+/* accounting.acceleratorHeldSince follows the hold; when it ends its
+ * seconds are added up, and a pause that ended it says when it began. */
+static void track_hold(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    const struct workspace_pod *h = accelerator_holder(d);
+    int64_t since = st->accelerator_held_since_ms;
+    if (h && !since)
+        st->accelerator_held_since_ms =
+            h->scheduled_ms && h->scheduled_ms <= d->now ? h->scheduled_ms : d->now;
+    if (h || !since)
+        return;
+    int count = st->accelerator_count > 0 ? st->accelerator_count : 1;
+    if (d->now > since)
+        st->accelerator_seconds_held += (double)(d->now - since) / 1000.0 * count;
+    if (in_pause(st) && !st->last_pause.held_since_ms)
+        st->last_pause.held_since_ms = since;
+    st->accelerator_held_since_ms = 0;
+}
+
+/* What the pause kept of the session: its memory in a snapshot, or files
+ * (and the application's checkpoint) only. */
+static const char *pause_memory(const struct workspace_status *st)
+{
+    const struct workspace_snapshot *sn = &st->snapshot;
+    int current = sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
+    if (current && streq(sn->phase, "Ready"))
+        return "snapshot";
+    if (current && streq(sn->phase, "Failed"))
+        return "snapshotFailed";
+    return "files";
+}
+
+static void note_taker(struct decider *d)
+{
+    struct workspace_pause_timeline *lp = &d->st->last_pause;
+    const struct workspace_pod *t = d->in->accelerator_taker;
+    if (!t || lp->accelerator_taken_ms || ledger_taker_pick(d->ws, d->now, NULL, t) != t)
+        return;
+    char *by = NULL;
+    if (asprintf(&by, "%s/%s", t->ns ? t->ns : "", t->name) < 0) {
+        failed(d, -ENOMEM);
+        return;
+    }
+    lp->accelerator_taken_ms = t->scheduled_ms;
+    set_string(d, &lp->accelerator_taken_by, by);
+    free(by);
+}
+
+static void keep_ledger(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    struct workspace_pause_timeline *lp = &st->last_pause;
+    track_hold(d);
+    if (in_pause(st) && lp->requested_ms) {
+        const struct workspace_pod *p = d->keep && d->keep->node_name         ? d->keep
+                                        : d->leaving && d->leaving->node_name ? d->leaving
+                                                                              : NULL;
+        if (p && !lp->node_name) {
+            set_string(d, &lp->node_name, p->node_name);
+            set_string(d, &lp->product, st->accelerator_resource ? st->accelerator_product : NULL);
+        }
+        const struct workspace_snapshot *sn = &st->snapshot;
+        if (!lp->snapshot_ready_ms && sn->attempt && sn->requested_ms >= lp->requested_ms &&
+            streq(sn->phase, "Ready") && sn->ready_ms) {
+            lp->snapshot_ready_ms = sn->ready_ms;
+            lp->snapshot_seconds = sn->seconds;
+        }
+        if (lp->accelerator_released_ms && !lp->memory)
+            set_string(d, &lp->memory, pause_memory(st));
+    }
+    note_taker(d);
+    if (ledger_awaits_taker(st, d->now)) {
+        int64_t next = d->now + LEDGER_RECHECK_MS;
+        int64_t end = lp->accelerator_released_ms + LEDGER_WATCH_MS;
+        requeue_at(d, next < end ? next : end);
+    }
+    /* One record per completed pause, which then mirrors it and its resume. */
+    if (d->rc == 0 && lp->requested_ms && lp->accelerator_released_ms &&
+        !workspace_status_last_record(st) && workspace_status_push_history(st) < 0)
+        failed(d, -ENOMEM);
+    if (d->rc == 0 && workspace_status_sync_history(st) < 0)
+        failed(d, -ENOMEM);
 }
 
 /* ---- rules 1-7 ---- */
@@ -1395,6 +1506,7 @@ static void decide_live(struct decider *d)
     }
     if (st->state != WS_STATE_RUNNING)
         clear_idle(d);
+    keep_ledger(d);
     if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
         snapshot_retention(d, 0);
     set_message(d);

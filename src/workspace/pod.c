@@ -58,6 +58,68 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
     }
 }
 
+/* Extended resources are named <domain>/<name> with a domain outside
+ * kubernetes.io (docs: "Extended resources"). */
+static int is_extended_resource(const char *name)
+{
+    static const char native[] = "kubernetes.io";
+    const char *slash = strchr(name, '/');
+    if (!slash || slash == name)
+        return 0;
+    size_t len = (size_t)(slash - name), n = sizeof(native) - 1;
+    if (len == n && strncmp(name, native, n) == 0)
+        return 0;
+    return !(len > n && name[len - n - 1] == '.' && strncmp(name + len - n, native, n) == 0);
+}
+
+/* An extended resource is a whole number: any digit but 0 makes it ask for
+ * some. */
+static int quantity_nonzero(const cJSON *q)
+{
+    if (cJSON_IsNumber(q))
+        return q->valuedouble > 0;
+    if (!cJSON_IsString(q))
+        return 0;
+    for (const char *c = q->valuestring; *c >= '0' && *c <= '9'; c++)
+        if (*c != '0')
+            return 1;
+    return 0;
+}
+
+static int decode_extended(const cJSON *spec, struct workspace_pod *p)
+{
+    size_t n = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, json_member(spec, "containers"))
+    {
+        const cJSON *res = json_member(c, "resources");
+        const cJSON *lists[] = {json_member(res, "limits"), json_member(res, "requests")};
+        for (size_t l = 0; l < 2; l++) {
+            if (!cJSON_IsObject(lists[l]))
+                continue;
+            const cJSON *q;
+            cJSON_ArrayForEach(q, lists[l])
+            {
+                if (n == POD_MAX_EXTENDED || !q->string || !is_extended_resource(q->string) ||
+                    !quantity_nonzero(q) || workspace_pod_requests(p, q->string))
+                    continue;
+                if (!(p->extended[n] = strdup(q->string)))
+                    return -ENOMEM;
+                n++;
+            }
+        }
+    }
+    return 0;
+}
+
+int workspace_pod_requests(const struct workspace_pod *p, const char *resource)
+{
+    for (size_t i = 0; resource && i < POD_MAX_EXTENDED && p->extended[i]; i++)
+        if (strcmp(p->extended[i], resource) == 0)
+            return 1;
+    return 0;
+}
+
 void *workspace_pod_decode(const cJSON *obj, void *data)
 {
     (void)data;
@@ -87,7 +149,8 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(spec, "nodeName"), &p->node_name) < 0 ||
         json_dup_optional(json_string(status, "podIP"), &p->pod_ip) < 0 ||
         json_dup_optional(json_string(status, "phase"), &p->phase) < 0 ||
-        json_dup_optional(unschedulable_msg, &p->unschedulable_message) < 0) {
+        json_dup_optional(unschedulable_msg, &p->unschedulable_message) < 0 ||
+        decode_extended(spec, p) < 0) {
         workspace_pod_free(p);
         return NULL;
     }
@@ -108,6 +171,8 @@ void workspace_pod_free(void *pod)
     free(p->snapshot);
     free(p->phase);
     free(p->unschedulable_message);
+    for (size_t i = 0; i < POD_MAX_EXTENDED; i++)
+        free(p->extended[i]);
     free(p);
 }
 

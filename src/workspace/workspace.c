@@ -90,6 +90,63 @@ static void condition_clear(struct condition *c)
     *c = (struct condition){0};
 }
 
+/* The fields a pause's timeline and its history record share: everything
+ * but the request time and the message, which they name differently or only
+ * one of them has. */
+static int pause_decode_common(const cJSON *o, struct workspace_pause_timeline *t)
+{
+    t->pod_deleted_ms = json_time_ms(o, "podDeletedAt");
+    t->accelerator_released_ms = json_time_ms(o, "acceleratorReleasedAt");
+    t->work_ended_ms = json_time_ms(o, "workEndedAt");
+    t->held_since_ms = json_time_ms(o, "heldSince");
+    t->snapshot_ready_ms = json_time_ms(o, "snapshotReadyAt");
+    t->snapshot_seconds = json_double(o, "snapshotSeconds");
+    t->accelerator_taken_ms = json_time_ms(o, "acceleratorTakenAt");
+    t->node_removed_ms = json_time_ms(o, "nodeRemovedAt");
+    if (json_dup_optional(json_string(o, "reason"), &t->reason) < 0 ||
+        json_dup_optional(json_string(o, "memory"), &t->memory) < 0 ||
+        json_dup_optional(json_string(o, "nodeName"), &t->node_name) < 0 ||
+        json_dup_optional(json_string(o, "product"), &t->product) < 0 ||
+        json_dup_optional(json_string(o, "acceleratorTakenBy"), &t->accelerator_taken_by) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static void record_clear(struct workspace_pause_record *r)
+{
+    workspace_pause_timeline_clear(&r->pause);
+    free(r->resume.restored_from);
+    *r = (struct workspace_pause_record){0};
+}
+
+static int history_decode(const cJSON *arr, struct workspace_status *s)
+{
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+        return 0;
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    s->history = calloc(n < WORKSPACE_HISTORY_MAX ? n : WORKSPACE_HISTORY_MAX, sizeof(*s->history));
+    if (!s->history)
+        return -ENOMEM;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr)
+    {
+        if (s->n_history == WORKSPACE_HISTORY_MAX)
+            break;
+        if (!cJSON_IsObject(o))
+            continue;
+        struct workspace_pause_record *r = &s->history[s->n_history++];
+        r->pause.requested_ms = json_time_ms(o, "pausedAt");
+        r->resume.requested_ms = json_time_ms(o, "resumeRequestedAt");
+        r->resume.pod_scheduled_ms = json_time_ms(o, "podScheduledAt");
+        r->resume.ready_ms = json_time_ms(o, "readyAt");
+        r->resume.seconds_to_ready = json_double(o, "secondsToReady");
+        if (pause_decode_common(o, &r->pause) < 0 ||
+            json_dup_optional(json_string(o, "restoredFrom"), &r->resume.restored_from) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int status_decode(const cJSON *st, struct workspace_status *s)
 {
     *s = (struct workspace_status){0};
@@ -136,9 +193,7 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
 
     const cJSON *lp = json_member(st, "lastPause");
     s->last_pause.requested_ms = json_time_ms(lp, "requestedAt");
-    s->last_pause.pod_deleted_ms = json_time_ms(lp, "podDeletedAt");
-    s->last_pause.accelerator_released_ms = json_time_ms(lp, "acceleratorReleasedAt");
-    if (json_dup_optional(json_string(lp, "reason"), &s->last_pause.reason) < 0 ||
+    if (pause_decode_common(lp, &s->last_pause) < 0 ||
         json_dup_optional(json_string(lp, "message"), &s->last_pause.message) < 0)
         goto oom;
 
@@ -186,6 +241,10 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
     s->pauses = json_int(acct, "pauses");
     s->resumes = json_int(acct, "resumes");
     s->accelerator_seconds_released = json_double(acct, "acceleratorSecondsReleased");
+    s->accelerator_seconds_held = json_double(acct, "acceleratorSecondsHeld");
+    s->accelerator_held_since_ms = json_time_ms(acct, "acceleratorHeldSince");
+    if (history_decode(json_member(st, "history"), s) < 0)
+        goto oom;
     return 0;
 oom:
     workspace_status_clear(s);
@@ -415,6 +474,54 @@ static void drop_if_empty(cJSON *o, const char *k)
         cJSON_DeleteItemFromObjectCaseSensitive(o, k);
 }
 
+/* The fields a pause's timeline and its history record share, after the
+ * request, reason and message. */
+static void put_pause_ledger(struct writer *w, cJSON *o, const struct workspace_pause_timeline *t)
+{
+    put_time(w, o, "workEndedAt", t->work_ended_ms);
+    put_time(w, o, "heldSince", t->held_since_ms);
+    put_time(w, o, "snapshotReadyAt", t->snapshot_ready_ms);
+    if (t->snapshot_ready_ms) /* 0.0 s is a figure, not an unset field */
+        put_number(w, o, "snapshotSeconds", t->snapshot_seconds);
+    put_str(w, o, "memory", t->memory);
+    put_str(w, o, "nodeName", t->node_name);
+    put_str(w, o, "product", t->product);
+    put_time(w, o, "acceleratorTakenAt", t->accelerator_taken_ms);
+    put_str(w, o, "acceleratorTakenBy", t->accelerator_taken_by);
+    put_time(w, o, "nodeRemovedAt", t->node_removed_ms);
+}
+
+static void put_history(struct writer *w, cJSON *o, const struct workspace_status *s)
+{
+    if (s->n_history == 0)
+        return;
+    cJSON *arr = cJSON_AddArrayToObject(o, "history");
+    if (!arr) {
+        w->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < s->n_history && i < WORKSPACE_HISTORY_MAX; i++) {
+        const struct workspace_pause_record *r = &s->history[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j || !cJSON_AddItemToArray(arr, j)) {
+            cJSON_Delete(j);
+            w->oom = 1;
+            return;
+        }
+        put_time(w, j, "pausedAt", r->pause.requested_ms);
+        put_str(w, j, "reason", r->pause.reason);
+        put_time(w, j, "podDeletedAt", r->pause.pod_deleted_ms);
+        put_time(w, j, "acceleratorReleasedAt", r->pause.accelerator_released_ms);
+        put_pause_ledger(w, j, &r->pause);
+        put_time(w, j, "resumeRequestedAt", r->resume.requested_ms);
+        put_time(w, j, "podScheduledAt", r->resume.pod_scheduled_ms);
+        put_time(w, j, "readyAt", r->resume.ready_ms);
+        if (r->resume.ready_ms)
+            put_number(w, j, "secondsToReady", r->resume.seconds_to_ready);
+        put_str(w, j, "restoredFrom", r->resume.restored_from);
+    }
+}
+
 static int condition_rank(const char *type)
 {
     static const char *const order[] = {"Valid", "Ready", "CapacityAvailable", "Restored"};
@@ -498,6 +605,7 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_time(&w, lp, "acceleratorReleasedAt", s->last_pause.accelerator_released_ms);
     put_str(&w, lp, "reason", s->last_pause.reason);
     put_str(&w, lp, "message", s->last_pause.message);
+    put_pause_ledger(&w, lp, &s->last_pause);
     drop_if_empty(o, "lastPause");
 
     cJSON *lr = put_obj(&w, o, "lastResume");
@@ -549,7 +657,11 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_int(&w, acct, "pauses", s->pauses);
     put_int(&w, acct, "resumes", s->resumes);
     put_double(&w, acct, "acceleratorSecondsReleased", s->accelerator_seconds_released);
+    put_double(&w, acct, "acceleratorSecondsHeld", s->accelerator_seconds_held);
+    put_time(&w, acct, "acceleratorHeldSince", s->accelerator_held_since_ms);
     drop_if_empty(o, "accounting");
+
+    put_history(&w, o, s);
 
     if (w.oom) {
         cJSON_Delete(o);
@@ -574,8 +686,10 @@ void workspace_status_clear(struct workspace_status *s)
         condition_clear(&s->conditions[i]);
     free(s->conditions);
     free(s->last_resume.restored_from);
-    free(s->last_pause.reason);
-    free(s->last_pause.message);
+    workspace_pause_timeline_clear(&s->last_pause);
+    for (size_t i = 0; i < s->n_history; i++)
+        record_clear(&s->history[i]);
+    free(s->history);
     free(s->activity.last_activity_source);
     free(s->activity.last_probe_result);
     free(s->activity.last_probe_error);
@@ -589,13 +703,68 @@ void workspace_status_clear(struct workspace_status *s)
     *s = (struct workspace_status){0};
 }
 
+void workspace_pause_timeline_clear(struct workspace_pause_timeline *t)
+{
+    free(t->reason);
+    free(t->message);
+    free(t->memory);
+    free(t->node_name);
+    free(t->product);
+    free(t->accelerator_taken_by);
+    *t = (struct workspace_pause_timeline){0};
+}
+
+static int pause_timeline_copy(const struct workspace_pause_timeline *src,
+                               struct workspace_pause_timeline *dst)
+{
+    struct workspace_pause_timeline c = *src;
+    c.reason = c.message = c.memory = c.node_name = c.product = c.accelerator_taken_by = NULL;
+    if (json_dup_optional(src->reason, &c.reason) < 0 ||
+        json_dup_optional(src->message, &c.message) < 0 ||
+        json_dup_optional(src->memory, &c.memory) < 0 ||
+        json_dup_optional(src->node_name, &c.node_name) < 0 ||
+        json_dup_optional(src->product, &c.product) < 0 ||
+        json_dup_optional(src->accelerator_taken_by, &c.accelerator_taken_by) < 0) {
+        workspace_pause_timeline_clear(&c);
+        return -ENOMEM;
+    }
+    *dst = c;
+    return 0;
+}
+
+/* A record of t (no message) and, when r is not NULL, of r (no pod
+ * creation time). */
+static int record_make(const struct workspace_pause_timeline *t,
+                       const struct workspace_resume_timeline *r,
+                       struct workspace_pause_record *ret)
+{
+    struct workspace_pause_record c = {0};
+    if (pause_timeline_copy(t, &c.pause) < 0)
+        return -ENOMEM;
+    free(c.pause.message);
+    c.pause.message = NULL;
+    if (r) {
+        c.resume = *r;
+        c.resume.pod_created_ms = 0;
+        c.resume.restored_from = NULL;
+        if (json_dup_optional(r->restored_from, &c.resume.restored_from) < 0) {
+            record_clear(&c);
+            return -ENOMEM;
+        }
+    }
+    *ret = c;
+    return 0;
+}
+
 int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst)
 {
     struct workspace_status c = *src;
     c.message = c.pod_name = c.node_name = c.home_claim_name = NULL;
     c.accelerator_resource = c.accelerator_product = NULL;
     c.last_resume.restored_from = NULL;
-    c.last_pause.reason = c.last_pause.message = NULL;
+    c.last_pause = (struct workspace_pause_timeline){0};
+    c.history = NULL;
+    c.n_history = 0;
     c.activity.last_activity_source = c.activity.last_probe_result = NULL;
     c.activity.last_probe_error = NULL;
     c.snapshot.attempt = c.snapshot.name = c.snapshot.phase = NULL;
@@ -610,8 +779,7 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
         json_dup_optional(src->accelerator_resource, &c.accelerator_resource) < 0 ||
         json_dup_optional(src->accelerator_product, &c.accelerator_product) < 0 ||
         json_dup_optional(src->last_resume.restored_from, &c.last_resume.restored_from) < 0 ||
-        json_dup_optional(src->last_pause.reason, &c.last_pause.reason) < 0 ||
-        json_dup_optional(src->last_pause.message, &c.last_pause.message) < 0 ||
+        pause_timeline_copy(&src->last_pause, &c.last_pause) < 0 ||
         json_dup_optional(src->activity.last_activity_source, &c.activity.last_activity_source) <
             0 ||
         json_dup_optional(src->activity.last_probe_result, &c.activity.last_probe_result) < 0 ||
@@ -640,11 +808,72 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
                 goto oom;
         }
     }
+    if (src->n_history > 0) {
+        c.history = calloc(src->n_history, sizeof(*c.history));
+        if (!c.history)
+            goto oom;
+        for (size_t i = 0; i < src->n_history; i++) {
+            const struct workspace_pause_record *from = &src->history[i];
+            struct workspace_pause_record *to = &c.history[c.n_history++];
+            to->resume = from->resume;
+            to->resume.restored_from = NULL;
+            if (pause_timeline_copy(&from->pause, &to->pause) < 0 ||
+                json_dup_optional(from->resume.restored_from, &to->resume.restored_from) < 0)
+                goto oom;
+        }
+    }
     *dst = c;
     return 0;
 oom:
     workspace_status_clear(&c);
     return -ENOMEM;
+}
+
+/* ---- history ---- */
+
+int workspace_status_push_history(struct workspace_status *s)
+{
+    struct workspace_pause_record rec;
+    if (record_make(&s->last_pause, NULL, &rec) < 0)
+        return -ENOMEM;
+    while (s->n_history >= WORKSPACE_HISTORY_MAX)
+        record_clear(&s->history[--s->n_history]);
+    struct workspace_pause_record *grown =
+        realloc(s->history, (s->n_history + 1) * sizeof(*s->history));
+    if (!grown) {
+        record_clear(&rec);
+        return -ENOMEM;
+    }
+    s->history = grown;
+    memmove(&s->history[1], &s->history[0], s->n_history * sizeof(*s->history));
+    s->history[0] = rec;
+    s->n_history++;
+    return 0;
+}
+
+struct workspace_pause_record *workspace_status_last_record(const struct workspace_status *s)
+{
+    /* The status keeps whole seconds: a time read back is the same second. */
+    if (s->n_history == 0 || !s->last_pause.requested_ms ||
+        s->history[0].pause.requested_ms / 1000 != s->last_pause.requested_ms / 1000)
+        return NULL;
+    return &s->history[0];
+}
+
+int workspace_status_sync_history(struct workspace_status *s)
+{
+    struct workspace_pause_record *rec = workspace_status_last_record(s);
+    if (!rec)
+        return 0;
+    /* The counters say whether the last resume followed the last pause: a
+     * pause counts when no pause is open, a resume when one is. */
+    int resumed = s->resumes >= s->pauses && s->last_resume.ready_ms;
+    struct workspace_pause_record next;
+    if (record_make(&s->last_pause, resumed ? &s->last_resume : NULL, &next) < 0)
+        return -ENOMEM;
+    record_clear(rec);
+    *rec = next;
+    return 0;
 }
 
 int workspace_status_equal(const struct workspace_status *a, const struct workspace_status *b)

@@ -3,11 +3,13 @@
  * scheduler and kwok GPU nodes, with the controller running under the
  * ServiceAccount and RBAC from deploy/ (so the RBAC is proven sufficient):
  * create → Running on a GPU node → pause → GPU free for another workspace →
- * resume from checkpoint; waiting for capacity with exactly one pod; the
- * capacity timeout; invalid workspaces; and crashes at each step.
+ * resume from checkpoint; waiting for capacity with exactly one pod, and
+ * the GPU-hours ledger of a pause whose GPU went to the waiting workspace;
+ * the capacity timeout; invalid workspaces; and crashes at each step.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -21,7 +23,108 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "util/timefmt.h"
 #include "workspaces.h"
+
+/* ---- the GPU-hours ledger -------------------------------------------------- */
+
+/* A time at a dotted path, in Unix ms; fails the test when absent. */
+static int64_t time_at(const cJSON *o, const char *path)
+{
+    const char *s = str_at(o, path);
+    int64_t ms = 0;
+    if (!s || timefmt_parse_rfc3339(s, &ms) < 0)
+        fail_msg("%s: not a time (%s)", path, s ? s : "absent");
+    return ms;
+}
+
+static const cJSON *history(const cJSON *ws)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "status"),
+                                            "history");
+}
+
+/* Waits until the workspace's last pause says who took its accelerator. */
+static cJSON *wait_taken(const char *name, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    for (;;) {
+        cJSON *ws = ws_json(name);
+        if (ws && str_at(ws, "status.lastPause.acceleratorTakenBy"))
+            return ws;
+        cJSON_Delete(ws);
+        if (harness_now_ms() >= end)
+            fail_msg("%s: no acceleratorTakenBy after %llu ms", name,
+                     (unsigned long long)timeout_ms);
+        usleep(300 * 1000);
+    }
+}
+
+/* The ledger of a user's pause whose GPU went to taker. */
+static void check_pause_ledger(const cJSON *ws, const char *node, const char *taker)
+{
+    int64_t held = time_at(ws, "status.lastPause.heldSince");
+    int64_t work = time_at(ws, "status.lastPause.workEndedAt");
+    int64_t asked = time_at(ws, "status.lastPause.requestedAt");
+    int64_t deleted = time_at(ws, "status.lastPause.podDeletedAt");
+    int64_t released = time_at(ws, "status.lastPause.acceleratorReleasedAt");
+    int64_t taken = time_at(ws, "status.lastPause.acceleratorTakenAt");
+    print_message("ledger: held from -%llds, work ended -%llds, asked 0, deleted +%llds, "
+                  "released +%llds, taken +%llds by %s\n",
+                  (long long)((asked - held) / 1000), (long long)((asked - work) / 1000),
+                  (long long)((deleted - asked) / 1000), (long long)((released - asked) / 1000),
+                  (long long)((taken - asked) / 1000),
+                  str_at(ws, "status.lastPause.acceleratorTakenBy"));
+    assert_true(held <= work);
+    assert_true(work <= asked);
+    assert_true(asked <= deleted);
+    assert_true(deleted <= released);
+    assert_true(taken >= deleted); /* placed once the pod was deleted */
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "User");
+    assert_string_equal(str_at(ws, "status.lastPause.acceleratorTakenBy"), taker);
+    assert_string_equal(str_at(ws, "status.lastPause.nodeName"), node);
+    assert_string_equal(str_at(ws, "status.lastPause.product"), "Tesla-T4");
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "files");
+    /* one GPU held from its scheduling to its release; none now */
+    double held_s = num_at(ws, "status.accounting.acceleratorSecondsHeld");
+    assert_true(held_s > 0);
+    assert_true(fabs(held_s - (double)(released - held) / 1000.0) <= 1.0);
+    assert_null(str_at(ws, "status.accounting.acceleratorHeldSince"));
+}
+
+/* The ledger once the workspace runs again: one record, with its resume. */
+static void check_resumed_ledger(const cJSON *ws, const char *taker)
+{
+    const cJSON *h = history(ws);
+    assert_int_equal(cJSON_GetArraySize(h), 1);
+    const cJSON *rec = cJSON_GetArrayItem(h, 0);
+    assert_string_equal(str_at(rec, "pausedAt"), str_at(ws, "status.lastPause.requestedAt"));
+    assert_string_equal(str_at(rec, "acceleratorReleasedAt"),
+                        str_at(ws, "status.lastPause.acceleratorReleasedAt"));
+    assert_string_equal(str_at(rec, "acceleratorTakenBy"), taker);
+    assert_string_equal(str_at(rec, "memory"), "files");
+    assert_string_equal(str_at(rec, "resumeRequestedAt"),
+                        str_at(ws, "status.lastResume.requestedAt"));
+    assert_string_equal(str_at(rec, "readyAt"), str_at(ws, "status.lastResume.readyAt"));
+    assert_non_null(str_at(rec, "podScheduledAt"));
+    assert_true(num_at(rec, "secondsToReady") >= 0);
+    assert_string_equal(str_at(rec, "restoredFrom"), "FromCheckpoint");
+    assert_null(cJSON_GetObjectItemCaseSensitive(rec, "message"));
+    /* released: one GPU from the release to the resume request */
+    int64_t released = time_at(ws, "status.lastPause.acceleratorReleasedAt");
+    int64_t resumed = time_at(ws, "status.lastResume.requestedAt");
+    double released_s = num_at(ws, "status.accounting.acceleratorSecondsReleased");
+    print_message("ledger: released %.1f s (resume - release: %lld s), held %.1f s, "
+                  "resumed in %.1f s\n",
+                  released_s, (long long)((resumed - released) / 1000),
+                  num_at(ws, "status.accounting.acceleratorSecondsHeld"),
+                  num_at(rec, "secondsToReady"));
+    assert_true(released_s > 0);
+    assert_true(fabs(released_s - (double)(resumed - released) / 1000.0) <= 1.0);
+    /* the new pod holds a GPU again, since it was scheduled */
+    assert_true(time_at(ws, "status.accounting.acceleratorHeldSince") >= resumed - 1000);
+    assert_true(num_at(ws, "status.accounting.acceleratorSecondsHeld") > 0);
+}
 
 /* ---- tests --------------------------------------------------------------- */
 
@@ -113,10 +216,29 @@ static void test_capacity(void **state)
     assert_int_equal(all_pods("cap-d"), 1);
 
     /* Pausing a running workspace frees its GPU for the waiting one. */
+    ws = ws_json("cap-a");
+    char node_a[256];
+    snprintf(node_a, sizeof(node_a), "%s", str_at(ws, "status.nodeName"));
+    cJSON_Delete(ws);
     set_paused("cap-a", 1);
     cJSON_Delete(wait_state("cap-a", "Paused", 60000));
-    cJSON_Delete(wait_state("cap-d", "Running", 60000));
+    ws = wait_state("cap-d", "Running", 60000);
     assert_int_equal(all_pods("cap-d"), 1);
+    /* The ledger says where cap-a's GPU went: to cap-d's pod, on its node. */
+    char taker[320];
+    snprintf(taker, sizeof(taker), "%s/%s", ns, str_at(ws, "status.podName"));
+    assert_string_equal(str_at(ws, "status.nodeName"), node_a);
+    assert_non_null(str_at(ws, "status.accounting.acceleratorHeldSince"));
+    cJSON_Delete(ws);
+    ws = wait_taken("cap-a", 30000);
+    check_pause_ledger(ws, node_a, taker);
+    /* recorded when the pause completed; the resume is still to come */
+    assert_int_equal(cJSON_GetArraySize(history(ws)), 1);
+    const cJSON *rec = cJSON_GetArrayItem(history(ws), 0);
+    assert_string_equal(str_at(rec, "acceleratorTakenBy"), taker);
+    assert_null(str_at(rec, "resumeRequestedAt"));
+    double held_s = num_at(ws, "status.accounting.acceleratorSecondsHeld");
+    cJSON_Delete(ws);
 
     /* Now resume cap-a: no GPU free, it waits with one pod. */
     set_paused("cap-a", 0);
@@ -126,6 +248,9 @@ static void test_capacity(void **state)
     delete_ws("cap-b");
     ws = wait_state("cap-a", "Running", 60000);
     assert_string_equal(str_at(condition(ws, "Restored"), "reason"), "FromCheckpoint");
+    check_resumed_ledger(ws, taker);
+    /* the hold that ended with the pause is counted once */
+    assert_true(num_at(ws, "status.accounting.acceleratorSecondsHeld") == held_s);
     cJSON_Delete(ws);
 
     /* A class that gives up: Failed after its timeout, pod removed, no loop. */

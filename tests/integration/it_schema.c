@@ -20,6 +20,14 @@
 #define INVALID_DIR SOURCE_DIR "/tests/data/invalid"
 #define TEST_LABEL "hibernator.dev/test=it-schema"
 #define CONTROLLER_SA "system:serviceaccount:hibernator-system:hibernator"
+/* The fields of the ledger lastPause and a history record share. */
+#define LEDGER_PAUSE                                                                               \
+    "\"reason\":\"IdleTimeout\",\"workEndedAt\":\"2026-11-29T17:00:00Z\",\"heldSince\":"           \
+    "\"2026-11-29T09:00:00Z\",\"podDeletedAt\":\"2026-11-29T18:02:00Z\","                          \
+    "\"acceleratorReleasedAt\":\"2026-11-29T18:02:05Z\",\"snapshotReadyAt\":"                      \
+    "\"2026-11-29T18:01:59Z\",\"snapshotSeconds\":119.5,\"memory\":\"snapshot\",\"nodeName\":"     \
+    "\"gpu-node-1\",\"product\":\"Tesla-T4\",\"acceleratorTakenAt\":\"2026-11-29T18:02:04Z\","     \
+    "\"acceleratorTakenBy\":\"team-b/bob-nb-3\",\"nodeRemovedAt\":\"2026-11-29T23:00:00Z\""
 
 static char *ns;
 
@@ -295,6 +303,19 @@ static void test_valid_edges(void **state)
             "\"accounting\":{\"pauses\":3,\"resumes\":2,\"acceleratorSecondsReleased\":86400}}}'",
             ns),
         0);
+    /* The ledger: every field of lastPause, accounting and a history record. */
+    assert_int_equal(
+        harness_kubectl(NULL,
+                        "patch ws grows -n %s --subresource=status --type=merge -p '{\"status\":{"
+                        "\"lastPause\":{" LEDGER_PAUSE "},"
+                        "\"accounting\":{\"acceleratorSecondsHeld\":7200.5,"
+                        "\"acceleratorHeldSince\":\"2026-11-30T09:00:02Z\"},"
+                        "\"history\":[{\"pausedAt\":\"2026-11-29T18:00:00Z\"," LEDGER_PAUSE ","
+                        "\"resumeRequestedAt\":\"2026-11-30T09:00:00Z\",\"podScheduledAt\":"
+                        "\"2026-11-30T09:00:02Z\",\"readyAt\":\"2026-11-30T09:00:12Z\","
+                        "\"secondsToReady\":12.4,\"restoredFrom\":\"FromSnapshot\"}]}}'",
+                        ns),
+        0);
     cJSON *o = get_json("workspace grows");
     /* Nothing was pruned: the schema knows every field. */
     assert_num_at(o, "status.lastResume.secondsToReady", 12.4);
@@ -302,6 +323,38 @@ static void test_valid_edges(void **state)
     assert_num_at(o, "status.accounting.acceleratorSecondsReleased", 86400);
     assert_str_at(o, "status.lastPause.acceleratorReleasedAt", "2026-11-29T18:02:05Z");
     assert_str_at(o, "status.homeClaimName", "grows-home");
+    static const char *const ledger_fields[] = {
+        "workEndedAt",
+        "heldSince",
+        "snapshotReadyAt",
+        "snapshotSeconds",
+        "memory",
+        "nodeName",
+        "product",
+        "acceleratorTakenAt",
+        "acceleratorTakenBy",
+        "nodeRemovedAt",
+        "reason",
+        "podDeletedAt",
+        "acceleratorReleasedAt",
+    };
+    const cJSON *rec = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "status"), "history"),
+        0);
+    const cJSON *lp = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(o, "status"), "lastPause");
+    for (size_t i = 0; i < sizeof(ledger_fields) / sizeof(ledger_fields[0]); i++) {
+        if (!cJSON_GetObjectItemCaseSensitive(lp, ledger_fields[i]))
+            fail_msg("status.lastPause.%s was pruned", ledger_fields[i]);
+        if (!cJSON_GetObjectItemCaseSensitive(rec, ledger_fields[i]))
+            fail_msg("status.history[0].%s was pruned", ledger_fields[i]);
+    }
+    assert_int_equal(cJSON_GetArraySize(rec), 19);
+    assert_str_at(o, "status.lastPause.acceleratorTakenBy", "team-b/bob-nb-3");
+    assert_str_at(o, "status.lastResume.requestedAt", "2026-11-30T09:00:00Z");
+    assert_num_at(o, "status.accounting.acceleratorSecondsHeld", 7200.5);
+    assert_str_at(o, "status.accounting.acceleratorHeldSince", "2026-11-30T09:00:02Z");
+    assert_num_at(o, "status.accounting.pauses", 3);
     cJSON_Delete(o);
 }
 
@@ -343,6 +396,8 @@ static const struct invalid_case invalid_cases[] = {
     {"status-bad-condition.json", STATUS, "status.conditions[0].reason", "should match"},
     {"status-bad-condition.json", STATUS, "status.conditions[0].message", "Required value"},
     {"status-bad-time.json", STATUS, "status.lastPause.requestedAt", "date-time"},
+    {"status-bad-memory.json", STATUS, "status.lastPause.memory", "Unsupported value"},
+    {"status-history-too-long.json", STATUS, "status.history", "at most 20 items"},
     /* WorkspaceClass: schema */
     {"class-count-zero.yaml", CREATE, "spec.accelerator.count", "greater than or equal to 1"},
     {"class-count-17.yaml", CREATE, "spec.accelerator.count", "less than or equal to 16"},

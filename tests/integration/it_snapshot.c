@@ -105,6 +105,13 @@ static void test_gpu_cycle(void **state)
     print_message("  snapshot %s: %.1f s; pod deleted %lld ms after Ready\n", snapshot,
                   num_at(ws, "status.snapshot.seconds"), (long long)(deleted - ready));
     assert_true(deleted >= ready);
+    /* the ledger: the pause kept the memory, its snapshot Ready before the delete */
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    assert_string_equal(str_at(ws, "status.lastPause.snapshotReadyAt"),
+                        str_at(ws, "status.snapshot.readyAt"));
+    assert_true(num_at(ws, "status.lastPause.snapshotSeconds") ==
+                num_at(ws, "status.snapshot.seconds"));
+    assert_string_equal(str_at(ws, "status.lastPause.nodeName"), source_node);
     cJSON_Delete(ws);
     char *reasons = event_reasons("cycle");
     char *r = strstr(reasons, "Pausing,");
@@ -122,6 +129,13 @@ static void test_gpu_cycle(void **state)
     assert_string_equal(str_at(ws, "status.state"), "Running");
     assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
     assert_string_equal(str_at(ws, "status.accelerator.product"), "Tesla-T4");
+    /* the history's record of the pause, completed by its resume */
+    const cJSON *rec = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "status"), "history"),
+        0);
+    assert_string_equal(str_at(rec, "memory"), "snapshot");
+    assert_string_equal(str_at(rec, "restoredFrom"), "FromSnapshot");
+    assert_string_equal(str_at(rec, "readyAt"), str_at(ws, "status.lastResume.readyAt"));
     char what[300];
     snprintf(what, sizeof(what), "pod %s", str_at(ws, "status.podName"));
     cJSON_Delete(ws);
@@ -171,6 +185,7 @@ static void test_checkpoint_failed(void **state)
     ws = wait_state("drop", "Paused", 60000);
     assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "False");
     assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Failed");
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
     cJSON_Delete(ws);
     assert_int_equal(all_pods("drop"), 0);
     phase = NULL;

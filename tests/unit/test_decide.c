@@ -77,6 +77,8 @@ struct world {
     struct activity_observation obs; /* the latest probe round */
     int has_obs;
     const struct tz *zone; /* the class's time zone; NULL: not loaded */
+    /* the pod the reconciler found on the paused pod's node */
+    const struct workspace_pod *taker;
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -214,7 +216,8 @@ static void paused(struct world *w)
     set_state(w, WS_STATE_PAUSED, NULL, 1);
     w->ws->paused = 1;
     st(w)->pauses = 1;
-    st(w)->last_pause = (struct workspace_pause_timeline){T0, T0 + SEC, T0 + 30 * SEC, NULL, NULL};
+    st(w)->last_pause = (struct workspace_pause_timeline){
+        .requested_ms = T0, .pod_deleted_ms = T0 + SEC, .accelerator_released_ms = T0 + 30 * SEC};
     set_cond(w, "Valid", COND_TRUE, "Accepted", "class \"gpu-t4\" accepts the workspace");
     set_cond(w, "Ready", COND_FALSE, "Paused", "paused");
 }
@@ -263,7 +266,8 @@ static void settle(struct world *w)
                               w->zone,
                               NULL,
                               NULL,
-                              0};
+                              0,
+                              w->taker};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -289,7 +293,8 @@ static void decide(struct world *w, struct decide_output *out)
                               w->zone,
                               NULL,
                               NULL,
-                              0};
+                              0,
+                              w->taker};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -2150,6 +2155,22 @@ static void lifecycle(int drop_first_resume_write, int cache_lag)
     int64_t paused_at = w->now;
     assert_int_equal(step(&c, 5 * SEC), WS_STATE_PAUSED);
     assert_int_equal(st(w)->last_pause.accelerator_released_ms, paused_at + 5 * SEC);
+    /* the ledger of the pause: alice-1 held the GPU from its scheduling at
+     * T0 until it was gone */
+    const struct workspace_pause_timeline *lp = &st(w)->last_pause;
+    assert_int_equal(lp->work_ended_ms, paused_at);
+    assert_int_equal(lp->pod_deleted_ms, paused_at);
+    assert_int_equal(lp->held_since_ms, T0);
+    assert_string_equal(lp->node_name, "gpu-1");
+    assert_string_equal(lp->product, "Tesla-T4");
+    assert_string_equal(lp->memory, "files");
+    assert_int_equal(st(w)->accelerator_held_since_ms, 0);
+    double held = (double)(paused_at + 5 * SEC - T0) / 1000.0;
+    assert_true(st(w)->accelerator_seconds_held == held);
+    assert_int_equal(st(w)->n_history, 1);
+    assert_int_equal(st(w)->history[0].pause.requested_ms, paused_at);
+    assert_int_equal(st(w)->history[0].pause.held_since_ms, T0);
+    assert_int_equal(st(w)->history[0].resume.requested_ms, 0);
     assert_int_equal(step(&c, 60 * MIN), WS_STATE_PAUSED);
 
     /* next morning, no GPU free */
@@ -2170,6 +2191,7 @@ static void lifecycle(int drop_first_resume_write, int cache_lag)
 
     /* a GPU frees up; the scheduler places the pod */
     c.capacity = 1;
+    int64_t scheduled_at = w->now;
     tick(&c);
     assert_int_equal(step(&c, MIN), WS_STATE_RESUMING);
     assert_int_equal(step(&c, 4 * SEC), WS_STATE_RUNNING);
@@ -2187,6 +2209,20 @@ static void lifecycle(int drop_first_resume_write, int cache_lag)
     assert_true(fin->accelerator_seconds_released ==
                 (double)(resumed_at - (paused_at + 5 * SEC)) / 1000.0);
     assert_int_equal(c.max_live_seen, 1);
+    /* the ledger: alice-2 holds the GPU since it was placed; one pause in
+     * the history, completed with its resume */
+    assert_int_equal(fin->accelerator_held_since_ms, scheduled_at);
+    assert_true(fin->accelerator_seconds_held == held);
+    assert_int_equal(fin->n_history, 1);
+    const struct workspace_pause_record *rec = &fin->history[0];
+    assert_int_equal(rec->pause.requested_ms, paused_at);
+    assert_int_equal(rec->pause.accelerator_released_ms, paused_at + 5 * SEC);
+    assert_string_equal(rec->pause.memory, "files");
+    assert_int_equal(rec->resume.requested_ms, resumed_at);
+    assert_int_equal(rec->resume.pod_scheduled_ms, fin->last_resume.pod_scheduled_ms);
+    assert_int_equal(rec->resume.ready_ms, fin->last_resume.ready_ms);
+    assert_true(rec->resume.seconds_to_ready == fin->last_resume.seconds_to_ready);
+    assert_string_equal(rec->resume.restored_from, "FromCheckpoint");
 
     /* kubectl delete */
     w->ws->deletion_ms = w->now + MIN;
@@ -2219,6 +2255,229 @@ static void test_lifecycle_cache_lag(void **state)
 {
     (void)state;
     lifecycle(0, 1);
+}
+
+/* ---- the GPU-hours ledger ---- */
+
+/* alice paused at T0 on gpu-1 (paused()), as the pass that saw its pod gone
+ * wrote it. */
+static void ledger_paused(struct world *w)
+{
+    paused(w);
+    set_str(&st(w)->accelerator_resource, "nvidia.com/gpu");
+    set_str(&st(w)->accelerator_product, "Tesla-T4");
+    st(w)->accelerator_count = 1;
+    set_str(&st(w)->last_pause.node_name, "gpu-1");
+    set_str(&st(w)->last_pause.reason, "User");
+    st(w)->last_pause.work_ended_ms = T0;
+}
+
+static char *gpu_resources[POD_MAX_EXTENDED] = {"nvidia.com/gpu"};
+
+/* Another workspace's pod, placed on node at `at`. */
+static struct workspace_pod other_pod(const char *ns, const char *ws, const char *name,
+                                      const char *node, int64_t at)
+{
+    struct workspace_pod p = {.ns = (char *)ns,
+                              .name = (char *)name,
+                              .workspace = (char *)ws,
+                              .node_name = (char *)node,
+                              .phase = "Running",
+                              .scheduled = 1,
+                              .scheduled_ms = at};
+    p.extended[0] = gpu_resources[0];
+    return p;
+}
+
+static void test_ledger_taker(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    ledger_paused(&w);
+    w.now = T0 + 5 * MIN;
+    struct decide_output o;
+
+    /* nobody seen yet: the record of the pause, and a look every minute */
+    decide(&w, &o);
+    assert_int_equal(o.requeue_after_ms, MIN);
+    assert_int_equal(o.status.n_history, 1);
+    assert_int_equal(o.status.history[0].pause.requested_ms, T0);
+    assert_string_equal(o.status.history[0].pause.node_name, "gpu-1");
+    assert_null(o.status.history[0].pause.accelerator_taken_by);
+    assert_string_equal(o.status.last_pause.memory, "files");
+    assert_int_equal(count_events(&o), 0);
+    write_status(&w, &o);
+    decide_output_clear(&o);
+
+    /* the reconciler's candidate is checked again: its own pod, another
+     * node, or one placed before the delete do not count */
+    struct workspace_pod own = other_pod("team-a", "alice", "alice-2", "gpu-1", T0 + MIN);
+    struct workspace_pod elsewhere = other_pod("team-b", "bob", "bob-1", "gpu-2", T0 + MIN);
+    struct workspace_pod before = other_pod("team-b", "bob", "bob-1", "gpu-1", T0 - MIN);
+    const struct workspace_pod *wrong[] = {&own, &elsewhere, &before};
+    for (size_t i = 0; i < 3; i++) {
+        w.taker = wrong[i];
+        decide(&w, &o);
+        assert_false(o.status_changed);
+        assert_int_equal(o.requeue_after_ms, MIN);
+        decide_output_clear(&o);
+    }
+
+    /* bob-1 took it: said in lastPause and in the record, and no more looks */
+    struct workspace_pod bob = other_pod("team-b", "bob", "bob-1", "gpu-1", T0 + 40 * SEC);
+    w.taker = &bob;
+    decide(&w, &o);
+    assert_true(o.status_changed);
+    assert_int_equal(o.status.last_pause.accelerator_taken_ms, T0 + 40 * SEC);
+    assert_string_equal(o.status.last_pause.accelerator_taken_by, "team-b/bob-1");
+    assert_int_equal(o.status.history[0].pause.accelerator_taken_ms, T0 + 40 * SEC);
+    assert_string_equal(o.status.history[0].pause.accelerator_taken_by, "team-b/bob-1");
+    assert_int_equal(o.requeue_after_ms, 0);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    write_status(&w, &o);
+    decide_output_clear(&o);
+    /* settled, and a later pod does not take its place */
+    struct workspace_pod carol = other_pod("team-c", "carol", "carol-1", "gpu-1", T0 + 50 * SEC);
+    w.taker = &carol;
+    decide(&w, &o);
+    assert_false(o.status_changed);
+    assert_string_equal(o.status.last_pause.accelerator_taken_by, "team-b/bob-1");
+    decide_output_clear(&o);
+    world_free(&w);
+
+    /* the looks stop a day after the release */
+    world_init(&w);
+    ledger_paused(&w);
+    int64_t released = st(&w)->last_pause.accelerator_released_ms;
+    w.now = released + 24 * 60 * MIN - 30 * SEC;
+    decide(&w, &o);
+    assert_int_equal(o.requeue_after_ms, 30 * SEC);
+    write_status(&w, &o);
+    decide_output_clear(&o);
+    w.now = released + 24 * 60 * MIN;
+    decide(&w, &o);
+    assert_int_equal(o.requeue_after_ms, 0);
+    assert_false(o.status_changed);
+    decide_output_clear(&o);
+    /* and on a class without an accelerator there is nothing to follow */
+    set_str(&st(&w)->accelerator_resource, NULL);
+    w.now = released + MIN;
+    decide(&w, &o);
+    assert_int_equal(o.requeue_after_ms, 0);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A whole pause and resume where another workspace gets the GPU between
+ * them: the timeline in order, the record completed by the resume. */
+static void test_ledger_pause_resume(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    running(&w);
+    add_pod(&w, "alice-1", READY, T0);
+    w.now = T0 + 60 * MIN;
+    settle(&w);
+    assert_int_equal(st(&w)->accelerator_held_since_ms, T0 + 2 * SEC);
+
+    w.ws->paused = 1;
+    settle(&w); /* counted, pod deleted */
+    int64_t asked = w.now;
+    w.pods[0].deletion_ms = w.now;
+    w.now += 20 * SEC;
+    settle(&w); /* still terminating: still held */
+    assert_int_equal(st(&w)->accelerator_held_since_ms, T0 + 2 * SEC);
+    assert_int_equal(st(&w)->n_history, 0);
+    remove_pod(&w, &w.pods[0]);
+    w.now += 10 * SEC;
+    settle(&w); /* gone */
+    const struct workspace_pause_timeline *lp = &st(&w)->last_pause;
+    assert_int_equal(st(&w)->state, WS_STATE_PAUSED);
+    assert_true(lp->work_ended_ms <= lp->requested_ms);
+    assert_true(lp->requested_ms <= lp->pod_deleted_ms);
+    assert_true(lp->pod_deleted_ms <= lp->accelerator_released_ms);
+    assert_int_equal(lp->requested_ms, asked);
+    assert_int_equal(lp->accelerator_released_ms, asked + 30 * SEC);
+    assert_int_equal(lp->held_since_ms, T0 + 2 * SEC);
+    assert_int_equal(st(&w)->accelerator_held_since_ms, 0);
+    double held = (double)(asked + 30 * SEC - (T0 + 2 * SEC)) / 1000.0;
+    assert_true(st(&w)->accelerator_seconds_held == held);
+
+    /* bob's pod is placed on gpu-1 */
+    struct workspace_pod bob = other_pod("team-b", "bob", "bob-1", "gpu-1", asked + 31 * SEC);
+    w.taker = &bob;
+    w.now += 5 * SEC;
+    settle(&w);
+    assert_string_equal(st(&w)->last_pause.accelerator_taken_by, "team-b/bob-1");
+    w.taker = NULL;
+
+    /* resumed two hours later */
+    w.ws->paused = 0;
+    w.now = asked + 120 * MIN;
+    settle(&w);
+    int64_t resumed = w.now;
+    assert_true(st(&w)->accelerator_seconds_released ==
+                (double)(resumed - (asked + 30 * SEC)) / 1000.0);
+    assert_int_equal(st(&w)->history[0].resume.requested_ms, 0); /* not ready yet */
+    add_pod(&w, "alice-2", READY | CKPT, resumed + SEC);
+    w.now = resumed + 20 * SEC;
+    settle(&w);
+    assert_int_equal(st(&w)->state, WS_STATE_RUNNING);
+    assert_int_equal(st(&w)->accelerator_held_since_ms, resumed + 3 * SEC);
+    assert_true(st(&w)->accelerator_seconds_held == held); /* the new hold is open */
+    assert_int_equal(st(&w)->n_history, 1);
+    const struct workspace_pause_record *r = &st(&w)->history[0];
+    assert_int_equal(r->pause.requested_ms, asked);
+    assert_string_equal(r->pause.reason, "User");
+    assert_string_equal(r->pause.accelerator_taken_by, "team-b/bob-1");
+    assert_int_equal(r->resume.requested_ms, resumed);
+    assert_int_equal(r->resume.pod_scheduled_ms, resumed + 3 * SEC);
+    assert_int_equal(r->resume.ready_ms, resumed + 13 * SEC);
+    assert_true(r->resume.seconds_to_ready == 13.0);
+    assert_string_equal(r->resume.restored_from, "FromCheckpoint");
+
+    /* the next pause pushes a second record in front */
+    w.ws->paused = 1;
+    w.now += 60 * MIN;
+    settle(&w);
+    remove_pod(&w, find_pod(&w, "alice-2"));
+    w.now += 5 * SEC;
+    settle(&w);
+    assert_int_equal(st(&w)->n_history, 2);
+    assert_int_equal(st(&w)->history[0].pause.requested_ms, w.now - 5 * SEC);
+    assert_int_equal(st(&w)->history[0].pause.held_since_ms, resumed + 3 * SEC);
+    assert_null(st(&w)->history[0].pause.accelerator_taken_by);
+    assert_string_equal(st(&w)->history[1].pause.accelerator_taken_by, "team-b/bob-1");
+    world_free(&w);
+}
+
+/* A hold also ends outside a pause (the pod stopped); its seconds count, no
+ * pause claims it. A pod without a node holds nothing. */
+static void test_ledger_hold_without_pause(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    running(&w);
+    add_pod(&w, "alice-1", READY, T0);
+    w.now = T0 + 10 * MIN;
+    settle(&w);
+    w.pods[0].phase = "Failed";
+    w.now += MIN;
+    settle(&w);
+    assert_int_equal(st(&w)->accelerator_held_since_ms, 0);
+    assert_true(st(&w)->accelerator_seconds_held == (double)(11 * MIN - 2 * SEC) / 1000.0);
+    assert_int_equal(st(&w)->last_pause.held_since_ms, 0);
+    assert_int_equal(st(&w)->n_history, 0);
+    world_free(&w);
+
+    world_init(&w);
+    waiting(&w, NOW - MIN);
+    settle(&w);
+    assert_int_equal(st(&w)->accelerator_held_since_ms, 0);
+    world_free(&w);
 }
 
 /* ---- idle detection (docs/idle.md) ---- */
@@ -2515,6 +2774,8 @@ static void test_idle_pause_flow(void **state)
     assert_int_equal(o.status.activity.last_activity_ms / 1000, last / 1000);
     assert_string_equal(o.status.activity.last_activity_source, "jupyter");
     assert_false(o.probe_wanted);
+    /* the ledger: work ended with the last activity the decision saw */
+    assert_int_equal(o.status.last_pause.work_ended_ms / 1000, last / 1000);
     commit(&w, &o);
     assert_settled(&w);
     free(message);
@@ -2667,12 +2928,16 @@ static void test_idle_pause_reason(void **state)
         if (strcmp(cases[i].reason, "User") == 0) {
             assert_null(o.status.last_pause.message);
             assert_int_equal(o.status.last_pause.requested_ms, NOW);
+            /* the user's pause: work ended when they asked */
+            assert_int_equal(o.status.last_pause.work_ended_ms, NOW);
             assert_non_null(strstr(only_event(&o, "Normal", "Pausing")->message, "alice-1"));
         } else {
             /* one line, as status and events keep it */
             assert_string_equal(o.status.last_pause.message,
                                 "idle for 1h (no activity since 2027-01-01T00:00:00Z, start)");
             assert_int_equal(o.status.last_pause.requested_ms, cases[i].auto_paused);
+            /* the controller's: with the last activity it went by */
+            assert_int_equal(o.status.last_pause.work_ended_ms, NOW - 3 * 60 * MIN);
             only_event(&o, "Normal", "IdleTimeout");
         }
         commit(&w, &o);
@@ -3095,6 +3360,9 @@ int main(void)
         cmocka_unit_test(test_lifecycle),
         cmocka_unit_test(test_lifecycle_crash_after_create),
         cmocka_unit_test(test_lifecycle_cache_lag),
+        cmocka_unit_test(test_ledger_taker),
+        cmocka_unit_test(test_ledger_pause_resume),
+        cmocka_unit_test(test_ledger_hold_without_pause),
         cmocka_unit_test(test_action_names),
         cmocka_unit_test(test_idle_entering_running),
         cmocka_unit_test(test_idle_probe_wanted),

@@ -391,11 +391,48 @@ static void test_pod_build_decode(void **state)
         assert_string_equal(p->name, "alice-nb-4");
         assert_string_equal(p->workspace, "alice-nb");
         assert_int_equal(p->restore_from_checkpoint, ckpt);
+        /* the pod the class builds asks for its accelerator, and it shows */
+        assert_true(workspace_pod_requests(p, "nvidia.com/gpu"));
         workspace_pod_free(p);
         cJSON_Delete(pod);
     }
     workspace_free(ws);
     workspace_class_free(c);
+}
+
+/* The extended resources a pod asks for: what tells another workspace's pod
+ * that took a released accelerator from any pod on that node. */
+static void test_pod_extended_resources(void **state)
+{
+    (void)state;
+    struct workspace_pod *p = pod_from(
+        "{\"spec\":{\"containers\":["
+        "{\"resources\":{\"limits\":{\"cpu\":\"2\",\"nvidia.com/gpu\":\"1\","
+        "\"hugepages-2Mi\":\"1Gi\",\"example.kubernetes.io/x\":\"1\",\"kubernetes.io/y\":\"1\"},"
+        "\"requests\":{\"nvidia.com/gpu\":1,\"memory\":\"1Gi\"}}},"
+        "{\"resources\":{\"requests\":{\"acme.com/fpga\":\"00\",\"acme.com/nic\":2,"
+        "\"vendor.io/a\":\"1\",\"vendor.io/b\":\"1\",\"vendor.io/c\":\"1\"}}},"
+        "{\"resources\":{\"limits\":[]}},{\"resources\":7}]}}");
+    assert_true(workspace_pod_requests(p, "nvidia.com/gpu"));
+    assert_true(workspace_pod_requests(p, "acme.com/nic"));
+    /* native resources, the kubernetes.io domain, and none asked for (0) */
+    assert_false(workspace_pod_requests(p, "cpu"));
+    assert_false(workspace_pod_requests(p, "hugepages-2Mi"));
+    assert_false(workspace_pod_requests(p, "example.kubernetes.io/x"));
+    assert_false(workspace_pod_requests(p, "kubernetes.io/y"));
+    assert_false(workspace_pod_requests(p, "acme.com/fpga"));
+    assert_false(workspace_pod_requests(p, NULL));
+    /* each once, and no more than the record keeps */
+    assert_string_equal(p->extended[0], "nvidia.com/gpu");
+    assert_string_equal(p->extended[1], "acme.com/nic");
+    assert_string_equal(p->extended[2], "vendor.io/a");
+    assert_string_equal(p->extended[3], "vendor.io/b");
+    assert_false(workspace_pod_requests(p, "vendor.io/c"));
+    workspace_pod_free(p);
+
+    p = pod_from(pod_unschedulable);
+    assert_null(p->extended[0]);
+    workspace_pod_free(p);
 }
 
 static void test_pvc_decode(void **state)
@@ -468,10 +505,15 @@ static void test_pod_token_env(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pod_build_gpu), cmocka_unit_test(test_pod_build_cpu),
-        cmocka_unit_test(test_pvc_build),     cmocka_unit_test(test_names),
-        cmocka_unit_test(test_pod_decode),    cmocka_unit_test(test_pod_build_decode),
-        cmocka_unit_test(test_pvc_decode),    cmocka_unit_test(test_pod_token_env),
+        cmocka_unit_test(test_pod_build_gpu),
+        cmocka_unit_test(test_pod_build_cpu),
+        cmocka_unit_test(test_pvc_build),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_pod_decode),
+        cmocka_unit_test(test_pod_build_decode),
+        cmocka_unit_test(test_pod_extended_resources),
+        cmocka_unit_test(test_pvc_decode),
+        cmocka_unit_test(test_pod_token_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -207,6 +207,12 @@ static void test_ready_then_delete(void **state)
     assert_string_equal(o.status.snapshot.name, "nb-p1-1-x7k2q");
     assert_true(o.status.snapshot.seconds > 114.9 && o.status.snapshot.seconds < 115.1);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Ready");
+    /* the ledger has the snapshot from now on; what memory the pause kept is
+     * said once the pod is gone */
+    assert_int_equal(o.status.last_pause.snapshot_ready_ms, o.status.snapshot.ready_ms);
+    assert_true(o.status.last_pause.snapshot_seconds == o.status.snapshot.seconds);
+    assert_null(o.status.last_pause.memory);
+    assert_string_equal(o.status.last_pause.node_name, "gpu-node-1");
     decide_output_clear(&o);
 
     /* 4: the delete is repeated while the pod shows live, no second attempt. */
@@ -222,6 +228,10 @@ static void test_ready_then_delete(void **state)
     decide(&w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_PAUSED);
     assert_string_equal(o.status.snapshot.name, "nb-p1-1-x7k2q");
+    assert_string_equal(o.status.last_pause.memory, "snapshot");
+    assert_int_equal(o.status.n_history, 1);
+    assert_string_equal(o.status.history[0].pause.memory, "snapshot");
+    assert_int_equal(o.status.history[0].pause.snapshot_ready_ms, o.status.snapshot.ready_ms);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -329,6 +339,10 @@ static void test_timeout_pause_without_memory(void **state)
     decide(&w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_PAUSED);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Timeout");
+    /* the ledger says the memory was lost to the failed snapshot */
+    assert_string_equal(o.status.last_pause.memory, "snapshotFailed");
+    assert_int_equal(o.status.last_pause.snapshot_ready_ms, 0);
+    assert_string_equal(o.status.history[0].pause.memory, "snapshotFailed");
     decide_output_clear(&o);
     world_free(&w);
 }

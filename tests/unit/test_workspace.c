@@ -470,6 +470,242 @@ static void test_status_merge_patch(void **state)
     workspace_status_clear(&new_status);
 }
 
+/* ---- the GPU-hours ledger: lastPause, accounting, history ---- */
+
+/* Every field of a pause's ledger set, in whole seconds from base. */
+static void set_pause(struct workspace_pause_timeline *t, int64_t base, const char *taker)
+{
+    workspace_pause_timeline_clear(t);
+    *t = (struct workspace_pause_timeline){
+        .requested_ms = base + 60000,
+        .pod_deleted_ms = base + 62000,
+        .accelerator_released_ms = base + 70000,
+        .reason = strdup("IdleTimeout"),
+        .message = strdup("idle for 1h"),
+        .work_ended_ms = base,
+        .held_since_ms = base - 3600000,
+        .snapshot_ready_ms = base + 61000,
+        .snapshot_seconds = 0, /* a figure once ready, also when 0 */
+        .memory = strdup("snapshot"),
+        .node_name = strdup("gpu-node-1"),
+        .product = strdup("Tesla-T4"),
+        .accelerator_taken_ms = base + 71000,
+        .accelerator_taken_by = strdup(taker),
+        .node_removed_ms = base + 7200000,
+    };
+}
+
+/* full_status() with the ledger: the last pause, resumed, and the one
+ * before, whose resume was never ready. */
+static void ledger_status(struct workspace_status *s)
+{
+    full_status(s);
+    s->pauses = 2;
+    s->resumes = 2;
+    s->accelerator_seconds_held = 7200.5;
+    s->accelerator_held_since_ms = T0 + 3605000;
+    set_pause(&s->last_pause, T0 - 86400000, "team-b/bob-1");
+    assert_int_equal(workspace_status_push_history(s), 0);
+    set_pause(&s->last_pause, T0, "team-b/bob-2");
+    assert_int_equal(workspace_status_push_history(s), 0);
+    assert_int_equal(workspace_status_sync_history(s), 0);
+}
+
+static const char *const record_fields[] = {
+    "pausedAt",           "reason",          "workEndedAt",
+    "heldSince",          "podDeletedAt",    "acceleratorReleasedAt",
+    "snapshotReadyAt",    "snapshotSeconds", "memory",
+    "nodeName",           "product",         "acceleratorTakenAt",
+    "acceleratorTakenBy", "nodeRemovedAt",   "resumeRequestedAt",
+    "podScheduledAt",     "readyAt",         "secondsToReady",
+    "restoredFrom",
+};
+
+static int is_record_field(const char *name)
+{
+    for (size_t i = 0; i < sizeof(record_fields) / sizeof(record_fields[0]); i++)
+        if (strcmp(name, record_fields[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static void test_status_ledger_round_trip(void **state)
+{
+    (void)state;
+    struct workspace_status s;
+    ledger_status(&s);
+    cJSON *st = workspace_status_to_json(&s);
+    assert_non_null(st);
+
+    cJSON *lp = cJSON_GetObjectItem(st, "lastPause");
+    assert_string_equal(str_of(lp, "workEndedAt"), "2027-01-01T00:00:00Z");
+    assert_string_equal(str_of(lp, "heldSince"), "2026-12-31T23:00:00Z");
+    assert_string_equal(str_of(lp, "snapshotReadyAt"), "2027-01-01T00:01:01Z");
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItem(lp, "snapshotSeconds")));
+    assert_string_equal(str_of(lp, "memory"), "snapshot");
+    assert_string_equal(str_of(lp, "nodeName"), "gpu-node-1");
+    assert_string_equal(str_of(lp, "product"), "Tesla-T4");
+    assert_string_equal(str_of(lp, "acceleratorTakenAt"), "2027-01-01T00:01:11Z");
+    assert_string_equal(str_of(lp, "acceleratorTakenBy"), "team-b/bob-2");
+    assert_string_equal(str_of(lp, "nodeRemovedAt"), "2027-01-01T02:00:00Z");
+    cJSON *acct = cJSON_GetObjectItem(st, "accounting");
+    assert_true(cJSON_GetObjectItem(acct, "acceleratorSecondsHeld")->valuedouble == 7200.5);
+    assert_string_equal(str_of(acct, "acceleratorHeldSince"), "2027-01-01T01:00:05Z");
+
+    /* history: newest first, each record exactly the fields a report reads */
+    cJSON *h = cJSON_GetObjectItem(st, "history");
+    assert_int_equal(cJSON_GetArraySize(h), 2);
+    cJSON *newest = cJSON_GetArrayItem(h, 0), *older = cJSON_GetArrayItem(h, 1);
+    assert_int_equal(cJSON_GetArraySize(newest), 19);
+    const cJSON *f;
+    cJSON_ArrayForEach(f, newest)
+    {
+        if (!is_record_field(f->string))
+            fail_msg("history record field %s", f->string);
+    }
+    assert_string_equal(str_of(newest, "pausedAt"), "2027-01-01T00:01:00Z");
+    assert_string_equal(str_of(newest, "acceleratorTakenBy"), "team-b/bob-2");
+    /* the resume that followed: full_status()'s lastResume */
+    assert_string_equal(str_of(newest, "resumeRequestedAt"), "2027-01-01T01:00:00Z");
+    assert_string_equal(str_of(newest, "podScheduledAt"), "2027-01-01T01:00:05Z");
+    assert_string_equal(str_of(newest, "readyAt"), "2027-01-01T01:00:12Z");
+    assert_true(cJSON_GetObjectItem(newest, "secondsToReady")->valuedouble == 12.4);
+    assert_string_equal(str_of(newest, "restoredFrom"), "FromCheckpoint");
+    assert_null(cJSON_GetObjectItem(newest, "message"));
+    assert_null(cJSON_GetObjectItem(newest, "podCreatedAt"));
+    /* the older pause was recorded before any resume */
+    assert_string_equal(str_of(older, "acceleratorTakenBy"), "team-b/bob-1");
+    assert_null(cJSON_GetObjectItem(older, "resumeRequestedAt"));
+    assert_null(cJSON_GetObjectItem(older, "secondsToReady"));
+    assert_int_equal(cJSON_GetArraySize(older), 14);
+
+    /* decode(encode(s)) == s */
+    cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"alice-nb\"},"
+                             "\"spec\":{\"className\":\"gpu-t4\"}}");
+    cJSON_AddItemToObject(obj, "status", st);
+    struct workspace *ws = NULL;
+    assert_int_equal(workspace_decode(obj, &ws, NULL), 0);
+    assert_true(workspace_status_equal(&ws->status, &s));
+    assert_int_equal(ws->status.n_history, 2);
+    assert_string_equal(ws->status.history[1].pause.node_name, "gpu-node-1");
+    assert_int_equal(ws->status.history[0].resume.ready_ms, T0 + 3612000);
+    assert_int_equal(ws->status.last_pause.node_removed_ms, T0 + 7200000);
+    assert_true(ws->status.accelerator_seconds_held == 7200.5);
+    workspace_free(ws);
+    cJSON_Delete(obj);
+
+    /* a copy is independent, and a record's change shows */
+    struct workspace_status c;
+    assert_int_equal(workspace_status_copy(&s, &c), 0);
+    assert_true(workspace_status_equal(&s, &c));
+    free(c.history[1].pause.accelerator_taken_by);
+    c.history[1].pause.accelerator_taken_by = strdup("team-c/carol-1");
+    assert_false(workspace_status_equal(&s, &c));
+    assert_string_equal(s.history[1].pause.accelerator_taken_by, "team-b/bob-1");
+
+    /* the history travels whole in a merge patch */
+    cJSON *patch = workspace_status_merge_patch(&s, &c);
+    assert_non_null(patch);
+    assert_int_equal(cJSON_GetArraySize(patch), 1);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(patch, "history")), 2);
+    cJSON_Delete(patch);
+    workspace_status_clear(&c);
+    workspace_status_clear(&s);
+}
+
+static void test_status_history(void **state)
+{
+    (void)state;
+    struct workspace_status s = {0};
+    assert_null(workspace_status_last_record(&s));
+    assert_int_equal(workspace_status_sync_history(&s), 0);
+
+    /* at most WORKSPACE_HISTORY_MAX, the newest first */
+    for (int i = 0; i < 25; i++) {
+        s.pauses++;
+        set_pause(&s.last_pause, T0 + i * 3600000, "ns/p");
+        assert_int_equal(workspace_status_push_history(&s), 0);
+        s.resumes++;
+    }
+    assert_int_equal(s.n_history, WORKSPACE_HISTORY_MAX);
+    assert_int_equal(s.history[0].pause.requested_ms, T0 + 24 * 3600000 + 60000);
+    assert_int_equal(s.history[19].pause.requested_ms, T0 + 5 * 3600000 + 60000);
+    assert_null(s.history[0].pause.message);
+
+    /* the record of the last pause: the same second, not the one before */
+    assert_ptr_equal(workspace_status_last_record(&s), &s.history[0]);
+    s.last_pause.requested_ms += 999;
+    assert_ptr_equal(workspace_status_last_record(&s), &s.history[0]);
+    s.last_pause.requested_ms += 1;
+    assert_null(workspace_status_last_record(&s));
+    assert_int_equal(workspace_status_sync_history(&s), 0); /* no record: nothing */
+    s.last_pause.requested_ms -= 1000;
+
+    /* it mirrors the pause (what is learnt later too), and the resume only
+     * once that is ready */
+    s.resumes = s.pauses - 1;
+    s.last_pause.accelerator_taken_ms = 0;
+    free(s.last_pause.accelerator_taken_by);
+    s.last_pause.accelerator_taken_by = NULL;
+    s.last_resume = (struct workspace_resume_timeline){.requested_ms = T0 + 30 * 3600000};
+    assert_int_equal(workspace_status_sync_history(&s), 0);
+    assert_int_equal(s.history[0].pause.accelerator_taken_ms, 0);
+    assert_null(s.history[0].pause.accelerator_taken_by);
+    assert_int_equal(s.history[0].resume.requested_ms, 0); /* a resume of an earlier pause */
+    s.resumes = s.pauses;
+    assert_int_equal(workspace_status_sync_history(&s), 0);
+    assert_int_equal(s.history[0].resume.requested_ms, 0); /* not ready yet */
+    s.last_resume.pod_created_ms = T0 + 30 * 3600000 + 1000;
+    s.last_resume.ready_ms = T0 + 30 * 3600000 + 9000;
+    s.last_resume.seconds_to_ready = 9;
+    s.last_resume.restored_from = strdup("FromSnapshot");
+    assert_int_equal(workspace_status_sync_history(&s), 0);
+    const struct workspace_pause_record *r = &s.history[0];
+    assert_int_equal(r->resume.requested_ms, T0 + 30 * 3600000);
+    assert_int_equal(r->resume.ready_ms, T0 + 30 * 3600000 + 9000);
+    assert_int_equal(r->resume.pod_created_ms, 0);
+    assert_string_equal(r->resume.restored_from, "FromSnapshot");
+    assert_string_equal(r->pause.memory, "snapshot");
+    assert_null(r->pause.message);
+    /* the records before stay as they were */
+    assert_string_equal(s.history[1].pause.accelerator_taken_by, "ns/p");
+    workspace_status_clear(&s);
+}
+
+static void test_status_history_lenient(void **state)
+{
+    (void)state;
+    /* not a list: no history */
+    struct workspace *ws = decode("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\"},"
+                                  "\"status\":{\"history\":{\"pausedAt\":\"x\"}}}",
+                                  0, NULL);
+    assert_int_equal(ws->status.n_history, 0);
+    workspace_free(ws);
+
+    /* more than the limit: the newest are kept; what is not a record is not */
+    char json[8192] = "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\"},"
+                      "\"status\":{\"history\":[7,";
+    for (int i = 0; i < 30; i++)
+        snprintf(json + strlen(json), sizeof(json) - strlen(json),
+                 "%s{\"pausedAt\":\"2027-01-%02dT00:00:00Z\",\"memory\":5}", i ? "," : "", 30 - i);
+    strcat(json, "]}}");
+    ws = decode(json, 0, NULL);
+    assert_int_equal(ws->status.n_history, WORKSPACE_HISTORY_MAX);
+    char t[TIMEFMT_RFC3339_SIZE];
+    timefmt_format_rfc3339(ws->status.history[0].pause.requested_ms, t, sizeof(t));
+    assert_string_equal(t, "2027-01-30T00:00:00Z");
+    timefmt_format_rfc3339(ws->status.history[19].pause.requested_ms, t, sizeof(t));
+    assert_string_equal(t, "2027-01-11T00:00:00Z");
+    assert_null(ws->status.history[0].pause.memory);
+    workspace_free(ws);
+}
+
 /* ---- idle: spec, annotations, status.activity ---- */
 
 static void test_decode_idle_spec(void **state)
@@ -809,6 +1045,9 @@ int main(void)
         cmocka_unit_test(test_status_activity_round_trip),
         cmocka_unit_test(test_status_activity_lenient),
         cmocka_unit_test(test_status_activity_merge_patch),
+        cmocka_unit_test(test_status_ledger_round_trip),
+        cmocka_unit_test(test_status_history),
+        cmocka_unit_test(test_status_history_lenient),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
