@@ -5,9 +5,9 @@
  *   (src/workspace/decide.c, and the Idle reasons of src/workspace/idle.c)
  *   is explained in docs/operations.md;
  * - every metric the Grafana dashboard queries
- *   (deploy/grafana/hibernator-dashboard.json) is a name the controller's
- *   code registers (a string literal under src/), and the dashboard uses the
- *   metric names it is meant to;
+ *   (deploy/grafana/hibernator-dashboard.json), and every label value it
+ *   matches exactly, is a name the controller's code has (a string literal
+ *   under src/), and the dashboard uses the metric names it is meant to;
  * - every example in deploy/examples/ is applied by its kustomization, is
  *   read by the controller's own decoders and is accepted by decide();
  * - every RBAC rule of deploy/rbac.yaml is listed, with the same verbs, in
@@ -531,17 +531,45 @@ static int takes_labels(const char *w)
            strcmp(w, "group_right") == 0;
 }
 
+/* The values of the exact matchers (label="value") in a {...} group from
+ * open to end; values with a Grafana variable are left out. */
+static void exact_matchers(const char *open, const char *end, struct names *values)
+{
+    for (const char *p = open; p < end; p++) {
+        if (*p == '"') {
+            p = skip_quoted(p) - 1;
+            continue;
+        }
+        if (*p != '=' || p[-1] == '!' || p[-1] == '=' || p[1] == '~')
+            continue;
+        const char *v = p + 1;
+        while (*v == ' ')
+            v++;
+        if (*v != '"')
+            continue;
+        const char *close = skip_quoted(v);
+        char *value = dup_range(v + 1, (size_t)(close - v - 2));
+        if (!strchr(value, '$'))
+            names_add(values, value);
+        free(value);
+        p = close - 1;
+    }
+}
+
 /* The metric names a PromQL expression (or a Grafana label_values() query)
  * reads: identifiers that are not functions, keywords, labels, durations or
- * Grafana variables. */
-static void promql_metrics(const char *expr, struct names *out)
+ * Grafana variables; with values, also the label values it matches exactly. */
+static void promql_metrics(const char *expr, struct names *out, struct names *values)
 {
     const char *p = expr;
     while (*p) {
         if (*p == '"' || *p == '\'' || *p == '`') {
             p = skip_quoted(p);
         } else if (*p == '{' || *p == '[') {
-            p = skip_group(p); /* label matchers, ranges */
+            const char *end = skip_group(p); /* label matchers, ranges */
+            if (*p == '{' && values)
+                exact_matchers(p, end, values);
+            p = end;
         } else if (*p == '$') {
             p++;
             while (is_metric_char(*p))
@@ -561,7 +589,7 @@ static void promql_metrics(const char *expr, struct names *out)
                 const char *comma = memchr(next, ',', (size_t)(end - next));
                 if (comma) {
                     char *first = dup_range(next + 1, (size_t)(comma - next - 1));
-                    promql_metrics(first, out);
+                    promql_metrics(first, out, values);
                     free(first);
                 }
                 p = end;
@@ -605,7 +633,7 @@ static void test_promql_scanner(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct names got = {0};
-        promql_metrics(cases[i].expr, &got);
+        promql_metrics(cases[i].expr, &got, NULL);
         char joined[512] = "";
         for (size_t k = 0; k < got.n; k++)
             snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s", k ? " " : "",
@@ -614,6 +642,19 @@ static void test_promql_scanner(void **state)
             fail_msg("%s\n  got  \"%s\"\n  want \"%s\"", cases[i].expr, joined, cases[i].want);
         names_clear(&got);
     }
+    /* Exact matchers give their values; regex, negative and variable ones
+     * do not. */
+    struct names metrics = {0}, values = {0};
+    promql_metrics("sum(x{a=\"v1\",b=~\"r.*\",c!=\"n\",d=\"$var\", e = \"v,2\"}) / "
+                   "y{f=\"v3\"}",
+                   &metrics, &values);
+    assert_int_equal(metrics.n, 2);
+    assert_int_equal(values.n, 3);
+    assert_string_equal(values.v[0], "v1");
+    assert_string_equal(values.v[1], "v,2");
+    assert_string_equal(values.v[2], "v3");
+    names_clear(&metrics);
+    names_clear(&values);
 }
 
 /* Whether name occurs in a string literal of a .c/.h file under dir, with no
@@ -737,8 +778,10 @@ static int is_dashboard_metric(const char *name)
     return 0;
 }
 
-/* Every "expr" and every templating "query"/"definition" string. */
-static void dashboard_queries(const cJSON *node, struct names *metrics, size_t *n_exprs)
+/* Every "expr" and every templating "query"/"definition" string: the
+ * metrics and (values not NULL) the label values they match exactly. */
+static void dashboard_queries(const cJSON *node, struct names *metrics, struct names *values,
+                              size_t *n_exprs)
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, node)
@@ -746,10 +789,10 @@ static void dashboard_queries(const cJSON *node, struct names *metrics, size_t *
         if (cJSON_IsString(c) && c->string &&
             (strcmp(c->string, "expr") == 0 || strcmp(c->string, "definition") == 0 ||
              (strcmp(c->string, "query") == 0 && strstr(c->valuestring, "label_values")))) {
-            promql_metrics(c->valuestring, metrics);
+            promql_metrics(c->valuestring, metrics, values);
             (*n_exprs)++;
         } else if (cJSON_IsObject(c) || cJSON_IsArray(c)) {
-            dashboard_queries(c, metrics, n_exprs);
+            dashboard_queries(c, metrics, values, n_exprs);
         }
     }
 }
@@ -816,7 +859,7 @@ static void test_dashboard_shape(void **state)
     /* Exactly the intended names: each used, nothing else. */
     struct names used = {0};
     size_t n_exprs = 0;
-    dashboard_queries(d, &used, &n_exprs);
+    dashboard_queries(d, &used, NULL, &n_exprs);
     assert_true(n_exprs >= n_panels);
     for (size_t i = 0; i < used.n; i++)
         if (!is_dashboard_metric(used.v[i]))
@@ -830,28 +873,36 @@ static void test_dashboard_shape(void **state)
     cJSON_Delete(d);
 }
 
+/* The metrics, and the label values matched exactly (a state, a restore
+ * source), are what the controller writes. */
 static void test_dashboard_metrics_are_registered(void **state)
 {
     (void)state;
     cJSON *d = load_dashboard();
-    struct names used = {0};
+    struct names used = {0}, values = {0};
     size_t n_exprs = 0;
-    dashboard_queries(d, &used, &n_exprs);
+    dashboard_queries(d, &used, &values, &n_exprs);
     assert_true(used.n > 0);
+    assert_true(values.n > 0);
     char *missing = NULL;
-    for (size_t i = 0; i < used.n; i++) {
-        if (metric_registered(SOURCE_DIR "/src", used.v[i]))
+    for (size_t i = 0; i < used.n + values.n; i++) {
+        int metric = i < used.n;
+        const char *name = metric ? used.v[i] : values.v[i - used.n];
+        if (metric ? metric_registered(SOURCE_DIR "/src", name)
+                   : literal_in_tree(SOURCE_DIR "/src", name))
             continue;
         char *m = NULL;
-        assert_true(asprintf(&m, "%s\n  %s", missing ? missing : "", used.v[i]) > 0);
+        assert_true(asprintf(&m, "%s\n  %s %s", missing ? missing : "",
+                             metric ? "metric" : "label value", name) > 0);
         free(missing);
         missing = m;
     }
     if (missing)
-        fail_msg("metrics the dashboard queries that no string literal under src/ names "
-                 "(the controller does not export them):%s",
+        fail_msg("names the dashboard queries that no string literal under src/ has (the "
+                 "controller does not export them):%s",
                  missing);
     names_clear(&used);
+    names_clear(&values);
     cJSON_Delete(d);
 }
 
