@@ -49,6 +49,10 @@ static int group_teardown(void **state)
     /* The Deployment's pods can never run here (no image, no toleration). */
     harness_kubectl(NULL, "delete deployment hibernator -n hibernator-system --ignore-not-found");
     harness_kubectl(NULL, "delete workspaceclasses -l " TEST_LABEL);
+    if (ns)
+        harness_kubectl(NULL,
+                        "delete -k '%s/deploy/examples/' -n %s --ignore-not-found --wait=false",
+                        SOURCE_DIR, ns);
     harness_kubectl(NULL, "delete -f '%s/deploy/local/classes.yaml' --ignore-not-found",
                     SOURCE_DIR);
     if (ns)
@@ -179,6 +183,17 @@ static void test_examples_apply(void **state)
     ws = get_json("workspace scratch");
     assert_str_at(ws, "spec.className", "cpu-small");
     cJSON_Delete(ws);
+    ws = get_json("workspace jupyterlab");
+    assert_str_at(ws, "spec.className", "jupyterlab-t4-gke");
+    cJSON_Delete(ws);
+    ws = get_json("workspace ide");
+    assert_str_at(ws, "spec.className", "code-server");
+    cJSON_Delete(ws);
+    cJSON *gke = get_json("workspaceclass jupyterlab-t4-gke");
+    assert_str_at(gke, "spec.snapshot.backend", "GKE");
+    assert_str_at(gke, "spec.snapshot.storageConfigName", "notebook-snapshots");
+    assert_str_at(gke, "spec.runtimeClassName", "gvisor");
+    cJSON_Delete(gke);
 
     /* The local classes keep the examples' shape and add kwok's toleration. */
     cJSON *cls = get_json("workspaceclass gpu-t4");
