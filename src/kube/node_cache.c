@@ -23,8 +23,10 @@ struct node_cache {
     void *cb_data;
     char *keys[NODE_CACHE_MAX_LABELS];
     size_t n_keys;
-    struct informer_codec codec; /* its data is the cache: the keys to keep */
-    struct informer *inf;        /* NULL until started */
+    /* Its data is the cache (the keys to keep), for decode only: node_free
+     * needs nothing of it, so entries freed after the cache are fine. */
+    struct informer_codec codec;
+    struct informer *inf; /* NULL until started */
 };
 
 static void node_free(void *p)
