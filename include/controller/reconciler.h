@@ -1,6 +1,7 @@
 /*
  * reconciler: the shell around decide(). It keeps the caches (Workspaces,
- * WorkspaceClasses, and the controller's own pods and claims), turns their
+ * WorkspaceClasses, the controller's own pods and claims, and once a class
+ * has an accelerator the Nodes' product labels), turns their
  * changes into work-queue keys, and for each key reads the caches, calls
  * workspace_decide(), carries out the actions in order and writes the
  * status when it changed. It never does anything decide() did not ask for.

@@ -15,7 +15,9 @@
  * Ownership: the informer owns its cache entries; a const cache_entry handed
  * to a handler or returned by informer_get() is valid until control returns
  * to the loop (an old entry given to on_update/on_delete only during the
- * call). Options strings are copied.
+ * call). Options strings and the codec are copied; the codec's data is only
+ * passed to decode, which runs while the informer is not being freed, so it
+ * need not outlive informer_free() (free, which may run later, gets none).
  */
 #ifndef HIBERNATOR_KUBE_INFORMER_H
 #define HIBERNATOR_KUBE_INFORMER_H

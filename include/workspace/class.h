@@ -18,6 +18,9 @@
 enum capacity_timeout_action {
     CAPACITY_TIMEOUT_WAIT,
     CAPACITY_TIMEOUT_FAIL,
+    /* Replace the waiting pod, once, by one from files and the checkpoint
+     * that may run on any product the class allows (docs/state-machine.md). */
+    CAPACITY_TIMEOUT_FALL_BACK,
 };
 
 enum home_on_delete {
@@ -95,6 +98,10 @@ struct workspace_class {
     int accelerator_count;
     char *product_label; /* node label key, e.g. nvidia.com/gpu.product */
     char *product;       /* e.g. Tesla-T4 */
+    /* Other products a pod may run on (after a capacity fallback, or
+     * restored from a snapshot taken on one of them); never the product. */
+    char **alternative_products;
+    size_t n_alternative_products;
     struct label *node_selector;
     size_t n_node_selector;
 
@@ -132,6 +139,10 @@ void workspace_class_free(struct workspace_class *c);
 
 /* True when image matches one of the class's allowed patterns. */
 int workspace_class_allows_image(const struct workspace_class *c, const char *image);
+
+/* True when the class has an accelerator and product is its product or
+ * one of its alternative products. */
+int workspace_class_allows_product(const struct workspace_class *c, const char *product);
 
 /* Parses a Kubernetes quantity ("10Gi", "500M", "1.5Ti", "1000", "1e3") into
  * bytes, exactly; a fraction of a byte rounds up. Negative values, the milli

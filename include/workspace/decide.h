@@ -23,6 +23,12 @@
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
 
+/* What the node cache knows of a node one of the pods is on. */
+struct decide_node {
+    const char *name;
+    const char *product; /* its value of the class's product label; NULL: not known */
+};
+
 struct decide_input {
     const struct workspace *ws;
     const struct workspace_class *cls;       /* NULL: the class does not exist */
@@ -40,12 +46,17 @@ struct decide_input {
     /* The pod that took the accelerator the last pause released
      * (ledger_taker_pick() over the controller's pods); NULL: none seen. */
     const struct workspace_pod *accelerator_taker;
+    /* The nodes the pods are on, as far as the node cache knows them (any
+     * order; a node not listed is not known): which accelerator a pod got. */
+    const struct decide_node *nodes;
+    size_t n_nodes;
 };
 
 enum action_type {
     ACTION_ADD_FINALIZER,    /* name NULL */
     ACTION_CREATE_PVC,       /* name: the claim; build it with workspace_pvc_build() */
-    ACTION_CREATE_POD,       /* name, from_checkpoint, snapshot (restore from it, or NULL) */
+    ACTION_CREATE_POD,       /* name, from_checkpoint, snapshot (restore from it, or NULL),
+                                product (pin it, NULL: the class's), capacity_fallback */
     ACTION_DELETE_POD,       /* name, grace_seconds (-1: the pod's own) */
     ACTION_DELETE_PVC,       /* name */
     ACTION_RELEASE_PVC,      /* name: drop its owner reference so it outlives the workspace */
@@ -68,6 +79,8 @@ struct action {
     char *message;
     int64_t time_ms;
     char *snapshot;
+    char *product;
+    int capacity_fallback;
 };
 
 #define DECIDE_MAX_ACTIONS 16

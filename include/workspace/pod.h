@@ -20,6 +20,9 @@
 /* The snapshot a pod is to be restored from (GKE's annotation: the backend
  * restores the pod from the named PodSnapshot). */
 #define RESTORE_SNAPSHOT_ANNOTATION "podsnapshot.gke.io/ps-name"
+/* On a pod started after a capacity timeout under onCapacityTimeout FallBack:
+ * it may run on any accelerator product the class allows. */
+#define CAPACITY_FALLBACK_ANNOTATION "hibernator.dev/capacity-fallback"
 /* The condition a restored pod reports. */
 #define POD_RESTORED_CONDITION "PodRestored"
 /* The one container of a workspace pod, and its home volume. */
@@ -58,6 +61,7 @@ struct workspace_pod {
     /* The extended resources (a domain outside kubernetes.io, such as
      * nvidia.com/gpu) its containers ask for, the first POD_MAX_EXTENDED. */
     char *extended[POD_MAX_EXTENDED];
+    int capacity_fallback; /* annotated CAPACITY_FALLBACK_ANNOTATION "true" */
 };
 
 /* What decide() needs to know about the home claim. */
@@ -90,13 +94,30 @@ char *workspace_pod_name(const struct workspace *ws, int64_t pod_generation);
  * storage class. NULL when out of memory or without a class. */
 cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_class *c);
 
+/* What makes one pod of a workspace differ from another. */
+struct pod_build {
+    const char *name;
+    int from_checkpoint;  /* the checkpoint env var is set */
+    const char *snapshot; /* restore from it (the backend's annotation); NULL: none */
+    /* The accelerator product the pod is pinned to (a snapshot's); NULL: the
+     * class's product. */
+    const char *product;
+    /* Any product the class allows, the class's product preferred: node
+     * affinity instead of the product pin, and the fallback annotation. */
+    int capacity_fallback;
+};
+
 /* Builds the workspace's pod: image, port, resources, accelerator request and
- * node selector (product label pinned), tolerations, runtimeClassName, home
- * volume, env (the workspace's, HIBERNATOR_WORKSPACE, and the checkpoint env
- * var when from_checkpoint), grace period, labels, the from-checkpoint
- * annotation and the owner reference. NULL when out of memory or without a
+ * node selector (product label pinned, or for a capacity fallback node
+ * affinity: required In the allowed products, preferred the class's),
+ * tolerations, runtimeClassName, home volume, env (the workspace's,
+ * HIBERNATOR_WORKSPACE, and the checkpoint env var when from_checkpoint),
+ * grace period, labels, the from-checkpoint, restore and fallback
+ * annotations and the owner reference. NULL when out of memory or without a
  * class. */
-/* The same, restored from a snapshot (NULL: none): the restore annotation. */
+cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspace_class *c,
+                                const struct pod_build *b);
+/* Shorthands of workspace_pod_build_with() for the class's product. */
 cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct workspace_class *c,
                                    const char *pod_name, int from_checkpoint, const char *snapshot);
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
@@ -111,11 +132,20 @@ int workspace_token_secret_name(const struct workspace *ws, const struct workspa
                                 char **ret_name);
 
 /* A hash (64 hex digits) of what a restored pod must match of the pod the
- * snapshot came from: image, port, resources, runtime class, accelerator,
- * home mount and claim. Writes a NUL-terminated string into out; returns 0
+ * snapshot came from: image, port, resources, runtime class, accelerator
+ * resource and count, home mount and claim. Not the accelerator product: a
+ * restore is pinned to the snapshot's own product, which the class must
+ * allow (checked apart). Writes a NUL-terminated string into out; returns 0
  * or -ENOMEM. */
 #define POD_SPEC_HASH_SIZE 65
 int workspace_pod_spec_hash(const struct workspace *ws, const struct workspace_class *c,
                             char out[POD_SPEC_HASH_SIZE]);
+
+/* The hash as snapshots recorded it while it still covered the product
+ * (their status.snapshot.gpuProduct): a snapshot whose hash matches this one
+ * matches the pod template too. Returns 0 or -ENOMEM. */
+int workspace_pod_spec_hash_with_product(const struct workspace *ws,
+                                         const struct workspace_class *c, const char *product,
+                                         char out[POD_SPEC_HASH_SIZE]);
 
 #endif

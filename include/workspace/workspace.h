@@ -135,7 +135,8 @@ struct workspace_status {
     char *home_claim_name;
     char *accelerator_resource;
     int accelerator_count;
-    char *accelerator_product;
+    char *accelerator_product; /* the node's product label once known, else the one asked for */
+    int accelerator_fallback;  /* the pod is a capacity fallback (any allowed product) */
     struct condition *conditions;
     size_t n_conditions;
     struct workspace_pause_timeline last_pause;

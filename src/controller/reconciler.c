@@ -10,6 +10,7 @@
 #include "controller/activity_tracker.h"
 #include "controller/events.h"
 #include "kube/informer.h"
+#include "kube/node_cache.h"
 #include "kube/workqueue.h"
 #include "snapshot/gke.h"
 #include "util/clock.h"
@@ -53,6 +54,7 @@ struct reconciler {
     struct informer *ws_inf, *class_inf, *pod_inf, *pvc_inf;
     struct activity_tracker *activity;
     struct gke_snapshots *gke;
+    struct node_cache *nodes; /* which accelerator a pod got; started with an accelerator class */
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     struct strmap noticed;    /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
@@ -200,9 +202,18 @@ static void enqueue_if_class(void *data, const struct cache_entry *e)
         enqueue(m->r, e->ns, e->name);
 }
 
+/* The node cache keeps every class's product label (it starts listing on
+ * the first reconcile of a workspace with an accelerator). */
+static void keep_product_label(struct reconciler *r, const struct workspace_class *c)
+{
+    if (c->has_accelerator && node_cache_keep_label(r->nodes, c->product_label) < 0)
+        log_warn("cannot keep a node label", "class", c->name, "label", c->product_label);
+}
+
 static void on_class_change(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
+    keep_product_label(r, e->obj);
     struct class_match m = {r, e->name};
     informer_foreach(r->ws_inf, enqueue_if_class, &m);
 }
@@ -304,6 +315,34 @@ static void on_pod_delete(void *data, const struct cache_entry *e)
     }
     queue_key(r, wk);
     free(wk);
+}
+
+struct node_match {
+    struct reconciler *r;
+    const char *node; /* NULL: any */
+};
+
+static void enqueue_if_on_node(void *data, const struct cache_entry *e)
+{
+    const struct node_match *m = data;
+    const struct workspace_pod *p = e->obj;
+    if (!p->node_name || (m->node && strcmp(p->node_name, m->node) != 0))
+        return;
+    char *wk = ws_key_of_pod(p);
+    if (wk)
+        queue_key(m->r, wk);
+    free(wk);
+}
+
+/* A node's product label changed, or the node came or went: the
+ * workspaces with a pod on it decide again. */
+static void on_node_change(void *data, const char *node)
+{
+    struct reconciler *r = data;
+    if (r->closing)
+        return;
+    struct node_match m = {r, node};
+    informer_foreach(r->pod_inf, enqueue_if_on_node, &m);
 }
 
 static void on_pvc_change(void *data, const struct cache_entry *e)
@@ -812,6 +851,17 @@ static void reconcile(struct reconciler *r, const char *key)
     free(claim);
 
     const struct workspace_class *cls = ce ? ce->obj : NULL;
+    struct decide_node nodes[16];
+    size_t n_nodes = 0;
+    if (cls && cls->has_accelerator) {
+        if (node_cache_start(r->nodes) < 0)
+            log_warn("cannot watch Nodes", "workspace", key);
+        for (size_t i = 0; i < n_pods; i++)
+            if (pods[i]->node_name)
+                nodes[n_nodes++] = (struct decide_node){
+                    pods[i]->node_name,
+                    node_cache_label(r->nodes, pods[i]->node_name, cls->product_label)};
+    }
     struct snapshot_view snap_view, snap_list[MAX_SNAPSHOTS_SEEN];
     const struct snapshot_view *snap = NULL;
     size_t n_snaps = 0;
@@ -842,6 +892,8 @@ static void reconcile(struct reconciler *r, const char *key)
         .snapshots = snap_list,
         .n_snapshots = n_snaps,
         .accelerator_taker = accelerator_taker(r, ws, now),
+        .nodes = nodes,
+        .n_nodes = n_nodes,
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);
@@ -862,8 +914,10 @@ static void reconcile(struct reconciler *r, const char *key)
         if (a->type == ACTION_CREATE_PVC)
             j->bodies[i] = workspace_pvc_build(ws, in.cls);
         else if (a->type == ACTION_CREATE_POD)
-            j->bodies[i] =
-                workspace_pod_build_restore(ws, in.cls, a->name, a->from_checkpoint, a->snapshot);
+            j->bodies[i] = workspace_pod_build_with(ws, in.cls,
+                                                    &(struct pod_build){a->name, a->from_checkpoint,
+                                                                        a->snapshot, a->product,
+                                                                        a->capacity_fallback});
         else if (a->type == ACTION_SNAPSHOT_BEGIN)
             j->bodies[i] = gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name);
         else if (a->type == ACTION_DELETE_POD) {
@@ -988,6 +1042,8 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     if (e == 0)
         e = gke_snapshots_new(loop, client, r->ns, on_activity, r, &r->gke);
     if (e == 0)
+        e = node_cache_new(loop, client, on_node_change, r, &r->nodes);
+    if (e == 0)
         e = informer_new(loop, client, &wo, &r->ws_inf);
     if (e == 0)
         e = informer_new(loop, client, &co, &r->class_inf);
@@ -1027,6 +1083,7 @@ void reconciler_close(struct reconciler *r)
     workqueue_driver_close(r->queue);
     activity_tracker_close(r->activity);
     gke_snapshots_free(r->gke);
+    node_cache_free(r->nodes);
     void *v;
     for (size_t it = 0; strmap_next(&r->pods_by_ws, &it, NULL, &v);) {
         struct pod_keys *set = v;

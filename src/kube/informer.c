@@ -23,7 +23,7 @@ struct informer {
     long page_size;
     unsigned watch_timeout_min_s;
     unsigned watch_timeout_max_s;
-    const struct informer_codec *codec;
+    struct informer_codec codec; /* a copy: entries outlive the caller's */
     struct informer_handlers h;
 
     struct strmap cache; /* key -> struct cache_entry * */
@@ -75,7 +75,7 @@ static void entry_free(struct informer *inf, struct cache_entry *e)
     if (!e)
         return;
     if (e->obj)
-        inf->codec->free(e->obj);
+        inf->codec.free(e->obj);
     free(e); /* the strings live in the same allocation */
 }
 
@@ -131,7 +131,7 @@ static int entry_new(struct informer *inf, const cJSON *obj, struct cache_entry 
     e->uid = memcpy(p, uid, ul + 1);
     p += ul + 1;
     e->resource_version = memcpy(p, rv, rl + 1);
-    e->obj = inf->codec->decode(obj, inf->codec->data);
+    e->obj = inf->codec.decode(obj, inf->codec.data);
     if (!e->obj) {
         free(e);
         return -ENOMEM;
@@ -445,7 +445,7 @@ int informer_new(uv_loop_t *loop, struct kube_client *client, const struct infor
     inf->watch_timeout_max_s = o->watch_timeout_max_s ? o->watch_timeout_max_s : 600;
     if (inf->watch_timeout_max_s < inf->watch_timeout_min_s)
         inf->watch_timeout_max_s = inf->watch_timeout_min_s;
-    inf->codec = o->codec ? o->codec : &informer_codec_json;
+    inf->codec = o->codec ? *o->codec : informer_codec_json;
     inf->h = o->handlers;
     strmap_init(&inf->cache);
     strmap_init(&inf->next);

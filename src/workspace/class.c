@@ -38,6 +38,7 @@
 #define DEFAULT_SNAPSHOTS_KEPT 2
 #define MAX_SNAPSHOTS_KEPT 10
 #define MAX_ACCELERATOR_COUNT 16
+#define MAX_ALTERNATIVE_PRODUCTS 8
 #define MAX_PAUSE_GRACE_SECONDS 3600
 
 /* The first problem found, as "<field>: <what is wrong>". */
@@ -178,7 +179,20 @@ static int get_enum(struct decoder *d, const cJSON *obj, const char *name, const
                 *ret = (int)i;
                 return 0;
             }
-    return decoder_fail(d, -EINVAL, "%s: must be %s or %s", field, names[0], names[1]);
+    /* "must be A or B", "must be A, B or C" */
+    char list[256] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < n && used < sizeof(list); i++) {
+        int w = snprintf(list + used, sizeof(list) - used, "%s%s",
+                         i == 0       ? ""
+                         : i + 1 == n ? " or "
+                                      : ", ",
+                         names[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+    return decoder_fail(d, -EINVAL, "%s: must be %s", field, list);
 }
 
 static void labels_free(struct label *l, size_t n)
@@ -264,6 +278,46 @@ static int decode_images(struct decoder *d, const cJSON *spec, struct workspace_
     return 0;
 }
 
+/* spec.accelerator.alternativeProducts: label values like the product,
+ * none of them the product itself, none twice. */
+static int decode_alternatives(struct decoder *d, const cJSON *acc, struct workspace_class *c)
+{
+    const cJSON *alts = json_member(acc, "alternativeProducts");
+    if (!alts || cJSON_IsNull(alts))
+        return 0;
+    if (!cJSON_IsArray(alts))
+        return decoder_fail(d, -EINVAL, "spec.accelerator.alternativeProducts: must be a list");
+    size_t n = (size_t)cJSON_GetArraySize(alts);
+    if (n > MAX_ALTERNATIVE_PRODUCTS)
+        return decoder_fail(d, -EINVAL,
+                            "spec.accelerator.alternativeProducts: may list at most %d products",
+                            MAX_ALTERNATIVE_PRODUCTS);
+    if (n == 0)
+        return 0;
+    c->alternative_products = calloc(n, sizeof(*c->alternative_products));
+    if (!c->alternative_products)
+        return decoder_oom(d);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, alts)
+    {
+        size_t i = c->n_alternative_products;
+        if (!cJSON_IsString(e) || !e->valuestring || !e->valuestring[0])
+            return decoder_fail(d, -EINVAL,
+                                "spec.accelerator.alternativeProducts[%zu]: must be a non-empty "
+                                "string",
+                                i);
+        if (workspace_class_allows_product(c, e->valuestring))
+            return decoder_fail(d, -EINVAL,
+                                "spec.accelerator.alternativeProducts[%zu]: \"%s\" is listed "
+                                "already (as spec.accelerator.product or an alternative)",
+                                i, e->valuestring);
+        if (!(c->alternative_products[i] = strdup(e->valuestring)))
+            return decoder_oom(d);
+        c->n_alternative_products++;
+    }
+    return 0;
+}
+
 static int decode_accelerator(struct decoder *d, const cJSON *spec, struct workspace_class *c)
 {
     const cJSON *acc = get_object(d, spec, "accelerator", "spec.accelerator");
@@ -282,7 +336,7 @@ static int decode_accelerator(struct decoder *d, const cJSON *spec, struct works
                        &c->n_node_selector) < 0)
         return d->rc;
     c->accelerator_count = (int)count;
-    return 0;
+    return decode_alternatives(d, acc, c);
 }
 
 static int copy_json(struct decoder *d, const cJSON *spec, const char *name, const char *field,
@@ -353,7 +407,7 @@ static int decode_checkpoint(struct decoder *d, const cJSON *spec, struct worksp
 
 static int decode_timing(struct decoder *d, const cJSON *spec, struct workspace_class *c)
 {
-    static const char *const on_timeout[] = {"Wait", "Fail"};
+    static const char *const on_timeout[] = {"Wait", "Fail", "FallBack"};
     const cJSON *pause = get_object(d, spec, "pause", "spec.pause");
     if (d->rc < 0 ||
         get_int(d, pause, "gracePeriodSeconds", "spec.pause.gracePeriodSeconds", 1,
@@ -375,10 +429,14 @@ static int decode_timing(struct decoder *d, const cJSON *spec, struct workspace_
                             "spec.resume.capacityTimeout: \"%s\" is not a duration such as \"30m\"",
                             text);
     int action;
-    if (get_enum(d, resume, "onCapacityTimeout", "spec.resume.onCapacityTimeout", on_timeout, 2,
+    if (get_enum(d, resume, "onCapacityTimeout", "spec.resume.onCapacityTimeout", on_timeout, 3,
                  CAPACITY_TIMEOUT_WAIT, &action) < 0)
         return d->rc;
     c->on_capacity_timeout = (enum capacity_timeout_action)action;
+    if (c->on_capacity_timeout == CAPACITY_TIMEOUT_FALL_BACK && c->n_alternative_products == 0)
+        return decoder_fail(d, -EINVAL,
+                            "spec.resume.onCapacityTimeout: FallBack needs at least one product "
+                            "in spec.accelerator.alternativeProducts to fall back to");
     return 0;
 }
 
@@ -671,6 +729,9 @@ void workspace_class_free(struct workspace_class *c)
     free(c->accelerator_resource);
     free(c->product_label);
     free(c->product);
+    for (size_t i = 0; i < c->n_alternative_products; i++)
+        free(c->alternative_products[i]);
+    free(c->alternative_products);
     labels_free(c->node_selector, c->n_node_selector);
     cJSON_Delete(c->resources);
     cJSON_Delete(c->tolerations);
@@ -699,6 +760,18 @@ int workspace_class_allows_image(const struct workspace_class *c, const char *im
      * below a registry path, tags and digests included. */
     for (size_t i = 0; i < c->n_allowed_images; i++)
         if (fnmatch(c->allowed_images[i], image, 0) == 0)
+            return 1;
+    return 0;
+}
+
+int workspace_class_allows_product(const struct workspace_class *c, const char *product)
+{
+    if (!c || !c->has_accelerator || !product)
+        return 0;
+    if (c->product && strcmp(c->product, product) == 0)
+        return 1;
+    for (size_t i = 0; i < c->n_alternative_products; i++)
+        if (strcmp(c->alternative_products[i], product) == 0)
             return 1;
     return 0;
 }

@@ -38,6 +38,8 @@
  * old, so a busy workspace costs about one status write a minute. */
 #define ACTIVITY_RECORD_STEP_MS (60 * 1000)
 #define PROBE_RECORD_STEP_MS (5 * 60 * 1000)
+/* A class's products in a message: at most 9 label values of 63 characters. */
+#define PRODUCTS_TEXT 640
 
 struct decider {
     const struct decide_input *in;
@@ -245,13 +247,68 @@ static void format_duration(int64_t ms, char *out, size_t size)
         snprintf(out, size, "%llds", (long long)(ms / 1000));
 }
 
-static void set_accelerator(struct decider *d)
+/* product: what the pod has or asks for (NULL: not known yet); fallback:
+ * the pod is a capacity fallback. */
+static void set_accelerator(struct decider *d, const char *product, int fallback)
 {
     const struct workspace_class *c = d->cls;
     int has = c && c->has_accelerator;
     set_string(d, &d->st->accelerator_resource, has ? c->accelerator_resource : NULL);
-    set_string(d, &d->st->accelerator_product, has ? c->product : NULL);
+    set_string(d, &d->st->accelerator_product, has ? product : NULL);
     d->st->accelerator_count = has ? c->accelerator_count : 0;
+    d->st->accelerator_fallback = has && fallback;
+}
+
+/* The products the class allows, its own first, joined by sep. */
+static void allowed_products(const struct workspace_class *c, const char *sep, char *out,
+                             size_t size)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; c && c->has_accelerator && i <= c->n_alternative_products; i++) {
+        const char *p = i == 0 ? c->product : c->alternative_products[i - 1];
+        int w = snprintf(out + used, size - used, "%s%s", i ? sep : "", p);
+        if (w < 0 || (size_t)w >= size - used)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* The product label's value on a node, when the node cache knows it. */
+static const char *node_product(const struct decider *d, const char *node)
+{
+    for (size_t i = 0; node && i < d->in->n_nodes; i++)
+        if (streq(d->in->nodes[i].name, node))
+            return d->in->nodes[i].product;
+    return NULL;
+}
+
+/* The accelerator product pod p has: its node's product label once the
+ * node cache knows it; until then the product the pod is pinned to, NULL
+ * for a capacity fallback (it may get any the class allows). */
+static const char *pod_product(const struct decider *d, const struct workspace_pod *p)
+{
+    const struct workspace_class *c = d->cls;
+    if (!c || !c->has_accelerator)
+        return NULL;
+    const char *on_node = pod_is_scheduled(p) ? node_product(d, p->node_name) : NULL;
+    if (on_node)
+        return on_node;
+    if (p->capacity_fallback)
+        return NULL;
+    /* A restore is pinned to its snapshot's product. */
+    const struct workspace_snapshot *sn = &d->old->snapshot;
+    if (p->snapshot && sn->gpu_product && (streq(p->snapshot, sn->name) || !sn->name))
+        return sn->gpu_product;
+    return c->product;
+}
+
+/* onCapacityTimeout FallBack applies (the decoder makes sure there is
+ * something to fall back to; a class read otherwise waits). */
+static int falls_back(const struct workspace_class *c)
+{
+    return c && c->on_capacity_timeout == CAPACITY_TIMEOUT_FALL_BACK && c->has_accelerator &&
+           c->n_alternative_products > 0;
 }
 
 /* ---- rule 0: deleting ---- */
@@ -509,6 +566,43 @@ static void begin_resume(struct decider *d)
     }
 }
 
+/* 5b: never two pods, not even for a moment: a new one waits until the
+ * leaving one is gone. */
+static void wait_for_leaving(struct decider *d, const char *leaving)
+{
+    struct workspace_status *st = d->st;
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    set_string(d, &st->node_name, NULL);
+    condition(d, COND_READY, COND_FALSE, "PodTerminating",
+              "waiting for pod %s to stop before starting a new one", leaving);
+}
+
+/* Rule 5a with onCapacityTimeout FallBack: the waiting pod (pinned to one
+ * product, holding no GPU) goes at once; once it is gone, create_pod()
+ * starts one from files and the checkpoint that may run on any product the
+ * class allows, the class's own preferred. status.accelerator.fallback
+ * carries the decision to that pass. */
+static void fall_back(struct decider *d, const struct workspace_pod *p, const char *timeout,
+                      const char *sched)
+{
+    char products[PRODUCTS_TEXT];
+    allowed_products(d->cls, ", ", products, sizeof(products));
+    const char *wanted = pod_product(d, p);
+    if (!wanted)
+        wanted = d->cls->product;
+    delete_pod(d, p, 0);
+    d->st->accelerator_fallback = 1;
+    condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+              "no %s free within %s (capacity timeout); falling back to any of %s: %s", wanted,
+              timeout, products, sched);
+    if (!d->old->accelerator_fallback)
+        event(d, "Warning", "CapacityFallback",
+              "no %s free within %s (capacity timeout): %s; replacing pod %s with one from files "
+              "and the application's checkpoint that may run on any of %s",
+              wanted, timeout, sched, p->name, products);
+    wait_for_leaving(d, p->name);
+}
+
 static void waiting_for_capacity(struct decider *d)
 {
     const struct workspace_pod *p = d->keep;
@@ -533,6 +627,11 @@ static void waiting_for_capacity(struct decider *d)
     char timeout[32];
     format_duration(c->capacity_timeout_ms, timeout, sizeof(timeout));
     const char *old_reason = condition_reason(d->old, COND_CAPACITY);
+    /* A fallback pod is never replaced again: it waits like any other. */
+    if (falls_back(c) && !p->capacity_fallback) {
+        fall_back(d, p, timeout, sched);
+        return;
+    }
     if (c->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL) {
         st->state = WS_STATE_FAILED;
         condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout", "no capacity after %s: %s",
@@ -628,7 +727,7 @@ static void run_with_pod(struct decider *d)
     struct workspace_status *st = d->st;
     int resuming = resume_in_progress(st);
     set_string(d, &st->node_name, p->node_name);
-    set_accelerator(d);
+    set_accelerator(d, pod_product(d, p), p->capacity_fallback);
     if (judge_restore(d, p))
         return;
 
@@ -722,18 +821,25 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
         snprintf(why, size, "snapshot %s expired", name);
         return NULL;
     }
-    const char *product = d->cls->has_accelerator ? d->cls->product : NULL;
-    if (!streq(product, sn->gpu_product)) {
+    /* The restore is pinned to the snapshot's product: any the class still
+     * allows. */
+    const struct workspace_class *c = d->cls;
+    if (c->has_accelerator ? !workspace_class_allows_product(c, sn->gpu_product)
+                           : sn->gpu_product != NULL) {
+        char products[PRODUCTS_TEXT];
+        allowed_products(c, " or ", products, sizeof(products));
         snprintf(why, size, "snapshot %s was taken on %s, the class now asks for %s", name,
-                 sn->gpu_product ? sn->gpu_product : "no GPU", product ? product : "no GPU");
+                 sn->gpu_product ? sn->gpu_product : "no GPU",
+                 c->has_accelerator ? products : "no GPU");
         return NULL;
     }
-    char hash[POD_SPEC_HASH_SIZE];
-    if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
+    char hash[POD_SPEC_HASH_SIZE], with_product[POD_SPEC_HASH_SIZE];
+    if (workspace_pod_spec_hash(d->ws, c, hash) < 0 ||
+        workspace_pod_spec_hash_with_product(d->ws, c, sn->gpu_product, with_product) < 0) {
         failed(d, -ENOMEM);
         return NULL;
     }
-    if (!streq(hash, sn->pod_spec_hash)) {
+    if (!streq(hash, sn->pod_spec_hash) && !streq(with_product, sn->pod_spec_hash)) {
         snprintf(why, size,
                  "the pod template changed since snapshot %s (image, resources or class)", name);
         return NULL;
@@ -755,11 +861,24 @@ static int crashed_snapshot_remains(struct decider *d)
     return 0;
 }
 
+/* The wait for capacity ran out (fall_back() decided, or the pass that did
+ * was lost before its status write). */
+static int fallback_due(const struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    if (!falls_back(d->cls))
+        return 0;
+    return st->accelerator_fallback ||
+           (st->waiting_for_capacity_since_ms &&
+            d->now >= st->waiting_for_capacity_since_ms + d->cls->capacity_timeout_ms);
+}
+
 static void create_pod(struct decider *d)
 {
     struct workspace_status *st = d->st;
     int resuming = resume_in_progress(st);
     int from_checkpoint = st->pauses > 0;
+    int fallback = fallback_due(d);
     char *name = NULL;
     if (crashed_snapshot_remains(d)) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
@@ -790,15 +909,20 @@ static void create_pod(struct decider *d)
      * API server answers AlreadyExists in the first case, and no second pod
      * can ever appear. */
     char why[MAX_MESSAGE] = "";
-    const char *snapshot = from_checkpoint ? restore_snapshot(d, why, sizeof(why)) : NULL;
+    /* A fallback may land on another product than the snapshot's: it starts
+     * from files and the checkpoint. */
+    const char *snapshot =
+        from_checkpoint && !fallback ? restore_snapshot(d, why, sizeof(why)) : NULL;
+    const char *pin = snapshot && d->cls->has_accelerator ? st->snapshot.gpu_product : NULL;
     struct action *a = push(d, ACTION_CREATE_POD, st->pod_name);
     if (a) {
         a->from_checkpoint = from_checkpoint;
-        if (snapshot && !(a->snapshot = strdup(snapshot)))
+        a->capacity_fallback = fallback;
+        if ((snapshot && !(a->snapshot = strdup(snapshot))) || (pin && !(a->product = strdup(pin))))
             failed(d, -ENOMEM);
     }
     set_string(d, &st->node_name, NULL);
-    set_accelerator(d);
+    set_accelerator(d, fallback ? NULL : pin ? pin : d->cls->product, fallback);
     st->waiting_for_capacity_since_ms = 0;
     if (resuming && !st->last_resume.pod_created_ms)
         st->last_resume.pod_created_ms = d->now;
@@ -807,6 +931,22 @@ static void create_pod(struct decider *d)
                   "pod %s is restored from snapshot %s", st->pod_name, snapshot);
         if (resuming)
             set_string(d, &st->last_resume.restored_from, NULL);
+    } else if (fallback) {
+        char products[PRODUCTS_TEXT], timeout[32];
+        allowed_products(d->cls, ", ", products, sizeof(products));
+        format_duration(d->cls->capacity_timeout_ms, timeout, sizeof(timeout));
+        set_restored(d, st->pod_name, from_checkpoint);
+        if (from_checkpoint)
+            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                      "pod %s starts from the application's checkpoint (%s=%s), not from a "
+                      "snapshot: after the capacity timeout (%s) it may run on any of %s",
+                      st->pod_name, d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
+                      d->cls->checkpoint_path ? d->cls->checkpoint_path : "", timeout, products);
+        else
+            condition(d, COND_RESTORED, COND_TRUE, "Fresh",
+                      "pod %s starts fresh: the workspace was never paused; after the capacity "
+                      "timeout (%s) it may run on any of %s",
+                      st->pod_name, timeout, products);
     } else {
         set_restored(d, st->pod_name, from_checkpoint);
         if (why[0] && from_checkpoint) {
@@ -1063,11 +1203,7 @@ static void decide_run(struct decider *d)
         return;
     }
     if (d->n_leaving) {
-        /* 5b: never two pods, not even for a moment. */
-        st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-        set_string(d, &st->node_name, NULL);
-        condition(d, COND_READY, COND_FALSE, "PodTerminating",
-                  "waiting for pod %s to stop before starting a new one", d->leaving->name);
+        wait_for_leaving(d, d->leaving->name);
         return;
     }
     create_pod(d);
@@ -1099,7 +1235,8 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     sn->failed_ms = 0;
     sn->seconds = 0;
     set_string(d, &sn->node_name, p->node_name);
-    set_string(d, &sn->gpu_product, d->cls->has_accelerator ? d->cls->product : NULL);
+    /* What the pod really runs on: a restore is pinned to this product. */
+    set_string(d, &sn->gpu_product, pod_product(d, p));
     set_string(d, &sn->pod_spec_hash, hash);
     set_string(d, &sn->message, NULL);
     push(d, ACTION_SNAPSHOT_BEGIN, handle);
@@ -1319,6 +1456,8 @@ static void decide_pause(struct decider *d)
         st->last_pause.accelerator_released_ms = d->now;
     set_string(d, &st->node_name, NULL);
     set_string(d, &st->pod_name, NULL);
+    /* The next resume asks for the snapshot's product (or the class's) again. */
+    st->accelerator_fallback = 0;
     /* Capacity is not being asked for; the next resume asks again. */
     workspace_status_remove_condition(st, COND_CAPACITY);
     condition(d, COND_READY, COND_FALSE, "Paused",
@@ -1557,6 +1696,7 @@ void decide_output_clear(struct decide_output *out)
         free(out->actions[i].reason);
         free(out->actions[i].message);
         free(out->actions[i].snapshot);
+        free(out->actions[i].product);
     }
     *out = (struct decide_output){0};
 }

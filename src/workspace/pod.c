@@ -134,6 +134,9 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
     p->deletion_ms = deletion_ms(meta);
     const char *from = json_string(json_member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
     p->restore_from_checkpoint = from && strcmp(from, "true") == 0;
+    const char *fallback =
+        json_string(json_member(meta, "annotations"), CAPACITY_FALLBACK_ANNOTATION);
+    p->capacity_fallback = fallback && strcmp(fallback, "true") == 0;
     if (json_dup_optional(
             json_string(json_member(meta, "annotations"), RESTORE_SNAPSHOT_ANNOTATION),
             &p->snapshot) < 0) {
@@ -285,8 +288,7 @@ static void set_str(struct writer *w, cJSON *obj, const char *key, const char *v
 }
 
 static void build_metadata(struct writer *w, cJSON *obj, const struct workspace *ws,
-                           const char *name, int from_checkpoint, int annotate,
-                           const char *snapshot)
+                           const char *name, const struct pod_build *b)
 {
     cJSON *meta = add_obj(w, obj, "metadata");
     add_str(w, meta, "name", name);
@@ -294,11 +296,13 @@ static void build_metadata(struct writer *w, cJSON *obj, const struct workspace 
     cJSON *labels = add_obj(w, meta, "labels");
     add_str(w, labels, MANAGED_BY_LABEL, MANAGED_BY_VALUE);
     add_str(w, labels, WORKSPACE_LABEL, ws->name);
-    if (annotate) {
+    if (b) {
         cJSON *ann = add_obj(w, meta, "annotations");
-        add_str(w, ann, FROM_CHECKPOINT_ANNOTATION, from_checkpoint ? "true" : "false");
-        if (snapshot)
-            add_str(w, ann, RESTORE_SNAPSHOT_ANNOTATION, snapshot);
+        add_str(w, ann, FROM_CHECKPOINT_ANNOTATION, b->from_checkpoint ? "true" : "false");
+        if (b->snapshot)
+            add_str(w, ann, RESTORE_SNAPSHOT_ANNOTATION, b->snapshot);
+        if (b->capacity_fallback)
+            add_str(w, ann, CAPACITY_FALLBACK_ANNOTATION, "true");
     }
     cJSON *refs = add_arr(w, meta, "ownerReferences");
     cJSON *ref = add_obj(w, refs, NULL);
@@ -407,8 +411,44 @@ cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_cl
 cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct workspace_class *c,
                                    const char *pod_name, int from_checkpoint, const char *snapshot)
 {
-    if (!ws || !c || !pod_name)
+    struct pod_build b = {
+        .name = pod_name, .from_checkpoint = from_checkpoint, .snapshot = snapshot};
+    return workspace_pod_build_with(ws, c, &b);
+}
+
+static cJSON *add_match_expression(struct writer *w, cJSON *term, const char *key)
+{
+    cJSON *expr = add_obj(w, add_arr(w, term, "matchExpressions"), NULL);
+    add_str(w, expr, "key", key);
+    add_str(w, expr, "operator", "In");
+    return add_arr(w, expr, "values");
+}
+
+/* A capacity fallback: any product the class allows, its own preferred. */
+static void build_fallback_affinity(struct writer *w, cJSON *spec, const struct workspace_class *c)
+{
+    cJSON *na = add_obj(w, add_obj(w, spec, "affinity"), "nodeAffinity");
+    cJSON *req = add_obj(w, na, "requiredDuringSchedulingIgnoredDuringExecution");
+    cJSON *term = add_obj(w, add_arr(w, req, "nodeSelectorTerms"), NULL);
+    cJSON *values = add_match_expression(w, term, c->product_label);
+    add_str(w, values, NULL, c->product);
+    for (size_t i = 0; i < c->n_alternative_products; i++)
+        add_str(w, values, NULL, c->alternative_products[i]);
+    cJSON *pref =
+        add_obj(w, add_arr(w, na, "preferredDuringSchedulingIgnoredDuringExecution"), NULL);
+    add_num(w, pref, "weight", 100);
+    add_str(w, add_match_expression(w, add_obj(w, pref, "preference"), c->product_label), NULL,
+            c->product);
+}
+
+cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspace_class *c,
+                                const struct pod_build *b)
+{
+    if (!ws || !c || !b || !b->name)
         return NULL;
+    const char *pod_name = b->name;
+    int from_checkpoint = b->from_checkpoint;
+    int fallback = b->capacity_fallback && c->has_accelerator;
     struct writer w = {0};
     char *claim = workspace_home_claim_name(ws);
     cJSON *pod = cJSON_CreateObject();
@@ -419,7 +459,7 @@ cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct work
     }
     add_str(&w, pod, "apiVersion", "v1");
     add_str(&w, pod, "kind", "Pod");
-    build_metadata(&w, pod, ws, pod_name, from_checkpoint, 1, snapshot);
+    build_metadata(&w, pod, ws, pod_name, b);
 
     cJSON *spec = add_obj(&w, pod, "spec");
     build_container(&w, spec, ws, c, from_checkpoint);
@@ -430,13 +470,17 @@ cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct work
     cJSON *pvc = add_obj(&w, vol, "persistentVolumeClaim");
     add_str(&w, pvc, "claimName", claim);
 
-    if (c->n_node_selector || c->has_accelerator) {
+    if (c->n_node_selector || (c->has_accelerator && !fallback)) {
         cJSON *sel = add_obj(&w, spec, "nodeSelector");
         for (size_t i = 0; i < c->n_node_selector; i++)
-            set_str(&w, sel, c->node_selector[i].key, c->node_selector[i].value);
-        if (c->has_accelerator)
-            set_str(&w, sel, c->product_label, c->product);
+            /* A fallback's product is chosen by its affinity alone. */
+            if (!fallback || strcmp(c->node_selector[i].key, c->product_label) != 0)
+                set_str(&w, sel, c->node_selector[i].key, c->node_selector[i].value);
+        if (c->has_accelerator && !fallback)
+            set_str(&w, sel, c->product_label, b->product ? b->product : c->product);
     }
+    if (fallback)
+        build_fallback_affinity(&w, spec, c);
     if (c->tolerations)
         add(&w, spec, "tolerations", cJSON_Duplicate(c->tolerations, 1));
     if (c->runtime_class_name)
@@ -470,7 +514,7 @@ cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_cl
     }
     add_str(&w, pvc, "apiVersion", "v1");
     add_str(&w, pvc, "kind", "PersistentVolumeClaim");
-    build_metadata(&w, pvc, ws, claim, 0, 0, NULL);
+    build_metadata(&w, pvc, ws, claim, NULL);
     cJSON *spec = add_obj(&w, pvc, "spec");
     cJSON *modes = add_arr(&w, spec, "accessModes");
     add_str(&w, modes, NULL, "ReadWriteOnce");
@@ -487,21 +531,22 @@ cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_cl
     return pvc;
 }
 
-int workspace_pod_spec_hash(const struct workspace *ws, const struct workspace_class *c,
-                            char out[POD_SPEC_HASH_SIZE])
+/* with_product: the form that covered the product ("accelerator=r/n/p"). */
+static int spec_hash(const struct workspace *ws, const struct workspace_class *c, int with_product,
+                     const char *product, char out[POD_SPEC_HASH_SIZE])
 {
     char *resources = c->resources ? cJSON_PrintUnformatted(c->resources) : NULL;
     char *claim = workspace_home_claim_name(ws);
     char *text = NULL;
     int n = claim ? asprintf(&text,
                              "image=%s\nport=%d\nresources=%s\nruntime=%s\n"
-                             "accelerator=%s/%d/%s\nmount=%s\nclaim=%s\n",
+                             "accelerator=%s/%d%s%s\nmount=%s\nclaim=%s\n",
                              ws->image ? ws->image : c->default_image, c->port,
                              resources ? resources : "",
                              c->runtime_class_name ? c->runtime_class_name : "",
                              c->has_accelerator ? c->accelerator_resource : "",
-                             c->has_accelerator ? c->accelerator_count : 0,
-                             c->has_accelerator && c->product ? c->product : "",
+                             c->has_accelerator ? c->accelerator_count : 0, with_product ? "/" : "",
+                             with_product && c->has_accelerator && product ? product : "",
                              c->home_mount_path ? c->home_mount_path : "", claim)
                   : -1;
     cJSON_free(resources);
@@ -514,4 +559,17 @@ int workspace_pod_spec_hash(const struct workspace *ws, const struct workspace_c
     for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
     return 0;
+}
+
+int workspace_pod_spec_hash(const struct workspace *ws, const struct workspace_class *c,
+                            char out[POD_SPEC_HASH_SIZE])
+{
+    return spec_hash(ws, c, 0, NULL, out);
+}
+
+int workspace_pod_spec_hash_with_product(const struct workspace *ws,
+                                         const struct workspace_class *c, const char *product,
+                                         char out[POD_SPEC_HASH_SIZE])
+{
+    return spec_hash(ws, c, 1, product, out);
 }

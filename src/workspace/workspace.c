@@ -165,6 +165,7 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
 
     const cJSON *acc = json_member(st, "accelerator");
     s->accelerator_count = (int)json_int(acc, "count");
+    s->accelerator_fallback = cJSON_IsTrue(json_member(acc, "fallback"));
     if (json_dup_optional(json_string(acc, "resourceName"), &s->accelerator_resource) < 0 ||
         json_dup_optional(json_string(acc, "product"), &s->accelerator_product) < 0)
         goto oom;
@@ -595,6 +596,8 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_str(&w, acc, "resourceName", s->accelerator_resource);
     put_int(&w, acc, "count", s->accelerator_count);
     put_str(&w, acc, "product", s->accelerator_product);
+    if (s->accelerator_fallback && acc && !cJSON_AddTrueToObject(acc, "fallback"))
+        w.oom = 1;
     drop_if_empty(o, "accelerator");
 
     put_conditions(&w, o, s);

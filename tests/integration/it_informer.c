@@ -2,19 +2,24 @@
  * The informer against the real API server: events arrive in order; after
  * the API server restarts mid-watch, and after etcd is compacted past the
  * watch's resourceVersion (410 Gone), the cache converges to exactly what a
- * fresh list says, with no lost and no phantom objects.
+ * fresh list says, with no lost and no phantom objects. And the node cache
+ * built on it: the labels it keeps, a new label kept later, and what it
+ * says of a node that comes, changes and goes.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "harness.h"
 #include "kube/informer.h"
+#include "kube/node_cache.h"
 #include "util/buf.h"
 
 #define LABEL "suite=it-informer"
@@ -301,6 +306,99 @@ static void test_gone_relists(void **state)
     assert_true(informer_stats(f->inf).relists >= 1);
 }
 
+/* ---- the node cache -------------------------------------------------------- */
+
+struct node_watch {
+    struct node_cache *nc;
+    int lists;        /* callbacks for a whole list */
+    char changed[16]; /* node callbacks for the test's node, in order: 'c' each */
+    size_t n_changed;
+    const char *node;
+};
+
+static void on_node(void *data, const char *node)
+{
+    struct node_watch *w = data;
+    if (!node)
+        w->lists++;
+    else if (strcmp(node, w->node) == 0 && w->n_changed < sizeof(w->changed) - 1)
+        w->changed[w->n_changed++] = 'c';
+}
+
+static int node_synced(void *data)
+{
+    return node_cache_synced(((struct node_watch *)data)->nc);
+}
+
+static int node_label_is(void *data)
+{
+    struct node_watch *w = data;
+    const char *v = node_cache_label(w->nc, w->node, "nvidia.com/gpu.product");
+    return v && strcmp(v, "NVIDIA-L4") == 0;
+}
+
+static int node_gone(void *data)
+{
+    struct node_watch *w = data;
+    return node_cache_lookup(w->nc, w->node) == NODE_ABSENT;
+}
+
+static void test_node_cache(void **state)
+{
+    struct fixture *f = *state;
+    char node[64];
+    snprintf(node, sizeof(node), "it-informer-%ld", (long)getpid());
+    struct node_watch w = {.node = node};
+    assert_int_equal(node_cache_new(&f->loop, f->client, on_node, &w, &w.nc), 0);
+    assert_int_equal(node_cache_lookup(w.nc, "gpu-node-1"), NODE_UNKNOWN);
+    assert_int_equal(node_cache_keep_label(w.nc, "nvidia.com/gpu.product"), 0);
+    assert_int_equal(node_cache_keep_label(w.nc, "nvidia.com/gpu.product"), 0);
+    assert_int_equal(node_cache_keep_label(w.nc, ""), -EINVAL);
+    assert_int_equal(node_cache_start(w.nc), 0);
+    assert_true(harness_run_until(&f->loop, node_synced, &w, 30000));
+    assert_int_equal(w.lists, 1);
+
+    /* The cluster's nodes, with the kept label only. */
+    assert_int_equal(node_cache_lookup(w.nc, "gpu-node-1"), NODE_PRESENT);
+    assert_int_equal(node_cache_lookup(w.nc, "no-such-node"), NODE_ABSENT);
+    assert_string_equal(node_cache_label(w.nc, "gpu-node-1", "nvidia.com/gpu.product"), "Tesla-T4");
+    assert_null(node_cache_label(w.nc, "cpu-node-1", "nvidia.com/gpu.product"));
+    assert_null(node_cache_label(w.nc, "gpu-node-1", "cloud.google.com/gke-accelerator"));
+
+    /* Another label: listed again, then kept too. */
+    assert_int_equal(node_cache_keep_label(w.nc, "cloud.google.com/gke-accelerator"), 0);
+    assert_false(node_cache_synced(w.nc));
+    assert_int_equal(node_cache_lookup(w.nc, "gpu-node-1"), NODE_UNKNOWN);
+    assert_true(harness_run_until(&f->loop, node_synced, &w, 30000));
+    assert_int_equal(w.lists, 2);
+    assert_string_equal(node_cache_label(w.nc, "gpu-node-1", "cloud.google.com/gke-accelerator"),
+                        "nvidia-tesla-t4");
+    assert_string_equal(node_cache_label(w.nc, "gpu-node-1", "nvidia.com/gpu.product"), "Tesla-T4");
+
+    /* A node comes, its product changes, it goes: each is said. */
+    assert_int_equal(harness_apply("apiVersion: v1\nkind: Node\n"
+                                   "metadata:\n  name: %s\n"
+                                   "  labels: {type: it-informer, nvidia.com/gpu.product: "
+                                   "Tesla-V100}\n"
+                                   "spec:\n  unschedulable: true\n",
+                                   node),
+                     0);
+    assert_int_equal(
+        harness_kubectl(NULL, "label node %s --overwrite nvidia.com/gpu.product=NVIDIA-L4", node),
+        0);
+    assert_true(harness_run_until(&f->loop, node_label_is, &w, 30000));
+    /* A change of another label is not one of the cache's. */
+    assert_int_equal(harness_kubectl(NULL, "label node %s other=1", node), 0);
+    harness_run_for(&f->loop, 500);
+    assert_int_equal(harness_kubectl(NULL, "delete node %s", node), 0);
+    assert_true(harness_run_until(&f->loop, node_gone, &w, 30000));
+    harness_run_for(&f->loop, 300);
+    /* added, relabelled, deleted: the other label was not the cache's business */
+    assert_int_equal(w.n_changed, 3);
+    assert_int_equal(w.lists, 2);
+    node_cache_free(w.nc);
+}
+
 int main(void)
 {
     harness_require_cluster();
@@ -308,6 +406,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apiserver_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gone_relists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_cache, setup, teardown),
     };
     return cmocka_run_group_tests_name("informer", tests, NULL, NULL);
 }

@@ -272,13 +272,29 @@ static void test_valid_edges(void **state)
                                    "    default: registry.local/team-a/deep/path/nb:1@sha256:abc\n"
                                    "  port: 65535\n"
                                    "  accelerator: {resourceName: amd.com/gpu, count: 16, "
-                                   "product: MI300X, nodeSelector: {example.com/pool: gpu}}\n"
+                                   "product: MI300X, nodeSelector: {example.com/pool: gpu}, "
+                                   "alternativeProducts: [MI250X, MI210, MI100, MI60, MI50, "
+                                   "MI25, MI8, MI6]}\n"
                                    "  resources: {requests: {cpu: 500m, memory: 1Gi}, "
                                    "limits: {cpu: 1, memory: 1Gi}}\n"
                                    "  tolerations: [{operator: Exists}]\n"
                                    "  home: {size: 1073741824, maxSize: 1Gi}\n"
                                    "  pause: {gracePeriodSeconds: 3600}\n"
                                    "  resume: {capacityTimeout: 1h30m, onCapacityTimeout: Fail}\n"),
+                     0);
+    /* FallBack with something to fall back to. */
+    assert_int_equal(harness_apply("apiVersion: hibernator.dev/v1alpha1\n"
+                                   "kind: WorkspaceClass\n"
+                                   "metadata:\n"
+                                   "  name: it-schema-fallback\n"
+                                   "  labels: {hibernator.dev/test: it-schema}\n"
+                                   "spec:\n"
+                                   "  images: {allowed: [\"registry.local/nb:*\"], default: "
+                                   "registry.local/nb:1}\n"
+                                   "  accelerator: {resourceName: nvidia.com/gpu, product: "
+                                   "Tesla-V100, alternativeProducts: [NVIDIA-L4]}\n"
+                                   "  home: {size: 1Gi}\n"
+                                   "  resume: {onCapacityTimeout: FallBack}\n"),
                      0);
     /* A home may grow, also through a change of unit. */
     const char *ws = "apiVersion: hibernator.dev/v1alpha1\n"
@@ -305,7 +321,7 @@ static void test_valid_edges(void **state)
             "\"observedGeneration\":3,\"state\":\"Running\",\"message\":\"\","
             "\"podName\":\"grows-2\",\"podGeneration\":2,\"nodeName\":\"gpu-node-1\","
             "\"homeClaimName\":\"grows-home\",\"accelerator\":{\"resourceName\":"
-            "\"nvidia.com/gpu\",\"count\":1,\"product\":\"Tesla-T4\"},"
+            "\"nvidia.com/gpu\",\"count\":1,\"product\":\"Tesla-T4\",\"fallback\":true},"
             "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"PodReady\","
             "\"message\":\"\",\"observedGeneration\":3,"
             "\"lastTransitionTime\":\"2026-11-30T10:00:00Z\"}],"
@@ -334,6 +350,7 @@ static void test_valid_edges(void **state)
     cJSON *o = get_json("workspace grows");
     /* Nothing was pruned: the schema knows every field. */
     assert_num_at(o, "status.lastResume.secondsToReady", 12.4);
+    assert_true(cJSON_IsTrue(at(o, "status.accelerator.fallback")));
     assert_str_at(o, "status.lastResume.restoredFrom", "FromCheckpoint");
     assert_num_at(o, "status.accounting.acceleratorSecondsReleased", 86400);
     assert_str_at(o, "status.lastPause.acceleratorReleasedAt", "2026-11-29T18:02:05Z");
@@ -444,6 +461,19 @@ static const struct invalid_case invalid_cases[] = {
     {"class-request-above-limit.yaml", CREATE, "spec.resources", "may not exceed the limit"},
     {"class-toleration-exists-value.yaml", CREATE, "spec.tolerations[0].value",
      "operator Exists has no value"},
+    {"class-fallback-without-alternatives.yaml", CREATE, "spec.resume.onCapacityTimeout",
+     "FallBack needs at least one product in accelerator.alternativeProducts"},
+    {"class-fallback-without-accelerator.yaml", CREATE, "spec.resume.onCapacityTimeout",
+     "FallBack needs at least one product in accelerator.alternativeProducts"},
+    {"class-alternative-is-product.yaml", CREATE, "spec.accelerator.alternativeProducts",
+     "may not list accelerator.product"},
+    /* WorkspaceClass: alternative products, schema */
+    {"class-bad-alternative-product.yaml", CREATE, "spec.accelerator.alternativeProducts[1]",
+     "should match"},
+    {"class-duplicate-alternative-product.yaml", CREATE, "spec.accelerator.alternativeProducts[1]",
+     "Duplicate value"},
+    {"class-too-many-alternative-products.yaml", CREATE, "spec.accelerator.alternativeProducts",
+     "at most 8 items"},
 };
 
 static int run_invalid(const struct invalid_case *c, char **ret_out)
@@ -539,6 +569,9 @@ static const struct access controller_access[] = {
     {"create leases.coordination.k8s.io -n hibernator-system", 1},
     {"update leases.coordination.k8s.io -n hibernator-system", 1},
     {"get secrets -n team-a", 1}, /* the Jupyter token a class names, by name */
+    {"get nodes", 1},             /* which accelerator a pod got: read only */
+    {"list nodes", 1},
+    {"watch nodes", 1},
     {"create podsnapshotmanualtriggers.podsnapshot.gke.io -n team-a", 1},
     {"create podsnapshotpolicies.podsnapshot.gke.io -n team-a", 1},
     {"watch podsnapshots.podsnapshot.gke.io -A", 1},
@@ -559,8 +592,11 @@ static const struct access controller_access[] = {
     {"create podsnapshotstorageconfigs.podsnapshot.gke.io", 0},
     {"watch secrets -A", 0},
     {"get configmaps -n team-a", 0},
-    {"get nodes", 0},
+    {"patch nodes", 0},
+    {"update nodes", 0},
+    {"create nodes", 0},
     {"delete nodes", 0},
+    {"patch nodes --subresource=status", 0},
     {"get persistentvolumes", 0},
     {"delete events -n team-a", 0},
     {"get leases.coordination.k8s.io -n team-a", 0},

@@ -12,7 +12,11 @@
  *   - a silent cold start → ColdStart with a Warning; a crash-looping restore
  *     → replaced once by a pod from files;
  *   - the controller killed between the trigger and Ready, and between Ready
- *     and the pod delete: the same snapshot, one trigger, no early delete.
+ *     and the pod delete: the same snapshot, one trigger, no early delete;
+ *   - the capacity fallback, on two GPU nodes of the test's own: no V100 free
+ *     after the capacity timeout → the workspace runs on an L4 from its
+ *     checkpoint, the status names the L4, the next snapshot is the L4's and
+ *     the resume from it is pinned to the L4.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -32,6 +36,8 @@
 #include "workspaces.h"
 
 static pid_t simulator;
+/* The fallback test's nodes, deleted by the teardown if the test could not. */
+static char v100_node[64], l4_node[64];
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -254,6 +260,167 @@ static void test_crash_points(void **state)
     assert_int_equal(count_objects("podsnapshots", "gke-pod-snapshot-triggered-by=crashy-p1-1"), 1);
 }
 
+/* A fake GPU node of this test: one GPU of the given product, tainted so
+ * that only the fallback class's pods land on it. */
+static void gpu_node(const char *name, const char *product)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: v1\nkind: Node\n"
+                      "metadata:\n  name: %s\n"
+                      "  annotations: {kwok.x-k8s.io/node: fake}\n"
+                      "  labels: {type: kwok-it, nvidia.com/gpu.product: %s}\n"
+                      "spec:\n  taints:\n"
+                      "  - {key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}\n"
+                      "  - {key: it-snapshot, value: only, effect: NoSchedule}\n"
+                      "status:\n"
+                      "  capacity: {cpu: '8', memory: 30Gi, pods: '110', nvidia.com/gpu: '1'}\n"
+                      "  allocatable: {cpu: '8', memory: 30Gi, pods: '110', nvidia.com/gpu: '1'}\n",
+                      name, product),
+        0);
+    assert_int_equal(
+        harness_kubectl(NULL, "wait --for=condition=Ready node/%s --timeout=60s", name), 0);
+}
+
+static void delete_nodes(void)
+{
+    if (v100_node[0])
+        harness_kubectl(NULL, "delete node %s --wait=false", v100_node);
+    if (l4_node[0])
+        harness_kubectl(NULL, "delete node %s --wait=false", l4_node);
+    v100_node[0] = l4_node[0] = '\0';
+}
+
+/* The pod's spec or metadata member whose key has dots in it. */
+static const char *pod_member(const cJSON *pod, const char *parent, const char *obj,
+                              const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, parent), obj), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* status.accelerator.fallback: absent means false. */
+static int fallback_of(const cJSON *ws)
+{
+    return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "status"),
+                                         "accelerator"),
+        "fallback"));
+}
+
+static cJSON *current_pod(const cJSON *ws)
+{
+    char what[300];
+    snprintf(what, sizeof(what), "pod %s", str_at(ws, "status.podName"));
+    cJSON *pod = get_json(what);
+    assert_non_null(pod);
+    return pod;
+}
+
+static void test_capacity_fallback(void **state)
+{
+    (void)state;
+    snprintf(v100_node, sizeof(v100_node), "it-snap-v100-%ld", (long)getpid());
+    snprintf(l4_node, sizeof(l4_node), "it-snap-l4-%ld", (long)getpid());
+    gpu_node(v100_node, "Tesla-V100");
+    gpu_node(l4_node, "NVIDIA-L4");
+    assert_int_equal(
+        harness_apply(
+            "apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+            "metadata: {name: it-gpu-fallback}\n"
+            "spec:\n"
+            "  images: {allowed: [\"registry.local/notebook:*\"], default: "
+            "\"registry.local/notebook:v1\"}\n"
+            "  accelerator: {resourceName: nvidia.com/gpu, count: 1, product: Tesla-V100, "
+            "alternativeProducts: [NVIDIA-L4]}\n"
+            "  tolerations:\n"
+            "  - {key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}\n"
+            "  - {key: it-snapshot, operator: Exists, effect: NoSchedule}\n"
+            "  home: {size: 1Gi}\n"
+            "  pause: {gracePeriodSeconds: 1}\n"
+            "  resume: {capacityTimeout: 10s, onCapacityTimeout: FallBack}\n"
+            "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 60s}\n"),
+        0);
+
+    /* Running on the V100, paused with a snapshot of it. */
+    apply_ws("fb", "it-gpu-fallback", 0, NULL);
+    cJSON *ws = wait_state("fb", "Running", 60000);
+    assert_string_equal(str_at(ws, "status.nodeName"), v100_node);
+    assert_string_equal(str_at(ws, "status.accelerator.product"), "Tesla-V100");
+    cJSON_Delete(ws);
+    set_paused("fb", 1);
+    ws = wait_state("fb", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.snapshot.gpuProduct"), "Tesla-V100");
+    cJSON_Delete(ws);
+
+    /* No V100 to be had: the resume waits, then falls back to the L4. */
+    assert_int_equal(harness_kubectl(NULL, "cordon %s", v100_node), 0);
+    set_paused("fb", 0);
+    ws = wait_state("fb", "WaitingForCapacity", 30000);
+    cJSON_Delete(ws);
+    ws = wait_reason("fb", "Restored", "FromCheckpoint", 60000);
+    assert_non_null(strstr(cond_field(ws, "Restored", "message"), "capacity timeout (10s)"));
+    cJSON_Delete(ws);
+    ws = wait_state("fb", "Running", 60000);
+    assert_string_equal(str_at(ws, "status.nodeName"), l4_node);
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    assert_true(fallback_of(ws));
+    cJSON *pod = current_pod(ws);
+    assert_string_equal(
+        pod_member(pod, "metadata", "annotations", "hibernator.dev/capacity-fallback"), "true");
+    assert_null(pod_member(pod, "metadata", "annotations", "podsnapshot.gke.io/ps-name"));
+    assert_null(pod_member(pod, "spec", "nodeSelector", "nvidia.com/gpu.product"));
+    cJSON_Delete(pod);
+    cJSON_Delete(ws);
+    /* Which GPU it got comes from the node, read by the controller. */
+    uint64_t deadline = harness_now_ms() + 30000;
+    for (;;) {
+        ws = ws_json("fb");
+        const char *product = str_at(ws, "status.accelerator.product");
+        if (product && strcmp(product, "NVIDIA-L4") == 0)
+            break;
+        if (harness_now_ms() > deadline)
+            fail_msg("status.accelerator.product is %s, want NVIDIA-L4",
+                     product ? product : "(none)");
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("fb");
+    char *r = strstr(reasons, "CapacityFallback,");
+    assert_non_null(r);
+    assert_null(strstr(r + 1, "CapacityFallback,")); /* once */
+    free(reasons);
+
+    /* Paused on the L4: the snapshot is the L4's. */
+    set_paused("fb", 1);
+    ws = wait_state("fb", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.snapshot.gpuProduct"), "NVIDIA-L4");
+    assert_string_equal(str_at(ws, "status.snapshot.nodeName"), l4_node);
+    assert_false(fallback_of(ws));
+    char snapshot[256];
+    snprintf(snapshot, sizeof(snapshot), "%s", str_at(ws, "status.snapshot.name"));
+    cJSON_Delete(ws);
+
+    /* The resume restores it onto an L4, though the class asks for V100s. */
+    set_paused("fb", 0);
+    ws = wait_reason("fb", "Restored", "FromSnapshot", 60000);
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_string_equal(str_at(ws, "status.nodeName"), l4_node);
+    assert_string_equal(str_at(ws, "status.accelerator.product"), "NVIDIA-L4");
+    assert_false(fallback_of(ws));
+    pod = current_pod(ws);
+    assert_string_equal(pod_member(pod, "spec", "nodeSelector", "nvidia.com/gpu.product"),
+                        "NVIDIA-L4");
+    assert_string_equal(pod_member(pod, "metadata", "annotations", "podsnapshot.gke.io/ps-name"),
+                        snapshot);
+    cJSON_Delete(pod);
+    cJSON_Delete(ws);
+
+    delete_ws("fb");
+    delete_nodes();
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 static int clean_slate(void **state)
@@ -317,6 +484,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     controller_stop();
+    delete_nodes();
     if (simulator > 0) {
         kill(simulator, SIGTERM);
         waitpid(simulator, NULL, 0);
@@ -335,6 +503,7 @@ int main(void)
         cmocka_unit_test_setup(test_checkpoint_failed, clean_slate),
         cmocka_unit_test_setup(test_cold_start_and_crash_loop, clean_slate),
         cmocka_unit_test_setup(test_crash_points, clean_slate),
+        cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
     };
     return cmocka_run_group_tests_name("pod snapshots", tests, group_setup, group_teardown);
 }

@@ -136,6 +136,40 @@ static void test_decode_accelerator_defaults(void **state)
     cJSON_Delete(obj);
 }
 
+/* A FallBack class: the products it allows, the class's own first. */
+static void test_decode_alternative_products(void **state)
+{
+    (void)state;
+    cJSON *obj = cJSON_Parse(full_class);
+    cJSON *spec = cJSON_GetObjectItem(obj, "spec");
+    cJSON *alts =
+        cJSON_AddArrayToObject(cJSON_GetObjectItem(spec, "accelerator"), "alternativeProducts");
+    cJSON_AddItemToArray(alts, cJSON_CreateString("NVIDIA-L4"));
+    cJSON_AddItemToArray(alts, cJSON_CreateString("NVIDIA-A100"));
+    cJSON *resume = cJSON_GetObjectItem(spec, "resume");
+    cJSON_ReplaceItemInObject(resume, "onCapacityTimeout", cJSON_CreateString("FallBack"));
+    struct workspace_class *c = NULL;
+    char *err = NULL;
+    if (workspace_class_decode(obj, &c, &err) != 0)
+        fail_msg("decode: %s", err ? err : "");
+    assert_int_equal(c->on_capacity_timeout, CAPACITY_TIMEOUT_FALL_BACK);
+    assert_int_equal(c->n_alternative_products, 2);
+    assert_string_equal(c->alternative_products[0], "NVIDIA-L4");
+    assert_string_equal(c->alternative_products[1], "NVIDIA-A100");
+    assert_true(workspace_class_allows_product(c, "Tesla-T4"));
+    assert_true(workspace_class_allows_product(c, "NVIDIA-A100"));
+    assert_false(workspace_class_allows_product(c, "NVIDIA-H100"));
+    assert_false(workspace_class_allows_product(c, NULL));
+    workspace_class_free(c);
+    cJSON_Delete(obj);
+
+    /* Alternatives alone change nothing of Wait, and a CPU class allows none. */
+    c = decode_ok(minimal_class);
+    assert_int_equal(c->n_alternative_products, 0);
+    assert_false(workspace_class_allows_product(c, "Tesla-T4"));
+    workspace_class_free(c);
+}
+
 /* Sets (or with value NULL removes) a dotted path in obj. */
 static void set_path(cJSON *obj, const char *path, const char *value)
 {
@@ -217,7 +251,22 @@ static void test_decode_errors(void **state)
         {"spec.resume.capacityTimeout", "\"soon\"", "spec.resume.capacityTimeout: \"soon\""},
         {"spec.resume.capacityTimeout", "30", "spec.resume.capacityTimeout: must be a duration"},
         {"spec.resume.onCapacityTimeout", "\"Retry\"",
-         "spec.resume.onCapacityTimeout: must be Wait or Fail"},
+         "spec.resume.onCapacityTimeout: must be Wait, Fail or FallBack"},
+        /* FallBack needs somewhere to fall back to. */
+        {"spec.resume.onCapacityTimeout", "\"FallBack\"",
+         "spec.resume.onCapacityTimeout: FallBack needs at least one product in "
+         "spec.accelerator.alternativeProducts"},
+        {"spec.accelerator.alternativeProducts", "\"NVIDIA-L4\"",
+         "spec.accelerator.alternativeProducts: must be a list"},
+        {"spec.accelerator.alternativeProducts", "[\"NVIDIA-L4\", 4]",
+         "spec.accelerator.alternativeProducts[1]: must be a non-empty string"},
+        {"spec.accelerator.alternativeProducts", "[\"NVIDIA-L4\", \"Tesla-T4\"]",
+         "spec.accelerator.alternativeProducts[1]: \"Tesla-T4\" is listed already"},
+        {"spec.accelerator.alternativeProducts", "[\"NVIDIA-L4\", \"NVIDIA-L4\"]",
+         "spec.accelerator.alternativeProducts[1]: \"NVIDIA-L4\" is listed already"},
+        {"spec.accelerator.alternativeProducts",
+         "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]",
+         "spec.accelerator.alternativeProducts: may list at most 8 products"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *obj = cJSON_Parse(full_class);
@@ -592,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_decode_full),
         cmocka_unit_test(test_decode_defaults),
         cmocka_unit_test(test_decode_accelerator_defaults),
+        cmocka_unit_test(test_decode_alternative_products),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_decode_not_object),
         cmocka_unit_test(test_quantity),

@@ -52,12 +52,13 @@ static const char *const ws_json =
 /* ---- the world a row describes ---- */
 
 enum {
-    SCHED = 1 << 0,   /* has a node */
-    READY = 1 << 1,   /* Ready=True (implies SCHED) */
-    UNSCHED = 1 << 2, /* PodScheduled=False, Unschedulable */
-    TERM = 1 << 3,    /* deletionTimestamp set */
-    STOPPED = 1 << 4, /* phase Failed */
-    CKPT = 1 << 5,    /* built with the checkpoint env */
+    SCHED = 1 << 0,    /* has a node */
+    READY = 1 << 1,    /* Ready=True (implies SCHED) */
+    UNSCHED = 1 << 2,  /* PodScheduled=False, Unschedulable */
+    TERM = 1 << 3,     /* deletionTimestamp set */
+    STOPPED = 1 << 4,  /* phase Failed */
+    CKPT = 1 << 5,     /* built with the checkpoint env */
+    FALLBACK = 1 << 6, /* a capacity fallback pod */
 };
 
 #define MAX_PODS 8
@@ -79,6 +80,9 @@ struct world {
     const struct tz *zone; /* the class's time zone; NULL: not loaded */
     /* the pod the reconciler found on the paused pod's node */
     const struct workspace_pod *taker;
+    /* what the node cache knows */
+    struct decide_node nodes[4];
+    size_t n_nodes;
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -126,6 +130,7 @@ static struct workspace_pod *add_pod(struct world *w, const char *name, int flag
                                    : "Pending",
         .created_ms = created,
         .restore_from_checkpoint = !!(flags & CKPT),
+        .capacity_fallback = !!(flags & FALLBACK),
     };
     if (flags & SCHED) {
         p->node_name = "gpu-1";
@@ -242,6 +247,15 @@ static void waiting(struct world *w, int64_t since)
     add_pod(w, "alice-2", UNSCHED | CKPT, NOW - 20 * SEC);
 }
 
+/* The class lists NVIDIA-L4 besides its Tesla-T4. */
+static void alternatives(struct workspace_class *c)
+{
+    c->alternative_products = calloc(1, sizeof(char *));
+    assert_non_null(c->alternative_products);
+    c->alternative_products[0] = strdup("NVIDIA-L4");
+    c->n_alternative_products = 1;
+}
+
 static void failed_for_capacity(struct world *w)
 {
     resuming(w);
@@ -267,7 +281,9 @@ static void settle(struct world *w)
                               NULL,
                               NULL,
                               0,
-                              w->taker};
+                              w->taker,
+                              w->nodes,
+                              w->n_nodes};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -294,7 +310,9 @@ static void decide(struct world *w, struct decide_output *out)
                               NULL,
                               NULL,
                               0,
-                              w->taker};
+                              w->taker,
+                              w->nodes,
+                              w->n_nodes};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -304,7 +322,9 @@ static void action_str(const struct action *a, char *buf, size_t size)
 {
     switch (a->type) {
     case ACTION_CREATE_POD:
-        snprintf(buf, size, "CreatePod %s%s", a->name, a->from_checkpoint ? " checkpoint" : "");
+        snprintf(buf, size, "CreatePod %s%s%s%s%s", a->name,
+                 a->from_checkpoint ? " checkpoint" : "", a->capacity_fallback ? " fallback" : "",
+                 a->product ? " product=" : "", a->product ? a->product : "");
         break;
     case ACTION_DELETE_POD:
         snprintf(buf, size, "DeletePod %s grace=%lld", a->name, (long long)a->grace_seconds);
@@ -397,7 +417,9 @@ static void apply(struct world *w, const struct decide_output *o)
             break;
         case ACTION_CREATE_POD:
             if (!find_pod(w, a->name)) /* else AlreadyExists */
-                add_pod(w, a->name, a->from_checkpoint ? CKPT : 0, w->now);
+                add_pod(w, a->name,
+                        (a->from_checkpoint ? CKPT : 0) | (a->capacity_fallback ? FALLBACK : 0),
+                        w->now);
             break;
         case ACTION_DELETE_POD:
             p = find_pod(w, a->name);
@@ -1008,6 +1030,143 @@ static void c_capacity_found(struct world *w, const struct decide_output *o)
     assert_int_equal(o->requeue_after_ms, 0);
 }
 
+/* -- capacity fallback -- */
+
+/* onCapacityTimeout FallBack, with NVIDIA-L4 besides the class's Tesla-T4. */
+static void fallback_class(struct workspace_class *c)
+{
+    c->on_capacity_timeout = CAPACITY_TIMEOUT_FALL_BACK;
+    alternatives(c);
+}
+
+static void s_timeout_fallback(struct world *w)
+{
+    waiting(w, NOW - 30 * MIN);
+    fallback_class(w->cls);
+}
+
+static void c_timeout_fallback(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_true(o->status.accelerator_fallback);
+    assert_string_equal(o->status.pod_name, "alice-2");
+    assert_cond(o, "CapacityAvailable", COND_FALSE, "CapacityTimeout");
+    assert_non_null(strstr(cond(o, "CapacityAvailable")->message,
+                           "no Tesla-T4 free within 30m (capacity timeout); falling back to any "
+                           "of Tesla-T4, NVIDIA-L4"));
+    assert_cond(o, "Ready", COND_FALSE, "PodTerminating");
+    const struct action *e = find_event(o, "CapacityFallback");
+    assert_string_equal(e->event_type, "Warning");
+    assert_non_null(strstr(e->message, "no Tesla-T4 free within 30m (capacity timeout)"));
+    assert_non_null(strstr(e->message, "any of Tesla-T4, NVIDIA-L4"));
+    assert_int_equal(o->requeue_after_ms, 0);
+}
+
+/* The waiting pod is gone: the fallback pod, from files and the checkpoint. */
+static void s_fallback_create(struct world *w)
+{
+    s_timeout_fallback(w);
+    settle(w);
+    remove_pod(w, find_pod(w, "alice-2"));
+    w->now += 2 * SEC;
+}
+
+static void c_fallback_create(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_true(o->status.accelerator_fallback);
+    assert_null(o->status.accelerator_product); /* any: known once scheduled */
+    assert_string_equal(o->status.accelerator_resource, "nvidia.com/gpu");
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, 0);
+    assert_cond(o, "Restored", COND_TRUE, "FromCheckpoint");
+    assert_non_null(strstr(cond(o, "Restored")->message,
+                           "not from a snapshot: after the capacity timeout (30m) it may run on "
+                           "any of Tesla-T4, NVIDIA-L4"));
+    assert_string_equal(o->status.last_resume.restored_from, "FromCheckpoint");
+    assert_null(find_event(o, "CapacityFallback")); /* said once, when it was decided */
+}
+
+/* The pass that decided it wrote no status (the controller died after the
+ * delete): the wait's clock still says the timeout passed. */
+static void s_fallback_decision_lost(struct world *w)
+{
+    resuming(w);
+    fallback_class(w->cls);
+    st(w)->state = WS_STATE_WAITING_FOR_CAPACITY;
+    st(w)->waiting_for_capacity_since_ms = NOW - 31 * MIN;
+    set_cond(w, "CapacityAvailable", COND_FALSE, "Unschedulable", SCHED_MSG);
+}
+
+/* A fallback pod that waits too is never replaced: it waits. */
+static void s_fallback_pod_waits(struct world *w)
+{
+    waiting(w, NOW - 31 * MIN);
+    fallback_class(w->cls);
+    w->pods[0].capacity_fallback = 1;
+    st(w)->accelerator_fallback = 1;
+    set_str(&st(w)->accelerator_product, NULL);
+}
+
+static void c_fallback_pod_waits(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_true(o->status.accelerator_fallback);
+    assert_null(o->status.accelerator_product);
+    assert_cond(o, "CapacityAvailable", COND_FALSE, "CapacityTimeout");
+    assert_null(find_event(o, "CapacityFallback"));
+}
+
+/* The fallback pod got an L4: the node cache says so. */
+static void s_fallback_on_l4(struct world *w)
+{
+    resuming(w);
+    fallback_class(w->cls);
+    st(w)->accelerator_fallback = 1;
+    add_pod(w, "alice-2", READY | CKPT | FALLBACK, NOW - 20 * SEC);
+    w->nodes[0] = (struct decide_node){"gpu-1", "NVIDIA-L4"};
+    w->n_nodes = 1;
+}
+
+static void c_fallback_on_l4(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.accelerator_product, "NVIDIA-L4");
+    assert_true(o->status.accelerator_fallback);
+    assert_string_equal(o->status.node_name, "gpu-1");
+    assert_non_null(find_event(o, "Resumed"));
+}
+
+/* A pod pinned to the class's product on a node the cache knows. */
+static void s_node_product(struct world *w)
+{
+    running(w);
+    add_pod(w, "alice-1", READY, NOW - 2 * MIN);
+    set_str(&st(w)->accelerator_product, NULL);
+    w->nodes[0] = (struct decide_node){"gpu-1", "Tesla-T4"};
+    w->nodes[1] = (struct decide_node){"gpu-2", "NVIDIA-L4"};
+    w->n_nodes = 2;
+}
+
+static void c_node_product(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.accelerator_product, "Tesla-T4");
+    assert_false(o->status.accelerator_fallback);
+}
+
+/* Wait and Fail do what they did, alternatives or not. */
+static void s_timeout_wait_alternatives(struct world *w)
+{
+    s_timeout_wait(w);
+    alternatives(w->cls);
+}
+
+static void s_timeout_fail_alternatives(struct world *w)
+{
+    s_timeout_fail(w);
+    alternatives(w->cls);
+}
+
 /* -- validation -- */
 
 static void s_no_class(struct world *w)
@@ -1457,6 +1616,63 @@ static const struct row rows[] = {
      NULL,
      c_capacity_found,
      0},
+    /* rule 5a: onCapacityTimeout FallBack */
+    {"capacity timeout, Wait, alternatives listed: still waits",
+     s_timeout_wait_alternatives,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {"Event Warning CapacityTimeout"},
+     NULL,
+     c_timeout_wait,
+     0},
+    {"capacity timeout, Fail, alternatives listed: still fails",
+     s_timeout_fail_alternatives,
+     WS_STATE_FAILED,
+     {"DeletePod alice-2 grace=0", "Event Warning CapacityTimeout"},
+     NULL,
+     c_timeout_fail,
+     0},
+    {"capacity timeout, FallBack: the pinned pod goes, once",
+     s_timeout_fallback,
+     WS_STATE_RESUMING,
+     {"DeletePod alice-2 grace=0", "Event Warning CapacityFallback"},
+     "waiting for pod alice-2 to stop before starting a new one",
+     c_timeout_fallback,
+     0},
+    {"FallBack, the pinned pod gone: a pod for any allowed product, from the checkpoint",
+     s_fallback_create,
+     WS_STATE_RESUMING,
+     {"CreatePod alice-2 checkpoint fallback"},
+     NULL,
+     c_fallback_create,
+     0},
+    {"FallBack decided in a pass whose status was lost: the fallback pod still comes",
+     s_fallback_decision_lost,
+     WS_STATE_RESUMING,
+     {"CreatePod alice-2 checkpoint fallback"},
+     NULL,
+     c_fallback_create,
+     0},
+    {"a fallback pod that waits past the timeout is not replaced again",
+     s_fallback_pod_waits,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {"Event Warning CapacityTimeout"},
+     "still waiting for capacity after 30m",
+     c_fallback_pod_waits,
+     0},
+    {"the fallback pod is ready on an L4: the status names the L4",
+     s_fallback_on_l4,
+     WS_STATE_RUNNING,
+     {"Event Normal Resumed"},
+     NULL,
+     c_fallback_on_l4,
+     0},
+    {"the node cache names the product of the pod's node",
+     s_node_product,
+     WS_STATE_RUNNING,
+     {NULL},
+     NULL,
+     c_node_product,
+     0},
     /* rule 2 */
     {"class missing",
      s_no_class,
@@ -1743,6 +1959,18 @@ static unsigned rnd(unsigned n)
     return (unsigned)(rng_state % n);
 }
 
+/* A second sequence for the capacity fallback's dimensions, so that adding
+ * them left the worlds of the first as they were. */
+static uint64_t rng2_state = 0x2545f4914f6cdd1du;
+
+static unsigned rnd2(unsigned n)
+{
+    rng2_state ^= rng2_state << 13;
+    rng2_state ^= rng2_state >> 7;
+    rng2_state ^= rng2_state << 17;
+    return (unsigned)(rng2_state % n);
+}
+
 static size_t count_actions(const struct decide_output *o, enum action_type type)
 {
     size_t n = 0;
@@ -1855,6 +2083,10 @@ static void random_world(struct world *w)
     if (rnd(10) == 0)
         w->cls = NULL;
     w->cls_owned->on_capacity_timeout = rnd(2) ? CAPACITY_TIMEOUT_FAIL : CAPACITY_TIMEOUT_WAIT;
+    if (rnd2(3) == 0)
+        w->cls_owned->on_capacity_timeout = CAPACITY_TIMEOUT_FALL_BACK;
+    if (rnd2(2) || w->cls_owned->on_capacity_timeout == CAPACITY_TIMEOUT_FALL_BACK)
+        alternatives(w->cls_owned);
     w->cls_owned->home_on_delete = rnd(2) ? HOME_ON_DELETE_RETAIN : HOME_ON_DELETE_DELETE;
     w->cls_owned->has_accelerator = rnd(4) != 0;
     if (rnd(8) == 0)
@@ -1868,6 +2100,7 @@ static void random_world(struct world *w)
     s->observed_generation = ws->generation - rnd(2);
     s->resumes = rnd(3);
     s->pauses = s->resumes + rnd(2);
+    s->accelerator_fallback = rnd2(4) == 0;
     if (rnd(2))
         s->waiting_for_capacity_since_ms = NOW - (int64_t)rnd(60) * MIN;
     if (rnd(2))
@@ -1894,7 +2127,8 @@ static void random_world(struct world *w)
         used |= 1u << k;
         char name[16];
         snprintf(name, sizeof(name), "alice-%u", k);
-        add_pod(w, name, (int)rnd(64), NOW - (int64_t)rnd(100) * MIN);
+        int flags = (int)rnd(64) | (rnd2(4) == 0 ? FALLBACK : 0);
+        add_pod(w, name, flags, NOW - (int64_t)rnd(100) * MIN);
     }
     random_activity(w);
 }
@@ -1960,6 +2194,9 @@ static void check_safety(struct world *w, const struct decide_output *o)
             assert_false(ws->paused);
             assert_false(ws->deletion_ms);
             assert_false(invalid);
+            /* a fallback only where the class says so */
+            if (a->capacity_fallback)
+                assert_int_equal(w->cls->on_capacity_timeout, CAPACITY_TIMEOUT_FALL_BACK);
             break;
         case ACTION_DELETE_POD: {
             struct workspace_pod *p = find_pod(w, a->name);
@@ -1967,9 +2204,13 @@ static void check_safety(struct world *w, const struct decide_output *o)
             if (!pod_is_live(p) || ws->deletion_ms || ws->paused)
                 break;
             /* a running session is only stopped when it has a twin, or when
-             * its wait for capacity timed out under a Fail policy */
-            int timeout = w->cls && w->cls->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL &&
-                          !p->ready && (p->unschedulable || failed_for_capacity);
+             * its wait for capacity timed out under a Fail policy, or under
+             * FallBack when it is not a fallback itself */
+            int fail = w->cls && w->cls->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL;
+            int fall_back = w->cls && w->cls->on_capacity_timeout == CAPACITY_TIMEOUT_FALL_BACK &&
+                            !p->capacity_fallback;
+            int timeout =
+                (fail || fall_back) && !p->ready && (p->unschedulable || failed_for_capacity);
             if (!(n_live > 1 || timeout || failed_for_capacity))
                 fail_msg("deleted live pod %s", p->name);
             assert_false(invalid);
@@ -2008,7 +2249,7 @@ static void check_safety(struct world *w, const struct decide_output *o)
 static void test_random_worlds(void **state)
 {
     (void)state;
-    size_t auto_pauses = 0, warnings = 0, cancels = 0;
+    size_t auto_pauses = 0, warnings = 0, cancels = 0, fallbacks = 0;
     for (int iter = 0; iter < 20000; iter++) {
         struct world w;
         random_world(&w);
@@ -2019,6 +2260,7 @@ static void test_random_worlds(void **state)
         auto_pauses += count_actions(&o, ACTION_AUTO_PAUSE);
         warnings += find_event(&o, "IdleWarning") != NULL;
         cancels += find_event(&o, "IdleCancelled") != NULL;
+        fallbacks += find_event(&o, "CapacityFallback") != NULL;
 
         /* the same world again: a fixed point, and events do not repeat
          * (but for pods that are still there to be removed) */
@@ -2040,9 +2282,11 @@ static void test_random_worlds(void **state)
         world_free(&w);
     }
     /* the search reaches the idle rules it is meant to check */
-    fprintf(stderr, "random worlds: %zu automatic pauses, %zu warnings, %zu cancellations\n",
-            auto_pauses, warnings, cancels);
-    assert_true(auto_pauses > 0 && warnings > 0 && cancels > 0);
+    fprintf(stderr,
+            "random worlds: %zu automatic pauses, %zu warnings, %zu cancellations, %zu capacity "
+            "fallbacks\n",
+            auto_pauses, warnings, cancels, fallbacks);
+    assert_true(auto_pauses > 0 && warnings > 0 && cancels > 0 && fallbacks > 0);
 }
 
 /* ---- a small cluster: whole lifecycles ---- */
@@ -2050,6 +2294,7 @@ static void test_random_worlds(void **state)
 struct cluster {
     struct world w;
     int capacity;      /* a GPU is free */
+    int alt_capacity;  /* an NVIDIA-L4 is free (node gpu-l4) */
     int drop_writes;   /* the controller dies before writing status */
     int cache_lag;     /* a created pod shows up one pass late */
     char *lagging;     /* the pod the next pass does not see */
@@ -2101,7 +2346,13 @@ static void tick(struct cluster *c)
             continue;
         }
         if (!p->scheduled) {
-            if (c->capacity) {
+            if (!c->capacity && c->alt_capacity && p->capacity_fallback) {
+                p->scheduled = 1;
+                p->node_name = "gpu-l4";
+                p->scheduled_ms = w->now;
+                p->unschedulable = 0;
+                p->unschedulable_message = NULL;
+            } else if (c->capacity) {
                 p->scheduled = 1;
                 p->node_name = "gpu-1";
                 p->scheduled_ms = w->now;
@@ -2235,6 +2486,77 @@ static void lifecycle(int drop_first_resume_write, int cache_lag)
     assert_int_equal(o.actions[1].type, ACTION_REMOVE_FINALIZER);
     decide_output_clear(&o);
 
+    free(c.lagging);
+    world_free(w);
+}
+
+/* No Tesla-T4 free at the resume, an NVIDIA-L4 is: after the capacity
+ * timeout the workspace runs on the L4 from its checkpoint; the next resume
+ * asks for the class's product again. */
+static void test_lifecycle_fallback(void **state)
+{
+    (void)state;
+    struct cluster c = {.capacity = 1, .alt_capacity = 1};
+    world_init(&c.w);
+    struct world *w = &c.w;
+    fallback_class(w->cls);
+    w->nodes[0] = (struct decide_node){"gpu-1", "Tesla-T4"};
+    w->nodes[1] = (struct decide_node){"gpu-l4", "NVIDIA-L4"};
+    w->n_nodes = 2;
+    w->now = T0;
+    assert_int_equal(step(&c, 0), WS_STATE_PENDING);
+    assert_int_equal(step(&c, SEC), WS_STATE_PENDING);
+    assert_int_equal(step(&c, SEC), WS_STATE_RUNNING);
+    assert_string_equal(st(w)->accelerator_product, "Tesla-T4");
+    w->ws->paused = 1;
+    w->ws->generation++;
+    assert_int_equal(step(&c, 60 * MIN), WS_STATE_PAUSING);
+    assert_int_equal(step(&c, 5 * SEC), WS_STATE_PAUSED);
+
+    c.capacity = 0;
+    w->ws->paused = 0;
+    w->ws->generation++;
+    assert_int_equal(step(&c, 60 * MIN), WS_STATE_RESUMING);
+    assert_string_equal(st(w)->pod_name, "alice-2");
+    assert_int_equal(step(&c, SEC), WS_STATE_WAITING_FOR_CAPACITY);
+    assert_int_equal(step(&c, 20 * MIN), WS_STATE_WAITING_FOR_CAPACITY);
+    assert_false(st(w)->accelerator_fallback);
+    /* The timeout: the pinned pod goes... */
+    assert_int_equal(step(&c, 10 * MIN), WS_STATE_RESUMING);
+    assert_true(st(w)->accelerator_fallback);
+    /* ...and the fallback comes, lands on the L4 and runs. */
+    assert_int_equal(step(&c, SEC), WS_STATE_RESUMING);
+    assert_int_equal(w->n_pods, 1);
+    assert_true(w->pods[0].capacity_fallback);
+    assert_int_equal(step(&c, SEC), WS_STATE_RESUMING);
+    assert_int_equal(step(&c, SEC), WS_STATE_RUNNING);
+    assert_string_equal(st(w)->node_name, "gpu-l4");
+    assert_string_equal(st(w)->accelerator_product, "NVIDIA-L4");
+    assert_true(st(w)->accelerator_fallback);
+    assert_string_equal(st(w)->last_resume.restored_from, "FromCheckpoint");
+    assert_int_equal(c.max_live_seen, 1);
+
+    /* A T4 frees up: the fallback keeps its L4; nothing moves it. */
+    c.capacity = 1;
+    assert_int_equal(step(&c, 60 * MIN), WS_STATE_RUNNING);
+    assert_string_equal(st(w)->accelerator_product, "NVIDIA-L4");
+
+    /* Pause, then resume with a T4 free: the class's product again. */
+    w->ws->paused = 1;
+    w->ws->generation++;
+    assert_int_equal(step(&c, MIN), WS_STATE_PAUSING);
+    assert_int_equal(step(&c, 5 * SEC), WS_STATE_PAUSED);
+    assert_false(st(w)->accelerator_fallback);
+    w->ws->paused = 0;
+    w->ws->generation++;
+    assert_int_equal(step(&c, 60 * MIN), WS_STATE_RESUMING);
+    assert_false(w->pods[0].capacity_fallback);
+    assert_int_equal(step(&c, SEC), WS_STATE_RESUMING);
+    assert_int_equal(step(&c, SEC), WS_STATE_RUNNING);
+    assert_string_equal(st(w)->node_name, "gpu-1");
+    assert_string_equal(st(w)->accelerator_product, "Tesla-T4");
+    assert_false(st(w)->accelerator_fallback);
+    assert_int_equal(c.max_live_seen, 1);
     free(c.lagging);
     world_free(w);
 }
@@ -3363,6 +3685,7 @@ int main(void)
         cmocka_unit_test(test_ledger_taker),
         cmocka_unit_test(test_ledger_pause_resume),
         cmocka_unit_test(test_ledger_hold_without_pause),
+        cmocka_unit_test(test_lifecycle_fallback),
         cmocka_unit_test(test_action_names),
         cmocka_unit_test(test_idle_entering_running),
         cmocka_unit_test(test_idle_probe_wanted),

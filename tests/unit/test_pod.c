@@ -435,6 +435,126 @@ static void test_pod_extended_resources(void **state)
     workspace_pod_free(p);
 }
 
+/* A member whose key has dots in it (labels, annotations). */
+static const char *member_str(cJSON *obj, const char *key)
+{
+    cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsString(v))
+        fail_msg("%s: not a string", key);
+    return v->valuestring;
+}
+
+/* A restore is pinned to its snapshot's product; a capacity fallback asks
+ * for any product the class allows and prefers the class's own. */
+static void test_pod_build_pins_and_fallback(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(
+        "{\"metadata\":{\"name\":\"gpu-v100\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],"
+        "\"default\":\"quay.io/jupyter/base-notebook:1\"},"
+        "\"accelerator\":{\"resourceName\":\"nvidia.com/gpu\",\"product\":\"Tesla-V100\","
+        "\"alternativeProducts\":[\"NVIDIA-L4\",\"NVIDIA-A100\"],"
+        "\"nodeSelector\":{\"pool\":\"gpu\",\"nvidia.com/gpu.product\":\"Tesla-V100\"}},"
+        "\"home\":{\"size\":\"10Gi\"},"
+        "\"resume\":{\"onCapacityTimeout\":\"FallBack\"}}}");
+    struct workspace *ws = ws_from(ws_json);
+
+    /* Pinned to the snapshot's product, whatever the class's. */
+    struct pod_build b = {
+        .name = "alice-nb-2", .from_checkpoint = 1, .snapshot = "snap-1", .product = "NVIDIA-L4"};
+    cJSON *pod = workspace_pod_build_with(ws, c, &b);
+    assert_non_null(pod);
+    cJSON *sel = at(pod, "spec.nodeSelector");
+    assert_string_equal(member_str(sel, "nvidia.com/gpu.product"), "NVIDIA-L4");
+    assert_string_equal(str_at(sel, "pool"), "gpu");
+    assert_null(at(pod, "spec.affinity"));
+    assert_string_equal(member_str(at(pod, "metadata.annotations"), "podsnapshot.gke.io/ps-name"),
+                        "snap-1");
+    assert_null(
+        cJSON_GetObjectItem(at(pod, "metadata.annotations"), "hibernator.dev/capacity-fallback"));
+    cJSON_Delete(pod);
+
+    /* No pin: the class's product. */
+    pod = workspace_pod_build(ws, c, "alice-nb-2", 1);
+    assert_string_equal(member_str(at(pod, "spec.nodeSelector"), "nvidia.com/gpu.product"),
+                        "Tesla-V100");
+    cJSON_Delete(pod);
+
+    /* A fallback: required In every allowed product, the class's preferred,
+     * no product in the node selector (not even the class's own entry). */
+    b = (struct pod_build){.name = "alice-nb-3", .from_checkpoint = 1, .capacity_fallback = 1};
+    pod = workspace_pod_build_with(ws, c, &b);
+    assert_non_null(pod);
+    sel = at(pod, "spec.nodeSelector");
+    assert_int_equal(cJSON_GetArraySize(sel), 1);
+    assert_string_equal(str_at(sel, "pool"), "gpu");
+    cJSON *na = at(pod, "spec.affinity.nodeAffinity");
+    cJSON *req = at(na, "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
+    assert_int_equal(cJSON_GetArraySize(req), 1);
+    assert_string_equal(str_at(req, "0.matchExpressions.0.key"), "nvidia.com/gpu.product");
+    assert_string_equal(str_at(req, "0.matchExpressions.0.operator"), "In");
+    cJSON *values = at(req, "0.matchExpressions.0.values");
+    assert_int_equal(cJSON_GetArraySize(values), 3);
+    assert_string_equal(str_at(values, "0"), "Tesla-V100");
+    assert_string_equal(str_at(values, "1"), "NVIDIA-L4");
+    assert_string_equal(str_at(values, "2"), "NVIDIA-A100");
+    cJSON *pref = at(na, "preferredDuringSchedulingIgnoredDuringExecution");
+    assert_int_equal(cJSON_GetArraySize(pref), 1);
+    assert_int_equal((int)num_at(pref, "0.weight"), 100);
+    assert_string_equal(str_at(pref, "0.preference.matchExpressions.0.key"),
+                        "nvidia.com/gpu.product");
+    assert_string_equal(str_at(pref, "0.preference.matchExpressions.0.operator"), "In");
+    assert_int_equal(cJSON_GetArraySize(at(pref, "0.preference.matchExpressions.0.values")), 1);
+    assert_string_equal(str_at(pref, "0.preference.matchExpressions.0.values.0"), "Tesla-V100");
+    assert_string_equal(
+        member_str(at(pod, "metadata.annotations"), "hibernator.dev/capacity-fallback"), "true");
+    assert_string_equal(env_value(pod, "HIBERNATOR_CHECKPOINT_PATH"),
+                        "/home/jovyan/.hibernator/checkpoint");
+    assert_null(cJSON_GetObjectItem(at(pod, "metadata.annotations"), "podsnapshot.gke.io/ps-name"));
+
+    /* The decoder reads the annotation back. */
+    struct workspace_pod *p = workspace_pod_decode(pod, NULL);
+    assert_true(p->capacity_fallback);
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    pod = workspace_pod_build(ws, c, "alice-nb-4", 0);
+    p = workspace_pod_decode(pod, NULL);
+    assert_false(p->capacity_fallback);
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
+/* The spec hash leaves the product out (a snapshot on an alternative
+ * product matches); the form with the product is another hash. */
+static void test_pod_spec_hash(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(gpu_class);
+    struct workspace *ws = ws_from(ws_json);
+    char a[POD_SPEC_HASH_SIZE], b[POD_SPEC_HASH_SIZE], t4[POD_SPEC_HASH_SIZE],
+        l4[POD_SPEC_HASH_SIZE];
+    assert_int_equal(workspace_pod_spec_hash(ws, c, a), 0);
+    assert_int_equal(strlen(a), 64);
+    free(c->product);
+    c->product = strdup("NVIDIA-L4");
+    assert_int_equal(workspace_pod_spec_hash(ws, c, b), 0);
+    assert_string_equal(a, b);
+    assert_int_equal(workspace_pod_spec_hash_with_product(ws, c, "Tesla-T4", t4), 0);
+    assert_int_equal(workspace_pod_spec_hash_with_product(ws, c, "NVIDIA-L4", l4), 0);
+    assert_string_not_equal(t4, l4);
+    assert_string_not_equal(t4, a);
+    /* Still the image and the rest. */
+    free(ws->image);
+    ws->image = strdup("quay.io/jupyter/scipy-notebook:2");
+    assert_int_equal(workspace_pod_spec_hash(ws, c, b), 0);
+    assert_string_not_equal(a, b);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
 static void test_pvc_decode(void **state)
 {
     (void)state;
@@ -514,6 +634,8 @@ int main(void)
         cmocka_unit_test(test_pod_extended_resources),
         cmocka_unit_test(test_pvc_decode),
         cmocka_unit_test(test_pod_token_env),
+        cmocka_unit_test(test_pod_build_pins_and_fallback),
+        cmocka_unit_test(test_pod_spec_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,6 +56,8 @@ struct world {
     int has_view;
     struct snapshot_view all[8];
     size_t n_all;
+    struct decide_node nodes[2]; /* what the node cache knows */
+    size_t n_nodes;
     int64_t now;
 };
 
@@ -109,6 +111,8 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .snapshot = w->has_view ? &w->view : NULL,
         .snapshots = w->all,
         .n_snapshots = w->n_all,
+        .nodes = w->nodes,
+        .n_nodes = w->n_nodes,
     };
     assert_int_equal(workspace_decide(&in, out), 0);
     if (write_status) {
@@ -593,6 +597,232 @@ static void test_snapshot_not_used(void **state)
     }
 }
 
+/* ---- capacity fallback and the snapshot's product ---- */
+
+/* Tesla-T4 with NVIDIA-L4 as an alternative, onCapacityTimeout FallBack. */
+static void fallback_class(struct workspace_class *c)
+{
+    c->on_capacity_timeout = CAPACITY_TIMEOUT_FALL_BACK;
+    c->alternative_products = calloc(1, sizeof(char *));
+    assert_non_null(c->alternative_products);
+    c->alternative_products[0] = strdup("NVIDIA-L4");
+    c->n_alternative_products = 1;
+}
+
+static void drop_alternatives(struct workspace_class *c)
+{
+    for (size_t i = 0; i < c->n_alternative_products; i++)
+        free(c->alternative_products[i]);
+    free(c->alternative_products);
+    c->alternative_products = NULL;
+    c->n_alternative_products = 0;
+    c->on_capacity_timeout = CAPACITY_TIMEOUT_WAIT;
+}
+
+/* Paused with a snapshot on a T4, resumed with no T4 free, fallen back to
+ * an L4 after the capacity timeout, paused there with a snapshot: the
+ * whole walk of docs/state-machine.md, checked on the way. */
+static void walk_to_paused_on_l4(struct world *w)
+{
+    paused_with_snapshot(w, GKE);
+    fallback_class(w->cls);
+    struct decide_output o;
+
+    /* The resume restores from the T4 snapshot, pinned to the T4. */
+    decide(w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->name, "nb-2");
+    assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
+    assert_string_equal(c->product, "Tesla-T4");
+    assert_false(c->capacity_fallback);
+    decide_output_clear(&o);
+
+    /* No T4 free. */
+    w->now += 5 * SEC;
+    w->pod = (struct workspace_pod){.ns = "team",
+                                    .name = "nb-2",
+                                    .uid = "p2",
+                                    .workspace = "nb",
+                                    .phase = "Pending",
+                                    .created_ms = w->now - 4 * SEC,
+                                    .unschedulable = 1,
+                                    .unschedulable_message = "0/3 nodes are available",
+                                    .restore_from_checkpoint = 1,
+                                    .snapshot = "nb-p1-1-x7k2q"};
+    w->has_pod = 1;
+    decide(w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_WAITING_FOR_CAPACITY);
+    assert_string_equal(o.status.accelerator_product, "Tesla-T4");
+    decide_output_clear(&o);
+
+    /* The capacity timeout: the restore pod goes, once said. */
+    w->now += 30 * MIN;
+    decide(w, &o, 1);
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_string_equal(del->name, "nb-2");
+    assert_int_equal(del->grace_seconds, 0);
+    assert_non_null(find_event(&o, "CapacityFallback"));
+    assert_true(o.status.accelerator_fallback);
+    assert_int_equal(o.status.state, WS_STATE_RESUMING);
+    decide_output_clear(&o);
+
+    /* Gone: a pod from files and the checkpoint, not from the snapshot,
+     * for any allowed product. */
+    w->has_pod = 0;
+    w->now += 3 * SEC;
+    decide(w, &o, 1);
+    c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_true(c->capacity_fallback);
+    assert_true(c->from_checkpoint);
+    assert_null(c->snapshot);
+    assert_null(c->product);
+    const struct condition *r = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(r->reason, "FromCheckpoint");
+    assert_non_null(strstr(r->message, "capacity timeout (30m)"));
+    assert_null(find_event(&o, "SnapshotNotUsed"));
+    assert_null(find_event(&o, "CapacityFallback"));
+    decide_output_clear(&o);
+
+    /* It lands on an L4 and runs: the status says which GPU it got. */
+    w->now += 10 * SEC;
+    pod_up(w, "nb-2", NULL, w->now - SEC);
+    w->pod.capacity_fallback = 1;
+    w->nodes[0] = (struct decide_node){"gpu-node-2", "NVIDIA-L4"};
+    w->n_nodes = 1;
+    decide(w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    assert_string_equal(o.status.accelerator_product, "NVIDIA-L4");
+    assert_true(o.status.accelerator_fallback);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "FromCheckpoint");
+    decide_output_clear(&o);
+
+    /* Paused there: the snapshot records the L4. */
+    w->now += 60 * MIN;
+    w->ws->paused = 1;
+    decide(w, &o, 1);
+    const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    assert_string_equal(b->name, "nb-p2-1");
+    assert_string_equal(o.status.snapshot.gpu_product, "NVIDIA-L4");
+    assert_string_equal(o.status.snapshot.node_name, "gpu-node-2");
+    decide_output_clear(&o);
+    w->now += 30 * SEC;
+    w->view = (struct snapshot_view){.attempt = "nb-p2-1",
+                                     .phase = SNAPSHOT_PHASE_READY,
+                                     .name = "nb-p2-1-l4snp",
+                                     .ready_ms = w->now};
+    decide(w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    w->has_pod = 0;
+    w->now += 5 * SEC;
+    decide(w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_false(o.status.accelerator_fallback);
+    decide_output_clear(&o);
+    w->ws->paused = 0;
+    w->now += 60 * MIN;
+}
+
+/* The resume from the L4 snapshot is pinned to the L4, though the class's
+ * product is the T4, and comes back FromSnapshot. */
+static void test_fallback_walk(void **state)
+{
+    (void)state;
+    struct world w;
+    walk_to_paused_on_l4(&w);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->name, "nb-3");
+    assert_string_equal(c->snapshot, "nb-p2-1-l4snp");
+    assert_string_equal(c->product, "NVIDIA-L4");
+    assert_false(c->capacity_fallback);
+    assert_string_equal(o.status.accelerator_product, "NVIDIA-L4");
+    assert_false(o.status.accelerator_fallback);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "Restoring");
+    decide_output_clear(&o);
+
+    /* Scheduled, not yet known to the node cache: the pin says L4. */
+    w.now += 10 * SEC;
+    pod_up(&w, "nb-3", "nb-p2-1-l4snp", w.now - SEC);
+    w.pod.ready = 0;
+    w.pod.ready_ms = 0;
+    w.n_nodes = 0;
+    decide(&w, &o, 1);
+    assert_string_equal(o.status.accelerator_product, "NVIDIA-L4");
+    decide_output_clear(&o);
+
+    w.now += 5 * SEC;
+    pod_up(&w, "nb-3", "nb-p2-1-l4snp", w.now - SEC);
+    w.pod.restored = 1;
+    w.n_nodes = 1;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "FromSnapshot");
+    assert_string_equal(o.status.last_resume.restored_from, "FromSnapshot");
+    assert_string_equal(o.status.accelerator_product, "NVIDIA-L4");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* The class no longer allows the snapshot's product: files, and why. */
+static void test_snapshot_product_no_longer_allowed(void **state)
+{
+    (void)state;
+    struct world w;
+    walk_to_paused_on_l4(&w);
+    drop_alternatives(w.cls);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_null(c->snapshot);
+    assert_null(c->product); /* the class's product */
+    assert_string_equal(o.status.accelerator_product, "Tesla-T4");
+    const struct condition *r = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(r->reason, "FromCheckpoint");
+    assert_non_null(strstr(r->message, "was taken on NVIDIA-L4, the class now asks for Tesla-T4"));
+    assert_non_null(find_event(&o, "SnapshotNotUsed"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A snapshot recorded with the hash that covered the product still matches
+ * the pod template; one whose hash matches neither form does not. */
+static void test_snapshot_hash_with_product(void **state)
+{
+    (void)state;
+    for (int legacy_ok = 0; legacy_ok <= 1; legacy_ok++) {
+        struct world w;
+        paused_with_snapshot(&w, GKE);
+        struct workspace_snapshot *sn = &w.ws->status.snapshot;
+        char hash[POD_SPEC_HASH_SIZE];
+        assert_int_equal(workspace_pod_spec_hash_with_product(
+                             w.ws, w.cls, legacy_ok ? "Tesla-T4" : "NVIDIA-L4", hash),
+                         0);
+        free(sn->pod_spec_hash);
+        sn->pod_spec_hash = strdup(hash);
+        struct decide_output o;
+        decide(&w, &o, 1);
+        const struct action *c = find_action(&o, ACTION_CREATE_POD);
+        assert_non_null(c);
+        if (legacy_ok) {
+            assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
+        } else {
+            assert_null(c->snapshot);
+            assert_non_null(strstr(workspace_status_condition(&o.status, "Restored")->message,
+                                   "pod template changed"));
+        }
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
 /* ---- retention ---- */
 
 static int deletes(const struct decide_output *o, const char *name)
@@ -704,6 +934,9 @@ int main(void)
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_restore_crash_loop),
         cmocka_unit_test(test_snapshot_not_used),
+        cmocka_unit_test(test_fallback_walk),
+        cmocka_unit_test(test_snapshot_product_no_longer_allowed),
+        cmocka_unit_test(test_snapshot_hash_with_product),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_delete_with_workspace),
     };
