@@ -9,6 +9,7 @@
 
 #include "controller/activity_tracker.h"
 #include "controller/events.h"
+#include "controller/expectations.h"
 #include "kube/informer.h"
 #include "kube/workqueue.h"
 #include "snapshot/gke.h"
@@ -52,8 +53,9 @@ struct reconciler {
     struct activity_tracker *activity;
     struct gke_snapshots *gke;
     struct workqueue_driver *queue;
-    struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
-    struct strmap noticed;    /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
+    struct strmap pods_by_ws;       /* "ns/ws" -> struct pod_keys * */
+    struct strmap noticed;          /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
+    struct expectations own_writes; /* our last Workspace write per key, until the cache shows it */
     unsigned in_flight;
     struct job *jobs; /* in flight */
     int closing;
@@ -170,13 +172,24 @@ static void on_activity(void *data, const char *key)
 
 static void on_ws_add(void *data, const struct cache_entry *e)
 {
-    enqueue(data, e->ns, e->name);
+    struct reconciler *r = data;
+    expectations_observe(&r->own_writes, e->key, e->resource_version);
+    enqueue(r, e->ns, e->name);
 }
 
 static void on_ws_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
 {
     (void)old_e;
-    enqueue(data, e->ns, e->name);
+    on_ws_add(data, e);
+}
+
+/* Gone: nothing of ours to wait for any more; the pass that follows lets the
+ * activity tracker forget it. */
+static void on_ws_delete(void *data, const struct cache_entry *e)
+{
+    struct reconciler *r = data;
+    expectations_forget(&r->own_writes, e->key);
+    enqueue(r, e->ns, e->name);
 }
 
 struct class_match {
@@ -349,17 +362,23 @@ static void job_finish(struct job *j, int error)
     job_free(j);
 }
 
-static void set_rv_from(struct job *j, const cJSON *obj)
+/* A write of the Workspace succeeded and obj is what the API server made of
+ * it: the job's next write builds on its resourceVersion, and the next pass
+ * for the key waits until the cache shows it. */
+static void wrote_workspace(struct job *j, const cJSON *obj)
 {
     const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-    if (cJSON_IsString(rv)) {
-        char *copy = strdup(rv->valuestring);
-        if (copy) {
-            free(j->rv);
-            j->rv = copy;
-        }
+    if (!cJSON_IsString(rv))
+        return;
+    char *copy = strdup(rv->valuestring);
+    if (copy) {
+        free(j->rv);
+        j->rv = copy;
     }
+    /* Out of memory: nothing is recorded, and the next pass decides at once. */
+    (void)expectations_record(&j->r->own_writes, j->key, rv->valuestring,
+                              (int64_t)uv_now(j->r->loop));
 }
 
 static void run_next(struct job *j);
@@ -396,6 +415,7 @@ static void on_status_written(void *data, struct kube_response *resp)
         return;
     }
     j->r->stats.status_writes++;
+    wrote_workspace(j, resp->body);
     job_finish(j, 0);
 }
 
@@ -478,7 +498,7 @@ static void on_finalizer_patched(void *data, struct kube_response *resp)
         job_finish(j, !kube_response_not_found(resp));
         return;
     }
-    set_rv_from(j, resp->body);
+    wrote_workspace(j, resp->body);
     next_action(j);
 }
 
@@ -562,7 +582,7 @@ static void on_auto_paused(void *data, struct kube_response *resp)
         job_finish(j, !kube_response_not_found(resp));
         return;
     }
-    set_rv_from(j, resp->body);
+    wrote_workspace(j, resp->body);
     log_info("paused an idle workspace", "workspace", j->key, "reason",
              j->out.actions[j->next].message);
     j->r->stats.auto_pauses++;
@@ -705,6 +725,32 @@ static void run_next(struct job *j)
     }
 }
 
+/* How long a pass for key must wait before deciding on the cached Workspace
+ * e, 0: not at all. It waits while the cache has not shown our last write of
+ * it (a decision on the object as it was before that write would undo it);
+ * include/controller/expectations.h has the rule. */
+static int64_t own_write_wait(struct reconciler *r, const char *key, const struct cache_entry *e)
+{
+    int64_t wait_ms = 0;
+    const char *rv = expectations_recorded(&r->own_writes, key);
+    switch (expectations_check(&r->own_writes, key, e->resource_version, (int64_t)uv_now(r->loop),
+                               &wait_ms)) {
+    case EXPECTATION_WAIT:
+        log_debug("waiting for the cache to show our last write", "workspace", key,
+                  "resourceVersion", rv, "cached", e->resource_version, "timeout_ms",
+                  LOG_INT(wait_ms));
+        return wait_ms;
+    case EXPECTATION_EXPIRED:
+        log_debug("the cache did not show our last write in time; deciding on what it shows",
+                  "workspace", key, "cached", e->resource_version);
+        return 0;
+    case EXPECTATION_NONE:
+    case EXPECTATION_SEEN:
+        break;
+    }
+    return 0;
+}
+
 /* Reads the caches for key and decides; the output's actions then run. */
 static void reconcile(struct reconciler *r, const char *key)
 {
@@ -719,7 +765,6 @@ static void reconcile(struct reconciler *r, const char *key)
         return;
     }
     j->r = r;
-    j->noticed_us = take_notice(r, key);
     j->next_job = r->jobs;
     if (r->jobs)
         r->jobs->prev = j;
@@ -729,10 +774,20 @@ static void reconcile(struct reconciler *r, const char *key)
         slash ? informer_get(r->ws_inf, (j->ns = strndup(key, (size_t)(slash - key))), slash + 1)
               : NULL;
     if (!we) {
+        take_notice(r, key);
+        expectations_forget(&r->own_writes, key);
         activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
         job_finish(j, 0); /* deleted: the garbage collector takes what it owned */
         return;
     }
+    int64_t wait_ms = own_write_wait(r, key, we);
+    if (wait_ms > 0) {
+        /* The watch event that shows the write queues the key sooner. */
+        j->out.requeue_after_ms = wait_ms;
+        job_finish(j, 0);
+        return;
+    }
+    j->noticed_us = take_notice(r, key);
     const struct workspace *ws = we->obj;
     j->name = strdup(ws->name);
     j->uid = strdup(ws->uid);
@@ -878,6 +933,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         r->failpoint = strdup(o->failpoint);
     strmap_init(&r->pods_by_ws);
     strmap_init(&r->noticed);
+    expectations_init(&r->own_writes, EXPECTATIONS_TIMEOUT_MS);
     int e = r->identity ? 0 : -ENOMEM;
     if (e == 0)
         e = workqueue_driver_new(loop, NULL, pull, r, &r->queue);
@@ -885,7 +941,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         .resource = &workspaces,
         .ns = r->ns,
         .codec = &ws_codec,
-        .handlers = {on_ws_add, on_ws_update, NULL, on_synced, r},
+        .handlers = {on_ws_add, on_ws_update, on_ws_delete, on_synced, r},
     };
     struct informer_options co = {
         .resource = &classes,
@@ -968,6 +1024,7 @@ void reconciler_close(struct reconciler *r)
     for (size_t it = 0; strmap_next(&r->noticed, &it, NULL, &v);)
         free(v);
     strmap_free(&r->noticed);
+    expectations_free(&r->own_writes);
     while (r->jobs) {
         struct job *j = r->jobs;
         kube_request_cancel(j->req); /* no callback follows */
