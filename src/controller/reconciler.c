@@ -707,8 +707,7 @@ static void run_next(struct job *j)
         }
         return;
     case ACTION_SNAPSHOT_DELETE:
-        /* The workspace's caches may be gone with it (deleting): the backend
-         * looks the trigger up itself. */
+        /* The PodSnapshot only: its trigger goes when it is gone. */
         j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j);
         if (!j->gdel) {
             log_warn("cannot start a request", "workspace", j->key, "action",
@@ -777,7 +776,11 @@ static void reconcile(struct reconciler *r, const char *key)
         take_notice(r, key);
         expectations_forget(&r->own_writes, key);
         activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
-        job_finish(j, 0); /* deleted: the garbage collector takes what it owned */
+        /* Deleted: the garbage collector takes what it owned; snapshot
+         * triggers go as their PodSnapshots do. */
+        if (j->ns)
+            gke_snapshots_workspace_deleted(r->gke, j->ns, slash + 1);
+        job_finish(j, 0);
         return;
     }
     int64_t wait_ms = own_write_wait(r, key, we);
@@ -824,6 +827,9 @@ static void reconcile(struct reconciler *r, const char *key)
             snap = &snap_view;
         }
         n_snaps = gke_snapshots_list(r->gke, ws->ns, ws->name, snap_list, MAX_SNAPSHOTS_SEEN);
+        /* Once no pod is left, no trigger can still be served. */
+        if (ws->deletion_ms && n_pods == 0)
+            gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);
     }
     struct decide_input in = {
         .ws = ws,
