@@ -61,14 +61,16 @@ struct removal {
     struct gke_snapshots *g;
     char *key; /* "ns/name" */
     char *ns, *name;
-    char *uid;   /* the trigger's: a new one of the same name is not ours to delete */
-    char *check; /* the PodSnapshot to ask the API server about first; NULL: delete */
+    char *uid;       /* the trigger's: a new one of the same name is not ours to delete */
+    char *check;     /* the PodSnapshot to ask the API server about first; NULL: delete */
+    const char *why; /* for the log */
     struct kube_request *req;
     uint64_t due_ms;   /* loop time of the next try */
     uint64_t delay_ms; /* the last retry delay, 0: no failure yet */
 };
 
-static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check);
+static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check,
+                        const char *why);
 static int both_synced(const struct gke_snapshots *g);
 
 struct gke_begin {
@@ -255,10 +257,10 @@ static void consider_trigger(struct gke_snapshots *g, const struct cache_entry *
     case GKE_TRIGGER_KEEP:
         break;
     case GKE_TRIGGER_CHECK:
-        removal_add(g, te, t->snapshot_created);
+        removal_add(g, te, t->snapshot_created, "its PodSnapshot is gone");
         break;
     case GKE_TRIGGER_DELETE:
-        removal_add(g, te, NULL);
+        removal_add(g, te, NULL, "its workspace is deleted and it made no PodSnapshot");
         break;
     }
 }
@@ -356,7 +358,7 @@ static void on_snapshot_delete(void *data, const struct cache_entry *e)
     struct gke_trigger_facts f = {.snapshot_deleted = 1};
     if ((!t->snapshot_created || strcmp(t->snapshot_created, e->name) == 0) &&
         gke_trigger_fate(&f) == GKE_TRIGGER_DELETE)
-        removal_add(g, te, NULL);
+        removal_add(g, te, NULL, "its PodSnapshot is gone");
     notify_workspace(g, e->ns, t->workspace);
 }
 
@@ -720,8 +722,7 @@ static void removal_delete(struct removal *x)
 {
     struct kube_delete_options o = {
         .precondition_uid = x->uid, .grace_period_seconds = -1, .propagation_policy = "Background"};
-    log_info("deleting a snapshot trigger: its PodSnapshot is gone", "namespace", x->ns, "trigger",
-             x->name);
+    log_info("deleting a snapshot trigger", "namespace", x->ns, "trigger", x->name, "why", x->why);
     x->req = kube_delete(x->g->client, &triggers, x->ns, x->name, &o, on_trigger_removed, x);
     if (!x->req)
         removal_retry(x, "delete", NULL);
@@ -784,15 +785,18 @@ static void on_removal_timer(uv_timer_t *timer)
 }
 
 /* Starts deleting the trigger te (after checking that the PodSnapshot
- * check is gone, when not NULL), from the loop. A removal already under way
- * for it stays; a confirmed one overrides a check. */
-static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check)
+ * check is gone, when not NULL), from the loop; why is a static string for
+ * the log. A removal already under way for it stays; a confirmed one
+ * overrides a check. */
+static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check,
+                        const char *why)
 {
     struct removal *x = strmap_get(&g->removals, te->key);
     if (x) {
         if (!check && x->check) {
             free(x->check); /* a check in flight then deletes whatever it hears */
             x->check = NULL;
+            x->why = why;
         }
         return;
     }
@@ -805,6 +809,7 @@ static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, c
         return;
     }
     x->g = g;
+    x->why = why;
     x->due_ms = uv_now(g->loop);
     removals_schedule(g);
 }

@@ -103,7 +103,7 @@ static int follow_deletion(const char *trigger, uint64_t timeout_ms)
         if (harness_now_ms() > end)
             fail_msg("trigger %s and its PodSnapshot are still there after %llu ms", trigger,
                      (unsigned long long)timeout_ms);
-        usleep(200 * 1000);
+        usleep(100 * 1000);
     }
     assert_true(seen);
     return held;
@@ -128,10 +128,10 @@ static void simulator_start(void)
     if (simulator == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
-        /* GKE's finalizer holds a deleted PodSnapshot for 2 s: long enough
-         * to see that its trigger waits for it. */
+        /* GKE's finalizer holds a deleted PodSnapshot for 6 s: long enough
+         * to see, a few times, that its trigger waits for it. */
         execl(SNAPSHOT_SIMULATOR_BIN, SNAPSHOT_SIMULATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--namespace", ns, "--checkpoint-delay", "3s", "--delete-delay", "2s", "--log-level",
+              "--namespace", ns, "--checkpoint-delay", "3s", "--delete-delay", "6s", "--log-level",
               "debug", (char *)NULL);
         _exit(127);
     }
