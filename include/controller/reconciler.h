@@ -10,6 +10,9 @@
  * deletes treat NotFound as done and carry the pod's uid as a precondition,
  * status and finalizer writes carry the resourceVersion they were computed
  * from (a 409 re-queues the key, and the informer brings the newer object).
+ * A pass for a key decides only once the Workspace cache shows the
+ * controller's last write of it, or 10 s after that write
+ * (controller/expectations.h), so a decision never undoes its predecessor's.
  *
  * Ownership: the reconciler borrows the loop and the client (both must
  * outlive it) and owns its informers and queue. reconciler_close() stops

@@ -15,6 +15,14 @@
  * first use, so a cluster without the CRDs costs nothing until a class asks
  * for the backend.
  *
+ * The controller finds a workspace's PodSnapshots through its triggers, so a
+ * trigger outlives its PodSnapshot: deleting a snapshot deletes the
+ * PodSnapshot only, and its trigger goes when the cache sees the PodSnapshot
+ * itself gone (GKE's finalizer may hold it for a while). Triggers found
+ * without their PodSnapshot once the caches have synced (the controller was
+ * down when it went) and the triggers of a deleted workspace go too; see
+ * gke_trigger_fate(). The backend retries these deletes by itself.
+ *
  * Ownership: views borrow strings from the caches until the loop runs again.
  */
 #ifndef HIBERNATOR_SNAPSHOT_GKE_H
@@ -56,13 +64,43 @@ size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const c
 
 typedef void (*gke_done_cb)(void *data, int status, const char *error);
 
-/* Deletes the PodSnapshot and the trigger that made it (NotFound counts as
- * done). cb runs once with 0 or a negative errno, unless cancelled first.
- * NULL: could not start (no callback). */
+/* Deletes the PodSnapshot (NotFound counts as done); the trigger that made
+ * it follows once the cache sees the PodSnapshot gone. cb runs once with 0
+ * or a negative errno, unless cancelled first. NULL: could not start (no
+ * callback). */
 struct gke_delete;
 struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
                                         gke_done_cb cb, void *data);
 void gke_delete_cancel(struct gke_delete *x);
+
+/* The Workspace ns/workspace is being deleted (or is gone): each of its
+ * triggers goes, those with a PodSnapshot once that is gone, the others now.
+ * Nothing before the caches have synced. */
+void gke_snapshots_workspace_deleted(struct gke_snapshots *g, const char *ns,
+                                     const char *workspace);
+
+/* What becomes of one of the controller's triggers. Pure. */
+enum gke_trigger_fate {
+    GKE_TRIGGER_KEEP,
+    GKE_TRIGGER_CHECK,  /* it names a PodSnapshot the cache does not hold: ask the API
+                           server, and delete the trigger if the PodSnapshot is gone */
+    GKE_TRIGGER_DELETE, /* now */
+};
+
+struct gke_trigger_facts {
+    int snapshot_deleted;   /* the cache has just seen its PodSnapshot deleted */
+    int snapshot_cached;    /* its PodSnapshot is in the cache (being deleted or not) */
+    int served;             /* it names the PodSnapshot it made (status.snapshotCreated) */
+    int workspace_deleting; /* its Workspace is being deleted or gone */
+};
+
+/* A trigger goes after its PodSnapshot, never before: while the PodSnapshot
+ * is cached it is kept. One that names a PodSnapshot the cache lacks is
+ * checked (the PodSnapshot cache may merely be behind the trigger cache). One
+ * that never made a PodSnapshot is kept while its workspace lives (GKE may
+ * still serve it, or decide() reads its failure) and deleted with it. */
+enum gke_trigger_fate gke_trigger_fate(const struct gke_trigger_facts *f);
+const char *gke_trigger_fate_name(enum gke_trigger_fate fate);
 
 /* The objects an attempt needs, built at decision time (the caches may
  * change before they are sent): {"policy": ..., "trigger": ...}. Caller

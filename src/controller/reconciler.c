@@ -9,6 +9,7 @@
 
 #include "controller/activity_tracker.h"
 #include "controller/events.h"
+#include "controller/expectations.h"
 #include "kube/informer.h"
 #include "kube/node_cache.h"
 #include "kube/workqueue.h"
@@ -59,6 +60,7 @@ struct reconciler {
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     struct strmap noticed;    /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
     struct controller_metrics *metrics;
+    struct expectations own_writes; /* our last Workspace write per key, until the cache shows it */
     unsigned in_flight;
     struct job *jobs; /* in flight */
     int closing;
@@ -180,13 +182,24 @@ static void on_activity(void *data, const char *key)
 
 static void on_ws_add(void *data, const struct cache_entry *e)
 {
-    enqueue(data, e->ns, e->name);
+    struct reconciler *r = data;
+    expectations_observe(&r->own_writes, e->key, e->resource_version);
+    enqueue(r, e->ns, e->name);
 }
 
 static void on_ws_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
 {
     (void)old_e;
-    enqueue(data, e->ns, e->name);
+    on_ws_add(data, e);
+}
+
+/* Gone: nothing of ours to wait for any more; the pass that follows lets the
+ * activity tracker forget it. */
+static void on_ws_delete(void *data, const struct cache_entry *e)
+{
+    struct reconciler *r = data;
+    expectations_forget(&r->own_writes, e->key);
+    enqueue(r, e->ns, e->name);
 }
 
 struct class_match {
@@ -419,17 +432,23 @@ static void job_finish(struct job *j, int error)
     job_free(j);
 }
 
-static void set_rv_from(struct job *j, const cJSON *obj)
+/* A write of the Workspace succeeded and obj is what the API server made of
+ * it: the job's next write builds on its resourceVersion, and the next pass
+ * for the key waits until the cache shows it. */
+static void wrote_workspace(struct job *j, const cJSON *obj)
 {
     const cJSON *rv = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "resourceVersion");
-    if (cJSON_IsString(rv)) {
-        char *copy = strdup(rv->valuestring);
-        if (copy) {
-            free(j->rv);
-            j->rv = copy;
-        }
+    if (!cJSON_IsString(rv))
+        return;
+    char *copy = strdup(rv->valuestring);
+    if (copy) {
+        free(j->rv);
+        j->rv = copy;
     }
+    /* Out of memory: nothing is recorded, and the next pass decides at once. */
+    (void)expectations_record(&j->r->own_writes, j->key, rv->valuestring,
+                              (int64_t)uv_now(j->r->loop));
 }
 
 static void run_next(struct job *j);
@@ -467,6 +486,7 @@ static void on_status_written(void *data, struct kube_response *resp)
     }
     j->r->stats.status_writes++;
     controller_metrics_outcome(j->r->metrics, j->ns, j->class_name, &j->outcome);
+    wrote_workspace(j, resp->body);
     job_finish(j, 0);
 }
 
@@ -549,7 +569,7 @@ static void on_finalizer_patched(void *data, struct kube_response *resp)
         job_finish(j, !kube_response_not_found(resp));
         return;
     }
-    set_rv_from(j, resp->body);
+    wrote_workspace(j, resp->body);
     next_action(j);
 }
 
@@ -633,7 +653,7 @@ static void on_auto_paused(void *data, struct kube_response *resp)
         job_finish(j, !kube_response_not_found(resp));
         return;
     }
-    set_rv_from(j, resp->body);
+    wrote_workspace(j, resp->body);
     log_info("paused an idle workspace", "workspace", j->key, "reason",
              j->out.actions[j->next].message);
     j->r->stats.auto_pauses++;
@@ -758,8 +778,7 @@ static void run_next(struct job *j)
         }
         return;
     case ACTION_SNAPSHOT_DELETE:
-        /* The workspace's caches may be gone with it (deleting): the backend
-         * looks the trigger up itself. */
+        /* The PodSnapshot only: its trigger goes when it is gone. */
         j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j);
         if (!j->gdel) {
             log_warn("cannot start a request", "workspace", j->key, "action",
@@ -799,6 +818,32 @@ static const struct workspace_pod *accelerator_taker(const struct reconciler *r,
     return t.first;
 }
 
+/* How long a pass for key must wait before deciding on the cached Workspace
+ * e, 0: not at all. It waits while the cache has not shown our last write of
+ * it (a decision on the object as it was before that write would undo it);
+ * include/controller/expectations.h has the rule. */
+static int64_t own_write_wait(struct reconciler *r, const char *key, const struct cache_entry *e)
+{
+    int64_t wait_ms = 0;
+    const char *rv = expectations_recorded(&r->own_writes, key);
+    switch (expectations_check(&r->own_writes, key, e->resource_version, (int64_t)uv_now(r->loop),
+                               &wait_ms)) {
+    case EXPECTATION_WAIT:
+        log_debug("waiting for the cache to show our last write", "workspace", key,
+                  "resourceVersion", rv, "cached", e->resource_version, "timeout_ms",
+                  LOG_INT(wait_ms));
+        return wait_ms;
+    case EXPECTATION_EXPIRED:
+        log_debug("the cache did not show our last write in time; deciding on what it shows",
+                  "workspace", key, "cached", e->resource_version);
+        return 0;
+    case EXPECTATION_NONE:
+    case EXPECTATION_SEEN:
+        break;
+    }
+    return 0;
+}
+
 /* Reads the caches for key and decides; the output's actions then run. */
 static void reconcile(struct reconciler *r, const char *key)
 {
@@ -814,7 +859,6 @@ static void reconcile(struct reconciler *r, const char *key)
     }
     j->r = r;
     j->started_ns = uv_hrtime();
-    j->noticed_us = take_notice(r, key);
     j->next_job = r->jobs;
     if (r->jobs)
         r->jobs->prev = j;
@@ -824,10 +868,24 @@ static void reconcile(struct reconciler *r, const char *key)
         slash ? informer_get(r->ws_inf, (j->ns = strndup(key, (size_t)(slash - key))), slash + 1)
               : NULL;
     if (!we) {
+        take_notice(r, key);
+        expectations_forget(&r->own_writes, key);
         activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
-        job_finish(j, 0); /* deleted: the garbage collector takes what it owned */
+        /* Deleted: the garbage collector takes what it owned; snapshot
+         * triggers go as their PodSnapshots do. */
+        if (j->ns)
+            gke_snapshots_workspace_deleted(r->gke, j->ns, slash + 1);
+        job_finish(j, 0);
         return;
     }
+    int64_t wait_ms = own_write_wait(r, key, we);
+    if (wait_ms > 0) {
+        /* The watch event that shows the write queues the key sooner. */
+        j->out.requeue_after_ms = wait_ms;
+        job_finish(j, 0);
+        return;
+    }
+    j->noticed_us = take_notice(r, key);
     const struct workspace *ws = we->obj;
     j->name = strdup(ws->name);
     j->uid = strdup(ws->uid);
@@ -875,6 +933,9 @@ static void reconcile(struct reconciler *r, const char *key)
             snap = &snap_view;
         }
         n_snaps = gke_snapshots_list(r->gke, ws->ns, ws->name, snap_list, MAX_SNAPSHOTS_SEEN);
+        /* Once no pod is left, no trigger can still be served. */
+        if (ws->deletion_ms && n_pods == 0)
+            gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);
     }
     int64_t now = r->now_ms(r->now_data);
     struct decide_input in = {
@@ -1000,6 +1061,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         r->failpoint = strdup(o->failpoint);
     strmap_init(&r->pods_by_ws);
     strmap_init(&r->noticed);
+    expectations_init(&r->own_writes, EXPECTATIONS_TIMEOUT_MS);
     int e = r->identity ? 0 : -ENOMEM;
     if (e == 0)
         e = workqueue_driver_new(loop, NULL, pull, r, &r->queue);
@@ -1009,7 +1071,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         .resource = &workspaces,
         .ns = r->ns,
         .codec = &ws_codec,
-        .handlers = {on_ws_add, on_ws_update, NULL, on_synced, r},
+        .handlers = {on_ws_add, on_ws_update, on_ws_delete, on_synced, r},
     };
     struct informer_options co = {
         .resource = &classes,
@@ -1096,6 +1158,7 @@ void reconciler_close(struct reconciler *r)
     for (size_t it = 0; strmap_next(&r->noticed, &it, NULL, &v);)
         free(v);
     strmap_free(&r->noticed);
+    expectations_free(&r->own_writes);
     while (r->jobs) {
         struct job *j = r->jobs;
         kube_request_cancel(j->req); /* no callback follows */

@@ -9,6 +9,7 @@
 #include "util/duration.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/strmap.h"
 #include "workspace/pod.h"
 
 static const struct kube_resource policies = {GKE_SNAPSHOT_GROUP, "v1", "podsnapshotpolicies",
@@ -45,7 +46,32 @@ struct gke_snapshots {
     void *cb_data;
     struct informer *triggers, *snapshots;
     int started;
+    int swept;              /* every trigger was looked at once both caches had synced */
+    struct strmap removals; /* "ns/trigger" -> struct removal *: triggers being deleted */
+    uv_timer_t timer;       /* runs the removals that are due */
 };
+
+/* Retries of a trigger delete that failed: 1 s doubling to a minute. */
+#define REMOVAL_RETRY_MIN_MS 1000
+#define REMOVAL_RETRY_MAX_MS 60000
+
+/* A trigger the backend deletes because its PodSnapshot is gone (or its
+ * workspace is), retried until it is gone. */
+struct removal {
+    struct gke_snapshots *g;
+    char *key; /* "ns/name" */
+    char *ns, *name;
+    char *uid;       /* the trigger's: a new one of the same name is not ours to delete */
+    char *check;     /* the PodSnapshot to ask the API server about first; NULL: delete */
+    const char *why; /* for the log */
+    struct kube_request *req;
+    uint64_t due_ms;   /* loop time of the next try */
+    uint64_t delay_ms; /* the last retry delay, 0: no failure yet */
+};
+
+static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check,
+                        const char *why);
+static int both_synced(const struct gke_snapshots *g);
 
 struct gke_begin {
     struct gke_snapshots *g;
@@ -170,10 +196,119 @@ static void notify_workspace(struct gke_snapshots *g, const char *ns, const char
     g->cb(g->cb_data, key);
 }
 
+/* ---- which triggers go ---- */
+
+enum gke_trigger_fate gke_trigger_fate(const struct gke_trigger_facts *f)
+{
+    if (f->snapshot_deleted)
+        return GKE_TRIGGER_DELETE;
+    if (f->snapshot_cached)
+        return GKE_TRIGGER_KEEP;
+    if (f->served)
+        return GKE_TRIGGER_CHECK;
+    return f->workspace_deleting ? GKE_TRIGGER_DELETE : GKE_TRIGGER_KEEP;
+}
+
+const char *gke_trigger_fate_name(enum gke_trigger_fate fate)
+{
+    switch (fate) {
+    case GKE_TRIGGER_KEEP:
+        return "Keep";
+    case GKE_TRIGGER_CHECK:
+        return "Check";
+    case GKE_TRIGGER_DELETE:
+        return "Delete";
+    }
+    return "?";
+}
+
+struct find {
+    const char *ns, *trigger;
+    const struct cache_entry *found;
+};
+
+static void find_by_trigger(void *data, const struct cache_entry *e)
+{
+    struct find *f = data;
+    const struct podsnapshot *s = e->obj;
+    if (!f->found && strcmp(e->ns, f->ns) == 0 && s->triggered_by &&
+        strcmp(s->triggered_by, f->trigger) == 0)
+        f->found = e;
+}
+
+/* Looks at one trigger from the caches and starts its removal when it is
+ * due. GKE labels a PodSnapshot before it names it in the trigger; the
+ * label is looked for (a walk over the cache) only where it changes the
+ * outcome: for a workspace being deleted. */
+static void consider_trigger(struct gke_snapshots *g, const struct cache_entry *te,
+                             int workspace_deleting)
+{
+    const struct trigger *t = te->obj;
+    struct gke_trigger_facts f = {.served = t->snapshot_created != NULL,
+                                  .workspace_deleting = workspace_deleting};
+    f.snapshot_cached =
+        t->snapshot_created && informer_get(g->snapshots, te->ns, t->snapshot_created);
+    if (!f.snapshot_cached && workspace_deleting) {
+        struct find fs = {te->ns, te->name, NULL};
+        informer_foreach(g->snapshots, find_by_trigger, &fs);
+        f.snapshot_cached = fs.found != NULL;
+    }
+    switch (gke_trigger_fate(&f)) {
+    case GKE_TRIGGER_KEEP:
+        break;
+    case GKE_TRIGGER_CHECK:
+        removal_add(g, te, t->snapshot_created, "its PodSnapshot is gone");
+        break;
+    case GKE_TRIGGER_DELETE:
+        removal_add(g, te, NULL, "its workspace is deleted and it made no PodSnapshot");
+        break;
+    }
+}
+
+static void sweep_one(void *data, const struct cache_entry *te)
+{
+    consider_trigger(data, te, 0);
+}
+
+/* Once both caches hold their first lists: triggers whose PodSnapshot went
+ * while nobody watched. */
+static void on_synced(void *data)
+{
+    struct gke_snapshots *g = data;
+    if (g->swept || !both_synced(g))
+        return;
+    g->swept = 1;
+    informer_foreach(g->triggers, sweep_one, g);
+}
+
+struct workspace_match {
+    struct gke_snapshots *g;
+    const char *ns, *workspace;
+};
+
+static void consider_if_workspace(void *data, const struct cache_entry *te)
+{
+    struct workspace_match *m = data;
+    const struct trigger *t = te->obj;
+    if (strcmp(te->ns, m->ns) == 0 && t->workspace && strcmp(t->workspace, m->workspace) == 0)
+        consider_trigger(m->g, te, 1);
+}
+
+void gke_snapshots_workspace_deleted(struct gke_snapshots *g, const char *ns, const char *workspace)
+{
+    if (!g->started || !both_synced(g))
+        return;
+    struct workspace_match m = {g, ns, workspace};
+    informer_foreach(g->triggers, consider_if_workspace, &m);
+}
+
 static void on_trigger(void *data, const struct cache_entry *e)
 {
+    struct gke_snapshots *g = data;
     const struct trigger *t = e->obj;
-    notify_workspace(data, e->ns, t->workspace);
+    notify_workspace(g, e->ns, t->workspace);
+    if (g->swept)
+        consider_trigger(g, e, 0);
 }
 
 static void on_trigger_update(void *data, const struct cache_entry *old_e,
@@ -183,12 +318,23 @@ static void on_trigger_update(void *data, const struct cache_entry *old_e,
     on_trigger(data, e);
 }
 
+static void on_trigger_delete(void *data, const struct cache_entry *e)
+{
+    const struct trigger *t = e->obj;
+    notify_workspace(data, e->ns, t->workspace);
+}
+
+static const struct cache_entry *trigger_of(const struct gke_snapshots *g,
+                                            const struct cache_entry *se)
+{
+    const struct podsnapshot *s = se->obj;
+    return s->triggered_by ? informer_get(g->triggers, se->ns, s->triggered_by) : NULL;
+}
+
 static void on_snapshot(void *data, const struct cache_entry *e)
 {
     struct gke_snapshots *g = data;
-    const struct podsnapshot *s = e->obj;
-    const struct cache_entry *te =
-        s->triggered_by ? informer_get(g->triggers, e->ns, s->triggered_by) : NULL;
+    const struct cache_entry *te = trigger_of(g, e);
     if (te)
         notify_workspace(g, e->ns, ((const struct trigger *)te->obj)->workspace);
 }
@@ -198,6 +344,22 @@ static void on_snapshot_update(void *data, const struct cache_entry *old_e,
 {
     (void)old_e;
     on_snapshot(data, e);
+}
+
+/* The PodSnapshot is gone for good (GKE's finalizer let it go): now the
+ * trigger that made it may go, and the workspace sees it no more. */
+static void on_snapshot_delete(void *data, const struct cache_entry *e)
+{
+    struct gke_snapshots *g = data;
+    const struct cache_entry *te = trigger_of(g, e);
+    const struct trigger *t = te ? te->obj : NULL;
+    if (!t)
+        return;
+    struct gke_trigger_facts f = {.snapshot_deleted = 1};
+    if ((!t->snapshot_created || strcmp(t->snapshot_created, e->name) == 0) &&
+        gke_trigger_fate(&f) == GKE_TRIGGER_DELETE)
+        removal_add(g, te, NULL, "its PodSnapshot is gone");
+    notify_workspace(g, e->ns, t->workspace);
 }
 
 /* ---- the view ---- */
@@ -218,27 +380,24 @@ static void fill_view(const struct cache_entry *se, const char *attempt, struct 
     }
 }
 
-struct find {
-    const char *ns, *trigger;
-    const struct cache_entry *found;
-};
-
-static void find_by_trigger(void *data, const struct cache_entry *e)
+/* Whether the trigger is being deleted because its PodSnapshot is gone. */
+static int trigger_going(const struct gke_snapshots *g, const char *ns, const char *name)
 {
-    struct find *f = data;
-    const struct podsnapshot *s = e->obj;
-    if (!f->found && strcmp(e->ns, f->ns) == 0 && s->triggered_by &&
-        strcmp(s->triggered_by, f->trigger) == 0)
-        f->found = e;
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    const struct removal *x = strmap_get(&g->removals, key);
+    return x && !x->check;
 }
 
 void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const char *attempt,
                         struct snapshot_view *ret)
 {
     *ret = (struct snapshot_view){.attempt = attempt, .phase = SNAPSHOT_PHASE_IN_PROGRESS};
-    if (!g->started || !informer_has_synced(g->triggers) || !informer_has_synced(g->snapshots))
+    if (!g->started || !both_synced(g))
         return;
     const struct cache_entry *te = informer_get(g->triggers, ns, attempt);
+    if (te && trigger_going(g, ns, attempt))
+        te = NULL; /* its snapshot is gone: the attempt has nothing left to show */
     const struct trigger *t = te ? te->obj : NULL;
     const struct cache_entry *se = NULL;
     if (t && t->snapshot_created)
@@ -284,7 +443,7 @@ static void list_one(void *data, const struct cache_entry *e)
 size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const char *workspace,
                           struct snapshot_view *out, size_t max)
 {
-    if (!g->started || !informer_has_synced(g->triggers) || !informer_has_synced(g->snapshots))
+    if (!g->started || !both_synced(g))
         return 0;
     struct lister l = {g, ns, workspace, out, max, 0};
     informer_foreach(g->snapshots, list_one, &l);
@@ -449,72 +608,33 @@ void gke_begin_cancel(struct gke_begin *b)
     free(b);
 }
 
-/* ---- delete: the PodSnapshot, then the trigger that made it ---- */
+/* ---- delete: the PodSnapshot; its trigger follows when it is gone ---- */
 
 struct gke_delete {
-    struct gke_snapshots *g;
     struct kube_request *req;
-    char *ns, *trigger;
     gke_done_cb cb;
     void *data;
 };
 
-static void delete_finish(struct gke_delete *x, int status, const char *error)
-{
-    if (x->cb)
-        x->cb(x->data, status, error);
-    free(x->ns);
-    free(x->trigger);
-    free(x);
-}
-
-static void on_trigger_deleted(void *data, struct kube_response *resp)
-{
-    struct gke_delete *x = data;
-    x->req = NULL;
-    if (resp->status < 0 && !kube_response_not_found(resp)) {
-        delete_finish(x, resp->status, kube_response_error_text(resp));
-        return;
-    }
-    delete_finish(x, 0, NULL);
-}
-
 static void on_snapshot_deleted(void *data, struct kube_response *resp)
 {
     struct gke_delete *x = data;
-    x->req = NULL;
-    if (resp->status < 0 && !kube_response_not_found(resp)) {
-        delete_finish(x, resp->status, kube_response_error_text(resp));
-        return;
-    }
-    struct kube_delete_options o = {.grace_period_seconds = -1, .propagation_policy = "Background"};
-    if (!x->trigger || !(x->req = kube_delete(x->g->client, &triggers, x->ns, x->trigger, &o,
-                                              on_trigger_deleted, x)))
-        delete_finish(x, 0, NULL);
+    int status = resp->status < 0 && !kube_response_not_found(resp) ? resp->status : 0;
+    if (x->cb)
+        x->cb(x->data, status, status < 0 ? kube_response_error_text(resp) : NULL);
+    free(x);
 }
 
 struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
                                         gke_done_cb cb, void *data)
 {
     struct gke_delete *x = calloc(1, sizeof(*x));
-    if (!x || !(x->ns = strdup(ns))) {
-        free(x);
+    if (!x)
         return NULL;
-    }
-    const struct cache_entry *se = g->started ? informer_get(g->snapshots, ns, name) : NULL;
-    const struct podsnapshot *s = se ? se->obj : NULL;
-    if (s && s->triggered_by && !(x->trigger = strdup(s->triggered_by))) {
-        free(x->ns);
-        free(x);
-        return NULL;
-    }
-    x->g = g;
     x->cb = cb;
     x->data = data;
     struct kube_delete_options o = {.grace_period_seconds = -1, .propagation_policy = "Background"};
     if (!(x->req = kube_delete(g->client, &snapshots, ns, name, &o, on_snapshot_deleted, x))) {
-        free(x->ns);
-        free(x->trigger);
         free(x);
         return NULL;
     }
@@ -526,9 +646,172 @@ void gke_delete_cancel(struct gke_delete *x)
     if (!x)
         return;
     kube_request_cancel(x->req);
-    free(x->ns);
-    free(x->trigger);
     free(x);
+}
+
+/* ---- removals: triggers whose PodSnapshot is gone ---- */
+
+static int both_synced(const struct gke_snapshots *g)
+{
+    return informer_has_synced(g->triggers) && informer_has_synced(g->snapshots);
+}
+
+static void removal_free(struct removal *x)
+{
+    if (!x)
+        return;
+    kube_request_cancel(x->req);
+    free(x->key);
+    free(x->ns);
+    free(x->name);
+    free(x->uid);
+    free(x->check);
+    free(x);
+}
+
+static void removal_drop(struct removal *x)
+{
+    strmap_remove(&x->g->removals, x->key);
+    removal_free(x);
+}
+
+static void on_removal_timer(uv_timer_t *timer);
+
+/* Arms the timer for the earliest removal that waits. */
+static void removals_schedule(struct gke_snapshots *g)
+{
+    uint64_t now = uv_now(g->loop), due = UINT64_MAX;
+    void *v;
+    for (size_t it = 0; strmap_next(&g->removals, &it, NULL, &v);) {
+        const struct removal *x = v;
+        if (!x->req && x->due_ms < due)
+            due = x->due_ms;
+    }
+    if (due == UINT64_MAX)
+        uv_timer_stop(&g->timer);
+    else
+        uv_timer_start(&g->timer, on_removal_timer, due > now ? due - now : 0, 0);
+}
+
+static void removal_retry(struct removal *x, const char *what, const struct kube_response *resp)
+{
+    x->delay_ms = x->delay_ms ? x->delay_ms * 2 : REMOVAL_RETRY_MIN_MS;
+    if (x->delay_ms > REMOVAL_RETRY_MAX_MS)
+        x->delay_ms = REMOVAL_RETRY_MAX_MS;
+    x->due_ms = uv_now(x->g->loop) + x->delay_ms;
+    log_warn("cannot remove a snapshot trigger yet; retrying", "namespace", x->ns, "trigger",
+             x->name, "step", what, "code", LOG_INT(resp ? resp->http_code : 0), "error",
+             resp ? kube_response_error_text(resp) : "cannot start the request", "retry_ms",
+             LOG_INT(x->delay_ms));
+    removals_schedule(x->g);
+}
+
+static void on_trigger_removed(void *data, struct kube_response *resp)
+{
+    struct removal *x = data;
+    x->req = NULL;
+    /* 409: the uid precondition failed, the trigger of that name is a new one. */
+    if (resp->status < 0 && !kube_response_not_found(resp) && resp->http_code != 409) {
+        removal_retry(x, "delete", resp);
+        return;
+    }
+    removal_drop(x);
+}
+
+static void removal_delete(struct removal *x)
+{
+    struct kube_delete_options o = {
+        .precondition_uid = x->uid, .grace_period_seconds = -1, .propagation_policy = "Background"};
+    log_info("deleting a snapshot trigger", "namespace", x->ns, "trigger", x->name, "why", x->why);
+    x->req = kube_delete(x->g->client, &triggers, x->ns, x->name, &o, on_trigger_removed, x);
+    if (!x->req)
+        removal_retry(x, "delete", NULL);
+}
+
+/* The PodSnapshot the trigger names, asked for by name: the cache may be
+ * behind GKE's create. */
+static void on_snapshot_checked(void *data, struct kube_response *resp)
+{
+    struct removal *x = data;
+    x->req = NULL;
+    if (!x->check || kube_response_not_found(resp)) {
+        free(x->check);
+        x->check = NULL;
+        removal_delete(x);
+    } else if (resp->status == 0) {
+        removal_drop(x); /* it exists: the trigger stays until it goes */
+    } else {
+        removal_retry(x, "check", resp);
+    }
+}
+
+static void removal_run(struct removal *x)
+{
+    const struct cache_entry *te = informer_get(x->g->triggers, x->ns, x->name);
+    if (!te || (x->uid && (!te->uid || strcmp(te->uid, x->uid) != 0))) {
+        removal_drop(x); /* gone already, or a new one of the same name */
+        return;
+    }
+    if (!x->check) {
+        removal_delete(x);
+        return;
+    }
+    x->req = kube_get(x->g->client, &snapshots, x->ns, x->check, on_snapshot_checked, x);
+    if (!x->req)
+        removal_retry(x, "check", NULL);
+}
+
+static void on_removal_timer(uv_timer_t *timer)
+{
+    struct gke_snapshots *g = timer->data;
+    uint64_t now = uv_now(g->loop);
+    size_t n = 0, cap = strmap_len(&g->removals);
+    struct removal **due = cap ? calloc(cap, sizeof(*due)) : NULL;
+    if (cap && !due) {
+        uv_timer_start(&g->timer, on_removal_timer, REMOVAL_RETRY_MIN_MS, 0);
+        return;
+    }
+    void *v;
+    for (size_t it = 0; strmap_next(&g->removals, &it, NULL, &v);) {
+        struct removal *x = v;
+        if (!x->req && x->due_ms <= now && n < cap)
+            due[n++] = x;
+    }
+    /* A run may drop its own removal, never another one. */
+    for (size_t i = 0; i < n; i++)
+        removal_run(due[i]);
+    free(due);
+    removals_schedule(g);
+}
+
+/* Starts deleting the trigger te (after checking that the PodSnapshot
+ * check is gone, when not NULL), from the loop; why is a static string for
+ * the log. A removal already under way for it stays; a confirmed one
+ * overrides a check. */
+static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check,
+                        const char *why)
+{
+    struct removal *x = strmap_get(&g->removals, te->key);
+    if (x) {
+        if (!check && x->check) {
+            free(x->check); /* a check in flight then deletes whatever it hears */
+            x->check = NULL;
+            x->why = why;
+        }
+        return;
+    }
+    x = calloc(1, sizeof(*x));
+    if (!x || !(x->key = strdup(te->key)) || !(x->ns = strdup(te->ns)) ||
+        !(x->name = strdup(te->name)) || (te->uid && !(x->uid = strdup(te->uid))) ||
+        (check && !(x->check = strdup(check))) || strmap_put(&g->removals, x->key, x, NULL) < 0) {
+        /* Out of memory: the next sync or delete of the workspace finds it again. */
+        removal_free(x);
+        return;
+    }
+    x->g = g;
+    x->why = why;
+    x->due_ms = uv_now(g->loop);
+    removals_schedule(g);
 }
 
 /* ---- lifetime ---- */
@@ -543,10 +826,18 @@ int gke_snapshots_new(uv_loop_t *loop, struct kube_client *client, const char *n
     g->client = client;
     g->cb = cb;
     g->cb_data = data;
+    strmap_init(&g->removals);
     if (ns && !(g->ns = strdup(ns))) {
         free(g);
         return -ENOMEM;
     }
+    int r = uv_timer_init(loop, &g->timer);
+    if (r < 0) {
+        free(g->ns);
+        free(g);
+        return r;
+    }
+    g->timer.data = g;
     *ret = g;
     return 0;
 }
@@ -560,14 +851,14 @@ int gke_snapshots_start(struct gke_snapshots *g)
         .ns = g->ns,
         .label_selector = MANAGED_SELECTOR,
         .codec = &trigger_codec,
-        .handlers = {on_trigger, on_trigger_update, on_trigger, NULL, g},
+        .handlers = {on_trigger, on_trigger_update, on_trigger_delete, on_synced, g},
     };
     struct informer_options so = {
         .resource = &snapshots,
         .ns = g->ns,
         .label_selector = GKE_TRIGGERED_BY_LABEL,
         .codec = &podsnapshot_codec,
-        .handlers = {on_snapshot, on_snapshot_update, on_snapshot, NULL, g},
+        .handlers = {on_snapshot, on_snapshot_update, on_snapshot_delete, on_synced, g},
     };
     int r = informer_new(g->loop, g->client, &to, &g->triggers);
     if (r == 0)
@@ -587,12 +878,23 @@ int gke_snapshots_start(struct gke_snapshots *g)
     return 0;
 }
 
+static void on_timer_closed(uv_handle_t *h)
+{
+    struct gke_snapshots *g = h->data;
+    free(g->ns);
+    free(g);
+}
+
 void gke_snapshots_free(struct gke_snapshots *g)
 {
     if (!g)
         return;
     informer_free(g->triggers);
     informer_free(g->snapshots);
-    free(g->ns);
-    free(g);
+    void *v;
+    for (size_t it = 0; strmap_next(&g->removals, &it, NULL, &v);)
+        removal_free(v);
+    strmap_free(&g->removals);
+    uv_timer_stop(&g->timer);
+    uv_close((uv_handle_t *)&g->timer, on_timer_closed);
 }

@@ -313,7 +313,8 @@ static int falls_back(const struct workspace_class *c)
 
 /* ---- rule 0: deleting ---- */
 
-static void snapshot_retention(struct decider *d, int deleting);
+static size_t snapshot_retention(struct decider *d, int deleting);
+static void requeue_at(struct decider *d, int64_t at_ms);
 
 static void decide_deleting(struct decider *d)
 {
@@ -330,8 +331,13 @@ static void decide_deleting(struct decider *d)
     if (n_pods > 0)
         return;
     /* The snapshots hold the session's memory: they go with it, and the
-     * finalizer does not wait for the backend to free their storage. */
-    snapshot_retention(d, 1);
+     * finalizer does not wait for the backend to free their storage. It
+     * does wait until each one's deletion has been asked for: once the
+     * workspace is gone nothing would find the rest. */
+    if (snapshot_retention(d, 1) > 0) {
+        requeue_at(d, d->now + 1000);
+        return;
+    }
     const struct workspace_pvc *pvc = d->in->pvc;
     if (pvc && !pvc->deletion_ms) {
         if (!d->cls || d->cls->home_on_delete == HOME_ON_DELETE_DELETE)
@@ -1332,8 +1338,9 @@ static int newer_snapshot(const struct snapshot_view *a, const struct snapshot_v
 /* Keep the class's number of snapshots (the one a pause or resume may still
  * need first, then the newest), drop the rest and the expired ones; say when
  * one is stuck in its finalizer. When deleting, every one goes and nothing
- * waits for them. */
-static void snapshot_retention(struct decider *d, int deleting)
+ * waits for them. Returns how many it would drop but left for a later pass
+ * (at most MAX_SNAPSHOT_DELETES go per pass). */
+static size_t snapshot_retention(struct decider *d, int deleting)
 {
     const struct snapshot_view *all = d->in->snapshots;
     size_t n = d->in->n_snapshots;
@@ -1342,7 +1349,7 @@ static void snapshot_retention(struct decider *d, int deleting)
     /* The one a pause is taking or a resume may use stays, unless it expired
      * or its restore crashed. */
     int pausing = d->ws->paused || in_pause(d->st) || resume_in_progress(d->st);
-    size_t deletes = 0, kept = 0;
+    size_t deletes = 0, kept = 0, left = 0;
     char stuck[MAX_MESSAGE] = "";
     for (size_t i = 0; i < n && d->rc == 0; i++) {
         const struct snapshot_view *v = &all[i];
@@ -1373,10 +1380,12 @@ static void snapshot_retention(struct decider *d, int deleting)
         if (drop && v->name && deletes < MAX_SNAPSHOT_DELETES) {
             push(d, ACTION_SNAPSHOT_DELETE, v->name);
             deletes++;
+        } else if (drop && v->name) {
+            left++;
         }
     }
     if (deleting)
-        return;
+        return left;
     const char *type = "SnapshotCleanup";
     const struct condition *old = workspace_status_condition(d->old, type);
     if (stuck[0]) {
@@ -1388,6 +1397,7 @@ static void snapshot_retention(struct decider *d, int deleting)
     } else {
         workspace_status_remove_condition(d->st, type);
     }
+    return left;
 }
 
 static void decide_pause(struct decider *d)

@@ -10,13 +10,18 @@
  *   - the checkpoint fails: the pod is NOT deleted (Retry), or the pause
  *     completes without memory (PauseWithoutMemory);
  *   - a silent cold start → ColdStart with a Warning; a crash-looping restore
- *     → replaced once by a pod from files;
+ *     → replaced once by a pod from files, its snapshot deleted first and its
+ *     trigger only after the PodSnapshot is gone (GKE's finalizer held it);
  *   - the controller killed between the trigger and Ready, and between Ready
- *     and the pod delete: the same snapshot, one trigger, no early delete;
+ *     and the pod delete: the same snapshot, one trigger, no early delete; a
+ *     PodSnapshot that went while the controller was down: its trigger goes
+ *     once the controller is back;
  *   - the capacity fallback, on two GPU nodes of the test's own: no V100 free
  *     after the capacity timeout → the workspace runs on an L4 from its
  *     checkpoint, the status names the L4, the next snapshot is the L4's and
- *     the resume from it is pinned to the L4.
+ *     the resume from it is pinned to the L4;
+ *   - a deleted workspace leaves no trigger and no PodSnapshot, not even a
+ *     trigger that never made one.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -52,6 +57,64 @@ static int count_objects(const char *what, const char *selector)
     return n;
 }
 
+/* Whether the trigger exists: 1, 0, or -1 when kubectl failed. */
+static int trigger_exists(const char *trigger)
+{
+    char *out = NULL;
+    int rc = harness_kubectl(
+        &out, "-n %s get podsnapshotmanualtriggers %s --ignore-not-found -o name", ns, trigger);
+    int n = rc == 0 ? out && out[0] != '\0' : -1;
+    free(out);
+    return n;
+}
+
+/*
+ * Follows the PodSnapshot of trigger until both are gone: the trigger must
+ * outlive its PodSnapshot. The trigger is looked at first, then the
+ * PodSnapshot; a PodSnapshot never comes back, so a trigger seen gone with
+ * its PodSnapshot still there afterwards went first. Returns how often the
+ * PodSnapshot was seen held by GKE's finalizer while its trigger was there.
+ */
+static int follow_deletion(const char *trigger, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    int held = 0, seen = 0;
+    for (;;) {
+        int t = trigger_exists(trigger);
+        char *out = NULL;
+        int rc = harness_kubectl(&out,
+                                 "-n %s get podsnapshots -l gke-pod-snapshot-triggered-by=%s "
+                                 "-o jsonpath='{range .items[*]}{.metadata.name}:"
+                                 "{.metadata.deletionTimestamp}{\"\\n\"}{end}'",
+                                 ns, trigger);
+        if (t >= 0 && rc == 0) {
+            int snapshots = 0, deleting = 0;
+            for (char *line = out; line && *line;) {
+                char *nl = strchr(line, '\n');
+                char *colon = strchr(line, ':');
+                snapshots++;
+                deleting += colon && (!nl || colon < nl) && colon[1] != '\n' && colon[1] != '\0';
+                line = nl ? nl + 1 : NULL;
+            }
+            seen |= snapshots > 0;
+            if (!t && snapshots)
+                fail_msg("trigger %s was deleted before its PodSnapshot", trigger);
+            held += t && deleting;
+            if (!t && !snapshots) {
+                free(out);
+                break;
+            }
+        }
+        free(out);
+        if (harness_now_ms() > end)
+            fail_msg("trigger %s and its PodSnapshot are still there after %llu ms", trigger,
+                     (unsigned long long)timeout_ms);
+        usleep(100 * 1000);
+    }
+    assert_true(seen);
+    return held;
+}
+
 /* The simulator's failure mode for the pods of one workspace. */
 static void set_mode(const char *pod, const char *mode)
 {
@@ -71,8 +134,11 @@ static void simulator_start(void)
     if (simulator == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
+        /* GKE's finalizer holds a deleted PodSnapshot for 6 s: long enough
+         * to see, a few times, that its trigger waits for it. */
         execl(SNAPSHOT_SIMULATOR_BIN, SNAPSHOT_SIMULATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--namespace", ns, "--checkpoint-delay", "3s", "--log-level", "debug", (char *)NULL);
+              "--namespace", ns, "--checkpoint-delay", "3s", "--delete-delay", "6s", "--log-level",
+              "debug", (char *)NULL);
         _exit(127);
     }
 }
@@ -216,6 +282,14 @@ static void test_cold_start_and_crash_loop(void **state)
     set_paused("cold", 0);
     set_paused("crash", 0);
 
+    /* The crashed restore's snapshot is deleted; its trigger, through which
+     * the controller sees it, stays until GKE has let the PodSnapshot go, so
+     * no new pod starts while GKE could still restore it from that. */
+    int held = follow_deletion("crash-p1-1", 90000);
+    print_message("  PodSnapshot seen held by its finalizer %d times with its trigger there\n",
+                  held);
+    assert_true(held > 0);
+
     /* A restore that crash-loops is replaced once by a pod from files. */
     cJSON *ws = wait_reason("crash", "Restored", "FromCheckpoint", 90000);
     assert_non_null(strstr(cond_field(ws, "Restored", "message"), "crashed"));
@@ -258,6 +332,59 @@ static void test_crash_points(void **state)
     assert_int_equal(count_objects("podsnapshotmanualtriggers", "hibernator.dev/workspace=crashy"),
                      1);
     assert_int_equal(count_objects("podsnapshots", "gke-pod-snapshot-triggered-by=crashy-p1-1"), 1);
+
+    /* The PodSnapshot goes while the controller is down: nothing deletes its
+     * trigger then. Back, the controller finds the trigger without it once
+     * its caches have synced, and deletes it. */
+    controller_stop();
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s delete podsnapshots -l "
+                                     "gke-pod-snapshot-triggered-by=crashy-p1-1 --wait=true "
+                                     "--timeout=60s",
+                                     ns),
+                     0);
+    assert_int_equal(trigger_exists("crashy-p1-1"), 1);
+    controller_start(NULL);
+    uint64_t end = harness_now_ms() + 30000;
+    while (trigger_exists("crashy-p1-1") != 0 && harness_now_ms() < end)
+        usleep(200 * 1000);
+    assert_int_equal(trigger_exists("crashy-p1-1"), 0);
+}
+
+/* Deleting a workspace takes its snapshots and every trigger, also one that
+ * never made a PodSnapshot and that nothing else would delete (no owner). */
+static void test_delete_leaves_nothing(void **state)
+{
+    (void)state;
+    apply_ws("gone", "it-cpu-snap", 0, NULL);
+    cJSON_Delete(wait_state("gone", "Running", 60000));
+    set_paused("gone", 1);
+    cJSON_Delete(wait_state("gone", "Paused", 60000));
+    assert_int_equal(count_objects("podsnapshots", "gke-pod-snapshot-triggered-by=gone-p1-1"), 1);
+    assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\n"
+                                   "kind: PodSnapshotManualTrigger\n"
+                                   "metadata:\n"
+                                   "  name: gone-p9-1\n"
+                                   "  namespace: %s\n"
+                                   "  labels: {app.kubernetes.io/managed-by: hibernator, "
+                                   "hibernator.dev/workspace: gone}\n"
+                                   "spec: {targetPod: gone-nowhere}\n",
+                                   ns),
+                     0);
+    assert_int_equal(count_objects("podsnapshotmanualtriggers", "hibernator.dev/workspace=gone"),
+                     2);
+    delete_ws("gone");
+    assert_true(wait_gone("gone", 60000));
+    uint64_t end = harness_now_ms() + 60000;
+    int triggers = -1, snapshots = -1;
+    do {
+        if (triggers >= 0)
+            usleep(250 * 1000);
+        triggers = count_objects("podsnapshotmanualtriggers", "hibernator.dev/workspace=gone");
+        snapshots = count_objects("podsnapshots", "gke-pod-snapshot-triggered-by=gone-p1-1");
+    } while ((triggers || snapshots) && harness_now_ms() < end);
+    assert_int_equal(triggers, 0);
+    assert_int_equal(snapshots, 0);
 }
 
 /* A fake GPU node of this test: one GPU of the given product, tainted so
@@ -504,6 +631,7 @@ int main(void)
         cmocka_unit_test_setup(test_cold_start_and_crash_loop, clean_slate),
         cmocka_unit_test_setup(test_crash_points, clean_slate),
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
+        cmocka_unit_test_setup(test_delete_leaves_nothing, clean_slate),
     };
     return cmocka_run_group_tests_name("pod snapshots", tests, group_setup, group_teardown);
 }

@@ -3,7 +3,8 @@
  * never deleted before its snapshot is Ready (or the class says to pause
  * without memory after a failure), an attempt is named from counters so a
  * crash repeats it instead of taking a second snapshot, failures and the
- * timeout are reported and retried. docs/snapshots.md.
+ * timeout are reported and retried; snapshots go with the workspace, and a
+ * GKE trigger goes only after its PodSnapshot. docs/snapshots.md.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +16,10 @@
 
 #include <cmocka.h>
 
+#include "snapshot/gke.h"
 #include "workspace/decide.h"
 
+#undef MIN /* sys/param.h's, through uv.h */
 #define SEC 1000LL
 #define MIN (60 * SEC)
 #define T0 1800000000000LL
@@ -920,6 +923,79 @@ static void test_delete_with_workspace(void **state)
     world_free(&w);
 }
 
+/* More snapshots than one pass deletes: the finalizer stays until each
+ * one's deletion has been asked for, or the rest would be found by nobody. */
+static void test_delete_many_with_workspace(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"s1", "s2", "s3", "s4", "s5", "s6"};
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    w.ws->paused = 1;
+    w.ws->deletion_ms = w.now;
+    for (size_t i = 0; i < 6; i++)
+        w.all[i] = (struct snapshot_view){.attempt = names[i],
+                                          .phase = SNAPSHOT_PHASE_READY,
+                                          .name = names[i],
+                                          .ready_ms = w.now - (int64_t)(i + 1) * MIN};
+    w.n_all = 6;
+    struct decide_output o;
+    decide(&w, &o, 0);
+    assert_int_equal(n_deletes(&o), 4);
+    assert_null(find_action(&o, ACTION_REMOVE_FINALIZER));
+    assert_null(find_action(&o, ACTION_DELETE_PVC));
+    assert_true(o.requeue_after_ms > 0);
+    /* The next pass: those four are being deleted (GKE's finalizer holds
+     * them); the last two go and so may the workspace. */
+    for (size_t i = 0; i < o.n_actions; i++)
+        for (size_t k = 0; k < 6; k++)
+            if (o.actions[i].type == ACTION_SNAPSHOT_DELETE &&
+                strcmp(o.actions[i].name, names[k]) == 0)
+                w.all[k].deleting_ms = w.now;
+    decide_output_clear(&o);
+    w.now += SEC;
+    decide(&w, &o, 0);
+    assert_int_equal(n_deletes(&o), 2);
+    assert_non_null(find_action(&o, ACTION_REMOVE_FINALIZER));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* What becomes of a GKE trigger, from what the caches say of it and its
+ * PodSnapshot: it goes after its PodSnapshot, never before. */
+static void test_trigger_fate(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        struct gke_trigger_facts facts;
+        enum gke_trigger_fate want;
+    } cases[] = {
+        {"its PodSnapshot was just deleted",
+         {.snapshot_deleted = 1, .served = 1},
+         GKE_TRIGGER_DELETE},
+        {"deleted before the trigger named it", {.snapshot_deleted = 1}, GKE_TRIGGER_DELETE},
+        {"its PodSnapshot is cached", {.snapshot_cached = 1, .served = 1}, GKE_TRIGGER_KEEP},
+        {"its PodSnapshot is cached, not named yet", {.snapshot_cached = 1}, GKE_TRIGGER_KEEP},
+        {"its PodSnapshot is still in GKE's finalizer while the workspace is deleted",
+         {.snapshot_cached = 1, .served = 1, .workspace_deleting = 1},
+         GKE_TRIGGER_KEEP},
+        {"it names a PodSnapshot the cache lacks: ask", {.served = 1}, GKE_TRIGGER_CHECK},
+        {"the same while the workspace is deleted: ask, the cache may be behind",
+         {.served = 1, .workspace_deleting = 1},
+         GKE_TRIGGER_CHECK},
+        {"not served yet (or failed): GKE may still serve it, decide() reads it",
+         {},
+         GKE_TRIGGER_KEEP},
+        {"never served, the workspace is deleted", {.workspace_deleting = 1}, GKE_TRIGGER_DELETE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        print_message("  %s\n", cases[i].name);
+        assert_string_equal(gke_trigger_fate_name(gke_trigger_fate(&cases[i].facts)),
+                            gke_trigger_fate_name(cases[i].want));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -939,6 +1015,8 @@ int main(void)
         cmocka_unit_test(test_snapshot_hash_with_product),
         cmocka_unit_test(test_retention),
         cmocka_unit_test(test_delete_with_workspace),
+        cmocka_unit_test(test_delete_many_with_workspace),
+        cmocka_unit_test(test_trigger_fate),
     };
     return cmocka_run_group_tests_name("pause and resume with a snapshot", tests, NULL, NULL);
 }
