@@ -50,6 +50,9 @@ struct decide_input {
      * order; a node not listed is not known): which accelerator a pod got. */
     const struct decide_node *nodes;
     size_t n_nodes;
+    /* The node the last pause's pod ran on is absent from the synced node
+     * cache (ledger_awaits_node_removal() holds): it left the cluster. */
+    int pause_node_absent;
 };
 
 enum action_type {

@@ -30,6 +30,11 @@
  * taking it yet. */
 int ledger_awaits_taker(const struct workspace_status *s, int64_t now_ms);
 
+/* Whether the last pause still waits to learn that the node its pod ran on
+ * left the cluster: the pause is open, it released its pod's node less than
+ * LEDGER_WATCH_MS before now, and no removal was seen yet. */
+int ledger_awaits_node_removal(const struct workspace_status *s, int64_t now_ms);
+
 /* Whether pod p took the accelerator ws's last pause released (which
  * ledger_awaits_taker() must still wait for): a pod of another workspace on
  * that node, asking for that resource, scheduled in or after the second the

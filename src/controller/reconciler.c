@@ -347,6 +347,18 @@ static void enqueue_if_on_node(void *data, const struct cache_entry *e)
     free(wk);
 }
 
+/* A paused workspace whose pod ran on the node, which may just have left. */
+static void enqueue_if_paused_off_node(void *data, const struct cache_entry *e)
+{
+    const struct node_match *m = data;
+    const struct workspace *ws = e->obj;
+    const char *node = ws->status.last_pause.node_name;
+    if (!node || (m->node && strcmp(node, m->node) != 0) ||
+        !ledger_awaits_node_removal(&ws->status, m->r->now_ms(m->r->now_data)))
+        return;
+    queue_key(m->r, e->key);
+}
+
 /* A node's product label changed, or the node came or went: the
  * workspaces with a pod on it decide again. */
 static void on_node_change(void *data, const char *node)
@@ -356,6 +368,7 @@ static void on_node_change(void *data, const char *node)
         return;
     struct node_match m = {r, node};
     informer_foreach(r->pod_inf, enqueue_if_on_node, &m);
+    informer_foreach(r->ws_inf, enqueue_if_paused_off_node, &m);
 }
 
 static void on_pvc_change(void *data, const struct cache_entry *e)
@@ -953,6 +966,9 @@ static void reconcile(struct reconciler *r, const char *key)
         .snapshots = snap_list,
         .n_snapshots = n_snaps,
         .accelerator_taker = accelerator_taker(r, ws, now),
+        .pause_node_absent =
+            ledger_awaits_node_removal(&ws->status, now) &&
+            node_cache_lookup(r->nodes, ws->status.last_pause.node_name) == NODE_ABSENT,
         .nodes = nodes,
         .n_nodes = n_nodes,
     };

@@ -1576,6 +1576,8 @@ static void keep_ledger(struct decider *d)
             set_string(d, &lp->memory, pause_memory(st));
     }
     note_taker(d);
+    if (d->in->pause_node_absent && ledger_awaits_node_removal(st, d->now))
+        lp->node_removed_ms = d->now;
     if (ledger_awaits_taker(st, d->now)) {
         int64_t next = d->now + LEDGER_RECHECK_MS;
         int64_t end = lp->accelerator_released_ms + LEDGER_WATCH_MS;

@@ -15,6 +15,14 @@ int ledger_awaits_taker(const struct workspace_status *s, int64_t now_ms)
            !lp->accelerator_taken_ms && now_ms < lp->accelerator_released_ms + LEDGER_WATCH_MS;
 }
 
+int ledger_awaits_node_removal(const struct workspace_status *s, int64_t now_ms)
+{
+    const struct workspace_pause_timeline *lp = &s->last_pause;
+    return s->pauses > s->resumes && lp->accelerator_released_ms && lp->node_name &&
+           lp->node_name[0] && !lp->node_removed_ms &&
+           now_ms < lp->accelerator_released_ms + LEDGER_WATCH_MS;
+}
+
 /* p was scheduled before q (q NULL: nothing yet). */
 static int earlier(const struct workspace_pod *p, const struct workspace_pod *q)
 {

@@ -83,6 +83,7 @@ struct world {
     /* what the node cache knows */
     struct decide_node nodes[4];
     size_t n_nodes;
+    int pause_node_absent; /* the node cache no longer has the paused pod's node */
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -283,7 +284,8 @@ static void settle(struct world *w)
                               0,
                               w->taker,
                               w->nodes,
-                              w->n_nodes};
+                              w->n_nodes,
+                              w->pause_node_absent};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -312,7 +314,8 @@ static void decide(struct world *w, struct decide_output *out)
                               0,
                               w->taker,
                               w->nodes,
-                              w->n_nodes};
+                              w->n_nodes,
+                              w->pause_node_absent};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -2735,6 +2738,18 @@ static void test_ledger_pause_resume(void **state)
     assert_string_equal(st(&w)->last_pause.accelerator_taken_by, "team-b/bob-1");
     w.taker = NULL;
 
+    /* gpu-1 leaves the cluster while alice is paused: seen once, kept */
+    assert_int_equal(st(&w)->last_pause.node_removed_ms, 0);
+    w.pause_node_absent = 1;
+    w.now += 60 * SEC;
+    int64_t node_gone = w.now;
+    settle(&w);
+    assert_int_equal(st(&w)->last_pause.node_removed_ms, node_gone);
+    w.now += 60 * SEC;
+    settle(&w);
+    assert_int_equal(st(&w)->last_pause.node_removed_ms, node_gone);
+    w.pause_node_absent = 0;
+
     /* resumed two hours later */
     w.ws->paused = 0;
     w.now = asked + 120 * MIN;
@@ -2754,6 +2769,7 @@ static void test_ledger_pause_resume(void **state)
     assert_int_equal(r->pause.requested_ms, asked);
     assert_string_equal(r->pause.reason, "User");
     assert_string_equal(r->pause.accelerator_taken_by, "team-b/bob-1");
+    assert_int_equal(r->pause.node_removed_ms, node_gone);
     assert_int_equal(r->resume.requested_ms, resumed);
     assert_int_equal(r->resume.pod_scheduled_ms, resumed + 3 * SEC);
     assert_int_equal(r->resume.ready_ms, resumed + 13 * SEC);

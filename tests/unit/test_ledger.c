@@ -75,6 +75,34 @@ static void test_awaits_taker(void **state)
     workspace_free(ws);
 }
 
+static void test_awaits_node_removal(void **state)
+{
+    (void)state;
+    struct workspace *ws = paused_alice();
+    struct workspace_status *s = &ws->status;
+    int64_t released = s->last_pause.accelerator_released_ms;
+    assert_true(ledger_awaits_node_removal(s, released));
+    assert_true(ledger_awaits_node_removal(s, released + DAY - 1));
+    assert_false(ledger_awaits_node_removal(s, released + DAY)); /* a day is enough */
+    /* taken by another pod: the node's fate is still of interest */
+    s->last_pause.accelerator_taken_ms = released + 5 * SEC;
+    assert_true(ledger_awaits_node_removal(s, released + SEC));
+    s->last_pause.node_removed_ms = released + 9 * SEC; /* answered */
+    assert_false(ledger_awaits_node_removal(s, released + 10 * SEC));
+    s->last_pause.node_removed_ms = 0;
+    s->resumes = 3; /* resumed: the question is closed */
+    assert_false(ledger_awaits_node_removal(s, released + SEC));
+    s->resumes = 2;
+    s->last_pause.accelerator_released_ms = 0; /* still pausing */
+    assert_false(ledger_awaits_node_removal(s, released + SEC));
+    s->last_pause.accelerator_released_ms = released;
+    set(&s->last_pause.node_name, NULL); /* never got a node */
+    assert_false(ledger_awaits_node_removal(s, released + SEC));
+    set(&s->last_pause.node_name, "");
+    assert_false(ledger_awaits_node_removal(s, released + SEC));
+    workspace_free(ws);
+}
+
 struct pick_row {
     const char *what;
     const char *ns, *workspace, *name, *node;
@@ -184,6 +212,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_awaits_taker),
+        cmocka_unit_test(test_awaits_node_removal),
         cmocka_unit_test(test_taker_pick_table),
         cmocka_unit_test(test_taker_first),
     };
