@@ -244,8 +244,10 @@ static int set_paused(struct cli_api *api, const struct cli_args *a, int paused,
         cJSON_Delete(ws);
         return CLI_EXIT_OK;
     }
-    if (already && !paused && strcmp(state, "Running") == 0) {
-        fprintf(out, "workspace \"%s\" is not paused (state Running)\n", a->name);
+    /* Not paused and no resume under way: nothing to resume. */
+    if (already && !paused && strcmp(state, "Resuming") != 0 &&
+        strcmp(state, "WaitingForCapacity") != 0 && strcmp(state, "Pausing") != 0) {
+        fprintf(out, "workspace \"%s\" is not paused (state %s)\n", a->name, state);
         cJSON_Delete(ws);
         return CLI_EXIT_OK;
     }

@@ -28,6 +28,13 @@ void progress_begin(struct progress *p, enum progress_goal goal, const cJSON *ws
     int open = p->pauses_before > p->resumes_before;
     if (goal == PROGRESS_RESUME)
         p->counted_expected = open;
+    /* Following a resume already counted and not ready yet: that one. */
+    if (goal == PROGRESS_RESUME && !open && p->resumes_before > 0 &&
+        fields_time(ws, "status.lastResume.requestedAt") &&
+        !fields_time(ws, "status.lastResume.readyAt")) {
+        p->counted_expected = 1;
+        p->resumes_before--;
+    }
 }
 
 static const char *cond_reason(const cJSON *ws, const char *type)

@@ -12,7 +12,8 @@
  * generation the request made), and a resume is recognised by
  * status.accounting.resumes growing past its value at the request, so an
  * older resume's readyAt or an old Paused state is never mistaken for this
- * request's.
+ * request's; a resume already counted and not ready yet is followed as it
+ * is (a second `resume --wait`).
  *
  * Pure: the workspace and the times are arguments.
  */

@@ -497,6 +497,27 @@ static void test_progress_resume(void **state)
             6, t0 + 27000, PROGRESS_DONE);
     progress_result(&p, line, sizeof(line));
     assert_string_equal(line, "ready in 25.3s (restored from snapshot)");
+
+    /* A second --wait on a resume under way follows that resume. */
+    const char *waiting = "{\"observedGeneration\":6,\"state\":\"WaitingForCapacity\","
+                          "\"accounting\":{\"pauses\":2,\"resumes\":2},"
+                          "\"lastResume\":{\"requestedAt\":\"2026-03-10T12:00:00Z\"}}";
+    after = ws_with(waiting, 6);
+    progress_begin(&p, PROGRESS_RESUME, after, t0 + 30000);
+    cJSON_Delete(after);
+    assert_true(p.counted_expected);
+    observe(&p, waiting, 6, t0 + 30000, PROGRESS_WAITING_FOR_CAPACITY);
+    observe(&p,
+            "{\"observedGeneration\":6,\"state\":\"Running\","
+            "\"accounting\":{\"pauses\":2,\"resumes\":2},"
+            "\"lastResume\":{\"requestedAt\":\"2026-03-10T12:00:00Z\","
+            "\"readyAt\":\"2026-03-10T12:00:40Z\",\"secondsToReady\":40.2,"
+            "\"restoredFrom\":\"ColdStart\"},"
+            "\"conditions\":[{\"type\":\"Restored\",\"status\":\"True\","
+            "\"reason\":\"ColdStart\"}]}",
+            6, t0 + 45000, PROGRESS_DONE);
+    progress_result(&p, line, sizeof(line));
+    assert_string_equal(line, "ready in 40.2s (restored from cold start)");
 }
 
 static void test_progress_pause_and_start(void **state)
