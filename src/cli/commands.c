@@ -87,7 +87,8 @@ struct follow {
     int64_t wall_start; /* progress works in wall-clock ms, like the status */
     int64_t mono_start;
     int ticks;
-    cJSON *last; /* the newest state seen, when the caller wants it */
+    int shown_phase; /* the phase of the line on screen, -1 before the first */
+    cJSON *last;     /* the newest state seen, when the caller wants it */
     int keep_last;
     int oom;
     char line[768];
@@ -102,6 +103,11 @@ static void show(struct follow *f)
 {
     progress_line(f->p, follow_now(f), f->line, sizeof(f->line));
     if (f->tty) {
+        /* A new phase keeps the last one's line; within a phase the line
+         * is rewritten with the elapsed time. */
+        if (f->shown_phase >= 0 && f->shown_phase != (int)f->p->phase)
+            fputc('\n', f->out);
+        f->shown_phase = (int)f->p->phase;
         fputs("\r\033[K", f->out);
         text_print_clean(f->out, f->line);
     } else {
@@ -141,8 +147,12 @@ int cli_follow(struct cli_api *api, const char *ns, const char *name, enum progr
                const cJSON *after, int64_t timeout_ms, const char *what, FILE *out, FILE *err,
                struct progress *p, cJSON **ret_ws)
 {
-    struct follow f = {
-        .p = p, .api = api, .out = out, .tty = isatty(fileno(out)), .keep_last = ret_ws != NULL};
+    struct follow f = {.p = p,
+                       .api = api,
+                       .out = out,
+                       .tty = isatty(fileno(out)),
+                       .shown_phase = -1,
+                       .keep_last = ret_ws != NULL};
     f.wall_start = clock_unix_ms();
     f.mono_start = cli_api_now(api);
     progress_begin(p, goal, after, f.wall_start);
