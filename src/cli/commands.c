@@ -320,7 +320,9 @@ int cmd_keep_alive(struct cli_api *api, const struct cli_args *a, FILE *out, FIL
         fprintf(out, "workspace \"%s\": keep-alive removed\n", a->name);
     } else {
         char in[TIMETEXT_SIZE];
-        timetext_age(a->until_ms - clock_unix_ms(), in);
+        /* To the nearest second: "--until 2h" reads "in 120m", not "in 119m". */
+        int64_t left = a->until_ms - clock_unix_ms();
+        timetext_age((left + 500) / 1000 * 1000, in);
         fprintf(out, "workspace \"%s\": no automatic pause before %s (in %s)\n", a->name, t, in);
         if (fields_true(after, "spec.paused"))
             fprintf(out, "note: the workspace is paused; the keep-alive applies once it runs\n");

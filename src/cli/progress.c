@@ -74,11 +74,13 @@ static int observe_start(struct progress *p, const cJSON *ws, int64_t now, int c
         if (streq(restored, "RestoreCrashed"))
             return set(p, PROGRESS_STARTING, cond_message(ws, "Restored"));
         const char *what = streq(restored, "Restoring")        ? "restoring from the snapshot"
-                           : streq(restored, "FromCheckpoint") ? "starting from the checkpoint"
-                                                               : "starting";
+                           : streq(restored, "FromCheckpoint") ? "from the checkpoint"
+                                                               : NULL;
         char d[sizeof(p->detail)];
         const char *msg = cond_message(ws, "Ready");
-        snprintf(d, sizeof(d), "%s%s%s", what, msg && *msg ? ": " : "", msg ? msg : "");
+        if (!msg || !*msg)
+            msg = NULL;
+        snprintf(d, sizeof(d), "%s%s%s", what ? what : "", what && msg ? ": " : "", msg ? msg : "");
         return set(p, PROGRESS_STARTING, d);
     }
     if (streq(restored, "Restoring"))
