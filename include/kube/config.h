@@ -77,6 +77,11 @@ int kube_config_in_cluster(const char *root, struct kube_config **ret_config, ch
 int kube_config_load_default(const char *explicit_path, struct kube_config **ret_config,
                              char **ret_err);
 
+/* The same with a context (NULL or "": the file's current-context), as
+ * kubectl's --context; an error when the config is the in-cluster one. */
+int kube_config_load_default_context(const char *explicit_path, const char *context,
+                                     struct kube_config **ret_config, char **ret_err);
+
 /* Frees everything; accepts NULL. PEM and token memory is wiped first. */
 void kube_config_free(struct kube_config *config);
 

@@ -1009,8 +1009,14 @@ fail:
 int kube_config_load_default(const char *explicit_path, struct kube_config **ret_config,
                              char **ret_err)
 {
+    return kube_config_load_default_context(explicit_path, NULL, ret_config, ret_err);
+}
+
+int kube_config_load_default_context(const char *explicit_path, const char *context,
+                                     struct kube_config **ret_config, char **ret_err)
+{
     if (explicit_path && *explicit_path)
-        return kube_config_load_file(explicit_path, NULL, ret_config, ret_err);
+        return kube_config_load_file(explicit_path, context, ret_config, ret_err);
 
     /* kubectl merges every file of $KUBECONFIG; a controller is pointed at
      * one cluster, so the first entry is the one that counts. */
@@ -1027,15 +1033,23 @@ int kube_config_load_default(const char *explicit_path, struct kube_config **ret
                 set_err(ret_err, "KUBECONFIG: out of memory");
                 return -ENOMEM;
             }
-            int r = kube_config_load_file(first, NULL, ret_config, ret_err);
+            int r = kube_config_load_file(first, context, ret_config, ret_err);
             free(first);
             return r;
         }
     }
 
     const char *host = getenv("KUBERNETES_SERVICE_HOST");
-    if (host && *host)
+    if (host && *host) {
+        if (context && *context) {
+            set_err(ret_err,
+                    "context \"%s\": there is no kubeconfig to find it in (in-cluster "
+                    "configuration)",
+                    context);
+            return -ENOENT;
+        }
         return kube_config_in_cluster(NULL, ret_config, ret_err);
+    }
 
     const char *home = getenv("HOME");
     if (!home || !*home) {
@@ -1048,7 +1062,7 @@ int kube_config_load_default(const char *explicit_path, struct kube_config **ret
         set_err(ret_err, "out of memory");
         return -ENOMEM;
     }
-    int r = kube_config_load_file(path, NULL, ret_config, ret_err);
+    int r = kube_config_load_file(path, context, ret_config, ret_err);
     free(path);
     return r;
 }

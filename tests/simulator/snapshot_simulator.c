@@ -74,6 +74,8 @@
 #define ANN_SPEC_HASH "simulator.hibernator.dev/pod-spec-hash"
 #define ANN_GPU "simulator.hibernator.dev/gpu-product"
 #define ANN_POST "simulator.hibernator.dev/post-checkpoint"
+/* On a restored pod: the UID of the pod whose process it carries on. */
+#define ANN_RESTORED_FROM_UID "simulator.hibernator.dev/restored-from-uid"
 #define MODE_CONFIGMAP "snapshot-simulator"
 #define MODE_CONFIGMAP_DEFAULT_KEY "_default"
 #define COMPONENT "snapshot-simulator"
@@ -1529,6 +1531,21 @@ static void pod_restore(struct sim *s, const char *key, const char *ns, const ch
         post_pod_event(s, ns, name, pod_uid, "Warning", "cold-start", msg);
         strmap_put(&s->skipped_restores, pod_uid, (void *)"", NULL);
         finish(s, key, 0);
+        return;
+    }
+
+    /* The restored process is the source pod's. Said on the pod first, so a
+     * stand-in application (tests/tools/canary) knows it before PodRestored
+     * tells the controller; the pod's next event brings the condition. */
+    const char *source_uid = annotation(snap, ANN_ORIGIN_UID);
+    if (source_uid && !annotation(pod, ANN_RESTORED_FROM_UID)) {
+        int failed = 0;
+        cJSON *p = cJSON_CreateObject();
+        cJSON *meta = put_obj(&failed, p, "metadata");
+        put_str(&failed, meta, "resourceVersion", STR(pod, "metadata", "resourceVersion"));
+        put_str(&failed, put_obj(&failed, meta, "annotations"), ANN_RESTORED_FROM_UID, source_uid);
+        write_patch(s, key, "pod restored-from-uid", &KUBE_RESOURCE_PODS, ns, name, NULL,
+                    KUBE_PATCH_MERGE, built(failed, p), 0);
         return;
     }
 

@@ -751,6 +751,19 @@ static void test_default_precedence(void **state)
     assert_string_equal(cfg->server, "https://dev.example.test:443");
     kube_config_free(cfg);
 
+    /* a context chosen as with kubectl --context, from $KUBECONFIG or the path */
+    setenv("KUBECONFIG", KC_DIR "/good-multi.yaml", 1);
+    assert_int_equal(kube_config_load_default_context(NULL, "prod", &cfg, &err), 0);
+    assert_string_equal(cfg->server, "https://prod.example.test");
+    kube_config_free(cfg);
+    assert_int_equal(kube_config_load_default_context(NULL, "nope", &cfg, &err), -ENOENT);
+    assert_contains(err, "context \"nope\": no such context");
+    free(err);
+    err = NULL;
+    assert_int_equal(kube_config_load_default_context(NULL, NULL, &cfg, &err), 0);
+    assert_string_equal(cfg->server, "https://dev.example.test:443");
+    kube_config_free(cfg);
+
     /* then the first entry of $KUBECONFIG */
     setenv("KUBECONFIG", ":" KC_DIR "/good-files.yaml:" KC_DIR "/good-multi.yaml", 1);
     setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
@@ -761,6 +774,10 @@ static void test_default_precedence(void **state)
     /* then in-cluster, which here fails because there is no service account */
     unsetenv("KUBECONFIG");
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    assert_int_equal(kube_config_load_default_context(NULL, "dev", &cfg, &err), -ENOENT);
+    assert_contains(err, "context \"dev\": there is no kubeconfig");
+    free(err);
+    err = NULL;
     if (access("/var/run/secrets/kubernetes.io/serviceaccount/token", F_OK) != 0) {
         assert_true(kube_config_load_default(NULL, &cfg, &err) < 0);
         assert_contains(err, "in-cluster: /var/run/secrets/kubernetes.io/serviceaccount/");

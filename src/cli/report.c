@@ -1,0 +1,387 @@
+#include "cli/report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/fields.h"
+#include "cli/ledger.h"
+#include "cli/table.h"
+#include "cli/timetext.h"
+#include "util/json.h"
+
+double report_percentile(const double *v, size_t n, double p)
+{
+    if (n == 0)
+        return NAN;
+    if (p <= 0)
+        return v[0];
+    if (p >= 1)
+        return v[n - 1];
+    double rank = p * (double)(n - 1);
+    size_t lo = (size_t)floor(rank);
+    double frac = rank - (double)lo;
+    if (lo + 1 >= n)
+        return v[n - 1];
+    return v[lo] + (v[lo + 1] - v[lo]) * frac;
+}
+
+/* Seconds of [a, b] within [from, to]; 0 when an end is unknown. */
+static double overlap(int64_t a, int64_t b, int64_t from, int64_t to)
+{
+    if (!a || !b)
+        return 0;
+    if (a < from)
+        a = from;
+    if (b > to)
+        b = to;
+    return b > a ? (double)(b - a) / 1000.0 : 0;
+}
+
+static int in_range(int64_t t, int64_t from, int64_t to)
+{
+    return t && t >= from && t < to;
+}
+
+static int add_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int add_note(struct report *r, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return -ENOMEM;
+    char **grown = realloc(r->notes, (r->n_notes + 1) * sizeof(*grown));
+    if (!grown) {
+        free(s);
+        return -ENOMEM;
+    }
+    r->notes = grown;
+    r->notes[r->n_notes++] = s;
+    return 0;
+}
+
+static struct report_group *group_for(struct report *r, const char *ns, const char *cls)
+{
+    for (size_t i = 0; i < r->n_groups; i++)
+        if (strcmp(r->groups[i].ns, ns) == 0 && strcmp(r->groups[i].class_name, cls) == 0)
+            return &r->groups[i];
+    struct report_group *grown = realloc(r->groups, (r->n_groups + 1) * sizeof(*grown));
+    if (!grown)
+        return NULL;
+    r->groups = grown;
+    struct report_group *g = &r->groups[r->n_groups];
+    *g = (struct report_group){.ns = strdup(ns), .class_name = strdup(cls)};
+    if (!g->ns || !g->class_name) {
+        free(g->ns);
+        free(g->class_name);
+        return NULL;
+    }
+    r->n_groups++;
+    return g;
+}
+
+static int add_ready(struct report_group *g, double s)
+{
+    if (g->n_ready == g->cap_ready) {
+        size_t cap = g->cap_ready ? g->cap_ready * 2 : 8;
+        double *grown = realloc(g->ready_s, cap * sizeof(*grown));
+        if (!grown)
+            return -ENOMEM;
+        g->ready_s = grown;
+        g->cap_ready = cap;
+    }
+    g->ready_s[g->n_ready++] = s;
+    return 0;
+}
+
+static int add_workspace(struct report *r, const cJSON *ws, int64_t now)
+{
+    const char *ns = fields_str(ws, "metadata.namespace");
+    const char *name = fields_str(ws, "metadata.name");
+    const char *cls = fields_str(ws, "spec.className");
+    struct report_group *g = group_for(r, ns ? ns : "", cls ? cls : "");
+    struct ledger l;
+    if (!g || ledger_read(ws, &l) < 0)
+        return -ENOMEM;
+    int64_t from = r->from_ms, to = r->to_ms;
+    int64_t open_end = to < now ? to : now; /* what is still going on counts until here */
+    double k = l.accelerators;
+    int err = 0;
+    g->workspaces++;
+    for (size_t i = 0; i < l.n && err == 0; i++) {
+        const struct ledger_record *rec = &l.records[i];
+        g->held_s += k * overlap(rec->held_since_ms, rec->released_ms, from, to);
+        int64_t back_end = rec->pod_scheduled_ms ? rec->pod_scheduled_ms : rec->ready_ms;
+        if (!back_end && i == 0) /* still paused, or waiting for capacity */
+            back_end = open_end;
+        g->given_back_s += k * overlap(rec->released_ms, back_end, from, to);
+        int64_t snap_at = rec->snapshot_ready_ms ? rec->snapshot_ready_ms : rec->paused_ms;
+        if (rec->snapshot_seconds >= 0 && in_range(snap_at, from, to))
+            g->snapshot_s += rec->snapshot_seconds;
+        g->pauses += in_range(rec->paused_ms, from, to);
+        g->resumes += in_range(rec->resume_requested_ms, from, to);
+        if (in_range(rec->ready_ms, from, to)) {
+            if (rec->seconds_to_ready >= 0)
+                err = add_ready(g, rec->seconds_to_ready);
+            if (rec->restored_from) {
+                g->restores++;
+                g->lost_memory += ledger_lost_memory(rec->restored_from);
+            }
+        }
+    }
+    if (l.held_since_ms)
+        g->held_s += k * overlap(l.held_since_ms, open_end, from, to);
+
+    if (err == 0 && !l.from_history && (l.pauses > 0 || l.accelerators > 0)) {
+        err = add_note(r,
+                       "%s/%s: no status.history; held hours are not counted, the rest comes "
+                       "from the last pause and resume only",
+                       ns ? ns : "", name ? name : "");
+    } else if (err == 0 && l.from_history && l.pauses > (int64_t)l.n) {
+        const struct ledger_record *oldest = l.n ? &l.records[l.n - 1] : NULL;
+        int64_t start =
+            oldest ? (oldest->held_since_ms ? oldest->held_since_ms : oldest->paused_ms) : 0;
+        if (!start || start > from) {
+            char t[TIMETEXT_SIZE];
+            timetext_time(start, t);
+            err = add_note(r,
+                           "%s/%s: history reaches back to %s only (%zu of %lld pauses kept); "
+                           "use before then is not counted",
+                           ns ? ns : "", name ? name : "", t, l.n, (long long)l.pauses);
+        }
+    }
+    ledger_clear(&l);
+    return err;
+}
+
+static int double_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int group_cmp(const void *a, const void *b)
+{
+    const struct report_group *x = a, *y = b;
+    int c = strcmp(x->ns, y->ns);
+    return c ? c : strcmp(x->class_name, y->class_name);
+}
+
+int report_compute(const cJSON *list, int64_t from, int64_t to, int64_t now, struct report **ret)
+{
+    struct report *r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->from_ms = from;
+    r->to_ms = to;
+    const cJSON *ws;
+    cJSON_ArrayForEach(ws, json_member(list, "items"))
+    {
+        if (add_workspace(r, ws, now) < 0) {
+            report_free(r);
+            return -ENOMEM;
+        }
+    }
+    qsort(r->groups, r->n_groups, sizeof(*r->groups), group_cmp);
+    for (size_t i = 0; i < r->n_groups; i++) {
+        struct report_group *g = &r->groups[i];
+        if (g->n_ready)
+            qsort(g->ready_s, g->n_ready, sizeof(*g->ready_s), double_cmp);
+        g->ready_p50 = report_percentile(g->ready_s, g->n_ready, 0.5);
+        g->ready_p90 = report_percentile(g->ready_s, g->n_ready, 0.9);
+    }
+    *ret = r;
+    return 0;
+}
+
+void report_free(struct report *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_groups; i++) {
+        free(r->groups[i].ns);
+        free(r->groups[i].class_name);
+        free(r->groups[i].ready_s);
+    }
+    free(r->groups);
+    for (size_t i = 0; i < r->n_notes; i++)
+        free(r->notes[i]);
+    free(r->notes);
+    free(r);
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+static const char *const headers[] = {
+    "NAMESPACE", "CLASS",     "WORKSPACES", "HELD-H", "GIVEN-BACK-H", "SNAPSHOT",
+    "READY-P50", "READY-P90", "COLD-START", "PAUSES", "RESUMES",
+};
+static const char *const csv_headers[] = {
+    "namespace",
+    "class",
+    "workspaces",
+    "accelerator_hours_held",
+    "accelerator_hours_given_back",
+    "snapshot_seconds",
+    "seconds_to_ready_median",
+    "seconds_to_ready_p90",
+    "cold_start_share",
+    "pauses",
+    "resumes",
+};
+#define N_COLUMNS (sizeof(headers) / sizeof(headers[0]))
+
+/* The cells of one group; numbers plain for CSV, friendlier for a table. */
+static void group_cells(const struct report_group *g, int csv, char cells[N_COLUMNS][32])
+{
+    snprintf(cells[2], 32, "%d", g->workspaces);
+    snprintf(cells[3], 32, csv ? "%.4f" : "%.2f", g->held_s / 3600.0);
+    snprintf(cells[4], 32, csv ? "%.4f" : "%.2f", g->given_back_s / 3600.0);
+    if (csv) {
+        snprintf(cells[5], 32, "%.1f", g->snapshot_s);
+        cells[6][0] = cells[7][0] = '\0';
+        if (!isnan(g->ready_p50))
+            snprintf(cells[6], 32, "%.1f", g->ready_p50);
+        if (!isnan(g->ready_p90))
+            snprintf(cells[7], 32, "%.1f", g->ready_p90);
+        if (g->restores)
+            snprintf(cells[8], 32, "%.3f", (double)g->lost_memory / g->restores);
+        else
+            cells[8][0] = '\0';
+    } else {
+        timetext_seconds(g->snapshot_s, cells[5]);
+        timetext_seconds(isnan(g->ready_p50) ? -1 : g->ready_p50, cells[6]);
+        timetext_seconds(isnan(g->ready_p90) ? -1 : g->ready_p90, cells[7]);
+        if (g->restores)
+            snprintf(cells[8], 32, "%.0f%%", 100.0 * g->lost_memory / g->restores);
+        else
+            snprintf(cells[8], 32, "-");
+    }
+    snprintf(cells[9], 32, "%d", g->pauses);
+    snprintf(cells[10], 32, "%d", g->resumes);
+}
+
+static int print_rows(const struct report *r, int csv, FILE *out)
+{
+    struct table *t = table_new(N_COLUMNS, csv ? csv_headers : headers);
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < r->n_groups; i++) {
+        const struct report_group *g = &r->groups[i];
+        char cells[N_COLUMNS][32];
+        group_cells(g, csv, cells);
+        const char *row[N_COLUMNS];
+        row[0] = g->ns;
+        row[1] = g->class_name;
+        for (size_t c = 2; c < N_COLUMNS; c++)
+            row[c] = cells[c];
+        if (table_add_row(t, row) < 0) {
+            table_free(t);
+            return -ENOMEM;
+        }
+    }
+    if (csv)
+        table_print_csv(t, out);
+    else
+        table_print(t, out, 0);
+    table_free(t);
+    return 0;
+}
+
+static double rounded(double v, double unit)
+{
+    return round(v / unit) * unit;
+}
+
+static int add_num(cJSON *o, const char *k, double v, double unit)
+{
+    if (isnan(v))
+        return cJSON_AddNullToObject(o, k) != NULL;
+    return cJSON_AddNumberToObject(o, k, rounded(v, unit)) != NULL;
+}
+
+static int add_group(cJSON *groups, const struct report_group *g)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j || !cJSON_AddItemToArray(groups, j)) {
+        cJSON_Delete(j);
+        return 0;
+    }
+    return cJSON_AddStringToObject(j, "namespace", g->ns) &&
+           cJSON_AddStringToObject(j, "class", g->class_name) &&
+           cJSON_AddNumberToObject(j, "workspaces", g->workspaces) &&
+           add_num(j, "acceleratorHoursHeld", g->held_s / 3600.0, 0.0001) &&
+           add_num(j, "acceleratorHoursGivenBack", g->given_back_s / 3600.0, 0.0001) &&
+           add_num(j, "snapshotSeconds", g->snapshot_s, 0.1) &&
+           add_num(j, "secondsToReadyMedian", g->ready_p50, 0.1) &&
+           add_num(j, "secondsToReadyP90", g->ready_p90, 0.1) &&
+           add_num(j, "coldStartShare", g->restores ? (double)g->lost_memory / g->restores : NAN,
+                   0.001) &&
+           cJSON_AddNumberToObject(j, "resumesReady", (double)g->n_ready) &&
+           cJSON_AddNumberToObject(j, "coldStarts", g->lost_memory) &&
+           cJSON_AddNumberToObject(j, "pauses", g->pauses) &&
+           cJSON_AddNumberToObject(j, "resumes", g->resumes);
+}
+
+static int print_json(const struct report *r, FILE *out)
+{
+    char from[TIMETEXT_SIZE], to[TIMETEXT_SIZE];
+    timetext_time(r->from_ms, from);
+    timetext_time(r->to_ms, to);
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && cJSON_AddStringToObject(o, "from", from) && cJSON_AddStringToObject(o, "to", to);
+    cJSON *groups = ok ? cJSON_AddArrayToObject(o, "groups") : NULL;
+    cJSON *notes = groups ? cJSON_AddArrayToObject(o, "notes") : NULL;
+    ok = notes != NULL;
+    for (size_t i = 0; ok && i < r->n_groups; i++)
+        ok = add_group(groups, &r->groups[i]);
+    for (size_t i = 0; ok && i < r->n_notes; i++) {
+        cJSON *n = cJSON_CreateString(r->notes[i]);
+        ok = n && cJSON_AddItemToArray(notes, n);
+        if (!ok)
+            cJSON_Delete(n);
+    }
+    char *text = ok ? cJSON_Print(o) : NULL;
+    if (text) {
+        fputs(text, out);
+        fputc('\n', out);
+    }
+    cJSON_free(text);
+    cJSON_Delete(o);
+    return text ? 0 : -ENOMEM;
+}
+
+int report_print(const struct report *r, enum cli_output format, FILE *out, FILE *notes_out)
+{
+    if (format == CLI_OUTPUT_JSON)
+        return print_json(r, out);
+    if (format == CLI_OUTPUT_CSV) {
+        int e = print_rows(r, 1, out);
+        for (size_t i = 0; e == 0 && i < r->n_notes; i++) {
+            fputs("note: ", notes_out);
+            text_print_clean(notes_out, r->notes[i]);
+            fputc('\n', notes_out);
+        }
+        return e;
+    }
+    char from[TIMETEXT_SIZE], to[TIMETEXT_SIZE];
+    timetext_time(r->from_ms, from);
+    timetext_time(r->to_ms, to);
+    fprintf(out, "Accelerator use from %s to %s\n\n", from, to);
+    int e = print_rows(r, 0, out);
+    if (e == 0 && r->n_notes) {
+        fprintf(out, "\nNotes:\n");
+        for (size_t i = 0; i < r->n_notes; i++) {
+            fputs("  ", out);
+            text_print_clean(out, r->notes[i]);
+            fputc('\n', out);
+        }
+    }
+    return e;
+}

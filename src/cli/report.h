@@ -1,0 +1,75 @@
+/*
+ * report: accelerator use per namespace and class over a time range, from
+ * the workspaces' ledgers (ledger.h).
+ *
+ * For each workspace, with k the accelerators it takes (0 for a CPU
+ * workspace), every interval clipped to [from, to]:
+ *   held        k x each record's [heldSince, acceleratorReleasedAt], plus
+ *               the current hold [accounting.acceleratorHeldSince, now];
+ *   given back  k x each record's [acceleratorReleasedAt, podScheduledAt],
+ *               or up to the range's end (at most now) for the newest
+ *               record while the workspace is still paused;
+ *   snapshot    snapshotSeconds of the pauses whose snapshot became Ready
+ *               (else that were asked for) in the range;
+ *   time to ready  secondsToReady of the resumes ready in the range: median
+ *               and p90 (linear between the nearest ranks);
+ *   cold-start share  of those resumes, the ones that did not bring the
+ *               memory back (ColdStart, FromCheckpoint, Fresh);
+ *   pauses, resumes  pausedAt, resumeRequestedAt in the range.
+ * A note names each workspace whose kept history does not reach back to
+ * `from` (accounting counts more pauses than it keeps), and each without a
+ * history at all (figures from lastPause/lastResume only, no held time).
+ *
+ * Pure: the list, the range and "now" are arguments.
+ *
+ * Ownership: a report owns its strings; report_free() releases it.
+ */
+#ifndef HIBERNATOR_CLI_REPORT_H
+#define HIBERNATOR_CLI_REPORT_H
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli/args.h"
+
+struct report_group {
+    char *ns;
+    char *class_name;
+    int workspaces;
+    double held_s;       /* accelerator-seconds */
+    double given_back_s; /* accelerator-seconds */
+    double snapshot_s;
+    double *ready_s; /* times to ready, sorted once computed */
+    size_t n_ready, cap_ready;
+    double ready_p50, ready_p90; /* NAN when no resume was ready in the range */
+    int restores;                /* resumes with a known restoredFrom */
+    int lost_memory;             /* of those, without the memory */
+    int pauses, resumes;
+};
+
+struct report {
+    int64_t from_ms, to_ms;
+    struct report_group *groups; /* by namespace, then class */
+    size_t n_groups;
+    char **notes;
+    size_t n_notes;
+};
+
+/* Computes the report of a WorkspaceList. Returns 0 or -ENOMEM. */
+int report_compute(const cJSON *list, int64_t from_ms, int64_t to_ms, int64_t now_ms,
+                   struct report **ret);
+
+/* Writes the report as a table (with the range above it and the notes
+ * below), CSV (notes go to notes_out), or JSON (notes inside). Returns 0 or
+ * -ENOMEM. */
+int report_print(const struct report *r, enum cli_output format, FILE *out, FILE *notes_out);
+
+void report_free(struct report *r);
+
+/* The p-th percentile (0..1) of n sorted values, linear between the closest
+ * ranks (p=0.5 of {1,2,3,4} is 2.5); NAN for n == 0. */
+double report_percentile(const double *sorted, size_t n, double p);
+
+#endif
