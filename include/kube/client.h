@@ -48,6 +48,10 @@ struct kube_response {
     struct kube_api_error error; /* filled when http_code >= 400 */
     const char *transport_error; /* libcurl's words for a transport failure, else NULL */
     cJSON *body;                 /* parsed JSON of a 2xx answer, NULL if empty or not JSON */
+    /* kube_get_path() only: the 2xx answer's bytes as sent (NUL-terminated;
+     * borrowed, valid during the callback), NULL otherwise. */
+    const char *raw;
+    size_t raw_len;
 };
 
 typedef void (*kube_response_cb)(void *data, struct kube_response *resp);
@@ -124,6 +128,13 @@ struct kube_request *kube_delete(struct kube_client *c, const struct kube_resour
 struct kube_request *kube_watch(struct kube_client *c, const struct kube_resource *res,
                                 const char *ns, const struct kube_watch_options *opts,
                                 kube_stream_cb on_bytes, kube_response_cb done, void *data);
+
+/* GET of a path on the API server that does not answer with an API object
+ * (a pod's proxy, /healthz): path is absolute and already escaped. The
+ * answer is passed as bytes (resp->raw), at most max_bytes (more: -EFBIG);
+ * a non-2xx answer is an error as for the other calls. */
+struct kube_request *kube_get_path(struct kube_client *c, const char *path, size_t max_bytes,
+                                   kube_response_cb cb, void *data);
 
 /* Any call failed to start (bad arguments, no memory) returns NULL and calls
  * no callback. */

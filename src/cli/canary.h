@@ -3,9 +3,8 @@
  * the drill's proof that a resume brought the memory back.
  *
  * By default: GET /api/v1/namespaces/NS/pods/POD:PORT/proxy/canary through
- * the API server, with the kubeconfig's TLS settings and the credential
- * kube/credentials.h provides (token, token file or exec plugin; a client
- * certificate from the config or the plugin). With a URL template instead
+ * the API server, with the project's API client (kube_get_path(): the
+ * kubeconfig's TLS settings and credential, as for every other call). With a URL template instead
  * ({pod}, {uid}, {namespace}, {workspace} filled in, percent-encoded): a
  * plain GET through net/http_get.h, which never carries the cluster's
  * credentials to that address.

@@ -46,6 +46,7 @@ struct kube_request {
     size_t body_len;
     const char *content_type;
     int is_watch;
+    int raw; /* kube_get_path(): the answer is passed as bytes */
     long timeout_ms;
     uint64_t start_at_ms;
     CURL *easy;                 /* owned by the curl_loop while RUNNING */
@@ -203,7 +204,10 @@ static void request_finish(struct kube_request *r, CURLcode code, const char *er
         resp.transport_error = transport;
         resp.http_code = 0;
     } else if (resp.http_code >= 200 && resp.http_code < 300) {
-        if (r->response.len > 0) {
+        if (r->raw) {
+            resp.raw = buf_str(&r->response);
+            resp.raw_len = r->response.len;
+        } else if (r->response.len > 0) {
             resp.body = cJSON_ParseWithLength(r->response.data, r->response.len);
             if (!resp.body) {
                 resp.status = -EBADMSG;
@@ -279,7 +283,7 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
     if (!e)
         return -ENOMEM;
     r->easy = e;
-    int err = add_header(r, "Accept: application/json");
+    int err = add_header(r, r->raw ? "Accept: */*" : "Accept: application/json");
     if (err == 0 && r->content_type) {
         char h[128];
         snprintf(h, sizeof(h), "Content-Type: %s", r->content_type);
@@ -673,6 +677,25 @@ struct kube_request *kube_list(struct kube_client *c, const struct kube_resource
     if (e == 0)
         r = request_new(c, "GET", &p, NULL, NULL, cb, data);
     buf_free(&p);
+    return submit(r);
+}
+
+struct kube_request *kube_get_path(struct kube_client *c, const char *path, size_t max_bytes,
+                                   kube_response_cb cb, void *data)
+{
+    if (!path || path[0] != '/' || max_bytes == 0)
+        return NULL;
+    struct buf p;
+    buf_init(&p, 64 * 1024);
+    struct kube_request *r = NULL;
+    if (buf_append_str(&p, path) == 0)
+        r = request_new(c, "GET", &p, NULL, NULL, cb, data);
+    buf_free(&p);
+    if (r) {
+        r->raw = 1;
+        buf_free(&r->response);
+        buf_init(&r->response, max_bytes);
+    }
     return submit(r);
 }
 

@@ -658,23 +658,6 @@ static int clean_slate(void **state)
     return 0;
 }
 
-static void apply_class(const char *name, const char *extra)
-{
-    assert_int_equal(
-        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
-                      "metadata: {name: %s}\n"
-                      "spec:\n"
-                      "  images: {allowed: [\"registry.local/notebook:*\"], default: "
-                      "\"registry.local/notebook:v1\"}\n"
-                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: "
-                      "NoSchedule}]\n"
-                      "  home: {size: 1Gi}\n"
-                      "  pause: {gracePeriodSeconds: 1}\n"
-                      "%s",
-                      name, extra),
-        0);
-}
-
 static pid_t start_canary(void)
 {
     int fds[2];
@@ -704,19 +687,8 @@ static int group_setup(void **state)
 {
     (void)state;
     it_deploy("it-cli");
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd),
-             "kubectl --kubeconfig '%s' apply -f '%s/deploy/local/podsnapshot-crds.yaml' "
-             ">/dev/null && kubectl --kubeconfig '%s' wait --for=condition=Established "
-             "--timeout=60s crd/podsnapshots.podsnapshot.gke.io >/dev/null",
-             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
-    assert_int_equal(system(cmd), 0);
+    install_snapshot_crds("it-cli");
     ns = harness_namespace("it-cli");
-    assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\n"
-                                   "kind: PodSnapshotStorageConfig\n"
-                                   "metadata: {name: it-cli}\n"
-                                   "spec: {snapshotStorageConfig: {gcs: {bucket: local}}}\n"),
-                     0);
     assert_int_equal(harness_kubectl(NULL, "-n %s create configmap snapshot-simulator", ns), 0);
     apply_class("it-cli-gpu",
                 "  accelerator: {resourceName: nvidia.com/gpu, count: 1, product: Tesla-T4}\n"

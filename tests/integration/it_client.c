@@ -1,8 +1,10 @@
 /*
  * The API client against the real API server: every verb, pagination,
- * preconditions, both patch types, the status subresource, and the errors a
- * controller must tell apart (404, 409 conflict, 422 invalid).
+ * preconditions, both patch types, the status subresource, a GET of a path
+ * that answers with bytes (kube_get_path), and the errors a controller must
+ * tell apart (404, 409 conflict, 422 invalid).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +256,20 @@ static void test_status_subresource(void **state)
     harness_call_clear(&call);
 }
 
+struct raw_read {
+    struct harness_call *call;
+    char text[64]; /* the raw answer, up to 63 bytes */
+};
+
+/* Keeps the raw answer and records the call. */
+static void raw_cb(void *data, struct kube_response *resp)
+{
+    struct raw_read *rr = data;
+    if (resp->raw)
+        snprintf(rr->text, sizeof(rr->text), "%.*s", (int)resp->raw_len, resp->raw);
+    harness_call_cb(rr->call, resp);
+}
+
 static void test_limits_and_cancel(void **state)
 {
     struct fixture *f = *state;
@@ -277,6 +293,43 @@ static void test_limits_and_cancel(void **state)
     kube_client_close(small);
 }
 
+/* A path that answers with bytes, not an API object: the API server's own
+ * /healthz, a limit on what is read, and a pod proxy's error. */
+static void test_get_path(void **state)
+{
+    struct fixture *f = *state;
+    struct harness_call call = {0};
+    struct raw_read rr = {&call, ""};
+    assert_non_null(kube_get_path(f->client, "/healthz", 1024, raw_cb, &rr));
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, 0);
+    assert_int_equal(call.http_code, 200);
+    assert_string_equal(rr.text, "ok");
+    harness_call_clear(&call);
+
+    /* More than allowed: -EFBIG, nothing passed on. */
+    call = (struct harness_call){0};
+    rr.text[0] = '\0';
+    assert_non_null(kube_get_path(f->client, "/openapi/v2", 512, raw_cb, &rr));
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, -EFBIG);
+    assert_string_equal(rr.text, "");
+    harness_call_clear(&call);
+
+    /* A pod that does not exist: the API server's 404, as an API error. */
+    call = (struct harness_call){0};
+    char path[256];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/nobody:8080/proxy/canary", f->ns);
+    assert_non_null(kube_get_path(f->client, path, 1024, raw_cb, &rr));
+    harness_call_wait(&f->loop, &call);
+    assert_int_equal(call.status, -EIO);
+    assert_int_equal(call.http_code, 404);
+    harness_call_clear(&call);
+
+    /* Not a path. */
+    assert_null(kube_get_path(f->client, "healthz", 1024, raw_cb, &rr));
+}
+
 int main(void)
 {
     harness_require_cluster();
@@ -287,6 +340,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pagination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_status_subresource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limits_and_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_path, setup, teardown),
     };
     return cmocka_run_group_tests_name("api client", tests, NULL, NULL);
 }

@@ -409,25 +409,17 @@ static int clean_slate(void **state)
     return 0;
 }
 
-static void apply_class(const char *name, const char *activity)
+static void apply_idle_class(const char *name, const char *activity)
 {
-    assert_int_equal(
-        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
-                      "metadata: {name: %s}\n"
-                      "spec:\n"
-                      "  images: {allowed: [\"registry.local/notebook:*\"], default: "
-                      "\"registry.local/notebook:v1\"}\n"
-                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: "
-                      "NoSchedule}]\n"
-                      "  home: {size: 1Gi}\n"
-                      "  pause: {gracePeriodSeconds: 1}\n"
-                      "  idle: {after: %ds, minAfter: 10s, minRunning: 0s, warnBefore: %ds}\n"
-                      "  activity:\n"
-                      "    interval: 1s\n"
-                      "    timeout: 1s\n"
-                      "%s",
-                      name, IDLE_AFTER_S, WARN_BEFORE_S, activity),
-        0);
+    char extra[2048];
+    snprintf(extra, sizeof(extra),
+             "  idle: {after: %ds, minAfter: 10s, minRunning: 0s, warnBefore: %ds}\n"
+             "  activity:\n"
+             "    interval: 1s\n"
+             "    timeout: 1s\n"
+             "%s",
+             IDLE_AFTER_S, WARN_BEFORE_S, activity);
+    apply_class(name, extra);
 }
 
 static int group_setup(void **state)
@@ -469,27 +461,27 @@ static int group_setup(void **state)
                           "    url: http://127.0.0.1:%d\n"
                           "    tokenSecretRef: {name: \"%s\"}\n";
     snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "jupyter-token");
-    apply_class("it-jupyter", act);
+    apply_idle_class("it-jupyter", act);
     snprintf(act, sizeof(act), jupyter, busy_jupyter.port, "jupyter-token");
-    apply_class("it-jupyter-busy", act);
+    apply_idle_class("it-jupyter-busy", act);
     snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "wrong-token");
-    apply_class("it-jupyter-badtoken", act);
+    apply_idle_class("it-jupyter-badtoken", act);
     snprintf(act, sizeof(act), jupyter, down_jupyter.port, "jupyter-token");
-    apply_class("it-jupyter-down", act);
+    apply_idle_class("it-jupyter-down", act);
     snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "{workspace}-missing");
-    apply_class("it-jupyter-nosecret", act);
+    apply_idle_class("it-jupyter-nosecret", act);
     snprintf(act, sizeof(act),
              "    application: CodeServer\n"
              "    url: http://127.0.0.1:%d/{namespace}/{workspace}\n",
              fake.port);
-    apply_class("it-code-server", act);
+    apply_idle_class("it-code-server", act);
     snprintf(act, sizeof(act),
              "    application: Jupyter\n"
              "    url: http://127.0.0.1:%d\n"
              "    tokenSecretRef: {name: jupyter-token}\n"
              "    gpu: {prometheusURL: \"http://127.0.0.1:%d\"}\n",
              idle_jupyter.port, fake.port);
-    apply_class("it-jupyter-gpu", act);
+    apply_idle_class("it-jupyter-gpu", act);
     controller_start(NULL);
     return 0;
 }

@@ -557,40 +557,12 @@ static int clean_slate(void **state)
     return 0;
 }
 
-static void apply_class(const char *name, const char *extra)
-{
-    assert_int_equal(
-        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
-                      "metadata: {name: %s}\n"
-                      "spec:\n"
-                      "  images: {allowed: [\"registry.local/notebook:*\"], default: "
-                      "\"registry.local/notebook:v1\"}\n"
-                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: "
-                      "NoSchedule}]\n"
-                      "  home: {size: 1Gi}\n"
-                      "  pause: {gracePeriodSeconds: 1}\n"
-                      "%s",
-                      name, extra),
-        0);
-}
-
 static int group_setup(void **state)
 {
     (void)state;
     it_deploy("it-snapshot");
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd),
-             "kubectl --kubeconfig '%s' apply -f '%s/deploy/local/podsnapshot-crds.yaml' "
-             ">/dev/null && kubectl --kubeconfig '%s' wait --for=condition=Established "
-             "--timeout=60s crd/podsnapshots.podsnapshot.gke.io >/dev/null",
-             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
-    assert_int_equal(system(cmd), 0);
+    install_snapshot_crds("it-snapshot");
     ns = harness_namespace("it-snapshot");
-    assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\n"
-                                   "kind: PodSnapshotStorageConfig\n"
-                                   "metadata: {name: it-snapshot}\n"
-                                   "spec: {snapshotStorageConfig: {gcs: {bucket: local}}}\n"),
-                     0);
     assert_int_equal(harness_kubectl(NULL, "-n %s create configmap snapshot-simulator", ns), 0);
     const char *snap = "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 60s, "
                        "retryAfter: 10m%s}\n";

@@ -310,3 +310,37 @@ char *event_reasons(const char *name)
                     ns, name);
     return out ? out : strdup("");
 }
+
+void apply_class(const char *name, const char *extra)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+                      "metadata: {name: %s}\n"
+                      "spec:\n"
+                      "  images: {allowed: [\"registry.local/notebook:*\"], default: "
+                      "\"registry.local/notebook:v1\"}\n"
+                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, effect: "
+                      "NoSchedule}]\n"
+                      "  home: {size: 1Gi}\n"
+                      "  pause: {gracePeriodSeconds: 1}\n"
+                      "%s",
+                      name, extra),
+        0);
+}
+
+void install_snapshot_crds(const char *storage_config)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "kubectl --kubeconfig '%s' apply -f '%s/deploy/local/podsnapshot-crds.yaml' "
+             ">/dev/null && kubectl --kubeconfig '%s' wait --for=condition=Established "
+             "--timeout=60s crd/podsnapshots.podsnapshot.gke.io >/dev/null",
+             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\n"
+                                   "kind: PodSnapshotStorageConfig\n"
+                                   "metadata: {name: %s}\n"
+                                   "spec: {snapshotStorageConfig: {gcs: {bucket: local}}}\n",
+                                   storage_config),
+                     0);
+}

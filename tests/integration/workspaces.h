@@ -57,4 +57,12 @@ cJSON *wait_reason(const char *name, const char *type, const char *reason, uint6
  * Caller frees. */
 char *event_reasons(const char *name);
 
+/* Applies a WorkspaceClass for the local cluster's kwok nodes (its images
+ * registry.local/notebook:*, a 1Gi home, a 1 s pause grace) with extra
+ * lines of spec appended (each "  key: value\n"). */
+void apply_class(const char *name, const char *extra);
+/* Installs the podsnapshot.gke.io CRDs (waits until they are served) and a
+ * PodSnapshotStorageConfig named storage_config. */
+void install_snapshot_crds(const char *storage_config);
+
 #endif
