@@ -102,10 +102,9 @@ int cli_api_run_until(struct cli_api *api, int (*done)(void *data), void *data, 
     timer.data = &run;
     /* The timer also wakes uv_run so the deadline is seen in time. */
     uv_timer_start(&timer, on_tick, TICK_MS, TICK_MS);
-    int seen = api->interrupted;
     int r = 0;
     while (!done(data)) {
-        if (api->interrupted > seen) {
+        if (api->interrupted > api->acknowledged) {
             r = -EINTR;
             break;
         }
@@ -124,6 +123,11 @@ static int never(void *data)
 {
     (void)data;
     return 0;
+}
+
+void cli_api_acknowledge_interrupts(struct cli_api *api)
+{
+    api->acknowledged = api->interrupted;
 }
 
 int cli_api_sleep(struct cli_api *api, int64_t ms)

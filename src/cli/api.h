@@ -33,7 +33,8 @@ struct cli_api {
     struct kube_client *client;
     const char *ns; /* -n, else the context's namespace (points into args or config) */
     uv_signal_t sigint, sigterm;
-    int interrupted; /* signals received */
+    int interrupted;  /* signals received */
+    int acknowledged; /* of those, the ones cli_api_acknowledge_interrupts() let pass */
     int open;
 };
 
@@ -46,10 +47,17 @@ void cli_api_close(struct cli_api *api);
 int64_t cli_api_now(struct cli_api *api);
 
 /* Runs the loop until done(data) is true (0), the monotonic deadline passes
- * (-ETIMEDOUT; deadline 0 means none) or a signal arrives (-EINTR). tick,
- * when not NULL, is called about every 250 ms meanwhile. */
+ * (-ETIMEDOUT; deadline 0 means none) or a signal has arrived (-EINTR). A
+ * signal counts wherever the loop happened to run when it came, and keeps
+ * counting (every later call returns -EINTR at once) until
+ * cli_api_acknowledge_interrupts(). tick, when not NULL, is called about
+ * every 250 ms meanwhile. */
 int cli_api_run_until(struct cli_api *api, int (*done)(void *data), void *data, int64_t deadline_ms,
                       void (*tick)(void *data));
+
+/* The signals received so far are taken care of: later calls run again
+ * (cleaning up after Ctrl-C); another signal interrupts them. */
+void cli_api_acknowledge_interrupts(struct cli_api *api);
 
 /* Runs the loop for ms (or until a signal: -EINTR). */
 int cli_api_sleep(struct cli_api *api, int64_t ms);

@@ -360,7 +360,9 @@ int cmd_drill(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *er
     code = run(&d);
     char t[256];
     timings(&d, t, sizeof(t));
-    /* Whatever happened: the throw-away workspace goes, before the verdict. */
+    /* Whatever happened: the throw-away workspace goes, before the verdict;
+     * a Ctrl-C so far stops the drill, not the clean-up (a second one does). */
+    cli_api_acknowledge_interrupts(api);
     int cleaned = cleanup(&d);
     const char *from = d.resumed.restored_from[0] ? d.resumed.restored_from : NULL;
     int verdict_code;

@@ -19,6 +19,8 @@ int main(int argc, char **argv)
 {
     struct cli_args a;
     char err[512];
+    /* Progress lines reach a log or a pipe as they happen. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (cli_args_parse(argc, argv, clock_unix_ms(), &a, err, sizeof(err)) < 0) {
         fprintf(stderr, "error: %s\nSee 'kubectl workspace help'.\n", err);
         return CLI_EXIT_USAGE;

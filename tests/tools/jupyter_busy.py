@@ -18,6 +18,16 @@ import urllib.request
 from jupyter_client import BlockingKernelClient
 
 
+def kernel_state(base, token, kid):
+    """The kernel's execution_state as the server reports it."""
+    req = urllib.request.Request(
+        base + "/api/kernels/" + kid + "?no_track_activity=1",
+        headers={"Authorization": "token " + token},
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.load(resp)["execution_state"]
+
+
 def main():
     base, token, runtime = sys.argv[1], sys.argv[2], sys.argv[3]
     seconds = int(sys.argv[4]) if len(sys.argv) > 4 else 3600
@@ -42,25 +52,32 @@ def main():
     # gives up. ZeroMQ queues the request until the kernel listens.
     client.kernel_info()
     client.get_shell_msg(timeout=60)
+    # The server learns a kernel's state from the status messages on the
+    # kernel's iopub channel, through its own subscription, which joins a
+    # moment after the kernel starts (ZeroMQ's slow joiner): what is sent
+    # before it joins is lost to the server, and a kernel whose one "busy"
+    # went unheard stays "starting" there for the whole sleep. So nudge the
+    # kernel with empty cells until the server has heard one of them, then
+    # start the sleep.
+    kid = kernel["id"]
+    deadline = time.time() + 60
+    while kernel_state(base, token, kid) == "starting":
+        if time.time() > deadline:
+            sys.exit("kernel %s is starting, the server hears none of its status" % kid)
+        client.execute("pass")
+        time.sleep(0.5)
     client.execute("import time; time.sleep(%d)" % seconds)
     # Leave once the server itself reports the kernel busy (what the probe
-    # reads), not on our own iopub subscription, which may join late. Under
-    # load Jupyter Server 1.x sometimes never hears its kernels' status
-    # (the kernel stays "starting"); the caller then starts a new server.
+    # reads), not on our own iopub subscription.
     deadline = time.time() + 60
     state = None
     while time.time() < deadline:
-        req = urllib.request.Request(
-            base + "/api/kernels/" + kernel["id"] + "?no_track_activity=1",
-            headers={"Authorization": "token " + token},
-        )
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            state = json.load(resp)["execution_state"]
+        state = kernel_state(base, token, kid)
         if state == "busy":
             break
         time.sleep(0.2)
     else:
-        sys.exit("kernel %s is %s, not busy" % (kernel["id"], state))
+        sys.exit("kernel %s is %s, not busy" % (kid, state))
     client.stop_channels()
     print(kernel["id"])
 

@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "cli/api.h"
 #include "cli/args.h"
 #include "cli/canary.h"
 #include "cli/describe.h"
@@ -819,17 +820,53 @@ static void test_ledger_fallback(void **state)
     cJSON_Delete(list);
 }
 
+/* A signal stops every wait until it is acknowledged (a drill's clean-up
+ * then runs); one that came while no wait was running still counts. */
+static int never_done(void *data)
+{
+    (void)data;
+    return 0;
+}
+
+static void test_interrupts_are_sticky(void **state)
+{
+    (void)state;
+    struct cli_api api;
+    memset(&api, 0, sizeof(api));
+    assert_int_equal(uv_loop_init(&api.loop), 0);
+    assert_int_equal(cli_api_sleep(&api, 10), 0);
+    api.interrupted = 1; /* as the signal handler does, between two waits */
+    assert_int_equal(cli_api_sleep(&api, 10), -EINTR);
+    assert_int_equal(cli_api_run_until(&api, never_done, NULL, cli_api_now(&api) + 10, NULL),
+                     -EINTR);
+    cli_api_acknowledge_interrupts(&api);
+    assert_int_equal(cli_api_run_until(&api, never_done, NULL, cli_api_now(&api) + 10, NULL),
+                     -ETIMEDOUT);
+    api.interrupted++; /* a second Ctrl-C stops the clean-up too */
+    assert_int_equal(cli_api_sleep(&api, 10), -EINTR);
+    assert_int_equal(uv_loop_close(&api.loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_args_commands),   cmocka_unit_test(test_args_errors),
-        cmocka_unit_test(test_args_times),      cmocka_unit_test(test_timetext_age),
-        cmocka_unit_test(test_timetext_parse),  cmocka_unit_test(test_table_layout),
-        cmocka_unit_test(test_progress_resume), cmocka_unit_test(test_progress_pause_and_start),
-        cmocka_unit_test(test_drill_judge),     cmocka_unit_test(test_percentile),
-        cmocka_unit_test(test_canary_url),      cmocka_unit_test(test_report_intervals),
-        cmocka_unit_test(test_ledger_fallback), cmocka_unit_test(test_golden_list),
-        cmocka_unit_test(test_golden_describe), cmocka_unit_test(test_golden_report),
+        cmocka_unit_test(test_args_commands),
+        cmocka_unit_test(test_args_errors),
+        cmocka_unit_test(test_args_times),
+        cmocka_unit_test(test_timetext_age),
+        cmocka_unit_test(test_timetext_parse),
+        cmocka_unit_test(test_table_layout),
+        cmocka_unit_test(test_progress_resume),
+        cmocka_unit_test(test_progress_pause_and_start),
+        cmocka_unit_test(test_drill_judge),
+        cmocka_unit_test(test_percentile),
+        cmocka_unit_test(test_canary_url),
+        cmocka_unit_test(test_report_intervals),
+        cmocka_unit_test(test_ledger_fallback),
+        cmocka_unit_test(test_golden_list),
+        cmocka_unit_test(test_golden_describe),
+        cmocka_unit_test(test_golden_report),
+        cmocka_unit_test(test_interrupts_are_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
