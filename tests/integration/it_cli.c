@@ -38,7 +38,7 @@
 #define LONG_WAIT 180000
 #define STEP_TIMEOUT "5m"
 
-static pid_t simulator, canary;
+static pid_t canary;
 static int canary_port;
 
 /* ---- running the plugin -------------------------------------------------------- */
@@ -696,17 +696,7 @@ static int group_setup(void **state)
                 "retryAfter: 10m}\n");
     apply_class("it-cli-cpu", "");
 
-    char log[600];
-    snprintf(log, sizeof(log), "%s/simulator.log", tmpdir);
-    simulator = fork();
-    assert_true(simulator >= 0);
-    if (simulator == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(SNAPSHOT_SIMULATOR_BIN, SNAPSHOT_SIMULATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--namespace", ns, "--checkpoint-delay", "2s", "--log-level", "debug", (char *)NULL);
-        _exit(127);
-    }
+    simulator_start("2s", NULL);
     canary = start_canary();
     controller_start(NULL);
     return 0;
@@ -716,10 +706,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     controller_stop();
-    if (simulator > 0) {
-        kill(simulator, SIGTERM);
-        waitpid(simulator, NULL, 0);
-    }
+    simulator_stop();
     if (canary > 0) {
         kill(canary, SIGTERM);
         waitpid(canary, NULL, 0);

@@ -36,7 +36,6 @@
 #define CPU "it-metrics-cpu"
 #define LOAD_WORKSPACES 60
 
-static pid_t simulator;
 static int health_port, metrics_port;
 
 /* ---- scraping ---------------------------------------------------------------- */
@@ -108,23 +107,6 @@ static double wait_sample(const char *series, double want, uint64_t timeout_ms)
     while ((v = scrape_one(series)) < want && harness_now_ms() < end)
         usleep(200 * 1000);
     return v;
-}
-
-/* ---- set-up helpers ---------------------------------------------------------- */
-
-static void simulator_start(void)
-{
-    char log[600];
-    snprintf(log, sizeof(log), "%s/simulator.log", tmpdir);
-    simulator = fork();
-    assert_true(simulator >= 0);
-    if (simulator == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        execl(SNAPSHOT_SIMULATOR_BIN, SNAPSHOT_SIMULATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--namespace", ns, "--checkpoint-delay", "2s", "--log-level", "debug", (char *)NULL);
-        _exit(127);
-    }
 }
 
 /* ---- tests ------------------------------------------------------------------- */
@@ -370,7 +352,7 @@ static int group_setup(void **state)
     apply_class(GPU_SNAP, extra);
     apply_class(GPU, gpu);
     apply_class(CPU, "");
-    simulator_start();
+    simulator_start("2s", NULL);
 
     /* Health and metrics on addresses of their own, above the ephemeral
      * range's start so no client socket holds them. */
@@ -399,10 +381,7 @@ static int group_teardown(void **state)
     (void)state;
     controller_stop();
     controller_extra_args(NULL);
-    if (simulator > 0) {
-        kill(simulator, SIGTERM);
-        waitpid(simulator, NULL, 0);
-    }
+    simulator_stop();
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
     it_show_logs();
     free(ns);

@@ -40,7 +40,6 @@
 #include "util/timefmt.h"
 #include "workspaces.h"
 
-static pid_t simulator;
 /* The fallback test's nodes, deleted by the teardown if the test could not. */
 static char v100_node[64], l4_node[64];
 
@@ -123,24 +122,6 @@ static void set_mode(const char *pod, const char *mode)
                                      "-p '{\"data\":{\"%s\":\"%s\"}}'",
                                      ns, pod, mode),
                      0);
-}
-
-static void simulator_start(void)
-{
-    char log[600];
-    snprintf(log, sizeof(log), "%s/simulator.log", tmpdir);
-    simulator = fork();
-    assert_true(simulator >= 0);
-    if (simulator == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        dup2(fd, 2);
-        /* GKE's finalizer holds a deleted PodSnapshot for 6 s: long enough
-         * to see, a few times, that its trigger waits for it. */
-        execl(SNAPSHOT_SIMULATOR_BIN, SNAPSHOT_SIMULATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--namespace", ns, "--checkpoint-delay", "3s", "--delete-delay", "6s", "--log-level",
-              "debug", (char *)NULL);
-        _exit(127);
-    }
 }
 
 /* ---- tests ------------------------------------------------------------------- */
@@ -574,7 +555,9 @@ static int group_setup(void **state)
     apply_class("it-cpu-snap", s);
     snprintf(s, sizeof(s), snap, ", onFailure: PauseWithoutMemory");
     apply_class("it-cpu-snap-nomem", s);
-    simulator_start();
+    /* GKE's finalizer holds a deleted PodSnapshot for 6 s: long enough to
+     * see, a few times, that its trigger waits for it. */
+    simulator_start("3s", "6s");
     controller_start(NULL);
     return 0;
 }
@@ -584,10 +567,7 @@ static int group_teardown(void **state)
     (void)state;
     controller_stop();
     delete_nodes();
-    if (simulator > 0) {
-        kill(simulator, SIGTERM);
-        waitpid(simulator, NULL, 0);
-    }
+    simulator_stop();
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
     it_show_logs();
     free(ns);

@@ -344,3 +344,40 @@ void install_snapshot_crds(const char *storage_config)
                                    storage_config),
                      0);
 }
+
+static pid_t simulator;
+
+void simulator_start(const char *checkpoint_delay, const char *delete_delay)
+{
+    char log[600];
+    snprintf(log, sizeof(log), "%s/simulator.log", tmpdir);
+    const char *argv[] = {SNAPSHOT_SIMULATOR_BIN,
+                          "--kubeconfig",
+                          harness_kubeconfig(),
+                          "--namespace",
+                          ns,
+                          "--log-level",
+                          "debug",
+                          "--checkpoint-delay",
+                          checkpoint_delay,
+                          delete_delay ? "--delete-delay" : NULL,
+                          delete_delay,
+                          NULL};
+    simulator = fork();
+    assert_true(simulator >= 0);
+    if (simulator == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execv(SNAPSHOT_SIMULATOR_BIN, (char *const *)argv);
+        _exit(127);
+    }
+}
+
+void simulator_stop(void)
+{
+    if (simulator > 0) {
+        kill(simulator, SIGTERM);
+        waitpid(simulator, NULL, 0);
+    }
+    simulator = 0;
+}

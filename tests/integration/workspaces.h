@@ -64,5 +64,11 @@ void apply_class(const char *name, const char *extra);
 /* Installs the podsnapshot.gke.io CRDs (waits until they are served) and a
  * PodSnapshotStorageConfig named storage_config. */
 void install_snapshot_crds(const char *storage_config);
+/* Starts the snapshot simulator on ns (its log: tmpdir/simulator.log, at
+ * debug level) with checkpoint_delay, and delete_delay (GKE's finalizer
+ * holding a deleted PodSnapshot) unless NULL. One at a time. */
+void simulator_start(const char *checkpoint_delay, const char *delete_delay);
+/* Stops it, if it runs. */
+void simulator_stop(void);
 
 #endif
