@@ -398,6 +398,13 @@ static void delete_nodes(void)
     v100_node[0] = l4_node[0] = '\0';
 }
 
+/* status.history's newest record, or NULL. */
+static const cJSON *newest_record(const cJSON *ws)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(ws, "status");
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "history"), 0);
+}
+
 /* The pod's spec or metadata member whose key has dots in it. */
 static const char *pod_member(const cJSON *pod, const char *parent, const char *obj,
                               const char *key)
@@ -524,6 +531,29 @@ static void test_capacity_fallback(void **state)
                         snapshot);
     cJSON_Delete(pod);
     cJSON_Delete(ws);
+
+    /* Paused again, then the L4 node leaves the cluster: the ledger says so. */
+    set_paused("fb", 1);
+    ws = wait_state("fb", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.lastPause.nodeName"), l4_node);
+    assert_null(str_at(ws, "status.lastPause.nodeRemovedAt"));
+    cJSON_Delete(ws);
+    assert_int_equal(harness_kubectl(NULL, "delete node %s --wait=true", l4_node), 0);
+    uint64_t removed_by = harness_now_ms() + 60000;
+    for (;;) {
+        ws = ws_json("fb");
+        const char *removed = ws ? str_at(ws, "status.lastPause.nodeRemovedAt") : NULL;
+        if (removed && str_at(newest_record(ws), "nodeRemovedAt"))
+            break;
+        if (harness_now_ms() > removed_by)
+            fail_msg("no status.lastPause.nodeRemovedAt after the node %s was deleted", l4_node);
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    assert_string_equal(str_at(ws, "status.lastPause.nodeRemovedAt"),
+                        str_at(newest_record(ws), "nodeRemovedAt"));
+    cJSON_Delete(ws);
+    l4_node[0] = '\0';
 
     delete_ws("fb");
     delete_nodes();
