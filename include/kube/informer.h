@@ -10,7 +10,8 @@
  * The cache keeps what the codec makes of each object, not the object: a
  * controller decodes the few fields it reads into a small struct. The default
  * codec keeps the object's compact JSON without managedFields and the
- * last-applied annotation.
+ * last-applied annotation. An object the codec refuses is logged once per
+ * change, naming it, and kept without its decoded form (cache_entry.error).
  *
  * Ownership: the informer owns its cache entries; a const cache_entry handed
  * to a handler or returned by informer_get() is valid until control returns
@@ -35,12 +36,17 @@ struct cache_entry {
     const char *name;
     const char *uid;
     const char *resource_version;
-    void *obj; /* what the codec made of the object */
+    void *obj;         /* what the codec made of the object; NULL when it could not read it */
+    const char *error; /* why the codec could not read it (names the field); NULL when read */
 };
 
 struct informer_codec {
-    /* Makes the cached form of obj; NULL when out of memory. */
-    void *(*decode)(const cJSON *obj, void *data);
+    /* Makes the cached form of obj in *ret. Returns 0, -ENOMEM, or -EINVAL
+     * for an object the codec cannot read, with *ret_err (malloc'd; may be
+     * left NULL) naming the field. An unreadable object is still an object:
+     * the informer keeps it (obj NULL, error set), tells the handlers, and
+     * never ends a watch or reads it as deleted because of it. */
+    int (*decode)(const cJSON *obj, void *data, void **ret, char **ret_err);
     void (*free)(void *decoded);
     void *data;
 };
@@ -76,6 +82,7 @@ struct informer_stats {
     uint64_t watches;      /* watch requests started */
     uint64_t events;       /* watch events applied (bookmarks included) */
     uint64_t watch_errors; /* watches that ended in an error */
+    uint64_t unreadable;   /* changes to objects the codec could not read */
 };
 
 struct informer;

@@ -31,7 +31,7 @@ struct decide_node {
 
 struct decide_input {
     const struct workspace *ws;
-    const struct workspace_class *cls;       /* NULL: the class does not exist */
+    const struct workspace_class *cls;       /* NULL: the class does not exist or is unreadable */
     const struct workspace_pod *const *pods; /* the workspace's pods (by label), any order */
     size_t n_pods;
     const struct workspace_pvc *pvc;             /* NULL: no home claim */
@@ -53,6 +53,9 @@ struct decide_input {
     /* The node the last pause's pod ran on is absent from the synced node
      * cache (ledger_awaits_node_removal() holds): it left the cluster. */
     int pause_node_absent;
+    /* The class exists but cannot be read: why, naming its field (cls is
+     * then NULL). Every workspace of it is reported invalid and frozen. */
+    const char *class_error;
 };
 
 enum action_type {

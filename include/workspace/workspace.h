@@ -176,6 +176,11 @@ struct workspace {
     int64_t auto_paused_ms;        /* hibernator.dev/auto-paused-at */
     char *auto_pause_message;      /* hibernator.dev/auto-pause-reason */
 
+    /* The spec cannot be read: what is wrong, naming the field. The spec
+     * fields are then unset (but className, when it was readable), and
+     * decide() reports it and acts on nothing else. */
+    char *spec_error;
+
     struct workspace_status status;
 };
 
@@ -194,9 +199,11 @@ struct workspace {
 #define AUTO_PAUSE_REASON_ANNOTATION "hibernator.dev/auto-pause-reason"
 
 /* Decodes a Workspace object. Returns 0, -ENOMEM, or -EINVAL with *ret_err
- * naming the field (a malformed object the schema should have refused;
- * malloc'd, the caller frees it). The status is read leniently: a field of
- * the wrong type or an unreadable time counts as unset. */
+ * naming the field when the object itself cannot be read (not an object, no
+ * metadata or name; malloc'd, the caller frees it). A spec that cannot be
+ * read is not an error here: the workspace is returned with spec_error set,
+ * so it can be reported on the object. The status is read leniently: a
+ * field of the wrong type or an unreadable time counts as unset. */
 int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err);
 void workspace_free(struct workspace *ws);
 

@@ -92,17 +92,13 @@ struct job {
 
 /* ---- clock and codecs ---------------------------------------------------- */
 
-static void *ws_decode(const cJSON *obj, void *data)
+/* A Workspace whose spec cannot be read still decodes (spec_error), so
+ * that decide() can say so on it; a class that cannot be read is kept by
+ * the informer without its decoded form, and its workspaces say so. */
+static int ws_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
-    struct workspace *ws = NULL;
-    char *err = NULL;
-    if (workspace_decode(obj, &ws, &err) < 0) {
-        log_warn("cannot read a Workspace; ignoring it", "error", err);
-        free(err);
-        return NULL;
-    }
-    return ws;
+    return workspace_decode(obj, (struct workspace **)ret, ret_err);
 }
 
 static void ws_free(void *p)
@@ -110,17 +106,10 @@ static void ws_free(void *p)
     workspace_free(p);
 }
 
-static void *class_decode(const cJSON *obj, void *data)
+static int class_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
-    struct workspace_class *c = NULL;
-    char *err = NULL;
-    if (workspace_class_decode(obj, &c, &err) < 0) {
-        log_warn("cannot read a WorkspaceClass; ignoring it", "error", err);
-        free(err);
-        return NULL;
-    }
-    return c;
+    return workspace_class_decode(obj, (struct workspace_class **)ret, ret_err);
 }
 
 static void class_free(void *p)
@@ -130,8 +119,21 @@ static void class_free(void *p)
 
 static const struct informer_codec ws_codec = {ws_decode, ws_free, NULL};
 static const struct informer_codec class_codec = {class_decode, class_free, NULL};
-static const struct informer_codec pod_codec = {workspace_pod_decode, workspace_pod_free, NULL};
-static const struct informer_codec pvc_codec = {workspace_pvc_decode, workspace_pvc_free, NULL};
+/* Pods and claims are read leniently: only memory can fail. */
+static int pod_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
+{
+    (void)ret_err;
+    return (*ret = workspace_pod_decode(obj, data)) ? 0 : -ENOMEM;
+}
+
+static int pvc_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
+{
+    (void)ret_err;
+    return (*ret = workspace_pvc_decode(obj, data)) ? 0 : -ENOMEM;
+}
+
+static const struct informer_codec pod_codec = {pod_decode, workspace_pod_free, NULL};
+static const struct informer_codec pvc_codec = {pvc_decode, workspace_pvc_free, NULL};
 
 /* ---- keys ---------------------------------------------------------------- */
 
@@ -180,17 +182,32 @@ static void on_activity(void *data, const char *key)
         queue_key(r, key);
 }
 
+/* Named once per change of the object, not on every pass over it. */
+static void log_unreadable_spec(const struct cache_entry *e)
+{
+    const struct workspace *ws = e->obj;
+    if (ws && ws->spec_error)
+        log_warn("cannot read a Workspace's spec; reporting it on the object", "workspace", e->key,
+                 "resourceVersion", e->resource_version, "error", ws->spec_error);
+}
+
 static void on_ws_add(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     expectations_observe(&r->own_writes, e->key, e->resource_version);
+    log_unreadable_spec(e);
     enqueue(r, e->ns, e->name);
 }
 
 static void on_ws_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
 {
-    (void)old_e;
-    on_ws_add(data, e);
+    struct reconciler *r = data;
+    expectations_observe(&r->own_writes, e->key, e->resource_version);
+    const struct workspace *was = old_e->obj, *ws = e->obj;
+    if (!(was && ws && was->spec_error && ws->spec_error &&
+          strcmp(was->spec_error, ws->spec_error) == 0))
+        log_unreadable_spec(e);
+    enqueue(r, e->ns, e->name);
 }
 
 /* Gone: nothing of ours to wait for any more; the pass that follows lets the
@@ -211,7 +228,7 @@ static void enqueue_if_class(void *data, const struct cache_entry *e)
 {
     struct class_match *m = data;
     const struct workspace *ws = e->obj;
-    if (ws->class_name && strcmp(ws->class_name, m->class_name) == 0)
+    if (ws && ws->class_name && strcmp(ws->class_name, m->class_name) == 0)
         enqueue(m->r, e->ns, e->name);
 }
 
@@ -219,7 +236,7 @@ static void enqueue_if_class(void *data, const struct cache_entry *e)
  * the first reconcile of a workspace with an accelerator). */
 static void keep_product_label(struct reconciler *r, const struct workspace_class *c)
 {
-    if (c->has_accelerator && node_cache_keep_label(r->nodes, c->product_label) < 0)
+    if (c && c->has_accelerator && node_cache_keep_label(r->nodes, c->product_label) < 0)
         log_warn("cannot keep a node label", "class", c->name, "label", c->product_label);
 }
 
@@ -292,7 +309,7 @@ struct pod_scheduled {
 static void enqueue_if_taken(void *data, const struct cache_entry *e)
 {
     struct pod_scheduled *m = data;
-    if (ledger_taker_pick(e->obj, m->now, NULL, m->pod))
+    if (e->obj && ledger_taker_pick(e->obj, m->now, NULL, m->pod))
         enqueue(m->r, e->ns, e->name);
 }
 
@@ -352,7 +369,7 @@ static void enqueue_if_paused_off_node(void *data, const struct cache_entry *e)
 {
     const struct node_match *m = data;
     const struct workspace *ws = e->obj;
-    const char *node = ws->status.last_pause.node_name;
+    const char *node = ws ? ws->status.last_pause.node_name : NULL;
     if (!node || (m->node && strcmp(node, m->node) != 0) ||
         !ledger_awaits_node_removal(&ws->status, m->r->now_ms(m->r->now_data)))
         return;
@@ -900,6 +917,13 @@ static void reconcile(struct reconciler *r, const char *key)
     }
     j->noticed_us = take_notice(r, key);
     const struct workspace *ws = we->obj;
+    if (!ws) {
+        /* Not even its name and status can be read (the informer named it
+         * in the log): nothing can be written on it; its next change
+         * queues it again. */
+        job_finish(j, 0);
+        return;
+    }
     j->name = strdup(ws->name);
     j->uid = strdup(ws->uid);
     j->rv = strdup(we->resource_version);
@@ -922,6 +946,7 @@ static void reconcile(struct reconciler *r, const char *key)
     free(claim);
 
     const struct workspace_class *cls = ce ? ce->obj : NULL;
+    const char *class_error = ce && !ce->obj ? ce->error : NULL;
     struct decide_node nodes[16];
     size_t n_nodes = 0;
     if (cls && cls->has_accelerator) {
@@ -954,6 +979,7 @@ static void reconcile(struct reconciler *r, const char *key)
     struct decide_input in = {
         .ws = ws,
         .cls = cls,
+        .class_error = class_error,
         .pods = pods,
         .n_pods = n_pods,
         .pvc = pvce ? pvce->obj : NULL,

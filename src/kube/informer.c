@@ -43,12 +43,13 @@ struct informer {
 
 /* ---- the default codec --------------------------------------------------- */
 
-static void *json_decode(const cJSON *obj, void *data)
+static int json_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
+    (void)ret_err;
     cJSON *copy = cJSON_Duplicate(obj, 1);
     if (!copy)
-        return NULL;
+        return -ENOMEM;
     /* Bulky fields no controller reads: managedFields and kubectl's copy of the
      * object are often larger than the object itself. */
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(copy, "metadata");
@@ -58,7 +59,10 @@ static void *json_decode(const cJSON *obj, void *data)
                                             "kubectl.kubernetes.io/last-applied-configuration");
     char *s = cJSON_PrintUnformatted(copy);
     cJSON_Delete(copy);
-    return s;
+    if (!s)
+        return -ENOMEM;
+    *ret = s;
+    return 0;
 }
 
 static void json_free(void *decoded)
@@ -76,6 +80,7 @@ static void entry_free(struct informer *inf, struct cache_entry *e)
         return;
     if (e->obj)
         inf->codec.free(e->obj);
+    free((char *)e->error);
     free(e); /* the strings live in the same allocation */
 }
 
@@ -102,7 +107,8 @@ static char *make_key(const char *ns, const char *name)
 
 /* Builds an entry from a full object: the struct and its strings in one
  * allocation, since ten thousand small objects make per-string malloc
- * overhead a large part of the cache. Returns 0, -EBADMSG (no name), -ENOMEM. */
+ * overhead a large part of the cache. Returns 0, -EBADMSG (no name), -ENOMEM.
+ * An object the codec cannot read still makes an entry: obj NULL, error set. */
 static int entry_new(struct informer *inf, const cJSON *obj, struct cache_entry **ret)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
@@ -131,13 +137,40 @@ static int entry_new(struct informer *inf, const cJSON *obj, struct cache_entry 
     e->uid = memcpy(p, uid, ul + 1);
     p += ul + 1;
     e->resource_version = memcpy(p, rv, rl + 1);
-    e->obj = inf->codec.decode(obj, inf->codec.data);
-    if (!e->obj) {
+    e->obj = NULL;
+    e->error = NULL;
+    char *err = NULL;
+    int r = inf->codec.decode(obj, inf->codec.data, &e->obj, &err);
+    if (r == -EINVAL) {
+        e->obj = NULL;
+        e->error = err ? err : strdup("the object cannot be read");
+        if (!e->error)
+            r = -ENOMEM;
+    } else {
+        free(err);
+    }
+    if (r < 0 && r != -EINVAL) {
+        free((char *)e->error);
         free(e);
         return -ENOMEM;
     }
     *ret = e;
     return 0;
+}
+
+/* An object the codec refused is named once per change it makes (a relist
+ * that finds it unchanged says nothing), and stays in the cache. */
+static void note_unreadable(struct informer *inf, const struct cache_entry *e,
+                            const struct cache_entry *old)
+{
+    if (!e->error)
+        return;
+    if (old && old->error && strcmp(old->resource_version, e->resource_version) == 0)
+        return;
+    inf->stats.unreadable++;
+    log_warn("cannot read object; it is kept and reported, not acted on", "resource",
+             inf->resource->plural, "object", e->key, "resourceVersion", e->resource_version,
+             "error", e->error);
 }
 
 static void set_rv(struct informer *inf, const char *rv)
@@ -190,6 +223,7 @@ static void apply_list(struct informer *inf)
             entry_free(inf, e); /* out of memory: the next relist repairs it */
             continue;
         }
+        note_unreadable(inf, e, old);
         if (!old) {
             if (inf->h.on_add)
                 inf->h.on_add(inf->h.data, e);
@@ -253,10 +287,21 @@ static void on_list(void *data, struct kube_response *resp)
     cJSON_ArrayForEach(item, items)
     {
         struct cache_entry *e, *old = NULL;
-        if (entry_new(inf, item, &e) < 0)
-            continue;
-        if (strmap_put(&inf->next, e->key, e, (void **)&old) < 0)
+        int r = entry_new(inf, item, &e);
+        if (r == -EBADMSG)
+            continue; /* an object without a name cannot be cached */
+        if (r == 0 && strmap_put(&inf->next, e->key, e, (void **)&old) < 0) {
             entry_free(inf, e);
+            r = -ENOMEM;
+        }
+        if (r < 0) {
+            /* Out of memory: a list missing an object would read it as
+             * deleted, so this list is dropped whole and tried again. */
+            log_warn("list dropped: out of memory, retrying", "resource", inf->resource->plural);
+            discard_next(inf);
+            retry_with_backoff(inf, start_list);
+            return;
+        }
         entry_free(inf, old);
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(resp->body, "metadata");
@@ -344,6 +389,7 @@ static int on_event(void *data, enum watch_event_type type, cJSON *obj, int *ste
         entry_free(inf, e);
         return -ENOMEM;
     }
+    note_unreadable(inf, e, old);
     if (old) {
         if (inf->h.on_update)
             inf->h.on_update(inf->h.data, old, e);

@@ -39,21 +39,23 @@ static void node_free(void *p)
     free(n);
 }
 
-static void *node_decode(const cJSON *obj, void *data)
+static int node_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
+    (void)ret_err;
     const struct node_cache *nc = data;
     struct node *n = calloc(1, sizeof(*n) + nc->n_keys * sizeof(n->values[0]));
     if (!n)
-        return NULL;
+        return -ENOMEM;
     const cJSON *labels = json_member(json_member(obj, "metadata"), "labels");
     for (size_t i = 0; i < nc->n_keys; i++) {
         if (json_dup_optional(json_string(labels, nc->keys[i]), &n->values[i]) < 0) {
             node_free(n);
-            return NULL;
+            return -ENOMEM;
         }
         n->n++;
     }
-    return n;
+    *ret = n;
+    return 0;
 }
 
 static void notify(struct node_cache *nc, const char *node)

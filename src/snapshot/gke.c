@@ -98,12 +98,13 @@ static int condition_failed(const cJSON *c)
     return reason && strstr(reason, "Fail") != NULL;
 }
 
-static void *trigger_decode(const cJSON *obj, void *data)
+static int trigger_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
+    (void)ret_err;
     struct trigger *t = calloc(1, sizeof(*t));
     if (!t)
-        return NULL;
+        return -ENOMEM;
     const cJSON *meta = json_member(obj, "metadata"), *status = json_member(obj, "status");
     const cJSON *c;
     cJSON_ArrayForEach(c, json_member(status, "conditions"))
@@ -119,12 +120,13 @@ static void *trigger_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(json_member(status, "snapshotCreated"), "name"),
                           &t->snapshot_created) < 0)
         goto oom;
-    return t;
+    *ret = t;
+    return 0;
 oom:
     free(t->workspace);
     free(t->message);
     free(t);
-    return NULL;
+    return -ENOMEM;
 }
 
 static void trigger_free(void *p)
@@ -138,12 +140,13 @@ static void trigger_free(void *p)
     free(t);
 }
 
-static void *podsnapshot_decode(const cJSON *obj, void *data)
+static int podsnapshot_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
+    (void)ret_err;
     struct podsnapshot *s = calloc(1, sizeof(*s));
     if (!s)
-        return NULL;
+        return -ENOMEM;
     const cJSON *meta = json_member(obj, "metadata");
     s->deletion_ms = json_time_ms(meta, "deletionTimestamp");
     if (json_member(meta, "deletionTimestamp") && !s->deletion_ms)
@@ -165,11 +168,12 @@ static void *podsnapshot_decode(const cJSON *obj, void *data)
     if (json_dup_optional(json_string(json_member(meta, "labels"), GKE_TRIGGERED_BY_LABEL),
                           &s->triggered_by) < 0)
         goto oom;
-    return s;
+    *ret = s;
+    return 0;
 oom:
     free(s->message);
     free(s);
-    return NULL;
+    return -ENOMEM;
 }
 
 static void podsnapshot_free(void *p)

@@ -340,7 +340,11 @@ static void decide_deleting(struct decider *d)
     }
     const struct workspace_pvc *pvc = d->in->pvc;
     if (pvc && !pvc->deletion_ms) {
-        if (!d->cls || d->cls->home_on_delete == HOME_ON_DELETE_DELETE)
+        /* An unreadable class may say Retain: keep the files rather than
+         * guess. */
+        if (d->in->class_error)
+            push(d, ACTION_RELEASE_PVC, pvc->name);
+        else if (!d->cls || d->cls->home_on_delete == HOME_ON_DELETE_DELETE)
             push(d, ACTION_DELETE_PVC, pvc->name);
         else
             push(d, ACTION_RELEASE_PVC, pvc->name);
@@ -421,6 +425,23 @@ static void validate_env(struct decider *d)
             return;
         }
     }
+}
+
+/* The spec or the class could not be read at all: report it, and touch
+ * nothing (not even a pause the spec may ask for: what was asked cannot be
+ * known). */
+static int unreadable(struct decider *d)
+{
+    if (d->ws->spec_error) {
+        invalid(d, "InvalidSpec", "%s", d->ws->spec_error);
+        return 1;
+    }
+    if (d->in->class_error) {
+        invalid(d, "InvalidClass", "spec.className: WorkspaceClass \"%s\" cannot be used: %s",
+                d->ws->class_name ? d->ws->class_name : "", d->in->class_error);
+        return 1;
+    }
+    return 0;
 }
 
 static void validate(struct decider *d)
@@ -1616,7 +1637,9 @@ static void decide_live(struct decider *d)
         push(d, ACTION_ADD_FINALIZER, NULL);
     st->observed_generation = ws->generation;
 
-    validate(d);
+    int frozen = unreadable(d);
+    if (!frozen)
+        validate(d);
     if (d->rc < 0)
         return;
     if (d->invalid_reason) {
@@ -1642,8 +1665,10 @@ static void decide_live(struct decider *d)
     }
 
     /* Extra pods are removed only when something may be deleted at all. */
-    sort_pods(d, ws->paused || !d->invalid_reason);
-    if (ws->paused) {
+    sort_pods(d, !frozen && (ws->paused || !d->invalid_reason));
+    if (frozen) {
+        st->state = WS_STATE_FAILED;
+    } else if (ws->paused) {
         /* Also when invalid: stopping a pod because its user asked destroys
          * nothing the user did not choose to stop. */
         decide_pause(d);
@@ -1658,7 +1683,7 @@ static void decide_live(struct decider *d)
     if (st->state != WS_STATE_RUNNING)
         clear_idle(d);
     keep_ledger(d);
-    if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
+    if (!frozen && d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
         snapshot_retention(d, 0);
     set_message(d);
     /* When the one-word state last changed: what "paused since" or "waiting

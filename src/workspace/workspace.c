@@ -379,6 +379,25 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_er
     return 0;
 }
 
+/* A spec that could not be read is not half used: only the class name
+ * (which says which class to blame or count it under) survives. */
+static void spec_unset(struct workspace *ws)
+{
+    free(ws->image);
+    free(ws->home_size);
+    for (size_t i = 0; i < ws->n_env; i++) {
+        free(ws->env[i].name);
+        free(ws->env[i].value);
+    }
+    free(ws->env);
+    ws->image = ws->home_size = NULL;
+    ws->env = NULL;
+    ws->n_env = 0;
+    ws->paused = 0;
+    ws->keep_alive_until_ms = 0;
+    ws->idle_after_ms = 0;
+}
+
 int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err)
 {
     if (!cJSON_IsObject(obj))
@@ -387,8 +406,13 @@ int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err
     if (!ws)
         return -ENOMEM;
     int r = decode_metadata(obj, ws, ret_err);
-    if (r >= 0)
-        r = decode_spec(obj, ws, ret_err);
+    if (r >= 0) {
+        r = decode_spec(obj, ws, &ws->spec_error);
+        if (r == -EINVAL) {
+            spec_unset(ws);
+            r = ws->spec_error ? 0 : -ENOMEM;
+        }
+    }
     if (r >= 0)
         r = status_decode(json_member(obj, "status"), &ws->status);
     if (r < 0) {
@@ -403,6 +427,7 @@ void workspace_free(struct workspace *ws)
 {
     if (!ws)
         return;
+    free(ws->spec_error);
     free(ws->ns);
     free(ws->name);
     free(ws->uid);

@@ -88,19 +88,21 @@ struct widget {
     char color[16];
 };
 
-static void *widget_decode(const cJSON *obj, void *data)
+static int widget_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
+    (void)ret_err;
     struct widget *w = calloc(1, sizeof(*w));
     if (!w)
-        return NULL;
+        return -ENOMEM;
     const cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(spec, "size");
     const cJSON *color = cJSON_GetObjectItemCaseSensitive(spec, "color");
     w->size = cJSON_IsNumber(size) ? size->valueint : 0;
     if (cJSON_IsString(color))
         snprintf(w->color, sizeof(w->color), "%s", color->valuestring);
-    return w;
+    *ret = w;
+    return 0;
 }
 
 static const struct informer_codec widget_codec = {widget_decode, free, NULL};

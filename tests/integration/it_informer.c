@@ -306,6 +306,114 @@ static void test_gone_relists(void **state)
     assert_true(informer_stats(f->inf).relists >= 1);
 }
 
+/* ---- objects the codec cannot read ------------------------------------------- */
+
+/* Refuses a ConfigMap whose data.v is "bad", as a controller's codec
+ * refuses a value the API server accepted. */
+static int picky_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
+{
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "data"), "v");
+    if (cJSON_IsString(v) && strcmp(v->valuestring, "bad") == 0) {
+        *ret_err = strdup("data.v: \"bad\" is refused");
+        return -EINVAL;
+    }
+    return informer_codec_json.decode(obj, data, ret, ret_err);
+}
+
+static const struct informer_codec picky_codec = {picky_decode, free, NULL};
+
+static void start_picky_informer(struct fixture *f)
+{
+    struct informer_options o = {
+        .resource = &KUBE_RESOURCE_CONFIGMAPS,
+        .ns = f->ns,
+        .label_selector = LABEL,
+        .page_size = 7,
+        .codec = &picky_codec,
+        .handlers = {on_add, on_update, on_delete, on_synced, f},
+    };
+    assert_int_equal(informer_new(&f->loop, f->client, &o, &f->inf), 0);
+    assert_int_equal(informer_start(f->inf), 0);
+    assert_true(harness_run_until(&f->loop, is_synced, f, 30000));
+}
+
+static void assert_unreadable(struct fixture *f, const char *name)
+{
+    const struct cache_entry *e = informer_get(f->inf, f->ns, name);
+    assert_non_null(e);
+    assert_null(e->obj);
+    assert_non_null(e->error);
+    assert_string_equal(e->error, "data.v: \"bad\" is refused");
+}
+
+static int has_events(void *data)
+{
+    struct fixture *f = data;
+    return f->n_events >= 1;
+}
+
+/* An object the codec refuses is kept and named, never ends the watch,
+ * never reads as deleted (not after a relist either), and a fix is seen. */
+static void test_unreadable_objects(void **state)
+{
+    struct fixture *f = *state;
+    cm_apply(f, "good1", "1");
+    cm_apply(f, "bad1", "bad");
+    start_picky_informer(f);
+    assert_int_equal(informer_len(f->inf), 2);
+    assert_unreadable(f, "bad1");
+    assert_non_null(informer_get(f->inf, f->ns, "good1")->obj);
+    assert_int_equal(informer_stats(f->inf).unreadable, 1);
+
+    /* Through the watch: an unreadable object, then a readable one behind it. */
+    f->n_events = 0;
+    cm_apply(f, "bad2", "bad");
+    cm_apply(f, "good2", "1");
+    uint64_t t0 = harness_now_ms();
+    while (f->n_events < 2 && harness_now_ms() - t0 < 30000)
+        harness_run_for(&f->loop, 50);
+    assert_int_equal(f->n_events, 2);
+    assert_int_equal(f->events[0].type, 'A');
+    assert_string_equal(f->events[0].name, "bad2");
+    assert_int_equal(f->events[1].type, 'A');
+    assert_string_equal(f->events[1].name, "good2");
+    assert_unreadable(f, "bad2");
+    assert_int_equal(informer_stats(f->inf).watch_errors, 0);
+    assert_int_equal(informer_stats(f->inf).unreadable, 2);
+    /* The cache reflects the unreadable object's resourceVersion too. */
+    assert_true(converged(f));
+
+    /* A fix is an update with the decoded object. */
+    f->n_events = 0;
+    cm_apply(f, "bad1", "2");
+    assert_true(harness_run_until(&f->loop, has_events, f, 30000));
+    assert_int_equal(f->events[0].type, 'U');
+    assert_string_equal(f->events[0].value, "2");
+    assert_non_null(informer_get(f->inf, f->ns, "bad1")->obj);
+
+    /* After 410 Gone the relist keeps the unreadable object, says nothing
+     * new of it, and deletes nothing. */
+    f->n_events = 0;
+    uint64_t unreadable = informer_stats(f->inf).unreadable;
+    assert_int_equal(harness_cluster("restart-apiserver"), 0);
+    cm_apply(f, "good3", "1");
+    assert_int_equal(harness_cluster("compact-etcd"), 0);
+    assert_true(harness_run_until(&f->loop, converged, f, 60000));
+    harness_run_for(&f->loop, 500);
+    assert_unreadable(f, "bad2");
+    assert_int_equal(count_of(f, 'D', "bad2"), 0);
+    assert_int_equal(count_of(f, 'A', "good3"), 1);
+    assert_int_equal(informer_stats(f->inf).unreadable, unreadable);
+
+    /* Deleting it is a delete like any other. */
+    f->n_events = 0;
+    cm_delete(f, "bad2");
+    assert_true(harness_run_until(&f->loop, has_events, f, 30000));
+    assert_int_equal(count_of(f, 'D', "bad2"), 1);
+    assert_null(informer_get(f->inf, f->ns, "bad2"));
+}
+
 /* ---- the node cache -------------------------------------------------------- */
 
 struct node_watch {
@@ -406,6 +514,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apiserver_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gone_relists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_objects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_cache, setup, teardown),
     };
     return cmocka_run_group_tests_name("informer", tests, NULL, NULL);

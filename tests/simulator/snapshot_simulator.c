@@ -1850,14 +1850,17 @@ static void storage_updated(void *data, const struct cache_entry *old_e,
 
 /* ---- the caches keep the object itself, without managedFields ---------------------- */
 
-static void *obj_decode(const cJSON *obj, void *data)
+static int obj_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
+    (void)ret_err;
     cJSON *copy = cJSON_Duplicate(obj, 1);
-    if (copy)
-        cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
-                                                "managedFields");
-    return copy;
+    if (!copy)
+        return -ENOMEM;
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"),
+                                            "managedFields");
+    *ret = copy;
+    return 0;
 }
 
 static void obj_free(void *p)

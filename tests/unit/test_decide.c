@@ -83,7 +83,8 @@ struct world {
     /* what the node cache knows */
     struct decide_node nodes[4];
     size_t n_nodes;
-    int pause_node_absent; /* the node cache no longer has the paused pod's node */
+    int pause_node_absent;   /* the node cache no longer has the paused pod's node */
+    const char *class_error; /* the class exists but cannot be read */
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -285,7 +286,8 @@ static void settle(struct world *w)
                               w->taker,
                               w->nodes,
                               w->n_nodes,
-                              w->pause_node_absent};
+                              w->pause_node_absent,
+                              w->class_error};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -315,7 +317,8 @@ static void decide(struct world *w, struct decide_output *out)
                               w->taker,
                               w->nodes,
                               w->n_nodes,
-                              w->pause_node_absent};
+                              w->pause_node_absent,
+                              w->class_error};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -1283,6 +1286,75 @@ static void c_invalid_paused(struct world *w, const struct decide_output *o)
     assert_int_equal(o->status.pauses, 1);
 }
 
+static void s_deleting(struct world *w);
+
+/* The spec could not be read (the decoder's spec_error). */
+static void s_spec_unreadable(struct world *w)
+{
+    set_str(&w->ws->spec_error, "spec.idle.after: \"99999999999999999999h\" is not a duration");
+}
+
+/* ...while a pod runs and the spec, as far as it was read, says paused:
+ * nothing is deleted, nothing is created. */
+static void s_spec_unreadable_running(struct world *w)
+{
+    running(w);
+    add_pod(w, "alice-1", READY, T0);
+    w->ws->paused = 1;
+    s_spec_unreadable(w);
+}
+
+static void c_frozen_running(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.pod_name, "alice-1");
+    assert_int_equal(o->status.pauses, 0);
+    for (size_t i = 0; i < o->n_actions; i++)
+        assert_int_equal(o->actions[i].type, ACTION_EVENT);
+}
+
+static void s_class_unreadable(struct world *w)
+{
+    w->cls = NULL;
+    w->class_error = "spec.idle.warnBefore: must be shorter than the shortest idle time";
+    w->has_pvc = 0;
+}
+
+static void c_class_unreadable(struct world *w, const struct decide_output *o)
+{
+    c_invalid(w, o);
+    assert_cond(o, "Valid", COND_FALSE, "InvalidClass");
+    const struct condition *c = cond(o, "Valid");
+    assert_non_null(strstr(c->message, "WorkspaceClass \"gpu-t4\""));
+    assert_non_null(strstr(c->message, "spec.idle.warnBefore"));
+}
+
+static void s_class_unreadable_running(struct world *w)
+{
+    running(w);
+    add_pod(w, "alice-1", READY, T0);
+    add_pod(w, "alice-2", READY, T0 + MIN); /* an extra pod is not removed either */
+    w->ws->paused = 1;
+    w->cls = NULL;
+    w->class_error =
+        "spec.activity.timeout: must be more than 0 and at most spec.activity.interval";
+}
+
+static void s_class_fixed(struct world *w)
+{
+    s_class_unreadable(w);
+    settle(w);
+    w->cls = w->cls_owned;
+    w->class_error = NULL;
+}
+
+static void s_deleting_class_unreadable(struct world *w)
+{
+    s_deleting(w);
+    w->cls = NULL;
+    w->class_error = "spec.idle.after: must be at least 10s";
+}
+
 /* -- deletion -- */
 
 static void s_deleting(struct world *w)
@@ -1755,6 +1827,41 @@ static const struct row rows[] = {
      "spec.className",
      c_invalid_paused,
      0},
+    {"spec unreadable: reported, nothing created",
+     s_spec_unreadable,
+     WS_STATE_FAILED,
+     {"Event Warning InvalidSpec"},
+     "spec.idle.after: \"99999999999999999999h\" is not a duration",
+     c_invalid,
+     0},
+    {"spec unreadable while running: nothing deleted, not even a pause",
+     s_spec_unreadable_running,
+     WS_STATE_FAILED,
+     {"Event Warning InvalidSpec"},
+     "spec.idle.after",
+     c_frozen_running,
+     0},
+    {"class unreadable: every workspace of it says which field",
+     s_class_unreadable,
+     WS_STATE_FAILED,
+     {"Event Warning InvalidClass"},
+     "spec.className: WorkspaceClass \"gpu-t4\" cannot be used: spec.idle.warnBefore",
+     c_class_unreadable,
+     0},
+    {"class unreadable while running and paused: nothing deleted or created",
+     s_class_unreadable_running,
+     WS_STATE_FAILED,
+     {"Event Warning InvalidClass"},
+     "spec.activity.timeout",
+     c_frozen_running,
+     0},
+    {"class fixed: the workspace recovers",
+     s_class_fixed,
+     WS_STATE_PENDING,
+     {"CreatePVC alice-home", "CreatePod alice-1", "Event Normal Created"},
+     NULL,
+     NULL,
+     0},
     /* rule 0 */
     {"deleting: stop the pods",
      s_deleting_live,
@@ -1788,6 +1895,13 @@ static const struct row rows[] = {
      s_deleting_no_class,
      WS_STATE_RUNNING,
      {"DeletePod alice-1 grace=30"},
+     NULL,
+     NULL,
+     1},
+    {"deleting with an unreadable class: the claim is kept, not deleted",
+     s_deleting_class_unreadable,
+     WS_STATE_RUNNING,
+     {"ReleasePVC alice-home", "RemoveFinalizer"},
      NULL,
      NULL,
      1},

@@ -50,6 +50,7 @@ static void test_decode_full(void **state)
     (void)state;
     struct workspace *ws = decode(full_ws, 0, NULL);
     assert_string_equal(ws->name, "alice-nb");
+    assert_null(ws->spec_error);
     assert_string_equal(ws->ns, "team-a");
     assert_string_equal(ws->uid, "u-1");
     assert_string_equal(ws->resource_version, "42");
@@ -98,6 +99,7 @@ static void test_decode_defaults(void **state)
     workspace_free(NULL);
 }
 
+/* The object itself cannot be read: an error. */
 static void test_decode_errors(void **state)
 {
     (void)state;
@@ -108,27 +110,9 @@ static void test_decode_errors(void **state)
         {"[]", "object:"},
         {"{\"spec\":{\"className\":\"c\"}}", "metadata: required"},
         {"{\"metadata\":{},\"spec\":{\"className\":\"c\"}}", "metadata.name: required"},
-        {"{\"metadata\":{\"name\":\"w\"}}", "spec: required"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{}}", "spec.className: required"},
         {"{\"metadata\":{\"name\":\"w\",\"deletionTimestamp\":\"yesterday\"},"
          "\"spec\":{\"className\":\"c\"}}",
          "metadata.deletionTimestamp:"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"image\":3}}",
-         "spec.image: must be a string"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"paused\":\"yes\"}}",
-         "spec.paused:"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"home\":[]}}",
-         "spec.home: must be an object"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"home\":{\"size\":{}}}}",
-         "spec.home.size:"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"env\":{}}}",
-         "spec.env: must be a list"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"env\":[{\"name\":\"A\"},"
-         "{\"value\":\"x\"}]}}",
-         "spec.env[1].name: required"},
-        {"{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"env\":[{\"name\":\"A\","
-         "\"value\":1}]}}",
-         "spec.env[0].value: must be a string"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *err = NULL;
@@ -139,6 +123,66 @@ static void test_decode_errors(void **state)
                      cases[i].err_prefix);
         free(err);
     }
+}
+
+/* Decodes json, which must decode with its spec refused; checks the error
+ * and that nothing of the spec but the class name is kept. */
+static void expect_spec_error(const char *json, const char *err_prefix, const char *class_name)
+{
+    struct workspace *ws = decode(json, 0, NULL);
+    assert_non_null(ws);
+    if (!ws->spec_error || strncmp(ws->spec_error, err_prefix, strlen(err_prefix)) != 0)
+        fail_msg("%s: spec error \"%s\", want prefix \"%s\"", json,
+                 ws->spec_error ? ws->spec_error : "(null)", err_prefix);
+    assert_string_equal(ws->name, "w");
+    if (class_name)
+        assert_string_equal(ws->class_name, class_name);
+    else
+        assert_null(ws->class_name);
+    assert_null(ws->image);
+    assert_null(ws->home_size);
+    assert_int_equal(ws->n_env, 0);
+    assert_false(ws->paused);
+    assert_int_equal(ws->idle_after_ms, 0);
+    assert_int_equal(ws->keep_alive_until_ms, 0);
+    /* The status is still read: the controller writes on top of it. */
+    assert_int_equal(ws->status.pauses, 4);
+    workspace_free(ws);
+}
+
+/* A spec that cannot be read: the workspace still decodes, with the spec
+ * error naming the field, so it can be reported on the object. */
+static void test_decode_spec_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec;
+        const char *err_prefix;
+        const char *class_name;
+    } cases[] = {
+        {"{}", "spec.className: required", NULL},
+        {"{\"className\":\"c\",\"image\":3}", "spec.image: must be a string", "c"},
+        {"{\"className\":\"c\",\"paused\":\"yes\"}", "spec.paused:", "c"},
+        {"{\"className\":\"c\",\"paused\":true,\"home\":[]}", "spec.home: must be an object", "c"},
+        {"{\"className\":\"c\",\"home\":{\"size\":{}}}", "spec.home.size:", "c"},
+        {"{\"className\":\"c\",\"env\":{}}", "spec.env: must be a list", "c"},
+        {"{\"className\":\"c\",\"env\":[{\"name\":\"A\"},{\"value\":\"x\"}]}",
+         "spec.env[1].name: required", "c"},
+        {"{\"className\":\"c\",\"env\":[{\"name\":\"A\",\"value\":1}]}",
+         "spec.env[0].value: must be a string", "c"},
+        {"{\"className\":\"c\",\"image\":\"x\",\"idle\":{\"after\":\"99999999999999999999h\"}}",
+         "spec.idle.after: \"99999999999999999999h\" is not a duration", "c"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char json[512];
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"w\"},\"spec\":%s,"
+                 "\"status\":{\"accounting\":{\"pauses\":4}}}",
+                 cases[i].spec);
+        expect_spec_error(json, cases[i].err_prefix, cases[i].class_name);
+    }
+    expect_spec_error("{\"metadata\":{\"name\":\"w\"},\"status\":{\"accounting\":{\"pauses\":4}}}",
+                      "spec: required", NULL);
 
     /* More than 32 env entries */
     cJSON *obj = cJSON_Parse("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\"}}");
@@ -150,9 +194,11 @@ static void test_decode_errors(void **state)
     }
     struct workspace *ws = NULL;
     char *err = NULL;
-    assert_int_equal(workspace_decode(obj, &ws, &err), -EINVAL);
-    assert_string_equal(err, "spec.env: at most 32 entries");
-    free(err);
+    assert_int_equal(workspace_decode(obj, &ws, &err), 0);
+    assert_null(err);
+    assert_string_equal(ws->spec_error, "spec.env: at most 32 entries");
+    assert_int_equal(ws->n_env, 0);
+    workspace_free(ws);
     cJSON_Delete(obj);
 }
 
@@ -795,13 +841,14 @@ static void test_decode_idle_errors(void **state)
         snprintf(json, sizeof(json),
                  "{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",%s}}",
                  cases[i].spec);
-        char *err = NULL;
-        struct workspace *ws = decode(json, -EINVAL, &err);
-        assert_null(ws);
-        if (!err || strncmp(err, cases[i].err_prefix, strlen(cases[i].err_prefix)) != 0)
-            fail_msg("%s: error \"%s\", want prefix \"%s\"", cases[i].spec, err ? err : "(null)",
-                     cases[i].err_prefix);
-        free(err);
+        struct workspace *ws = decode(json, 0, NULL);
+        if (!ws->spec_error ||
+            strncmp(ws->spec_error, cases[i].err_prefix, strlen(cases[i].err_prefix)) != 0)
+            fail_msg("%s: spec error \"%s\", want prefix \"%s\"", cases[i].spec,
+                     ws->spec_error ? ws->spec_error : "(null)", cases[i].err_prefix);
+        assert_int_equal(ws->keep_alive_until_ms, 0);
+        assert_int_equal(ws->idle_after_ms, 0);
+        workspace_free(ws);
     }
 }
 
@@ -1032,6 +1079,7 @@ int main(void)
         cmocka_unit_test(test_decode_full),
         cmocka_unit_test(test_decode_defaults),
         cmocka_unit_test(test_decode_errors),
+        cmocka_unit_test(test_decode_spec_errors),
         cmocka_unit_test(test_state_names),
         cmocka_unit_test(test_status_round_trip),
         cmocka_unit_test(test_status_omits_unset),
