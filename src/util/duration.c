@@ -21,12 +21,12 @@ int duration_parse_ms(const char *s, int64_t *ret_ms)
     }
     int64_t total = 0;
     const char *p = s;
-    while (*p) {
-        if (*p < '0' || *p > '9')
+    for (int parts = 0; *p; parts++) {
+        if (*p < '0' || *p > '9' || parts == DURATION_MAX_PARTS)
             return -EINVAL;
         int64_t n = 0;
-        while (*p >= '0' && *p <= '9') {
-            if (n > (INT64_MAX - 9) / 10)
+        for (int digits = 0; *p >= '0' && *p <= '9'; digits++) {
+            if (digits == DURATION_MAX_DIGITS)
                 return -EINVAL;
             n = n * 10 + (*p++ - '0');
         }

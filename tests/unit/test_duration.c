@@ -33,6 +33,14 @@ static void test_parse_table(void **state)
         {"1.5s", -EINVAL, 0},
         {"1s ", -EINVAL, 0},
         {"99999999999999999999s", -EINVAL, 0},
+        {"99999999999999999999h", -EINVAL, 0},
+        /* The bounds the CRDs' pattern shares: 5 parts of 5 digits. */
+        {"99999d99999h99999m99999s", 0,
+         99999LL * 86400000 + 99999LL * 3600000 + 99999LL * 60000 + 99999LL * 1000},
+        {"100000s", -EINVAL, 0},
+        {"000001s", -EINVAL, 0},
+        {"1s1s1s1s1s", 0, 5000},
+        {"1s1s1s1s1s1s", -EINVAL, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int64_t ms = -1;
