@@ -3,11 +3,18 @@
  * without waiting: an Event that cannot be written is logged and dropped,
  * never a reason to hold up reconciling.
  *
+ * An Event is named after what it reports (events_name()), not generated:
+ * a controller that dies between posting it and writing the status decides
+ * the same transition again, posts the same name, and the API server's 409
+ * AlreadyExists counts as done. So each transition is reported once, across
+ * restarts (docs/architecture.md, "Events").
+ *
  * Ownership: all arguments are copied into the request before returning.
  */
 #ifndef HIBERNATOR_CONTROLLER_EVENTS_H
 #define HIBERNATOR_CONTROLLER_EVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kube/client.h"
@@ -20,9 +27,25 @@ struct event_subject {
     const char *uid;
 };
 
-/* type is "Normal" or "Warning"; reason a CamelCase word; message one line. */
+/* Room for any name events_name() writes: a DNS subdomain. */
+#define EVENTS_NAME_SIZE 254
+
+/* The Event's name for reason on occasion (the transition it reports, such
+ * as "pause-3"): "<subject name>.<16 hex digits>", the digits from a SHA-256
+ * of the subject's uid, the reason and the occasion, so a workspace created
+ * again under the same name gets new names. The subject's name is cut to
+ * keep the whole within 253 characters. Pure. Returns 0, -EINVAL when an
+ * argument is missing or size is below EVENTS_NAME_SIZE, or -ENOMEM (the
+ * digest could not be set up). */
+int events_name(const struct event_subject *subject, const char *reason, const char *occasion,
+                char *out, size_t size);
+
+/* type is "Normal" or "Warning"; reason a CamelCase word; message one line.
+ * occasion: what events_name() names the Event after; NULL: a generated
+ * name (posted every time). 409 AlreadyExists means the Event was posted
+ * before and is treated as done. */
 void events_post(struct kube_client *c, const struct event_subject *subject, const char *type,
-                 const char *reason, const char *message, const char *reporting_instance,
-                 int64_t now_ms);
+                 const char *reason, const char *message, const char *occasion,
+                 const char *reporting_instance, int64_t now_ms);
 
 #endif

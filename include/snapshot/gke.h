@@ -52,8 +52,9 @@ void gke_snapshots_free(struct gke_snapshots *g);
 int gke_snapshots_start(struct gke_snapshots *g);
 
 /* The view of the attempt (a trigger's name) in ns. Before the caches have
- * synced, or while the trigger is not seen yet, the phase is InProgress:
- * decide() then waits, bounded by the class's timeout. */
+ * synced the view is unknown (decide() waits for it); while the trigger is
+ * not seen yet the phase is InProgress (decide() waits, bounded by the
+ * class's timeout). */
 void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const char *attempt,
                         struct snapshot_view *ret);
 

@@ -67,7 +67,7 @@ enum action_type {
     ACTION_DELETE_PVC,       /* name */
     ACTION_RELEASE_PVC,      /* name: drop its owner reference so it outlives the workspace */
     ACTION_REMOVE_FINALIZER, /* name NULL */
-    ACTION_EVENT,            /* event_type, reason, message */
+    ACTION_EVENT,            /* event_type, reason, message, occasion */
     ACTION_AUTO_PAUSE,       /* time_ms, message: set spec.paused with the auto-pause
                                 annotations, in one write guarded by resourceVersion */
     ACTION_SNAPSHOT_BEGIN,   /* name: the attempt's handle; the backend snapshots the pod
@@ -87,6 +87,12 @@ struct action {
     char *snapshot;
     char *product;
     int capacity_fallback;
+    /* An Event's transition, from counters and names in the status ("pause-3",
+     * "resume-3", a snapshot attempt's handle, "pod-<name>"): the same
+     * transition decided again after a crash has the same occasion, so the
+     * shell names the Event from it and posts it once. NULL: the Event stands
+     * for the object version it was decided on. */
+    char *occasion;
 };
 
 #define DECIDE_MAX_ACTIONS 16

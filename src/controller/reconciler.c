@@ -760,12 +760,17 @@ static void run_next(struct job *j)
     transition_latency(j, a);
     struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
     switch (a->type) {
-    case ACTION_EVENT:
-        events_post(r->client, &subject, a->event_type, a->reason, a->message, r->identity,
-                    r->now_ms(r->now_data));
+    case ACTION_EVENT: {
+        /* Named after its transition, or else the object version it was
+         * decided on: decided again after a crash, it is posted once. */
+        char version[200];
+        snprintf(version, sizeof(version), "rv-%s", j->rv);
+        events_post(r->client, &subject, a->event_type, a->reason, a->message,
+                    a->occasion ? a->occasion : version, r->identity, r->now_ms(r->now_data));
         j->next++;
         run_next(j);
         return;
+    }
     case ACTION_ADD_FINALIZER:
     case ACTION_REMOVE_FINALIZER:
         j->finalizer_add = a->type == ACTION_ADD_FINALIZER;

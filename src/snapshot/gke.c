@@ -397,8 +397,10 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
                         struct snapshot_view *ret)
 {
     *ret = (struct snapshot_view){.attempt = attempt, .phase = SNAPSHOT_PHASE_IN_PROGRESS};
-    if (!g->started || !both_synced(g))
+    if (!g->started || !both_synced(g)) {
+        ret->unknown = 1;
         return;
+    }
     const struct cache_entry *te = informer_get(g->triggers, ns, attempt);
     if (te && trigger_going(g, ns, attempt))
         te = NULL; /* its snapshot is gone: the attempt has nothing left to show */

@@ -40,6 +40,9 @@
 #define PROBE_RECORD_STEP_MS (5 * 60 * 1000)
 /* A class's products in a message: at most 9 label values of 63 characters. */
 #define PRODUCTS_TEXT 640
+/* A snapshot backend that cannot say yet (its caches are syncing) is asked
+ * again this soon. */
+#define SNAPSHOT_UNKNOWN_RECHECK_MS 1000
 
 struct decider {
     const struct decide_input *in;
@@ -145,15 +148,10 @@ static void delete_pod(struct decider *d, const struct workspace_pod *p, int64_t
         a->grace_seconds = grace;
 }
 
-static void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
+static void vevent(struct decider *d, const char *occasion, const char *type, const char *reason,
+                   const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     char *msg = vformat(d, fmt, ap);
-    va_end(ap);
     struct action *a = msg ? push(d, ACTION_EVENT, NULL) : NULL;
     if (!a) {
         free(msg);
@@ -161,8 +159,56 @@ static void event(struct decider *d, const char *type, const char *reason, const
     }
     a->event_type = type;
     a->message = msg;
-    if (!(a->reason = strdup(reason)))
+    if (!(a->reason = strdup(reason)) || (occasion && !(a->occasion = strdup(occasion))))
         failed(d, -ENOMEM);
+}
+
+static void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vevent(d, NULL, type, reason, fmt, ap);
+    va_end(ap);
+}
+
+/* An Event for a transition the status counts or names (the pause, the
+ * resume, a snapshot attempt, a pod): decided again after a crash before the
+ * status write, it has the same occasion, and the shell posts it once. */
+static void transition_event(struct decider *d, const char *occasion, const char *type,
+                             const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void transition_event(struct decider *d, const char *occasion, const char *type,
+                             const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vevent(d, occasion, type, reason, fmt, ap);
+    va_end(ap);
+}
+
+/* "pause-<n>", "resume-<n>", "pod-<name>": the occasions of transition_event(). */
+#define OCCASION_SIZE 300
+
+static const char *pause_occasion(const struct decider *d, char *buf)
+{
+    snprintf(buf, OCCASION_SIZE, "pause-%lld", (long long)d->st->pauses);
+    return buf;
+}
+
+static const char *resume_occasion(const struct decider *d, char *buf)
+{
+    snprintf(buf, OCCASION_SIZE, "resume-%lld", (long long)d->st->resumes);
+    return buf;
+}
+
+static const char *pod_occasion(const char *pod_name, char *buf)
+{
+    snprintf(buf, OCCASION_SIZE, "pod-%s", pod_name ? pod_name : "");
+    return buf;
 }
 
 static void condition(struct decider *d, const char *type, enum condition_status status,
@@ -314,6 +360,8 @@ static int falls_back(const struct workspace_class *c)
 /* ---- rule 0: deleting ---- */
 
 static size_t snapshot_retention(struct decider *d, int deleting);
+static int snapshot_current(const struct workspace_status *st);
+static void snapshot_settle(struct decider *d);
 static void requeue_at(struct decider *d, int64_t at_ms);
 
 static void decide_deleting(struct decider *d)
@@ -584,12 +632,14 @@ static void begin_resume(struct decider *d)
         st->accelerator_seconds_released +=
             (double)(d->now - released) / 1000.0 * d->cls->accelerator_count;
     }
+    char occ[OCCASION_SIZE];
+    resume_occasion(d, occ);
     if (released) {
         char t[32];
         format_duration(d->now - released, t, sizeof(t));
-        event(d, "Normal", "Resuming", "resume requested after %s paused", t);
+        transition_event(d, occ, "Normal", "Resuming", "resume requested after %s paused", t);
     } else {
-        event(d, "Normal", "Resuming", "resume requested");
+        transition_event(d, occ, "Normal", "Resuming", "resume requested");
     }
 }
 
@@ -622,11 +672,13 @@ static void fall_back(struct decider *d, const struct workspace_pod *p, const ch
     condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
               "no %s free within %s (capacity timeout); falling back to any of %s: %s", wanted,
               timeout, products, sched);
+    char occ[OCCASION_SIZE];
     if (!d->old->accelerator_fallback)
-        event(d, "Warning", "CapacityFallback",
-              "no %s free within %s (capacity timeout): %s; replacing pod %s with one from files "
-              "and the application's checkpoint that may run on any of %s",
-              wanted, timeout, sched, p->name, products);
+        transition_event(
+            d, pod_occasion(p->name, occ), "Warning", "CapacityFallback",
+            "no %s free within %s (capacity timeout): %s; replacing pod %s with one from files "
+            "and the application's checkpoint that may run on any of %s",
+            wanted, timeout, sched, p->name, products);
     wait_for_leaving(d, p->name);
 }
 
@@ -651,7 +703,7 @@ static void waiting_for_capacity(struct decider *d)
         return;
     }
 
-    char timeout[32];
+    char timeout[32], occ[OCCASION_SIZE];
     format_duration(c->capacity_timeout_ms, timeout, sizeof(timeout));
     const char *old_reason = condition_reason(d->old, COND_CAPACITY);
     /* A fallback pod is never replaced again: it waits like any other. */
@@ -668,7 +720,8 @@ static void waiting_for_capacity(struct decider *d)
          * the user was told the workspace failed. */
         delete_pod(d, p, 0);
         if (!(d->old->state == WS_STATE_FAILED && streq(old_reason, "CapacityTimeout")))
-            event(d, "Warning", "CapacityTimeout", "no capacity after %s: %s", timeout, sched);
+            transition_event(d, pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
+                             "no capacity after %s: %s", timeout, sched);
         return;
     }
     char t[TIMEFMT_RFC3339_SIZE] = "";
@@ -679,8 +732,8 @@ static void waiting_for_capacity(struct decider *d)
     condition(d, COND_READY, COND_FALSE, "WaitingForCapacity", "pod %s is waiting for capacity",
               p->name);
     if (!streq(old_reason, "CapacityTimeout"))
-        event(d, "Warning", "CapacityTimeout", "still waiting for capacity after %s: %s", timeout,
-              sched);
+        transition_event(d, pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
+                         "still waiting for capacity after %s: %s", timeout, sched);
 }
 
 static void decide_idle(struct decider *d);
@@ -709,11 +762,13 @@ static int judge_restore(struct decider *d, const struct workspace_pod *p)
                   "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
                   "starts from files and the checkpoint",
                   p->name, p->snapshot, p->restart_count);
+        char occ[OCCASION_SIZE];
         if (!streq(condition_reason(d->old, COND_RESTORED), "RestoreCrashed"))
-            event(d, "Warning", "RestoreCrashLoop",
-                  "pod %s crash-loops after its restore from snapshot %s; replacing it with a "
-                  "fresh pod from files and the checkpoint",
-                  p->name, p->snapshot);
+            transition_event(
+                d, pod_occasion(p->name, occ), "Warning", "RestoreCrashLoop",
+                "pod %s crash-loops after its restore from snapshot %s; replacing it with a "
+                "fresh pod from files and the checkpoint",
+                p->name, p->snapshot);
         st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
         condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
         return 1;
@@ -738,11 +793,13 @@ static int judge_restore(struct decider *d, const struct workspace_pod *p)
               "recover from the application's checkpoint",
               p->name, p->snapshot,
               d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
+    char occ[OCCASION_SIZE];
     if (!streq(condition_reason(d->old, COND_RESTORED), "ColdStart"))
-        event(d, "Warning", "ColdStart",
-              "pod %s was not restored from snapshot %s (the backend cold-started it); the "
-              "session's memory is lost, files and the application's checkpoint remain",
-              p->name, p->snapshot);
+        transition_event(
+            d, pod_occasion(p->name, occ), "Warning", "ColdStart",
+            "pod %s was not restored from snapshot %s (the backend cold-started it); the "
+            "session's memory is lost, files and the application's checkpoint remain",
+            p->name, p->snapshot);
     if (st->last_resume.requested_ms)
         set_string(d, &st->last_resume.restored_from, "ColdStart");
     return 0;
@@ -778,9 +835,11 @@ static void run_with_pod(struct decider *d)
                     p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
             r->ready_ms = ready;
             r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
-            event(d, "Normal", "Resumed", "ready %.1fs after the resume request (%s)",
-                  r->seconds_to_ready,
-                  p->restore_from_checkpoint ? "from the application's checkpoint" : "fresh start");
+            char occ[OCCASION_SIZE];
+            transition_event(d, resume_occasion(d, occ), "Normal", "Resumed",
+                             "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
+                             p->restore_from_checkpoint ? "from the application's checkpoint"
+                                                        : "fresh start");
         }
         decide_idle(d);
         return;
@@ -900,6 +959,24 @@ static int fallback_due(const struct decider *d)
             d->now >= st->waiting_for_capacity_since_ms + d->cls->capacity_timeout_ms);
 }
 
+/* A resume whose pause's snapshot the backend has not settled yet (the
+ * controller died before recording it, and the backend's caches are still
+ * syncing, or it is still being taken) waits for the answer, at most the
+ * class's snapshot timeout: a pod created meanwhile would start from files
+ * while the backend may restore it from that very snapshot. */
+static int snapshot_pending(struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    if (!resume_in_progress(st) || !d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
+        !snapshot_current(st) || !streq(st->snapshot.phase, "InProgress"))
+        return 0;
+    int64_t until = st->last_resume.requested_ms + d->cls->snapshot.timeout_ms;
+    if (d->now >= until)
+        return 0;
+    requeue_at(d, until);
+    return 1;
+}
+
 static void create_pod(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -907,6 +984,14 @@ static void create_pod(struct decider *d)
     int from_checkpoint = st->pauses > 0;
     int fallback = fallback_due(d);
     char *name = NULL;
+    if (snapshot_pending(d)) {
+        st->state = WS_STATE_RESUMING;
+        condition(d, COND_READY, COND_FALSE, "Snapshotting",
+                  "waiting for the snapshot backend to say whether snapshot %s is ready, so "
+                  "that the new pod starts from it or from files",
+                  st->snapshot.attempt);
+        return;
+    }
     if (crashed_snapshot_remains(d)) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
         condition(d, COND_READY, COND_FALSE, "PodTerminating",
@@ -982,17 +1067,20 @@ static void create_pod(struct decider *d)
                       "pod %s starts from the application's checkpoint: %s", st->pod_name, why);
             const struct condition *before = workspace_status_condition(d->old, COND_RESTORED);
             const struct condition *now = workspace_status_condition(st, COND_RESTORED);
+            char occ[OCCASION_SIZE];
             if (!before || !now || !streq(before->message, now->message))
-                event(d, "Warning", "SnapshotNotUsed", "%s; starting from files and the checkpoint",
-                      why);
+                transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed",
+                                 "%s; starting from files and the checkpoint", why);
         }
     }
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
     condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
               st->pod_name);
+    char occ[OCCASION_SIZE];
     if (is_new && !resuming)
-        event(d, "Normal", "Created", "created pod %s (%s)", st->pod_name,
-              from_checkpoint ? "from the application's checkpoint" : "fresh");
+        transition_event(d, pod_occasion(st->pod_name, occ), "Normal", "Created",
+                         "created pod %s (%s)", st->pod_name,
+                         from_checkpoint ? "from the application's checkpoint" : "fresh");
 }
 
 /* ---- idle (docs/idle.md) ---- */
@@ -1222,6 +1310,11 @@ static void decide_run(struct decider *d)
         }
         return;
     }
+    /* A pause whose end no pass recorded (its pod went while the controller
+     * was down, or the pass that saw it died before its status write) ended
+     * by now: its record is completed before the resume. */
+    if (in_pause(st) && !d->keep && !d->n_leaving && !st->last_pause.accelerator_released_ms)
+        st->last_pause.accelerator_released_ms = d->now;
     if (in_pause(st))
         begin_resume(d);
     adopt(d);
@@ -1229,6 +1322,8 @@ static void decide_run(struct decider *d)
         run_with_pod(d);
         return;
     }
+    if (resume_in_progress(st))
+        snapshot_settle(d);
     if (d->n_leaving) {
         wait_for_leaving(d, d->leaving->name);
         return;
@@ -1272,6 +1367,96 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     requeue_at(d, d->now + d->cls->snapshot.timeout_ms);
 }
 
+/* The pause's attempt: status.snapshot was started for the open pause (or
+ * the last one). */
+static int snapshot_current(const struct workspace_status *st)
+{
+    const struct workspace_snapshot *sn = &st->snapshot;
+    return sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
+}
+
+/* The backend's view of status.snapshot.attempt, NULL: nothing seen. */
+static const struct snapshot_view *snapshot_seen(const struct decider *d)
+{
+    const struct snapshot_view *v = d->in->snapshot;
+    return v && streq(v->attempt, d->st->snapshot.attempt) ? v : NULL;
+}
+
+/* Brings an attempt the status holds InProgress up to what the backend's
+ * objects say: Ready (with the backend's ready time), Failed, or timed out.
+ * This is the record's only source: a controller that died after acting on
+ * a Ready snapshot (the pod's delete) and before its status write left
+ * InProgress behind, and the next one reads the truth here, with the pod
+ * running or gone (pod_kept: a pod still runs for it to retry on). A
+ * backend that cannot say yet (its caches have not synced) decides
+ * nothing. pod_name: the snapshot's pod, for the messages. */
+static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kept)
+{
+    const struct snapshot_config *sc = &d->cls->snapshot;
+    struct workspace_status *st = d->st;
+    struct workspace_snapshot *sn = &st->snapshot;
+    if (streq(sn->phase, "Ready") || streq(sn->phase, "Failed"))
+        return;
+    const struct snapshot_view *v = snapshot_seen(d);
+    if (v && v->unknown) {
+        requeue_at(d, d->now + SNAPSHOT_UNKNOWN_RECHECK_MS);
+        return;
+    }
+    if (v && v->phase == SNAPSHOT_PHASE_READY) {
+        int64_t ready = v->ready_ms > sn->requested_ms ? v->ready_ms : d->now;
+        set_string(d, &sn->phase, "Ready");
+        set_string(d, &sn->name, v->name);
+        sn->ready_ms = ready;
+        sn->seconds = (double)(ready - sn->requested_ms) / 1000.0;
+        condition(d, COND_SNAPSHOT, COND_TRUE, "Ready", "snapshot %s is ready (%.1fs)",
+                  v->name ? v->name : sn->attempt, sn->seconds);
+        transition_event(d, sn->attempt, "Normal", "SnapshotReady",
+                         "snapshot %s of pod %s is ready after %.1fs",
+                         v->name ? v->name : sn->attempt, pod_name ? pod_name : "?", sn->seconds);
+        return;
+    }
+    if (v && v->name)
+        set_string(d, &sn->name, v->name);
+    int timed_out = d->now >= sn->requested_ms + sc->timeout_ms;
+    if (!timed_out && !(v && v->phase == SNAPSHOT_PHASE_FAILED)) {
+        requeue_at(d, sn->requested_ms + sc->timeout_ms);
+        return;
+    }
+    char limit[32];
+    format_duration(sc->timeout_ms, limit, sizeof(limit));
+    const char *reason = v && v->phase == SNAPSHOT_PHASE_FAILED ? "Failed" : "Timeout";
+    char msg[MAX_MESSAGE];
+    if (streq(reason, "Failed"))
+        snprintf(msg, sizeof(msg), "snapshot %s failed: %s", sn->attempt,
+                 v->message && v->message[0] ? v->message : "no reason given");
+    else
+        snprintf(msg, sizeof(msg), "snapshot %s was not ready within %s", sn->attempt, limit);
+    one_line(msg);
+    set_string(d, &sn->phase, "Failed");
+    set_string(d, &sn->message, msg);
+    sn->failed_ms = d->now;
+    condition(d, COND_SNAPSHOT, COND_FALSE, reason, "%s", msg);
+    transition_event(d, sn->attempt, "Warning",
+                     streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout", "%s; %s", msg,
+                     !pod_kept ? "no running pod is left to snapshot: pausing without memory "
+                                 "(files and the application's checkpoint)"
+                     : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
+                         ? "pausing without memory (files and the application's checkpoint)"
+                         : "the pod keeps running; trying again later");
+}
+
+/* With no pod of the pause left running, what became of its snapshot is
+ * read from the backend (a crash may have kept it from the status). */
+static void snapshot_settle(struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !snapshot_current(st) ||
+        !streq(st->snapshot.phase, "InProgress"))
+        return;
+    const char *pod = d->leaving ? d->leaving->name : st->pod_name;
+    snapshot_follow(d, pod, 0);
+}
+
 /* Whether the pod may be deleted for this pause: with a backend, only once
  * its snapshot is Ready, or when it failed and the class says to pause
  * without memory. Never before. */
@@ -1282,58 +1467,20 @@ static int snapshot_allows_delete(struct decider *d, const struct workspace_pod 
     struct workspace_snapshot *sn = &st->snapshot;
     if (!sc || sc->backend == SNAPSHOT_BACKEND_NONE || !in_pause(st))
         return 1;
-    if (!pod_is_scheduled(p) || !p->ready)
+    int current = snapshot_current(st);
+    int running = pod_is_scheduled(p) && p->ready;
+    if (current)
+        snapshot_follow(d, p->name, running);
+    if (!running)
         return 1; /* nothing running, nothing to keep */
-    int current = sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
     if (!current) {
         snapshot_begin(d, p, 1);
         return 0;
     }
     if (streq(sn->phase, "Ready"))
         return 1;
-    const struct snapshot_view *v = d->in->snapshot;
-    if (v && !streq(v->attempt, sn->attempt))
-        v = NULL;
-    if (v && v->phase == SNAPSHOT_PHASE_READY) {
-        int64_t ready = v->ready_ms > sn->requested_ms ? v->ready_ms : d->now;
-        set_string(d, &sn->phase, "Ready");
-        set_string(d, &sn->name, v->name);
-        sn->ready_ms = ready;
-        sn->seconds = (double)(ready - sn->requested_ms) / 1000.0;
-        condition(d, COND_SNAPSHOT, COND_TRUE, "Ready", "snapshot %s is ready (%.1fs)",
-                  v->name ? v->name : sn->attempt, sn->seconds);
-        event(d, "Normal", "SnapshotReady", "snapshot %s of pod %s is ready after %.1fs",
-              v->name ? v->name : sn->attempt, p->name, sn->seconds);
-        return 1;
-    }
-    if (v && v->name)
-        set_string(d, &sn->name, v->name);
-    int timed_out = d->now >= sn->requested_ms + sc->timeout_ms;
-    if (!streq(sn->phase, "Failed") && (timed_out || (v && v->phase == SNAPSHOT_PHASE_FAILED))) {
-        char limit[32];
-        format_duration(sc->timeout_ms, limit, sizeof(limit));
-        const char *reason = v && v->phase == SNAPSHOT_PHASE_FAILED ? "Failed" : "Timeout";
-        char msg[MAX_MESSAGE];
-        if (streq(reason, "Failed"))
-            snprintf(msg, sizeof(msg), "snapshot %s failed: %s", sn->attempt,
-                     v->message && v->message[0] ? v->message : "no reason given");
-        else
-            snprintf(msg, sizeof(msg), "snapshot %s was not ready within %s", sn->attempt, limit);
-        one_line(msg);
-        set_string(d, &sn->phase, "Failed");
-        set_string(d, &sn->message, msg);
-        sn->failed_ms = d->now;
-        condition(d, COND_SNAPSHOT, COND_FALSE, reason, "%s", msg);
-        event(d, "Warning", streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout",
-              "%s; %s", msg,
-              sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
-                  ? "pausing without memory (files and the application's checkpoint)"
-                  : "the pod keeps running; trying again later");
-    }
-    if (!streq(sn->phase, "Failed")) {
-        requeue_at(d, sn->requested_ms + sc->timeout_ms);
-        return 0;
-    }
+    if (!streq(sn->phase, "Failed"))
+        return 0; /* snapshot_follow() asked for the re-check */
     if (sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY)
         return 1;
     /* Retry: a new attempt once retryAfter has passed since the failure. */
@@ -1421,6 +1568,18 @@ static size_t snapshot_retention(struct decider *d, int deleting)
     return left;
 }
 
+/* When a leaving pod's delete was sent: its deletionTimestamp less the grace
+ * period the pause gives (the API server adds it), within the pause. */
+static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p)
+{
+    int64_t at = p->deletion_ms ? p->deletion_ms : d->now;
+    if (p->deletion_ms && pod_is_scheduled(p))
+        at -= grace_seconds(d) * 1000;
+    if (at < d->st->last_pause.requested_ms)
+        at = d->st->last_pause.requested_ms;
+    return at < d->now ? at : d->now;
+}
+
 static void decide_pause(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -1454,14 +1613,18 @@ static void decide_pause(struct decider *d)
             one_line(msg);
             set_string(d, &st->last_pause.message, msg);
         }
+        char occ[OCCASION_SIZE];
+        pause_occasion(d, occ);
         if (idle)
-            event(d, "Normal", "IdleTimeout", "pausing idle workspace: %s",
-                  st->last_pause.message ? st->last_pause.message : "idle");
+            transition_event(d, occ, "Normal", "IdleTimeout", "pausing idle workspace: %s",
+                             st->last_pause.message ? st->last_pause.message : "idle");
         else
-            event(d, "Normal", "Pausing", "pause requested: stopping pod %s",
-                  p ? p->name : d->leaving->name);
+            transition_event(d, occ, "Normal", "Pausing", "pause requested: stopping pod %s",
+                             p ? p->name : d->leaving->name);
     }
     st->waiting_for_capacity_since_ms = 0;
+    if (!p && in_pause(st))
+        snapshot_settle(d);
     if (p && !snapshot_allows_delete(d, p)) {
         st->state = WS_STATE_PAUSING;
         condition(d, COND_READY, COND_FALSE, "Snapshotting",
@@ -1479,6 +1642,9 @@ static void decide_pause(struct decider *d)
         return;
     }
     if (d->n_leaving) {
+        /* Deleted by a pass whose status write was lost: the pod says when. */
+        if (in_pause(st) && !st->last_pause.pod_deleted_ms)
+            st->last_pause.pod_deleted_ms = deleted_at(d, d->leaving);
         st->state = WS_STATE_PAUSING;
         condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", d->leaving->name);
         return;
@@ -1496,9 +1662,11 @@ static void decide_pause(struct decider *d)
     st->state = WS_STATE_PAUSED;
     if (d->old->state != WS_STATE_PAUSED) {
         const struct workspace_pause_timeline *lp = &st->last_pause;
+        char occ[OCCASION_SIZE];
         if (in_pause(st) && lp->requested_ms && lp->accelerator_released_ms >= lp->requested_ms)
-            event(d, "Normal", "Paused", "paused; the pod was gone %.1fs after the pause request",
-                  (double)(lp->accelerator_released_ms - lp->requested_ms) / 1000.0);
+            transition_event(d, pause_occasion(d, occ), "Normal", "Paused",
+                             "paused; the pod was gone %.1fs after the pause request",
+                             (double)(lp->accelerator_released_ms - lp->requested_ms) / 1000.0);
         else
             event(d, "Normal", "Paused", "paused");
     }
@@ -1546,15 +1714,20 @@ static void track_hold(struct decider *d)
 }
 
 /* What the pause kept of the session: its memory in a snapshot, or files
- * (and the application's checkpoint) only. */
-static const char *pause_memory(const struct workspace_status *st)
+ * (and the application's checkpoint) only; NULL while its snapshot is still
+ * InProgress and a backend may yet say Ready (snapshot_settle()). */
+static const char *pause_memory(const struct decider *d)
 {
+    const struct workspace_status *st = d->st;
     const struct workspace_snapshot *sn = &st->snapshot;
-    int current = sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
+    int current = snapshot_current(st);
     if (current && streq(sn->phase, "Ready"))
         return "snapshot";
     if (current && streq(sn->phase, "Failed"))
         return "snapshotFailed";
+    if (current && streq(sn->phase, "InProgress") && d->cls &&
+        d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
+        return NULL;
     return "files";
 }
 
@@ -1587,15 +1760,17 @@ static void keep_ledger(struct decider *d)
             set_string(d, &lp->node_name, p->node_name);
             set_string(d, &lp->product, st->accelerator_resource ? st->accelerator_product : NULL);
         }
-        const struct workspace_snapshot *sn = &st->snapshot;
-        if (!lp->snapshot_ready_ms && sn->attempt && sn->requested_ms >= lp->requested_ms &&
-            streq(sn->phase, "Ready") && sn->ready_ms) {
-            lp->snapshot_ready_ms = sn->ready_ms;
-            lp->snapshot_seconds = sn->seconds;
-        }
-        if (lp->accelerator_released_ms && !lp->memory)
-            set_string(d, &lp->memory, pause_memory(st));
     }
+    /* The pause's snapshot may be settled after the resume began (a crash
+     * kept it from the status): the record follows it. */
+    const struct workspace_snapshot *sn = &st->snapshot;
+    if (lp->requested_ms && !lp->snapshot_ready_ms && snapshot_current(st) &&
+        streq(sn->phase, "Ready") && sn->ready_ms) {
+        lp->snapshot_ready_ms = sn->ready_ms;
+        lp->snapshot_seconds = sn->seconds;
+    }
+    if (lp->requested_ms && lp->accelerator_released_ms && !lp->memory)
+        set_string(d, &lp->memory, pause_memory(d));
     note_taker(d);
     if (d->in->pause_node_absent && ledger_awaits_node_removal(st, d->now))
         lp->node_removed_ms = d->now;
@@ -1734,6 +1909,7 @@ void decide_output_clear(struct decide_output *out)
         free(out->actions[i].message);
         free(out->actions[i].snapshot);
         free(out->actions[i].product);
+        free(out->actions[i].occasion);
     }
     *out = (struct decide_output){0};
 }

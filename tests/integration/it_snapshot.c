@@ -15,7 +15,9 @@
  *   - the controller killed between the trigger and Ready, and between Ready
  *     and the pod delete: the same snapshot, one trigger, no early delete; a
  *     PodSnapshot that went while the controller was down: its trigger goes
- *     once the controller is back;
+ *     once the controller is back; killed after the trigger and again right
+ *     after the pod's delete: the pause is recorded with its Ready snapshot
+ *     (never as files), restored FromSnapshot, each Event posted once;
  *   - the capacity fallback, on two GPU nodes of the test's own: no V100 free
  *     after the capacity timeout → the workspace runs on an L4 from its
  *     checkpoint, the status names the L4, the next snapshot is the L4's and
@@ -332,6 +334,82 @@ static void test_crash_points(void **state)
     assert_int_equal(trigger_exists("crashy-p1-1"), 0);
 }
 
+/* How many Events of reason the workspace has. */
+static int count_events(const char *name, const char *reason)
+{
+    char *reasons = event_reasons(name);
+    int n = 0;
+    size_t len = strlen(reason);
+    for (char *r = reasons; r && *r;) {
+        char *comma = strchr(r, ',');
+        size_t l = comma ? (size_t)(comma - r) : strlen(r);
+        n += l == len && strncmp(r, reason, len) == 0;
+        r = comma ? comma + 1 : r + l;
+    }
+    free(reasons);
+    return n;
+}
+
+/* Killed right after the trigger was created, then right after the pod's
+ * delete (each before its status write): the next controller reads the
+ * pause from the API server's objects (the Ready PodSnapshot, the pod gone),
+ * not from the status that was never written. The pause kept its memory,
+ * the resume restores it, and each transition's Event is there once. */
+static void test_crash_after_delete(void **state)
+{
+    (void)state;
+    apply_ws("afterdel", "it-cpu-snap", 0, NULL);
+    cJSON_Delete(wait_state("afterdel", "Running", 60000));
+    controller_stop();
+    controller_start("SnapshotBegin");
+    set_paused("afterdel", 1);
+    assert_int_equal(controller_wait_exit(30000), 3);
+    controller_start("DeletePod");
+    assert_int_equal(controller_wait_exit(60000), 3);
+    cJSON *ws = ws_json("afterdel");
+    const char *phase = str_at(ws, "status.snapshot.phase");
+    print_message("  after the crash the status says snapshot %s; %d pod(s) live\n",
+                  phase ? phase : "(none)", live_pods("afterdel"));
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("afterdel"), 0);
+    controller_start(NULL);
+
+    ws = wait_state("afterdel", "Paused", 60000);
+    uint64_t end = harness_now_ms() + 30000;
+    while (!str_at(ws, "status.lastPause.memory") && harness_now_ms() < end) {
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+        ws = ws_json("afterdel");
+    }
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "True");
+    assert_string_equal(str_at(ws, "status.lastPause.snapshotReadyAt"),
+                        str_at(ws, "status.snapshot.readyAt"));
+    assert_non_null(str_at(ws, "status.lastPause.podDeletedAt"));
+    cJSON_Delete(ws);
+    assert_int_equal(
+        count_objects("podsnapshotmanualtriggers", "hibernator.dev/workspace=afterdel"), 1);
+
+    set_paused("afterdel", 0);
+    ws = wait_reason("afterdel", "Restored", "FromSnapshot", 60000);
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+    const cJSON *rec = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "status"), "history"),
+        0);
+    assert_string_equal(str_at(rec, "memory"), "snapshot");
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("afterdel");
+    print_message("  events: %s\n", reasons);
+    free(reasons);
+    assert_int_equal(count_events("afterdel", "SnapshotNotUsed"), 0);
+    assert_int_equal(count_events("afterdel", "Pausing"), 1);
+    assert_int_equal(count_events("afterdel", "SnapshotReady"), 1);
+    assert_int_equal(count_events("afterdel", "Paused"), 1);
+    assert_int_equal(count_events("afterdel", "Resuming"), 1);
+    assert_int_equal(count_events("afterdel", "Resumed"), 1);
+}
+
 /* Deleting a workspace takes its snapshots and every trigger, also one that
  * never made a PodSnapshot and that nothing else would delete (no owner). */
 static void test_delete_leaves_nothing(void **state)
@@ -612,6 +690,7 @@ int main(void)
         cmocka_unit_test_setup(test_checkpoint_failed, clean_slate),
         cmocka_unit_test_setup(test_cold_start_and_crash_loop, clean_slate),
         cmocka_unit_test_setup(test_crash_points, clean_slate),
+        cmocka_unit_test_setup(test_crash_after_delete, clean_slate),
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
         cmocka_unit_test_setup(test_delete_leaves_nothing, clean_slate),
     };

@@ -732,6 +732,287 @@ static void walk_to_paused_on_l4(struct world *w)
 
 /* The resume from the L4 snapshot is pinned to the L4, though the class's
  * product is the T4, and comes back FromSnapshot. */
+/* ---- crashes: the record comes from the API server's objects ---- */
+
+/* A controller dies after an action and before its status write; the next
+ * one decides on what the API server shows: the status as it was, the pods,
+ * and the backend's view of the attempt. Each row stages one crash point,
+ * then checks the first decision of the next controller and what follows
+ * until the workspace is settled; every decision is also made twice (the
+ * second time on the status the first wrote) to prove a fixed point with no
+ * Event repeated. */
+
+#define READY_AT (T0 + 10 * MIN + 50 * SEC) /* the backend's ready time */
+
+static const struct snapshot_view ready_view = {.attempt = "nb-p1-1",
+                                                .phase = SNAPSHOT_PHASE_READY,
+                                                .name = "nb-p1-1-x7k2q",
+                                                .ready_ms = READY_AT};
+
+static const char *event_occasion(const struct decide_output *o, const char *reason)
+{
+    const struct action *a = find_event(o, reason);
+    return a ? a->occasion : NULL;
+}
+
+/* Decides, writes the status, and decides again on it: nothing changes. */
+static void decide_settled(struct world *w, struct decide_output *o)
+{
+    decide(w, o, 1);
+    struct decide_output again;
+    decide(w, &again, 0);
+    assert_false(again.status_changed);
+    for (size_t i = 0; i < again.n_actions; i++)
+        if (again.actions[i].type == ACTION_EVENT)
+            fail_msg("event %s repeated on the same world", again.actions[i].reason);
+    decide_output_clear(&again);
+}
+
+/* The pause's pass that saw the snapshot Ready and deleted the pod died
+ * before its status write: the status says InProgress, the delete happened.
+ * Returns with the pod terminating (deletionTimestamp = delete + grace). */
+static void crash_after_delete(struct world *w)
+{
+    world_init(w, GKE);
+    struct decide_output o;
+    decide(w, &o, 1); /* SnapshotBegin, written */
+    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    decide_output_clear(&o);
+    w->now = READY_AT + 2 * SEC;
+    w->has_view = 1;
+    w->view = ready_view;
+    decide(w, &o, 0); /* Ready: the pod's delete; the status write is lost */
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(event_occasion(&o, "SnapshotReady"), "nb-p1-1");
+    decide_output_clear(&o);
+    assert_string_equal(w->ws->status.snapshot.phase, "InProgress");
+    w->pod.deletion_ms = w->now + 30 * SEC;
+    w->now += 5 * SEC; /* the next controller */
+}
+
+/* The record of a pause with its snapshot Ready, whatever the crash. */
+static void assert_paused_with_snapshot(const struct decide_output *o)
+{
+    const struct workspace_status *st = &o->status;
+    assert_int_equal(st->state, WS_STATE_PAUSED);
+    assert_string_equal(st->snapshot.phase, "Ready");
+    assert_string_equal(st->snapshot.name, "nb-p1-1-x7k2q");
+    assert_int_equal(st->snapshot.ready_ms, READY_AT);
+    assert_string_equal(cond_reason(st, "SnapshotReady"), "Ready");
+    assert_string_equal(st->last_pause.memory, "snapshot");
+    assert_int_equal(st->last_pause.snapshot_ready_ms, READY_AT);
+    assert_int_equal(st->n_history, 1);
+    assert_string_equal(st->history[0].pause.memory, "snapshot");
+}
+
+/* The resume restores from the snapshot and says nothing of files. */
+static void assert_resumes_from_snapshot(struct world *w)
+{
+    w->ws->paused = 0;
+    w->now += 30 * MIN;
+    struct decide_output o;
+    decide_settled(w, &o);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
+    assert_null(find_event(&o, "SnapshotNotUsed"));
+    assert_string_equal(cond_reason(&o.status, "Restored"), "Restoring");
+    decide_output_clear(&o);
+}
+
+static void crash_pod_terminating(struct world *w)
+{
+    crash_after_delete(w);
+    struct decide_output o;
+    decide_settled(w, &o);
+    /* The backend's Ready is recorded, with its time and its Event under the
+     * same occasion as before the crash (posted once). */
+    assert_string_equal(o.status.snapshot.phase, "Ready");
+    assert_int_equal(o.status.snapshot.ready_ms, READY_AT);
+    assert_string_equal(event_occasion(&o, "SnapshotReady"), "nb-p1-1");
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    /* when the delete was sent, from the pod: deletionTimestamp - grace */
+    assert_int_equal(o.status.last_pause.pod_deleted_ms, READY_AT + 2 * SEC);
+    decide_output_clear(&o);
+
+    w->has_pod = 0;
+    w->now += 30 * SEC;
+    decide_settled(w, &o);
+    assert_paused_with_snapshot(&o);
+    assert_null(find_event(&o, "SnapshotNotUsed"));
+    decide_output_clear(&o);
+    assert_resumes_from_snapshot(w);
+}
+
+static void crash_pod_gone(struct world *w)
+{
+    crash_after_delete(w);
+    w->has_pod = 0;
+    w->now += 60 * SEC;
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_paused_with_snapshot(&o);
+    assert_string_equal(event_occasion(&o, "SnapshotReady"), "nb-p1-1");
+    decide_output_clear(&o);
+    assert_resumes_from_snapshot(w);
+}
+
+/* The next controller's first pass comes before the backend's caches have
+ * synced: nothing is concluded from that, the memory is not yet said. */
+static void crash_backend_syncing(struct world *w)
+{
+    crash_after_delete(w);
+    w->has_pod = 0;
+    w->now += 20 * MIN; /* past the snapshot timeout: still not a failure */
+    w->view = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS, .unknown = 1};
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    assert_null(o.status.last_pause.memory);
+    assert_null(find_event(&o, "SnapshotTimeout"));
+    assert_int_equal(o.requeue_after_ms, 1000);
+    decide_output_clear(&o);
+
+    w->now += SEC;
+    w->view = ready_view;
+    decide_settled(w, &o);
+    assert_paused_with_snapshot(&o);
+    decide_output_clear(&o);
+    assert_resumes_from_snapshot(w);
+}
+
+/* Resumed while the controller was down: the new pod waits for the
+ * backend's word on the snapshot, then is restored from it. */
+static void crash_then_resume(struct world *w)
+{
+    crash_after_delete(w);
+    w->has_pod = 0;
+    w->ws->paused = 0;
+    w->now += 60 * SEC;
+    w->view = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS, .unknown = 1};
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_null(find_action(&o, ACTION_CREATE_POD));
+    assert_int_equal(o.status.state, WS_STATE_RESUMING);
+    assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
+    assert_int_equal(o.status.resumes, 1);
+    assert_string_equal(event_occasion(&o, "Resuming"), "resume-1");
+    assert_null(o.status.last_pause.memory);
+    decide_output_clear(&o);
+
+    w->now += SEC;
+    w->view = ready_view;
+    decide_settled(w, &o);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
+    assert_null(find_event(&o, "SnapshotNotUsed"));
+    assert_string_equal(o.status.snapshot.phase, "Ready");
+    assert_string_equal(o.status.last_pause.memory, "snapshot");
+    assert_int_equal(o.status.last_pause.snapshot_ready_ms, READY_AT);
+    assert_string_equal(o.status.history[0].pause.memory, "snapshot");
+    decide_output_clear(&o);
+}
+
+/* Killed after SnapshotBegin, before the status write: the pause is counted
+ * again under the same number (its Event has the same occasion) and the same
+ * attempt is begun again; the snapshot then goes its normal way. */
+static void crash_after_begin(struct world *w)
+{
+    world_init(w, GKE);
+    struct decide_output o;
+    decide(w, &o, 0);
+    assert_string_equal(find_action(&o, ACTION_SNAPSHOT_BEGIN)->name, "nb-p1-1");
+    assert_string_equal(event_occasion(&o, "Pausing"), "pause-1");
+    decide_output_clear(&o);
+    w->now += 3 * SEC;
+    w->has_view = 1;
+    w->view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    decide_settled(w, &o);
+    assert_string_equal(find_action(&o, ACTION_SNAPSHOT_BEGIN)->name, "nb-p1-1");
+    assert_string_equal(event_occasion(&o, "Pausing"), "pause-1");
+    assert_int_equal(o.status.pauses, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+
+    w->now = READY_AT + SEC;
+    w->view = ready_view;
+    decide_settled(w, &o);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    w->has_pod = 0;
+    w->now += 30 * SEC;
+    decide_settled(w, &o);
+    assert_paused_with_snapshot(&o);
+    decide_output_clear(&o);
+}
+
+/* Killed after the resume's CreatePod, before the status write: the resume
+ * is counted again under the same number, the pod is adopted (not created
+ * twice), and it is judged as a restore. */
+static void crash_after_create(struct world *w)
+{
+    paused_with_snapshot(w, GKE);
+    struct decide_output o;
+    decide(w, &o, 0);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->name, "nb-2");
+    assert_string_equal(event_occasion(&o, "Resuming"), "resume-1");
+    decide_output_clear(&o);
+
+    w->now += 4 * SEC;
+    pod_up(w, "nb-2", "nb-p1-1-x7k2q", w->now + 60 * SEC);
+    w->pod.ready = 0;
+    w->pod.ready_ms = 0;
+    decide_settled(w, &o);
+    assert_null(find_action(&o, ACTION_CREATE_POD));
+    assert_string_equal(event_occasion(&o, "Resuming"), "resume-1");
+    assert_int_equal(o.status.resumes, 1);
+    assert_string_equal(o.status.pod_name, "nb-2");
+    assert_int_equal(o.status.pod_generation, 2);
+    assert_int_equal(o.status.last_resume.pod_created_ms, w->pod.created_ms);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "Restoring");
+    decide_output_clear(&o);
+
+    w->now += 20 * SEC;
+    w->pod.ready = 1;
+    w->pod.ready_ms = w->now - SEC;
+    w->pod.restored = 1;
+    decide_settled(w, &o);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "FromSnapshot");
+    assert_string_equal(o.status.last_resume.restored_from, "FromSnapshot");
+    assert_string_equal(event_occasion(&o, "Resumed"), "resume-1");
+    assert_string_equal(o.status.history[0].pause.memory, "snapshot");
+    decide_output_clear(&o);
+}
+
+static void test_crash_points(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        void (*run)(struct world *w);
+    } rows[] = {
+        {"after DeletePod, the pod still terminating", crash_pod_terminating},
+        {"after DeletePod, the pod gone", crash_pod_gone},
+        {"after DeletePod, the backend's caches still syncing", crash_backend_syncing},
+        {"after DeletePod, resumed while the controller was down", crash_then_resume},
+        {"after SnapshotBegin", crash_after_begin},
+        {"after the resume's CreatePod", crash_after_create},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        print_message("crash %s\n", rows[i].name);
+        struct world w;
+        rows[i].run(&w);
+        world_free(&w);
+    }
+}
+
 static void test_fallback_walk(void **state)
 {
     (void)state;
@@ -1010,6 +1291,7 @@ int main(void)
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_restore_crash_loop),
         cmocka_unit_test(test_snapshot_not_used),
+        cmocka_unit_test(test_crash_points),
         cmocka_unit_test(test_fallback_walk),
         cmocka_unit_test(test_snapshot_product_no_longer_allowed),
         cmocka_unit_test(test_snapshot_hash_with_product),
