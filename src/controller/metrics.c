@@ -274,7 +274,8 @@ static void count_workspace(void *data, const struct cache_entry *e)
     if (!ws)
         return;
     const char *state = workspace_state_name(ws->status.state);
-    metrics_gauge_update_add(u, (const char *[]){ws->class_name, state[0] ? state : "Unknown"}, 1);
+    metrics_gauge_update_add(
+        u, (const char *[]){ws->class_name ? ws->class_name : "", state[0] ? state : "Unknown"}, 1);
 }
 
 void controller_metrics_collect(struct controller_metrics *m, const struct informer *workspaces,
