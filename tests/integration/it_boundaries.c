@@ -174,13 +174,16 @@ static void leaf_cases(struct cases *cs, char kind, const char *path, const cJSO
         add_case(cs, kind, path, cJSON_CreateString(""));
     if (pattern && strstr(pattern, "(ms|s|m|h|d)")) {
         static const char *const durations[] = {
-            "0s",   "1ms",     "9s", "10s", "99999d", "99999d99999h99999m99999s99999ms",
-            "0ms0s", "100000d", "99999999999999999999h", "1s1s1s1s1s1s", "1.5h", "-1h"};
+            "0s",           "1ms",     "9s",
+            "10s",          "99999d",  "99999d99999h99999m99999s99999ms",
+            "0ms0s",        "100000d", "99999999999999999999h",
+            "1s1s1s1s1s1s", "1.5h",    "-1h"};
         for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++)
             add_case(cs, kind, path, cJSON_CreateString(durations[i]));
     } else if (has(node, "x-kubernetes-int-or-string")) {
-        static const char *const quantities[] = {"0", "1e100", "99999999999Ei", "0.000001", "-1Gi",
-                                                 "1Gi1"};
+        static const char *const quantities[] = {
+            "0",    "1e100", "99999999999Ei", "0.000001",
+            "-1Gi", "1Gi1",  "8Ei",           "1.00000000000000000001Gi"};
         for (size_t i = 0; i < sizeof(quantities) / sizeof(quantities[0]); i++)
             add_case(cs, kind, path, cJSON_CreateString(quantities[i]));
         add_case(cs, kind, path, cJSON_CreateNumber(0));
@@ -427,8 +430,8 @@ static void run_case(const struct bcase *c, int i, struct tally *t)
             /* The field, or (for a class's images) the rule it broke. */
             if (!strstr(message, prefix) && strcmp(reason, "ImageNotAllowed") != 0 &&
                 strcmp(reason, "ClassNotFound") != 0)
-                fail_msg("%s = %s: Valid=False/%s without naming %s: %s", c->path, c->label,
-                         reason, prefix, message);
+                fail_msg("%s = %s: Valid=False/%s without naming %s: %s", c->path, c->label, reason,
+                         prefix, message);
             t->reported_invalid++;
             print_message("  %-45s %-34s reported: %s: %s\n", c->path, c->label, reason, message);
         } else {
@@ -458,13 +461,16 @@ static int group_setup(void **state)
     return 0;
 }
 
+static void apply_class_crd(int relaxed);
+
 static int group_teardown(void **state)
 {
     (void)state;
+    apply_class_crd(0);
     controller_stop();
     it_show_logs();
-    harness_kubectl(NULL, "delete workspaceclasses -l hibernator.dev/test=" TEST_LABEL
-                          " --wait=false");
+    harness_kubectl(NULL,
+                    "delete workspaceclasses -l hibernator.dev/test=" TEST_LABEL " --wait=false");
     harness_kubectl(NULL, "delete workspaceclass bnd-ok --ignore-not-found --wait=false");
     if (ns)
         harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
@@ -514,12 +520,47 @@ static void test_every_boundary(void **state)
     free(cs.v);
 }
 
-/* A class the API server accepts and the controller refuses (warnBefore
- * not shorter than minAfter) is reported on its workspaces, changes to it
- * are reported again, other classes stay visible, and fixing it recovers. */
+/* Applies the WorkspaceClass CRD, without the CEL rules of spec.idle when
+ * relaxed: a CRD older than the controller, which lets through a class the
+ * controller refuses. */
+static void apply_class_crd(int relaxed)
+{
+    char path[512], *err = NULL;
+    snprintf(path, sizeof(path), "%s/deploy/crds/workspaceclasses.yaml", SOURCE_DIR);
+    cJSON *docs = yaml_json_load_file(path, &err);
+    assert_non_null(docs);
+    cJSON *crd = cJSON_GetArrayItem(docs, 0);
+    if (relaxed) {
+        cJSON *v0 =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetObjectItemCaseSensitive(crd, "spec"), "versions"),
+                               0);
+        cJSON *schema = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(v0, "schema"), "openAPIV3Schema");
+        cJSON *idle = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(
+                    cJSON_GetObjectItemCaseSensitive(schema, "properties"), "spec"),
+                "properties"),
+            "idle");
+        assert_non_null(cJSON_GetObjectItemCaseSensitive(idle, "x-kubernetes-validations"));
+        cJSON_DeleteItemFromObjectCaseSensitive(idle, "x-kubernetes-validations");
+    }
+    char *json = cJSON_PrintUnformatted(crd);
+    assert_int_equal(harness_apply("%s", json), 0);
+    free(json);
+    cJSON_Delete(docs);
+    /* The API server validates with the new schema once it serves it. */
+    harness_run_for(&loop, 2000);
+}
+
+/* A class the controller refuses (warnBefore not shorter than minAfter),
+ * let through by a CRD older than the controller, is reported on its
+ * workspaces, changes to it hide no later class, and fixing it recovers. */
 static void test_refused_class_recovers(void **state)
 {
     (void)state;
+    apply_class_crd(1);
     apply_class("bnd-bad", "  idle: {after: 1h, minAfter: 30m, warnBefore: 30m}\n");
     apply_ws("bad-1", "bnd-bad", 0, NULL);
     cJSON *ws = wait_reason("bad-1", "Valid", "InvalidClass", 30000);
@@ -542,6 +583,7 @@ static void test_refused_class_recovers(void **state)
     free(reasons);
 
     apply_class("bnd-bad", "  idle: {after: 1h, minAfter: 30m, warnBefore: 5m}\n");
+    apply_class_crd(0);
     ws = wait_reason("bad-1", "Valid", "Accepted", 30000);
     cJSON_Delete(ws);
     cJSON_Delete(wait_state("bad-1", "Running", 60000));
