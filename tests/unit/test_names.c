@@ -182,6 +182,12 @@ static void test_long_name_handle(void **state)
     assert_string_equal(got, "research-team-llm-finetuning-notebook-with-a-long-"
                              "87a79159-p1-1");
     assert_true(is_label_value(got) && is_subdomain(got));
+    /* docs/api.md's example. */
+    names_snapshot_handle("research.a-workspace-name-of-the-longest-length-the-api-allows1", 1, 1,
+                          got);
+    assert_string_equal(got, "research.a-workspace-name-of-the-longest-length-t-a3873096-p1-1");
+    names_pod("research.a-workspace-name-of-the-longest-length-the-api-allows1", 1, got);
+    assert_string_equal(got, "research.a-workspace-name-of-the-longest-length-the-47fbe9c8-1");
     assert_int_equal(names_pod(ws, 1, got), 63);
     assert_true(is_label_value(got) && is_subdomain(got));
     assert_int_equal(names_pod_generation(ws, got), 1);
