@@ -105,7 +105,8 @@ const char *gke_trigger_fate_name(enum gke_trigger_fate fate);
 
 /* The objects an attempt needs, built at decision time (the caches may
  * change before they are sent): {"policy": ..., "trigger": ...}. Caller
- * deletes; NULL when out of memory. */
+ * deletes; NULL when out of memory (or for a name no Workspace can
+ * have: empty or longer than 253). */
 cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
                                  const char *attempt, const char *pod_name);
 

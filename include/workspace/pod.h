@@ -83,10 +83,13 @@ void workspace_pvc_free(void *pvc);
 /* Whether the pod's containers ask for the extended resource. */
 int workspace_pod_requests(const struct workspace_pod *p, const char *resource);
 
-/* The home claim's name: "<workspace>-home". Returns malloc'd or NULL. */
+/* The home claim's name: "<workspace>-home" (names_home_claim()). Returns
+ * malloc'd, or NULL when out of memory (or for a name no Workspace can have:
+ * empty or longer than 253). */
 char *workspace_home_claim_name(const struct workspace *ws);
 
-/* The pod name for a pod generation: "<workspace>-<n>". Malloc'd or NULL. */
+/* The pod name for a pod generation: "<workspace>-<n>", cut to 63 characters
+ * with a hash when longer (names_pod()). Malloc'd, or NULL as above. */
 char *workspace_pod_name(const struct workspace *ws, int64_t pod_generation);
 
 /* Builds the PersistentVolumeClaim for home, owned by the workspace: the

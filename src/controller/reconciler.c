@@ -391,7 +391,8 @@ static void on_node_change(void *data, const char *node)
 static void on_pvc_change(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
-    /* Claims are named "<workspace>-home". */
+    /* Claims are named "<workspace>-home", never cut for a valid workspace
+     * name (names_home_claim()). */
     size_t n = strlen(e->name);
     if (n > 5 && strcmp(e->name + n - 5, "-home") == 0) {
         char *ws = strndup(e->name, n - 5);

@@ -10,6 +10,7 @@
 #include "util/json.h"
 #include "util/log.h"
 #include "util/strmap.h"
+#include "workspace/names.h"
 #include "workspace/pod.h"
 
 static const struct kube_resource policies = {GKE_SNAPSHOT_GROUP, "v1", "podsnapshotpolicies",
@@ -489,8 +490,9 @@ static cJSON *owned_object(const struct workspace *ws, const char *kind, const c
 
 static cJSON *policy_build(const struct workspace *ws, const struct workspace_class *c)
 {
-    char name[300], retention[32];
-    snprintf(name, sizeof(name), "%s-snapshots", ws->name);
+    char name[NAMES_SIZE], retention[32];
+    if (names_snapshot_policy(ws->name, name) < 0)
+        return NULL;
     cJSON *o = owned_object(ws, "PodSnapshotPolicy", name);
     cJSON *spec = o ? cJSON_AddObjectToObject(o, "spec") : NULL;
     cJSON *sel = spec ? cJSON_AddObjectToObject(spec, "selector") : NULL;

@@ -9,6 +9,7 @@
 #include "util/duration.h"
 #include "util/timefmt.h"
 #include "workspace/ledger.h"
+#include "workspace/names.h"
 
 /* The rules are written out, with a table, in docs/state-machine.md; the
  * comments here point at them by number. */
@@ -269,19 +270,10 @@ static int pod_has_stopped(const struct workspace_pod *p)
     return p->phase && (strcmp(p->phase, "Failed") == 0 || strcmp(p->phase, "Succeeded") == 0);
 }
 
-/* The n of "<workspace>-<n>", or -1 when the name is not of that form. */
+/* The n of the workspace's pod name, or -1 when it is not one. */
 static int64_t pod_generation_of(const struct workspace *ws, const char *pod_name)
 {
-    size_t len = strlen(ws->name);
-    if (strncmp(pod_name, ws->name, len) != 0 || pod_name[len] != '-' || !pod_name[len + 1])
-        return -1;
-    int64_t n = 0;
-    for (const char *p = pod_name + len + 1; *p; p++) {
-        if (*p < '0' || *p > '9' || n > (INT64_MAX - 9) / 10)
-            return -1;
-        n = n * 10 + (*p - '0');
-    }
-    return n;
+    return names_pod_generation(ws->name, pod_name);
 }
 
 static void format_duration(int64_t ms, char *out, size_t size)
@@ -1339,11 +1331,14 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
 {
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = &st->snapshot;
-    char handle[256], hash[POD_SPEC_HASH_SIZE];
+    char handle[NAMES_SIZE], hash[POD_SPEC_HASH_SIZE];
     /* Derived from counters in the status: after a crash before the status
-     * write the same call is made again, never a second snapshot. */
-    snprintf(handle, sizeof(handle), "%s-p%lld-%lld", d->ws->name, (long long)st->pauses,
-             (long long)attempt);
+     * write the same call is made again, never a second snapshot. At most 63
+     * characters: GKE puts it in a label value of the PodSnapshot. */
+    if (names_snapshot_handle(d->ws->name, st->pauses, attempt, handle) < 0) {
+        failed(d, -EINVAL);
+        return;
+    }
     if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
         failed(d, -ENOMEM);
         return;

@@ -9,6 +9,7 @@
 #include "activity/url_template.h"
 #include "util/json.h"
 #include "util/timefmt.h"
+#include "workspace/names.h"
 
 /* ---- reading ---- */
 
@@ -211,18 +212,14 @@ void workspace_pvc_free(void *pvc)
 
 char *workspace_home_claim_name(const struct workspace *ws)
 {
-    char *s;
-    if (asprintf(&s, "%s-home", ws->name) < 0)
-        return NULL;
-    return s;
+    char name[NAMES_SIZE];
+    return names_home_claim(ws->name, name) < 0 ? NULL : strdup(name);
 }
 
 char *workspace_pod_name(const struct workspace *ws, int64_t pod_generation)
 {
-    char *s;
-    if (asprintf(&s, "%s-%lld", ws->name, (long long)pod_generation) < 0)
-        return NULL;
-    return s;
+    char name[NAMES_SIZE];
+    return names_pod(ws->name, pod_generation, name) < 0 ? NULL : strdup(name);
 }
 
 /* ---- building ---- */

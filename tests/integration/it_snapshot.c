@@ -23,7 +23,10 @@
  *     checkpoint, the status names the L4, the next snapshot is the L4's and
  *     the resume from it is pinned to the L4;
  *   - a deleted workspace leaves no trigger and no PodSnapshot, not even a
- *     trigger that never made one.
+ *     trigger that never made one;
+ *   - a workspace name of 63 characters: its trigger and pods are named within
+ *     63, and it pauses with a Ready snapshot, resumes from it, and leaves
+ *     nothing behind when deleted.
  */
 #include <fcntl.h>
 #include <setjmp.h>
@@ -40,6 +43,7 @@
 
 #include "harness.h"
 #include "util/timefmt.h"
+#include "workspace/names.h"
 #include "workspaces.h"
 
 /* The fallback test's nodes, deleted by the teardown if the test could not. */
@@ -446,6 +450,81 @@ static void test_delete_leaves_nothing(void **state)
     assert_int_equal(snapshots, 0);
 }
 
+/* A Workspace name of 63 characters, the most the CRD allows: its trigger is
+ * cut to fit the label GKE puts on the PodSnapshot (with the simulator's
+ * label left out, the pause would wait for a snapshot it cannot see), its
+ * pods to 63 (a pod's name is its hostname). The whole cycle: pause with a
+ * Ready snapshot, resume from it, delete leaving no trigger and no
+ * PodSnapshot. */
+static void test_longest_name(void **state)
+{
+    (void)state;
+    static const char name[] = "research.a-workspace-name-of-the-longest-length-the-api-allows1";
+    assert_int_equal(strlen(name), 63);
+    char pod1[NAMES_SIZE], pod2[NAMES_SIZE], trigger[NAMES_SIZE], policy[NAMES_SIZE];
+    assert_true(names_pod(name, 1, pod1) > 0 && names_pod(name, 2, pod2) > 0);
+    assert_true(names_snapshot_handle(name, 1, 1, trigger) > 0);
+    assert_true(names_snapshot_policy(name, policy) > 0);
+    assert_true(strlen(pod1) <= 63 && strlen(pod2) <= 63 && strlen(trigger) <= 63);
+
+    apply_ws(name, "it-gpu-snap", 0, NULL);
+    cJSON *ws = wait_state(name, "Running", 60000);
+    assert_string_equal(str_at(ws, "status.podName"), pod1);
+    cJSON_Delete(ws);
+
+    set_paused(name, 1);
+    ws = wait_state(name, "Paused", 90000);
+    assert_string_equal(str_at(ws, "status.snapshot.attempt"), trigger);
+    assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "True");
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    const char *snap = str_at(ws, "status.snapshot.name");
+    assert_non_null(snap);
+    char snapshot[256];
+    snprintf(snapshot, sizeof(snapshot), "%s", snap);
+    cJSON_Delete(ws);
+    print_message("  trigger %s, PodSnapshot %s\n", trigger, snapshot);
+    char selector[NAMES_SIZE + 64];
+    snprintf(selector, sizeof(selector), "gke-pod-snapshot-triggered-by=%s", trigger);
+    assert_int_equal(count_objects("podsnapshots", selector), 1);
+    assert_int_equal(trigger_exists(trigger), 1);
+    char what[NAMES_SIZE + 64];
+    snprintf(what, sizeof(what), "podsnapshotpolicy %s", policy);
+    cJSON *pol = get_json(what);
+    assert_non_null(pol);
+    cJSON_Delete(pol);
+    assert_int_equal(all_pods(name), 0);
+
+    set_paused(name, 0);
+    ws = wait_reason(name, "Restored", "FromSnapshot", 60000);
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_string_equal(str_at(ws, "status.podName"), pod2);
+    cJSON_Delete(ws);
+    snprintf(what, sizeof(what), "pod %s", pod2);
+    cJSON *pod = get_json(what);
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+                                         "annotations"),
+        "podsnapshot.gke.io/ps-name");
+    assert_true(cJSON_IsString(ann));
+    assert_string_equal(ann->valuestring, snapshot);
+    cJSON_Delete(pod);
+
+    delete_ws(name);
+    assert_true(wait_gone(name, 60000));
+    snprintf(what, sizeof(what), "hibernator.dev/workspace=%s", name);
+    uint64_t end = harness_now_ms() + 60000;
+    int triggers = -1, snapshots = -1;
+    do {
+        if (triggers >= 0)
+            usleep(250 * 1000);
+        triggers = count_objects("podsnapshotmanualtriggers", what);
+        snapshots = count_objects("podsnapshots", selector);
+    } while ((triggers || snapshots) && harness_now_ms() < end);
+    assert_int_equal(triggers, 0);
+    assert_int_equal(snapshots, 0);
+}
+
 /* A fake GPU node of this test: one GPU of the given product, tainted so
  * that only the fallback class's pods land on it. */
 static void gpu_node(const char *name, const char *product)
@@ -693,6 +772,7 @@ int main(void)
         cmocka_unit_test_setup(test_crash_after_delete, clean_slate),
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
         cmocka_unit_test_setup(test_delete_leaves_nothing, clean_slate),
+        cmocka_unit_test_setup(test_longest_name, clean_slate),
     };
     return cmocka_run_group_tests_name("pod snapshots", tests, group_setup, group_teardown);
 }

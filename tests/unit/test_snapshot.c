@@ -18,6 +18,7 @@
 
 #include "snapshot/gke.h"
 #include "workspace/decide.h"
+#include "workspace/names.h"
 
 #undef MIN /* sys/param.h's, through uv.h */
 #define SEC 1000LL
@@ -466,6 +467,74 @@ static void test_resume_from_snapshot(void **state)
     assert_string_equal(cond_reason(&o.status, "Restored"), "FromSnapshot");
     assert_string_equal(o.status.last_resume.restored_from, "FromSnapshot");
     assert_non_null(find_event(&o, "Resumed"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A workspace name of 63 characters, the most the CRD allows, with a pod an
+ * older controller named "<workspace>-1" (65 characters): the trigger's name
+ * fits a label value (GKE labels the PodSnapshot with it), the policy keeps
+ * its name, the pause completes, and the resume's pod is at most 63. */
+static void test_long_name(void **state)
+{
+    (void)state;
+    static const char long_ws[] = "research-team-llm-finetuning-notebook-with-a-long-descriptive-n";
+    static const char old_pod[] =
+        "research-team-llm-finetuning-notebook-with-a-long-descriptive-n-1";
+    assert_int_equal(strlen(long_ws), 63);
+    struct world w;
+    world_init(&w, GKE);
+    free(w.ws->name);
+    w.ws->name = strdup(long_ws);
+    free(w.ws->status.pod_name);
+    w.ws->status.pod_name = strdup(old_pod);
+    w.pod.name = (char *)old_pod;
+    w.pod.workspace = (char *)long_ws;
+    struct decide_output o;
+
+    decide(&w, &o, 1);
+    const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    char handle[NAMES_SIZE];
+    assert_int_equal(names_snapshot_handle(long_ws, 1, 1, handle), 63);
+    assert_string_equal(b->name, handle);
+    assert_string_equal(o.status.snapshot.attempt, handle);
+    cJSON *bodies = gke_snapshot_begin_bodies(w.ws, w.cls, b->name, old_pod);
+    assert_non_null(bodies);
+    const cJSON *meta = cJSON_GetObjectItem(cJSON_GetObjectItem(bodies, "trigger"), "metadata");
+    assert_string_equal(cJSON_GetObjectItem(meta, "name")->valuestring, handle);
+    meta = cJSON_GetObjectItem(cJSON_GetObjectItem(bodies, "policy"), "metadata");
+    assert_string_equal(
+        cJSON_GetObjectItem(meta, "name")->valuestring,
+        "research-team-llm-finetuning-notebook-with-a-long-descriptive-n-snapshots");
+    cJSON_Delete(bodies);
+    decide_output_clear(&o);
+
+    w.now += 60 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){
+        .attempt = handle, .phase = SNAPSHOT_PHASE_READY, .name = "ps-1", .ready_ms = w.now};
+    decide(&w, &o, 1);
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_string_equal(del->name, old_pod);
+    decide_output_clear(&o);
+    w.has_pod = 0;
+    w.now += 10 * SEC;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    decide_output_clear(&o);
+
+    w.ws->paused = 0;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    char pod[NAMES_SIZE];
+    assert_int_equal(names_pod(long_ws, 2, pod), 63);
+    assert_string_equal(c->name, pod);
+    assert_string_equal(c->snapshot, "ps-1");
+    assert_int_equal(o.status.pod_generation, 2);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -1288,6 +1357,7 @@ int main(void)
         cmocka_unit_test(test_pod_not_ready_is_not_snapshotted),
         cmocka_unit_test(test_resume_during_snapshot),
         cmocka_unit_test(test_resume_from_snapshot),
+        cmocka_unit_test(test_long_name),
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_restore_crash_loop),
         cmocka_unit_test(test_snapshot_not_used),
