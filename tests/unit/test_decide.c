@@ -2793,6 +2793,32 @@ static void test_ledger_pause_resume(void **state)
 
 /* A hold also ends outside a pause (the pod stopped); its seconds count, no
  * pause claims it. A pod without a node holds nothing. */
+/* ActionFailed is the reconciler's (workspace/action_failure.h): decide()
+ * carries it as it is, so the reconciler's set and removal after the
+ * actions are the only changes to it, and a stable world stays stable. */
+static void test_action_failed_carried(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    running(&w);
+    add_pod(&w, "alice-1", READY, T0);
+    struct decide_output o;
+    decide(&w, &o);
+    write_status(&w, &o);
+    decide_output_clear(&o);
+    set_cond(&w, "ActionFailed", COND_TRUE, "DeletePod",
+             "DeletePod alice-1: pods \"alice-1\" is forbidden (HTTP 403)");
+    decide(&w, &o);
+    assert_false(o.status_changed);
+    const struct condition *c = cond(&o, "ActionFailed");
+    assert_non_null(c);
+    assert_string_equal(c->reason, "DeletePod");
+    assert_int_equal(c->last_transition_ms, T0);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* Totals someone else wrote into the status are brought back within the
  * workspace's life, once, with a Warning; the ledger then carries on. */
 static void test_ledger_forged(void **state)
@@ -3755,6 +3781,7 @@ int main(void)
         cmocka_unit_test(test_ledger_pause_resume),
         cmocka_unit_test(test_ledger_hold_without_pause),
         cmocka_unit_test(test_ledger_forged),
+        cmocka_unit_test(test_action_failed_carried),
         cmocka_unit_test(test_lifecycle_fallback),
         cmocka_unit_test(test_action_names),
         cmocka_unit_test(test_idle_entering_running),
