@@ -529,8 +529,7 @@ static void on_status_written(void *data, struct kube_response *resp)
 
 /* PUT of st as the Workspace's status, on the resourceVersion the job
  * read (or last wrote); cb ends the job. */
-static void put_status(struct job *j, const struct workspace_status *st, kube_response_cb cb,
-                       int error_if_not_sent)
+static void put_status(struct job *j, const struct workspace_status *st, kube_response_cb cb)
 {
     cJSON *obj = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(obj, "metadata");
@@ -538,7 +537,7 @@ static void put_status(struct job *j, const struct workspace_status *st, kube_re
     if (!obj || !meta || !status) {
         cJSON_Delete(obj);
         cJSON_Delete(status);
-        job_finish(j, error_if_not_sent);
+        job_finish(j, 1);
         return;
     }
     cJSON_AddStringToObject(obj, "apiVersion", API_VERSION);
@@ -550,12 +549,12 @@ static void put_status(struct job *j, const struct workspace_status *st, kube_re
     j->req = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj, cb, j);
     cJSON_Delete(obj);
     if (!j->req)
-        job_finish(j, error_if_not_sent);
+        job_finish(j, 1);
 }
 
 static void write_status(struct job *j)
 {
-    put_status(j, &j->out.status, on_status_written, 1);
+    put_status(j, &j->out.status, on_status_written);
 }
 
 /* ---- actions that fail --------------------------------------------------- */
@@ -618,7 +617,7 @@ static void action_failed(struct job *j, long http_code, const char *message)
         job_finish(j, 1);
         return;
     }
-    put_status(j, j->read, on_failure_reported, 1);
+    put_status(j, j->read, on_failure_reported);
 }
 
 static void action_not_started(struct job *j)
