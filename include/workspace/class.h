@@ -15,6 +15,9 @@
 
 #include "workspace/pause_window.h"
 
+/* spec.accelerator.count is at most this (the schema says so too). */
+#define CLASS_MAX_ACCELERATOR_COUNT 16
+
 enum capacity_timeout_action {
     CAPACITY_TIMEOUT_WAIT,
     CAPACITY_TIMEOUT_FAIL,

@@ -10,6 +10,10 @@
  * decide() writes what was found into status.lastPause and the history.
  * docs/api.md, "The GPU-hours ledger".
  *
+ * The ledger is in the status, which anyone allowed to write the status
+ * subresource can change: ledger_bound() keeps its totals within what the
+ * workspace's lifetime and generation allow before decide() builds on them.
+ *
  * Pure functions: no I/O, no clock, tested in tests/unit/test_ledger.c.
  * Ownership: nothing is allocated; a returned pod is one of the arguments.
  */
@@ -46,5 +50,43 @@ int ledger_awaits_node_removal(const struct workspace_status *s, int64_t now_ms)
 const struct workspace_pod *ledger_taker_pick(const struct workspace *ws, int64_t now_ms,
                                               const struct workspace_pod *best,
                                               const struct workspace_pod *p);
+
+/* Slack for the clocks of the API server (creation and scheduling times)
+ * and the controller (the times it records) disagreeing, and for times
+ * kept in whole seconds. */
+#define LEDGER_CLOCK_SLACK_MS (60 * 1000)
+
+/* What the ledger is bounded by: facts the status cannot change. */
+struct ledger_limits {
+    /* metadata.creationTimestamp. 0: not known (an object the API server
+     * made always has one): only the counters' consistency is checked. */
+    int64_t created_ms;
+    /* metadata.generation: every pause and every resume counted needs a
+     * change of spec.paused first, and each change is a new generation. */
+    int64_t generation;
+    /* Accelerators a pod of the workspace may hold: the class's count when
+     * it has an accelerator, else the most the schema allows (a class that
+     * lost its accelerator does not void what was recorded under it). */
+    int accelerator_count;
+};
+
+/* What ledger_bound() corrected. */
+#define LEDGER_FIXED_COUNTS 0x1  /* accounting.pauses, resumes */
+#define LEDGER_FIXED_SECONDS 0x2 /* accounting.acceleratorSecondsHeld, Released */
+#define LEDGER_FIXED_TIMES                                                                         \
+    0x4 /* accounting.acceleratorHeldSince, lastPause.acceleratorReleasedAt */
+#define LEDGER_FIXED_HISTORY 0x8 /* records dropped from status.history */
+
+/* Brings the ledger in s within bounds, in place (docs/api.md, "Trusting
+ * the ledger"): pauses and resumes not negative, resumes <= pauses <=
+ * resumes + 1, pauses + resumes <= generation - 1; the times the totals
+ * grow from (acceleratorHeldSince, lastPause.acceleratorReleasedAt)
+ * between creation and now; acceleratorSecondsHeld + Released at most
+ * (now - creation + LEDGER_CLOCK_SLACK_MS) x the accelerator count, held
+ * kept first; at most pauses history records, none paused before creation
+ * or after now. A ledger the controller wrote is never changed. Returns the
+ * LEDGER_FIXED_* bits of what was corrected, 0 for nothing. Allocates
+ * nothing. */
+unsigned ledger_bound(struct workspace_status *s, const struct ledger_limits *l, int64_t now_ms);
 
 #endif

@@ -159,6 +159,7 @@ struct workspace {
     char *uid;
     char *resource_version;
     int64_t generation;
+    int64_t created_ms;  /* metadata.creationTimestamp, 0 if absent */
     int64_t deletion_ms; /* metadata.deletionTimestamp, 0 if not deleting */
     int has_finalizer;   /* hibernator.dev/cleanup present */
 
@@ -239,6 +240,9 @@ void workspace_pause_timeline_clear(struct workspace_pause_timeline *t);
  * s->history, dropping the oldest beyond WORKSPACE_HISTORY_MAX. Returns 0 or
  * -ENOMEM (s unchanged). */
 int workspace_status_push_history(struct workspace_status *s);
+
+/* Removes s->history[i] (releasing its strings); the later ones move up. */
+void workspace_status_drop_record(struct workspace_status *s, size_t i);
 
 /* The record of s->last_pause: history[0] when it is of the same pause
  * (pausedAt in the same second as lastPause.requestedAt), else NULL. */

@@ -18,6 +18,7 @@
 #include "util/log.h"
 #include "util/strmap.h"
 #include "util/timefmt.h"
+#include "workspace/action_failure.h"
 #include "workspace/class.h"
 #include "workspace/decide.h"
 #include "workspace/ledger.h"
@@ -59,6 +60,9 @@ struct reconciler {
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     struct strmap noticed;    /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
+    /* "ns/ws" -> struct action_failure *: the last action the API server
+     * refused, until a pass carries out all its actions. */
+    struct strmap failures;
     struct controller_metrics *metrics;
     struct expectations own_writes; /* our last Workspace write per key, until the cache shows it */
     unsigned in_flight;
@@ -74,6 +78,10 @@ struct job {
     char *ns, *name, *uid;
     char *rv; /* the Workspace's resourceVersion, advanced by our own writes */
     struct decide_output out;
+    /* The status as read, written with ActionFailed if an action fails
+     * (workspace/action_failure.h); NULL: the pass has no action to fail. */
+    struct workspace_status *read;
+    int64_t generation;
     cJSON *bodies[DECIDE_MAX_ACTIONS];  /* pods and claims to create */
     char *pod_uids[DECIDE_MAX_ACTIONS]; /* delete preconditions */
     size_t next;
@@ -417,6 +425,8 @@ static void job_free(struct job *j)
         free(j->pod_uids[i]);
     }
     decide_output_clear(&j->out);
+    workspace_status_clear(j->read);
+    free(j->read);
     free(j->key);
     free(j->ns);
     free(j->name);
@@ -504,14 +514,28 @@ static void failpoint_before(const struct reconciler *r, enum action_type t)
     }
 }
 
+/* A status write failed: a conflict is normal (the key is decided again on
+ * the newer object); anything else is said, and plainly when the controller
+ * may not write status at all, since nothing else can report that. */
+static void status_write_failed(const struct job *j, const struct kube_response *resp)
+{
+    if (resp->status == -EIO && resp->http_code == 409)
+        return;
+    if (resp->status == -EIO && resp->http_code == 403)
+        log_error("cannot write the Workspace's status: forbidden; the controller needs update "
+                  "on workspaces/status (deploy/rbac.yaml)",
+                  "workspace", j->key, "error", kube_response_error_text(resp));
+    else
+        log_warn("status write failed", "workspace", j->key, "code", LOG_INT(resp->http_code),
+                 "error", kube_response_error_text(resp));
+}
+
 static void on_status_written(void *data, struct kube_response *resp)
 {
     struct job *j = data;
     j->req = NULL;
     if (resp->status < 0) {
-        if (!(resp->status == -EIO && resp->http_code == 409))
-            log_warn("status write failed", "workspace", j->key, "code", LOG_INT(resp->http_code),
-                     "error", kube_response_error_text(resp));
+        status_write_failed(j, resp);
         job_finish(j, 1);
         return;
     }
@@ -521,11 +545,13 @@ static void on_status_written(void *data, struct kube_response *resp)
     job_finish(j, 0);
 }
 
-static void write_status(struct job *j)
+/* PUT of st as the Workspace's status, on the resourceVersion the job
+ * read (or last wrote); cb ends the job. */
+static void put_status(struct job *j, const struct workspace_status *st, kube_response_cb cb)
 {
     cJSON *obj = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(obj, "metadata");
-    cJSON *status = workspace_status_to_json(&j->out.status);
+    cJSON *status = workspace_status_to_json(st);
     if (!obj || !meta || !status) {
         cJSON_Delete(obj);
         cJSON_Delete(status);
@@ -538,11 +564,83 @@ static void write_status(struct job *j)
     cJSON_AddStringToObject(meta, "namespace", j->ns);
     cJSON_AddStringToObject(meta, "resourceVersion", j->rv);
     cJSON_AddItemToObject(obj, "status", status);
-    j->req = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj,
-                          on_status_written, j);
+    j->req = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj, cb, j);
     cJSON_Delete(obj);
     if (!j->req)
         job_finish(j, 1);
+}
+
+static void write_status(struct job *j)
+{
+    put_status(j, &j->out.status, on_status_written);
+}
+
+/* ---- actions that fail --------------------------------------------------- */
+
+static void forget_failure(struct reconciler *r, const char *key)
+{
+    struct action_failure *f = strmap_remove(&r->failures, key);
+    action_failure_clear(f);
+    free(f);
+}
+
+static void on_failure_reported(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    if (resp->status < 0) {
+        status_write_failed(j, resp);
+    } else {
+        j->r->stats.status_writes++;
+        wrote_workspace(j, resp->body);
+    }
+    job_finish(j, 1); /* the action is retried with backoff */
+}
+
+/* The current action failed with the API server's (or the backend's) answer.
+ * A conflict only means the world moved: decide again. Anything else is
+ * remembered and reported in the status as read, with ActionFailed (why
+ * not the decided status: workspace/action_failure.h); the key is retried
+ * with backoff either way. */
+static void action_failed(struct job *j, long http_code, const char *message)
+{
+    struct reconciler *r = j->r;
+    const struct action *a = &j->out.actions[j->next];
+    const char *type = action_type_name(a->type);
+    if (http_code == 409) {
+        log_warn("action failed", "workspace", j->key, "action", type, "name", a->name, "code",
+                 LOG_INT(http_code), "error", message);
+        job_finish(j, 1);
+        return;
+    }
+    int64_t now = r->now_ms(r->now_data);
+    struct action_failure *f = strmap_get(&r->failures, j->key);
+    if (!f && (f = calloc(1, sizeof(*f))) && strmap_put(&r->failures, j->key, f, NULL) < 0) {
+        free(f);
+        f = NULL;
+    }
+    if (!f || action_failure_note(f, type, a->name, http_code, message, now) < 0) {
+        log_warn("action failed", "workspace", j->key, "action", type, "name", a->name, "code",
+                 LOG_INT(http_code), "error", message);
+        job_finish(j, 1);
+        return;
+    }
+    char since[TIMEFMT_RFC3339_SIZE];
+    timefmt_rfc3339_text(f->first_failed_ms, since);
+    log_warn("action failed", "workspace", j->key, "action", type, "name", a->name, "code",
+             LOG_INT(http_code), "error", f->message, "failures", LOG_INT(f->count), "since",
+             since);
+    int changed = j->read ? action_failure_report(j->read, f, j->generation, now) : 0;
+    if (changed <= 0) {
+        job_finish(j, 1);
+        return;
+    }
+    put_status(j, j->read, on_failure_reported);
+}
+
+static void action_not_started(struct job *j)
+{
+    action_failed(j, 0, "cannot start the request");
 }
 
 /* The current action succeeded: the crash tests' failpoint, then the next. */
@@ -579,10 +677,7 @@ static void on_action_done(void *data, struct kube_response *resp)
             ok = 1;
     }
     if (!ok) {
-        log_warn("action failed", "workspace", j->key, "action", action_type_name(a->type), "name",
-                 a->name, "code", LOG_INT(resp->http_code), "error",
-                 kube_response_error_text(resp));
-        job_finish(j, 1);
+        action_failed(j, resp->http_code, kube_response_error_text(resp));
         return;
     }
     action_succeeded(j);
@@ -593,11 +688,12 @@ static void on_finalizer_patched(void *data, struct kube_response *resp)
     struct job *j = data;
     j->req = NULL;
     if (resp->status < 0) {
-        if (!(resp->status == -EIO && (resp->http_code == 409 || resp->http_code == 404)))
-            log_warn("finalizer update failed", "workspace", j->key, "code",
-                     LOG_INT(resp->http_code), "error", kube_response_error_text(resp));
-        /* 404: the Workspace is gone already, nothing left to do. */
-        job_finish(j, !kube_response_not_found(resp));
+        /* 404: the Workspace is gone already, nothing left to do; 409: it
+         * changed, decide again. */
+        if (resp->status == -EIO && (resp->http_code == 409 || resp->http_code == 404))
+            job_finish(j, !kube_response_not_found(resp));
+        else
+            action_failed(j, resp->http_code, kube_response_error_text(resp));
         return;
     }
     wrote_workspace(j, resp->body);
@@ -611,7 +707,10 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
     struct job *j = data;
     j->req = NULL;
     if (resp->status < 0) {
-        job_finish(j, !kube_response_not_found(resp));
+        if (kube_response_not_found(resp))
+            job_finish(j, 0);
+        else
+            action_failed(j, resp->http_code, kube_response_error_text(resp));
         return;
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(resp->body, "metadata");
@@ -652,7 +751,7 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
                   : NULL;
     free(text);
     if (!j->req)
-        job_finish(j, 1);
+        action_not_started(j);
 }
 
 /* A snapshot backend's call (begin or delete) is over. */
@@ -661,11 +760,8 @@ static void on_backend_done(void *data, int status, const char *error)
     struct job *j = data;
     j->begin = NULL;
     j->gdel = NULL;
-    const struct action *a = &j->out.actions[j->next];
     if (status < 0) {
-        log_warn("action failed", "workspace", j->key, "action", action_type_name(a->type), "name",
-                 a->name, "error", error ? error : log_errno_str(status));
-        job_finish(j, 1);
+        action_failed(j, 0, error ? error : log_errno_str(status));
         return;
     }
     action_succeeded(j);
@@ -677,11 +773,11 @@ static void on_auto_paused(void *data, struct kube_response *resp)
     j->req = NULL;
     if (resp->status < 0) {
         /* 409: the workspace changed since the decision (a user's edit
-         * wins); decide again on what it is now. */
-        if (!(resp->status == -EIO && resp->http_code == 409))
-            log_warn("automatic pause failed", "workspace", j->key, "code",
-                     LOG_INT(resp->http_code), "error", kube_response_error_text(resp));
-        job_finish(j, !kube_response_not_found(resp));
+         * wins); decide again on what it is now. 404: it is gone. */
+        if (resp->status == -EIO && (resp->http_code == 409 || resp->http_code == 404))
+            job_finish(j, !kube_response_not_found(resp));
+        else
+            action_failed(j, resp->http_code, kube_response_error_text(resp));
         return;
     }
     wrote_workspace(j, resp->body);
@@ -749,6 +845,14 @@ static void run_next(struct job *j)
         return;
     }
     if (j->next >= j->out.n_actions) {
+        /* Every action was carried out (or none is needed any more): a
+         * failure reported before is over. Not once the finalizer is gone:
+         * the Workspace goes with it. */
+        forget_failure(r, j->key);
+        if (!(j->out.n_actions &&
+              j->out.actions[j->out.n_actions - 1].type == ACTION_REMOVE_FINALIZER) &&
+            action_failure_resolved(&j->out.status))
+            j->out.status_changed = 1;
         if (j->out.status_changed)
             write_status(j);
         else
@@ -807,28 +911,19 @@ static void run_next(struct job *j)
         break;
     case ACTION_SNAPSHOT_BEGIN:
         j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j);
-        if (!j->begin) {
-            log_warn("cannot start a request", "workspace", j->key, "action",
-                     action_type_name(a->type));
-            job_finish(j, 1);
-        }
+        if (!j->begin)
+            action_not_started(j);
         return;
     case ACTION_SNAPSHOT_DELETE:
         /* The PodSnapshot only: its trigger goes when it is gone. */
         j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j);
-        if (!j->gdel) {
-            log_warn("cannot start a request", "workspace", j->key, "action",
-                     action_type_name(a->type));
-            job_finish(j, 1);
-        }
+        if (!j->gdel)
+            action_not_started(j);
         return;
     }
     j->req = req;
-    if (!req) {
-        log_warn("cannot start a request", "workspace", j->key, "action",
-                 action_type_name(a->type));
-        job_finish(j, 1);
-    }
+    if (!req)
+        action_not_started(j);
 }
 
 struct taker_search {
@@ -905,6 +1000,7 @@ static void reconcile(struct reconciler *r, const char *key)
               : NULL;
     if (!we) {
         take_notice(r, key);
+        forget_failure(r, key);
         expectations_forget(&r->own_writes, key);
         activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
         /* Deleted: the garbage collector takes what it owned; snapshot
@@ -1005,6 +1101,15 @@ static void reconcile(struct reconciler *r, const char *key)
         .n_nodes = n_nodes,
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
+        job_finish(j, 1);
+        return;
+    }
+    j->generation = ws->generation;
+    int acts = 0;
+    for (size_t i = 0; i < j->out.n_actions; i++)
+        acts |= j->out.actions[i].type != ACTION_EVENT;
+    if (acts && (!(j->read = calloc(1, sizeof(*j->read))) ||
+                 workspace_status_copy(&ws->status, j->read) < 0)) {
         job_finish(j, 1);
         return;
     }
@@ -1109,6 +1214,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         r->failpoint = strdup(o->failpoint);
     strmap_init(&r->pods_by_ws);
     strmap_init(&r->noticed);
+    strmap_init(&r->failures);
     expectations_init(&r->own_writes, EXPECTATIONS_TIMEOUT_MS);
     int e = r->identity ? 0 : -ENOMEM;
     if (e == 0)
@@ -1206,6 +1312,11 @@ void reconciler_close(struct reconciler *r)
     for (size_t it = 0; strmap_next(&r->noticed, &it, NULL, &v);)
         free(v);
     strmap_free(&r->noticed);
+    for (size_t it = 0; strmap_next(&r->failures, &it, NULL, &v);) {
+        action_failure_clear(v);
+        free(v);
+    }
+    strmap_free(&r->failures);
     expectations_free(&r->own_writes);
     while (r->jobs) {
         struct job *j = r->jobs;

@@ -1782,6 +1782,42 @@ static void keep_ledger(struct decider *d)
         failed(d, -ENOMEM);
 }
 
+/* The ledger is in the status, which others than the controller may be
+ * allowed to write: its totals are brought within what the workspace's
+ * life allows before this pass builds on them (docs/api.md, "Trusting the
+ * ledger"), and a correction is reported once. */
+static void bound_ledger(struct decider *d)
+{
+    const struct workspace_class *c = d->cls;
+    struct ledger_limits l = {
+        .created_ms = d->ws->created_ms,
+        .generation = d->ws->generation,
+        .accelerator_count =
+            c && c->has_accelerator ? c->accelerator_count : CLASS_MAX_ACCELERATOR_COUNT,
+    };
+    unsigned fixed = ledger_bound(d->st, &l, d->now);
+    if (!fixed)
+        return;
+    char what[160] = "";
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } parts[] = {
+        {LEDGER_FIXED_COUNTS, "pauses/resumes"},
+        {LEDGER_FIXED_SECONDS, "accelerator-seconds"},
+        {LEDGER_FIXED_TIMES, "hold/release times"},
+        {LEDGER_FIXED_HISTORY, "history records"},
+    };
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        if (fixed & parts[i].bit)
+            snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s", what[0] ? ", " : "",
+                     parts[i].name);
+    event(d, "Warning", "LedgerCorrected",
+          "the status's ledger was out of bounds and was corrected (%s): only the controller "
+          "should write the status",
+          what);
+}
+
 /* ---- rules 1-7 ---- */
 
 /* Rule 7: the message mirrors the condition that explains the state. */
@@ -1803,6 +1839,7 @@ static void decide_live(struct decider *d)
     const struct workspace *ws = d->ws;
     struct workspace_status *st = d->st;
 
+    bound_ledger(d);
     if (!ws->has_finalizer)
         push(d, ACTION_ADD_FINALIZER, NULL);
     st->observed_generation = ws->generation;

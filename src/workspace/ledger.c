@@ -1,5 +1,6 @@
 #include "workspace/ledger.h"
 
+#include <math.h>
 #include <string.h>
 
 static int streq(const char *a, const char *b)
@@ -52,4 +53,92 @@ const struct workspace_pod *ledger_taker_pick(const struct workspace *ws, int64_
     if (!p->scheduled_ms || p->scheduled_ms < from)
         return best;
     return earlier(p, best) ? p : best;
+}
+
+/* ---- bounds ---- */
+
+static unsigned bound_counts(struct workspace_status *s, const struct ledger_limits *l)
+{
+    int64_t p = s->pauses > 0 ? s->pauses : 0;
+    int64_t r = s->resumes > 0 ? s->resumes : 0;
+    /* A resume follows a pause; at most one pause is open. When the counters
+     * contradict that, one of them was written by someone else: the
+     * timeline says whether a pause is open, and the other counter stays. */
+    int open = s->last_pause.requested_ms > s->last_resume.requested_ms;
+    if (r > p)
+        r = p > 0 && open ? p - 1 : p;
+    if (p > r + 1)
+        p = r + open;
+    /* Counts alternate (pause, resume, pause, ...) and each needs spec.paused
+     * changed since the one before, the first one since creation (a pause
+     * needs a pod, made only while not paused): count k needs generation
+     * k + 1 at least. */
+    if (l->created_ms > 0 && l->generation > 0 && p + r > l->generation - 1) {
+        int64_t total = l->generation - 1;
+        int still_open = p > r && total >= 1;
+        r = still_open ? (total - 1) / 2 : total / 2;
+        p = r + still_open;
+    }
+    unsigned fixed = p != s->pauses || r != s->resumes ? LEDGER_FIXED_COUNTS : 0;
+    s->pauses = p;
+    s->resumes = r;
+    return fixed;
+}
+
+/* t within [from, to]; 0 (unset) stays. */
+static unsigned bound_time(int64_t *t, int64_t from, int64_t to)
+{
+    int64_t v = *t;
+    if (!v)
+        return 0;
+    if (v < from)
+        v = from;
+    if (v > to)
+        v = to;
+    if (v == *t)
+        return 0;
+    *t = v;
+    return LEDGER_FIXED_TIMES;
+}
+
+/* v within [0, cap] (NaN is 0). */
+static unsigned bound_seconds(double *v, double cap)
+{
+    double x = isnan(*v) || *v < 0 ? 0 : *v;
+    if (x > cap)
+        x = cap;
+    if (x == *v)
+        return 0;
+    *v = x;
+    return LEDGER_FIXED_SECONDS;
+}
+
+unsigned ledger_bound(struct workspace_status *s, const struct ledger_limits *l, int64_t now_ms)
+{
+    unsigned fixed = bound_counts(s, l);
+    /* Without the creation time, only what needs no clock: the totals are
+     * not negative. */
+    double cap = INFINITY;
+    if (l->created_ms > 0) {
+        int64_t from = l->created_ms - l->created_ms % 1000 - LEDGER_CLOCK_SLACK_MS;
+        int64_t to = now_ms > from ? now_ms : from;
+        fixed |= bound_time(&s->accelerator_held_since_ms, from, to);
+        fixed |= bound_time(&s->last_pause.accelerator_released_ms, from, to);
+        int count = l->accelerator_count > 0 ? l->accelerator_count : 0;
+        cap = (double)(to - from) / 1000.0 * count;
+    }
+    fixed |= bound_seconds(&s->accelerator_seconds_held, cap);
+    fixed |= bound_seconds(&s->accelerator_seconds_released, cap - s->accelerator_seconds_held);
+    /* One record per completed pause, each paused in the workspace's life. */
+    for (size_t i = s->n_history; i-- > 0;) {
+        int64_t at = s->history[i].pause.requested_ms;
+        int outside = l->created_ms > 0 &&
+                      (at < l->created_ms - l->created_ms % 1000 - LEDGER_CLOCK_SLACK_MS ||
+                       at > now_ms + LEDGER_CLOCK_SLACK_MS);
+        if (outside || i >= (size_t)s->pauses) {
+            workspace_status_drop_record(s, i);
+            fixed |= LEDGER_FIXED_HISTORY;
+        }
+    }
+    return fixed;
 }

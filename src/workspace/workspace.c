@@ -352,6 +352,10 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_er
         json_dup_optional(json_string(meta, "resourceVersion"), &ws->resource_version) < 0)
         return -ENOMEM;
     ws->generation = json_int(meta, "generation");
+    /* Set by the API server; an unreadable one counts as absent. */
+    const char *created = json_string(meta, "creationTimestamp");
+    if (created && timefmt_parse_rfc3339(created, &ws->created_ms) < 0)
+        ws->created_ms = 0;
     const char *del = json_string(meta, "deletionTimestamp");
     if (del && timefmt_parse_rfc3339(del, &ws->deletion_ms) < 0)
         return fail(ret_err, "metadata.deletionTimestamp: not an RFC 3339 time");
@@ -877,6 +881,15 @@ int workspace_status_push_history(struct workspace_status *s)
     s->history[0] = rec;
     s->n_history++;
     return 0;
+}
+
+void workspace_status_drop_record(struct workspace_status *s, size_t i)
+{
+    if (i >= s->n_history)
+        return;
+    record_clear(&s->history[i]);
+    memmove(&s->history[i], &s->history[i + 1], (s->n_history - i - 1) * sizeof(*s->history));
+    s->n_history--;
 }
 
 struct workspace_pause_record *workspace_status_last_record(const struct workspace_status *s)

@@ -2907,6 +2907,85 @@ static void test_ledger_pause_resume(void **state)
 
 /* A hold also ends outside a pause (the pod stopped); its seconds count, no
  * pause claims it. A pod without a node holds nothing. */
+/* ActionFailed is the reconciler's (workspace/action_failure.h): decide()
+ * carries it as it is, so the reconciler's set and removal after the
+ * actions are the only changes to it, and a stable world stays stable. */
+static void test_action_failed_carried(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    running(&w);
+    add_pod(&w, "alice-1", READY, T0);
+    struct decide_output o;
+    decide(&w, &o);
+    write_status(&w, &o);
+    decide_output_clear(&o);
+    set_cond(&w, "ActionFailed", COND_TRUE, "DeletePod",
+             "DeletePod alice-1: pods \"alice-1\" is forbidden (HTTP 403)");
+    decide(&w, &o);
+    assert_false(o.status_changed);
+    const struct condition *c = cond(&o, "ActionFailed");
+    assert_non_null(c);
+    assert_string_equal(c->reason, "DeletePod");
+    assert_int_equal(c->last_transition_ms, T0);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* Totals someone else wrote into the status are brought back within the
+ * workspace's life, once, with a Warning; the ledger then carries on. */
+static void test_ledger_forged(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w);
+    ledger_paused(&w);
+    w.ws->created_ms = T0 - 10 * MIN; /* created, ran, paused by its user */
+    w.ws->generation = 2;
+    w.now = T0 + 5 * MIN;
+    struct decide_output o;
+    decide(&w, &o);
+    assert_null(find_event(&o, "LedgerCorrected"));
+    write_status(&w, &o);
+    decide_output_clear(&o);
+
+    st(&w)->resumes = INT64_C(99999999999);
+    st(&w)->accelerator_seconds_held = 1e15;
+    st(&w)->accelerator_seconds_released = 1e15;
+    decide(&w, &o);
+    const struct action *e = find_event(&o, "LedgerCorrected");
+    assert_non_null(e);
+    assert_string_equal(e->event_type, "Warning");
+    assert_non_null(strstr(e->message, "pauses/resumes"));
+    assert_non_null(strstr(e->message, "accelerator-seconds"));
+    assert_int_equal(o.status.pauses, 1);
+    assert_int_equal(o.status.resumes, 0); /* the pause is still open */
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    /* creation to now and the clock slack, one accelerator: 16 minutes */
+    assert_true(o.status.accelerator_seconds_held == 16 * 60);
+    assert_true(o.status.accelerator_seconds_released == 0);
+    assert_true(o.status_changed);
+    write_status(&w, &o);
+    decide_output_clear(&o);
+
+    /* corrected once: deciding again changes nothing and says nothing */
+    decide(&w, &o);
+    assert_false(o.status_changed);
+    assert_int_equal(count_events(&o), 0);
+    decide_output_clear(&o);
+
+    /* the resume counts from there */
+    w.ws->paused = 0;
+    w.ws->generation = 3;
+    decide(&w, &o);
+    assert_null(find_event(&o, "LedgerCorrected"));
+    assert_int_equal(o.status.resumes, 1);
+    assert_true(o.status.accelerator_seconds_released == 270);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 static void test_ledger_hold_without_pause(void **state)
 {
     (void)state;
@@ -3815,6 +3894,8 @@ int main(void)
         cmocka_unit_test(test_ledger_taker),
         cmocka_unit_test(test_ledger_pause_resume),
         cmocka_unit_test(test_ledger_hold_without_pause),
+        cmocka_unit_test(test_ledger_forged),
+        cmocka_unit_test(test_action_failed_carried),
         cmocka_unit_test(test_lifecycle_fallback),
         cmocka_unit_test(test_action_names),
         cmocka_unit_test(test_idle_entering_running),

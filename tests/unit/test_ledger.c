@@ -1,7 +1,10 @@
 /*
  * The GPU-hours ledger's lookup: which pod took the accelerator a pause
- * released, and how long the controller keeps looking.
+ * released, and how long the controller keeps looking; and its bounds: a
+ * ledger someone else wrote into the status is brought within what the
+ * workspace's life allows, one the controller wrote is never changed.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -208,13 +211,210 @@ static void test_taker_first(void **state)
     workspace_free(ws);
 }
 
+/* ---- bounds ---- */
+
+#define MIN (60 * SEC)
+#define HOUR (3600 * SEC)
+
+/* A history of n records paused at T0 - 1 h, T0 - 2 h, ... (newest first). */
+static void give_history(struct workspace_status *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        s->last_pause.requested_ms = T0 - (int64_t)(n - i) * HOUR;
+        assert_int_equal(workspace_status_push_history(s), 0);
+    }
+    s->last_pause.requested_ms = T0;
+}
+
+struct bound_row {
+    const char *name;
+    /* the status as read */
+    int64_t pauses, resumes;
+    double held, released;
+    int64_t held_since, released_at; /* relative to T0, 1: unset */
+    size_t history;
+    /* the limits: created this long before T0 (0: unknown), generation, count */
+    int64_t age_ms, generation;
+    int count;
+    /* expected */
+    unsigned fixed;
+    int64_t want_pauses, want_resumes;
+    double want_held, want_released;
+    int64_t want_held_since, want_released_at;
+    size_t want_history;
+};
+
+#define UNSET 1
+/* Created a day before T0 with generation 9: room for 8 counts and
+ * 86460 accelerator-seconds (a day and the clock slack) per accelerator;
+ * times may be a minute (the slack) before creation. */
+static const struct bound_row bound_rows[] = {
+    {"as the controller wrote it", 3, 2, 3600, 7200, UNSET, -HOUR, 2, DAY, 9, 1, 0, 3, 2, 3600,
+     7200, UNSET, -HOUR, 2},
+    {"resumes forged far past pauses (the last pause is open)", 3, 99999999999, 3600, 7200, UNSET,
+     -HOUR, 2, DAY, 9, 1, LEDGER_FIXED_COUNTS, 3, 2, 3600, 7200, UNSET, -HOUR, 2},
+    {"pauses forged far past resumes (open)", 99999999999, 2, 0, 0, UNSET, UNSET, 0, DAY, 9, 1,
+     LEDGER_FIXED_COUNTS, 3, 2, 0, 0, UNSET, UNSET, 0},
+    {"negative counters", -5, -7, 0, 0, UNSET, UNSET, 0, DAY, 9, 1, LEDGER_FIXED_COUNTS, 0, 0, 0, 0,
+     UNSET, UNSET, 0},
+    {"both forged alike: generation bounds them, a pause stays open", 99999999999, 99999999998, 0,
+     0, UNSET, UNSET, 0, DAY, 9, 1, LEDGER_FIXED_COUNTS, 4, 3, 0, 0, UNSET, UNSET, 0},
+    {"both forged alike, closed", 99999999999, 99999999999, 0, 0, UNSET, UNSET, 0, DAY, 9, 1,
+     LEDGER_FIXED_COUNTS, 4, 4, 0, 0, UNSET, UNSET, 0},
+    {"generation 1: nothing could have been counted", 1, 1, 0, 0, UNSET, UNSET, 0, DAY, 1, 1,
+     LEDGER_FIXED_COUNTS, 0, 0, 0, 0, UNSET, UNSET, 0},
+    {"generation 2: one pause, open", 1, 0, 0, 0, UNSET, UNSET, 0, DAY, 2, 1, 0, 1, 0, 0, 0, UNSET,
+     UNSET, 0},
+    {"unknown creation: the generation is not trusted alone", 50, 50, 0, 0, UNSET, UNSET, 0, 0, 1,
+     1, 0, 50, 50, 0, 0, UNSET, UNSET, 0},
+    {"seconds held forged", 1, 1, 1e15, 0, UNSET, UNSET, 0, DAY, 9, 1, LEDGER_FIXED_SECONDS, 1, 1,
+     86460, 0, UNSET, UNSET, 0},
+    {"seconds released forged, held kept", 1, 1, 60000, 1e15, UNSET, UNSET, 0, DAY, 9, 1,
+     LEDGER_FIXED_SECONDS, 1, 1, 60000, 26460, UNSET, UNSET, 0},
+    {"two accelerators double the room", 1, 1, 150000, 0, UNSET, UNSET, 0, DAY, 9, 2, 0, 1, 1,
+     150000, 0, UNSET, UNSET, 0},
+    {"negative and not-a-number seconds", 1, 1, -5, NAN, UNSET, UNSET, 0, DAY, 9, 1,
+     LEDGER_FIXED_SECONDS, 1, 1, 0, 0, UNSET, UNSET, 0},
+    {"no accelerator count: nothing can be held", 1, 1, 10, 10, UNSET, UNSET, 0, DAY, 9, 0,
+     LEDGER_FIXED_SECONDS, 1, 1, 0, 0, UNSET, UNSET, 0},
+    {"unknown creation: seconds only not negative", 1, 1, 1e15, -1, UNSET, UNSET, 0, 0, 9, 1,
+     LEDGER_FIXED_SECONDS, 1, 1, 1e15, 0, UNSET, UNSET, 0},
+    {"held since before creation (1970)", 1, 1, 0, 0, -T0 + SEC, UNSET, 0, DAY, 9, 1,
+     LEDGER_FIXED_TIMES, 1, 1, 0, 0, -DAY - MIN, UNSET, 0},
+    {"held since in the future", 1, 1, 0, 0, DAY, UNSET, 0, DAY, 9, 1, LEDGER_FIXED_TIMES, 1, 1, 0,
+     0, 0, UNSET, 0},
+    {"released before creation", 1, 0, 0, 0, UNSET, -10 * DAY, 1, DAY, 9, 1, LEDGER_FIXED_TIMES, 1,
+     0, 0, 0, UNSET, -DAY - MIN, 1},
+    {"more records than pauses", 2, 2, 0, 0, UNSET, UNSET, 5, DAY, 9, 1, LEDGER_FIXED_HISTORY, 2, 2,
+     0, 0, UNSET, UNSET, 2},
+    {"records from before creation", 5, 5, 0, 0, UNSET, UNSET, 5, 3 * HOUR + 1, 11, 1,
+     LEDGER_FIXED_HISTORY, 5, 5, 0, 0, UNSET, UNSET, 3},
+    {"everything at once", 99999999999, 99999999999, 1e15, 1e15, -T0 + SEC, DAY, 20, DAY, 5, 1,
+     LEDGER_FIXED_COUNTS | LEDGER_FIXED_SECONDS | LEDGER_FIXED_TIMES | LEDGER_FIXED_HISTORY, 2, 2,
+     86460, 0, -DAY - MIN, 0, 2},
+};
+
+static int64_t at(int64_t rel)
+{
+    return rel == UNSET ? 0 : T0 + rel;
+}
+
+static void test_bound_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(bound_rows) / sizeof(bound_rows[0]); i++) {
+        const struct bound_row *r = &bound_rows[i];
+        struct workspace_status s = {0};
+        give_history(&s, r->history);
+        s.pauses = r->pauses;
+        s.resumes = r->resumes;
+        s.accelerator_seconds_held = r->held;
+        s.accelerator_seconds_released = r->released;
+        s.accelerator_held_since_ms = at(r->held_since);
+        s.last_pause.accelerator_released_ms = at(r->released_at);
+        struct ledger_limits l = {r->age_ms ? T0 - r->age_ms : 0, r->generation, r->count};
+        unsigned fixed = ledger_bound(&s, &l, T0);
+        if (fixed != r->fixed || s.pauses != r->want_pauses || s.resumes != r->want_resumes ||
+            s.accelerator_seconds_held != r->want_held ||
+            s.accelerator_seconds_released != r->want_released ||
+            s.accelerator_held_since_ms != at(r->want_held_since) ||
+            s.last_pause.accelerator_released_ms != at(r->want_released_at) ||
+            s.n_history != r->want_history)
+            fail_msg("%s: fixed %#x, pauses %lld, resumes %lld, held %g, released %g, held since "
+                     "%lld, released at %lld, %zu records",
+                     r->name, fixed, (long long)s.pauses, (long long)s.resumes,
+                     s.accelerator_seconds_held, s.accelerator_seconds_released,
+                     (long long)(s.accelerator_held_since_ms - T0),
+                     (long long)(s.last_pause.accelerator_released_ms - T0), s.n_history);
+        /* the newest records stay */
+        for (size_t k = 0; k < s.n_history; k++)
+            assert_int_equal(s.history[k].pause.requested_ms, T0 - (int64_t)(k + 1) * HOUR);
+        /* bounded once is bounded */
+        assert_int_equal(ledger_bound(&s, &l, T0), 0);
+        workspace_status_clear(&s);
+    }
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static int64_t rnd(int64_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (int64_t)(rng % (uint64_t)n);
+}
+
+/* Ledgers the controller could have written, from random lives (spec
+ * edits, pauses, resumes, holds of random length, the controller's clock up
+ * to 30 s behind the API server's), are never changed. */
+static void test_bound_keeps_real_ledgers(void **state)
+{
+    (void)state;
+    for (int life = 0; life < 2000; life++) {
+        struct workspace_status s = {0};
+        int count = 1 + (int)rnd(4);
+        int64_t skew = rnd(30 * SEC);
+        int64_t created = T0 - T0 % SEC;
+        int64_t gen = 1, t = created;
+        int paused = rnd(2) == 0;
+        /* A pod is scheduled (the API server's clock) and the controller,
+         * on its own clock, records the hold no later than its now. */
+        int64_t last = created - skew; /* the controller's last pass */
+#define HOLD(t)                                                                                    \
+    do {                                                                                           \
+        int64_t sched = (t) + rnd(10 * SEC), pass = (t)-skew + rnd(20 * SEC);                      \
+        s.accelerator_held_since_ms = sched <= pass ? sched : pass;                                \
+        last = pass > last ? pass : last;                                                          \
+    } while (0)
+        if (!paused)
+            HOLD(t);
+        for (int step = (int)rnd(60); step > 0; step--) {
+            t += rnd(2 * HOUR) + 30 * SEC;
+            int64_t now = t - skew; /* the controller's clock */
+            if (now < last)
+                now = last;
+            last = now;
+            gen++; /* spec.paused changed, or another edit */
+            if (rnd(4) == 0)
+                continue;
+            paused = !paused;
+            if (paused && s.accelerator_held_since_ms) {
+                /* counted, the hold ends, the accelerator is released */
+                s.pauses++;
+                s.last_pause = (struct workspace_pause_timeline){.requested_ms = now};
+                if (now > s.accelerator_held_since_ms)
+                    s.accelerator_seconds_held +=
+                        (double)(now - s.accelerator_held_since_ms) / 1000.0 * count;
+                s.accelerator_held_since_ms = 0;
+                s.last_pause.accelerator_released_ms = now;
+                assert_int_equal(workspace_status_push_history(&s), 0);
+            } else if (!paused) {
+                if (s.pauses > s.resumes) {
+                    s.resumes++;
+                    int64_t rel = s.last_pause.accelerator_released_ms;
+                    if (now > rel)
+                        s.accelerator_seconds_released += (double)(now - rel) / 1000.0 * count;
+                }
+                HOLD(t);
+            }
+        }
+#undef HOLD
+        struct ledger_limits l = {created, gen, count};
+        unsigned fixed = ledger_bound(&s, &l, last + rnd(HOUR));
+        if (fixed)
+            fail_msg("life %d: a real ledger was corrected (%#x): pauses %lld, resumes %lld, "
+                     "generation %lld",
+                     life, fixed, (long long)s.pauses, (long long)s.resumes, (long long)gen);
+        workspace_status_clear(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_awaits_taker),
-        cmocka_unit_test(test_awaits_node_removal),
-        cmocka_unit_test(test_taker_pick_table),
-        cmocka_unit_test(test_taker_first),
+        cmocka_unit_test(test_awaits_taker),     cmocka_unit_test(test_awaits_node_removal),
+        cmocka_unit_test(test_taker_pick_table), cmocka_unit_test(test_taker_first),
+        cmocka_unit_test(test_bound_table),      cmocka_unit_test(test_bound_keeps_real_ledgers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

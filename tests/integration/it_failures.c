@@ -1,0 +1,270 @@
+/*
+ * Failures a user would otherwise not see, on the local cluster with the
+ * controller as a process: run under a ClusterRole that is deploy/'s
+ * without `delete` on pods, a pause cannot delete the pod, and the
+ * Workspace says so (ActionFailed, reason DeletePod, the API server's
+ * "forbidden", since when) without a status write per retry; once the verb
+ * is granted the condition goes and the pause completes. And a ledger
+ * forged through the status subresource is brought back within bounds, with
+ * a LedgerCorrected event.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "util/timefmt.h"
+#include "workspaces.h"
+
+#define ROLE "hibernator-it-narrow"
+#define ACCOUNT "hibernator-it-narrow"
+
+static char *token; /* the narrow ServiceAccount's, to check it never shows */
+
+/* deploy/'s ClusterRole as the API server has it, under ROLE, with or
+ * without `delete` on pods. */
+static void apply_role(int pods_delete)
+{
+    char *out = NULL;
+    assert_int_equal(harness_kubectl(&out, "get clusterrole hibernator -o json"), 0);
+    cJSON *have = cJSON_Parse(out);
+    free(out);
+    assert_non_null(have);
+    cJSON *role = cJSON_CreateObject();
+    cJSON_AddStringToObject(role, "apiVersion", "rbac.authorization.k8s.io/v1");
+    cJSON_AddStringToObject(role, "kind", "ClusterRole");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(role, "metadata"), "name", ROLE);
+    cJSON *rules = cJSON_DetachItemFromObjectCaseSensitive(have, "rules");
+    assert_non_null(rules);
+    int found = 0;
+    cJSON *rule;
+    cJSON_ArrayForEach(rule, rules)
+    {
+        const cJSON *res =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rule, "resources"), 0);
+        const cJSON *group =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(rule, "apiGroups"), 0);
+        if (!cJSON_IsString(res) || strcmp(res->valuestring, "pods") != 0 ||
+            !cJSON_IsString(group) || group->valuestring[0])
+            continue;
+        found = 1;
+        cJSON *verbs = cJSON_GetObjectItemCaseSensitive(rule, "verbs");
+        for (int i = cJSON_GetArraySize(verbs); i-- > 0;)
+            if (strcmp(cJSON_GetArrayItem(verbs, i)->valuestring, "delete") == 0)
+                cJSON_DeleteItemFromArray(verbs, i);
+        if (pods_delete)
+            cJSON_AddItemToArray(verbs, cJSON_CreateString("delete"));
+    }
+    assert_true(found);
+    cJSON_AddItemToObject(role, "rules", rules);
+    char *text = cJSON_Print(role);
+    assert_int_equal(harness_apply("%s", text), 0);
+    free(text);
+    cJSON_Delete(role);
+    cJSON_Delete(have);
+}
+
+/* A ServiceAccount bound to ROLE, and the controller's kubeconfig for it. */
+static void narrow_identity(void)
+{
+    assert_int_equal(harness_apply("apiVersion: v1\nkind: ServiceAccount\n"
+                                   "metadata: {name: %s, namespace: hibernator-system}\n"
+                                   "---\n"
+                                   "apiVersion: rbac.authorization.k8s.io/v1\n"
+                                   "kind: ClusterRoleBinding\n"
+                                   "metadata: {name: %s}\n"
+                                   "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: "
+                                   "ClusterRole, name: %s}\n"
+                                   "subjects: [{kind: ServiceAccount, name: %s, namespace: "
+                                   "hibernator-system}]\n",
+                                   ACCOUNT, ROLE, ROLE, ACCOUNT),
+                     0);
+    char *server = NULL, *ca = NULL;
+    harness_kubectl(&server,
+                    "config view --raw --minify -o jsonpath={.clusters[0].cluster.server}");
+    harness_kubectl(&ca, "config view --raw --minify -o "
+                         "jsonpath={.clusters[0].cluster.certificate-authority-data}");
+    assert_int_equal(
+        harness_kubectl(&token, "-n hibernator-system create token %s --duration=2h", ACCOUNT), 0);
+    token[strcspn(token, "\n")] = '\0';
+    free(kubeconfig);
+    assert_true(asprintf(&kubeconfig, "%s/narrow.kubeconfig", tmpdir) > 0);
+    FILE *f = fopen(kubeconfig, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            "clusters: [{name: l, cluster: {server: \"%s\", certificate-authority-data: %s}}]\n"
+            "contexts: [{name: c, context: {cluster: l, user: u, namespace: hibernator-system}}]\n"
+            "users: [{name: u, user: {token: %s}}]\n",
+            server, ca, token);
+    fclose(f);
+    free(server);
+    free(ca);
+}
+
+/* Whether the narrow identity may delete pods in ns now (RBAC changes reach
+ * the authorizer within a moment). */
+static int may_delete_pods(void)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "auth can-i delete pods -n %s --as=system:serviceaccount:"
+                    "hibernator-system:" ACCOUNT " 2>/dev/null",
+                    ns);
+    int yes = out && strncmp(out, "yes", 3) == 0;
+    free(out);
+    return yes;
+}
+
+static const char *meta_str(const cJSON *ws, const char *field)
+{
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "metadata"), field);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void test_forbidden_delete(void **state)
+{
+    (void)state;
+    apply_role(0);
+    for (int i = 0; i < 50 && may_delete_pods(); i++)
+        usleep(100 * 1000);
+    assert_false(may_delete_pods());
+
+    apply_ws("nb", "it-failures", 0, NULL);
+    cJSON *ws = wait_state("nb", "Running", 60000);
+    assert_null(condition(ws, "ActionFailed"));
+    cJSON_Delete(ws);
+
+    set_paused("nb", 1);
+    ws = wait_reason("nb", "ActionFailed", "DeletePod", 60000);
+    const char *msg = cond_field(ws, "ActionFailed", "message");
+    print_message("ActionFailed: %s\n", msg);
+    assert_string_equal(cond_field(ws, "ActionFailed", "status"), "True");
+    assert_non_null(strstr(msg, "DeletePod nb-1: "));
+    assert_non_null(strstr(msg, "forbidden"));
+    assert_non_null(strstr(msg, "(HTTP 403)"));
+    assert_string_equal(str_at(ws, "status.message"), msg);
+    /* since when: a time, not after now */
+    int64_t since = 0;
+    assert_int_equal(
+        timefmt_parse_rfc3339(cond_field(ws, "ActionFailed", "lastTransitionTime"), &since), 0);
+    /* the rest is the status as it was: still running, the pause not done */
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_true(num_at(ws, "status.observedGeneration") < num_at(ws, "metadata.generation"));
+    assert_int_equal(live_pods("nb"), 1);
+    char *text = cJSON_PrintUnformatted(ws);
+    assert_null(strstr(text, token)); /* no credential in the status */
+    free(text);
+
+    /* the retries (with backoff) write nothing more while the answer stays */
+    char rv[64];
+    snprintf(rv, sizeof(rv), "%s", meta_str(ws, "resourceVersion"));
+    cJSON_Delete(ws);
+    usleep(3000 * 1000);
+    ws = ws_json("nb");
+    assert_non_null(ws);
+    assert_string_equal(meta_str(ws, "resourceVersion"), rv);
+    cJSON_Delete(ws);
+
+    /* granted: the condition goes, the pause completes */
+    apply_role(1);
+    ws = wait_state("nb", "Paused", 120000);
+    assert_null(condition(ws, "ActionFailed"));
+    assert_true(num_at(ws, "status.observedGeneration") == num_at(ws, "metadata.generation"));
+    assert_true(num_at(ws, "status.accounting.pauses") == 1);
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("nb"), 0);
+    delete_ws("nb");
+}
+
+static void test_forged_ledger(void **state)
+{
+    (void)state;
+    apply_role(1);
+    apply_ws("led", "it-failures", 1, NULL);
+    cJSON_Delete(wait_state("led", "Paused", 60000));
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch workspace led --subresource=status "
+                                     "--type=merge -p '{\"status\":{\"accounting\":{"
+                                     "\"resumes\":99999999999,\"acceleratorSecondsHeld\":1e12}}}'",
+                                     ns),
+                     0);
+    uint64_t end = harness_now_ms() + 60000;
+    cJSON *ws = NULL;
+    for (;;) {
+        ws = ws_json("led");
+        if (ws && num_at(ws, "status.accounting.resumes") < 1 &&
+            num_at(ws, "status.accounting.acceleratorSecondsHeld") < 1e12)
+            break;
+        cJSON_Delete(ws);
+        if (harness_now_ms() >= end)
+            fail_msg("the forged ledger stayed");
+        usleep(300 * 1000);
+    }
+    /* never paused, never resumed; held at most its life and a minute times
+     * the schema's 16 accelerators (the class has none) */
+    assert_true(num_at(ws, "status.accounting.pauses") <= 0);
+    int64_t created = 0;
+    assert_int_equal(timefmt_parse_rfc3339(meta_str(ws, "creationTimestamp"), &created), 0);
+    double life = (double)time(NULL) - (double)created / 1000.0;
+    double held = num_at(ws, "status.accounting.acceleratorSecondsHeld");
+    print_message("acceleratorSecondsHeld after the correction: %.0f (%.0f s old)\n", held, life);
+    assert_true(held <= 16.0 * (life + 60 + 1));
+    cJSON_Delete(ws);
+    char *reasons = NULL;
+    for (int i = 0; i < 50; i++) {
+        free(reasons);
+        reasons = event_reasons("led");
+        if (strstr(reasons, "LedgerCorrected"))
+            break;
+        usleep(200 * 1000);
+    }
+    assert_non_null(strstr(reasons, "LedgerCorrected"));
+    free(reasons);
+    delete_ws("led");
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    it_deploy("it-failures");
+    apply_class("it-failures", "");
+    ns = harness_namespace("it-failures");
+    apply_role(0);
+    narrow_identity();
+    controller_start(NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    controller_stop();
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_kubectl(NULL, "delete clusterrolebinding %s --ignore-not-found", ROLE);
+    harness_kubectl(NULL, "delete clusterrole %s --ignore-not-found", ROLE);
+    harness_kubectl(NULL, "-n hibernator-system delete serviceaccount %s --ignore-not-found",
+                    ACCOUNT);
+    it_show_logs();
+    free(ns);
+    free(token);
+    return 0;
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_forbidden_delete),
+        cmocka_unit_test(test_forged_ledger),
+    };
+    return cmocka_run_group_tests_name("failures", tests, group_setup, group_teardown);
+}
