@@ -104,6 +104,36 @@ def is_live_pod(o):
     )
 
 
+def slim(o):
+    """What the checks read of an object, so that hours of recording fit in
+    memory."""
+    m = meta(o)
+    labels = m.get("labels") or {}
+    ann = m.get("annotations") or {}
+    sm = {k: m[k] for k in ("name", "uid", "resourceVersion", "generation", "deletionTimestamp") if k in m}
+    sm["labels"] = {k: labels[k] for k in (WS_LABEL, TRIGGERED_BY) if k in labels}
+    sm["annotations"] = {k: ann[k] for k in (ORIGIN_POD, ORIGIN_POD_UID) if k in ann}
+    out = {"metadata": sm}
+    spec = o.get("spec")
+    if isinstance(spec, dict) and "paused" in spec:
+        out["spec"] = {"paused": spec["paused"]}
+    st = o.get("status")
+    if isinstance(st, dict):
+        ss = {k: st[k] for k in ("phase", "state", "observedGeneration", "podName", "snapshotCreated") if k in st}
+        ss["conditions"] = [
+            {"type": c.get("type"), "status": c.get("status")} for c in st.get("conditions") or [] if isinstance(c, dict)
+        ]
+        if isinstance(st.get("lastPause"), dict) and "memory" in st["lastPause"]:
+            ss["lastPause"] = {"memory": st["lastPause"]["memory"]}
+        if isinstance(st.get("accounting"), dict):
+            ss["accounting"] = {"pauses": st["accounting"].get("pauses", 0)}
+        out["status"] = ss
+    for k in ("involvedObject", "reason", "eventTime", "firstTimestamp", "count", "reportingInstance"):
+        if k in o:
+            out[k] = o[k]
+    return out
+
+
 class Obs:
     """One thing a recorder learnt about one object."""
 
@@ -145,6 +175,7 @@ def load_stream(path):
                 rv = int(rec.get("rv") or 0)
                 seen = set()
                 for o in rec.get("items") or []:
+                    o = slim(o)
                     uid = meta(o).get("uid")
                     seen.add(uid)
                     old = known.get(uid)
@@ -154,7 +185,7 @@ def load_stream(path):
                 for uid in [u for u in known if u not in seen]:
                     out.append(Obs(t, rv, "DELETED", known.pop(uid), True))
             elif typ in ("ADDED", "MODIFIED", "DELETED"):
-                o = rec.get("object") or {}
+                o = slim(rec.get("object") or {})
                 out.append(Obs(t, rv_of(o), typ, o))
                 if typ == "DELETED":
                     known.pop(meta(o).get("uid"), None)
