@@ -173,7 +173,7 @@ write_meta() {
  "snapshot_workspaces": $(json_list "${snap_ws[@]}"),
  "files_workspaces": $(json_list "${files_ws[@]}"),
  "start": ${t_start:-null}, "faults_end": ${t_faults_end:-null}, "end": ${t_end:-null},
- "converge_within": 30}
+ "converge_within": 30, "wait_timeout": $wait_timeout}
 EOF
 }
 
@@ -248,13 +248,13 @@ controller_loop() {
     rand_s nap_s 500 3000
     sleep "$nap_s"
     t=$(now)
-    if kill -KILL "$pid" 2>/dev/null; then
-      wait "$pid" 2>/dev/null
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rc=$?
+    if ((rc == 128 + 9)); then
       n=$((n + 1))
       fault controller-kill "$t" "pid $pid"
-    else
-      wait "$pid" 2>/dev/null
-      rc=$?
+    else # it had ended before the signal: the checker shows it with the findings
       fault controller-exit "$t" "pid $pid exited by itself with status $rc"
     fi
   done

@@ -218,6 +218,7 @@ class Run:
         self.all_ws = self.snap_ws + self.files_ws
         self.flips = load_jsonl(os.path.join(d, "drive.jsonl"))
         self.faults = load_jsonl(os.path.join(d, "faults.jsonl"))
+        self.waits = load_jsonl(os.path.join(d, "waits.jsonl"))
         self.streams, self.relists, self.reconnects = {}, {}, {}
         for r in ("pods", "pvcs", "events", "workspaces", "podsnapshots", "triggers"):
             s, nrel, nrec = load_stream(os.path.join(d, "rec", r + ".jsonl"))
@@ -629,12 +630,19 @@ class Run:
             "  workspaces: %d with snapshots (GKE, simulated), %d with files only"
             % (len(self.snap_ws), len(self.files_ws))
         )
-        print("  flips sent: %d pauses, %d resumes" % (pauses, resumes))
+        late = [w for w in self.waits if not w.get("ok")]
         print(
-            "  faults: %d controller kills, %d API server restarts, %d etcd compactions, "
-            "%d APF throttles (%d requests rejected with 429)"
+            "  flips sent: %d pauses, %d resumes; %d waits for the state ran out (%d s)"
+            % (pauses, resumes, len(late), self.meta.get("wait_timeout", 120))
+        )
+        for w in late:
+            print("    %s: no %s from %s to %s (last seen: %s)" % (w.get("ws"), w.get("want"), ts(w.get("t")), ts(w.get("t_end")), w.get("last")))
+        print(
+            "  faults: %d controller kills (%d exits on its own), %d API server restarts, "
+            "%d etcd compactions, %d APF throttles (%d requests rejected with 429)"
             % (
                 kinds.get("controller-kill", 0),
+                kinds.get("controller-exit", 0),
                 kinds.get("apiserver-restart", 0),
                 kinds.get("etcd-compact", 0),
                 kinds.get("apf-throttle", 0),
