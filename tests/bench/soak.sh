@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Soak: workspaces cycle pause and resume for a set time while the controller
-# is SIGKILLed every 0.5-3 s and restarted at once, and, at random, the
-# kube-apiserver is restarted (gracefully or killed), etcd is compacted (with
-# or without a restart after it, so watches resume into 410 Gone), and API
+# is SIGKILLed every 0.5-3 s and restarted at once, and, in a shuffled round,
+# the kube-apiserver is restarted (gracefully or killed), etcd is compacted
+# (with or without a restart after it, so watches resume into 410 Gone), and API
 # Priority and Fairness rejects the controller's requests with 429 for a
 # while. Independent watch recorders (soak_record.py: the API server's own
 # view, not the controller's logs) record pods, PodSnapshots, triggers, PVCs,
@@ -307,10 +307,21 @@ restart_apiserver() { # [--kill]
 
 fault_loop() {
   set +e
-  local t how shares before secs nap_s
+  local t how shares before secs nap_s i j kind
+  local -a deck=()
   while rand_s nap_s $((gap_min * 1000)) $((gap_max * 1000)) && nap "$nap_s" stop-faults; do
+    # The four kinds in a shuffled round, so that a short run has each.
+    if ((${#deck[@]} == 0)); then
+      deck=(0 1 2 3)
+      for ((i = 3; i > 0; i--)); do
+        j=$((RANDOM % (i + 1)))
+        kind=${deck[i]} deck[i]=${deck[j]} deck[j]=$kind
+      done
+    fi
+    kind=${deck[0]}
+    deck=("${deck[@]:1}")
     t=$(now)
-    case $((RANDOM % 4)) in
+    case $kind in
     0)
       how=$([ $((RANDOM % 2)) = 0 ] && echo --kill || true)
       restart_apiserver $how

@@ -104,7 +104,7 @@ class Recorder(threading.Thread):
                     pass
                 try:
                     self.conn.close()
-                except Exception:
+                except Exception:  # racing the reader thread at stop
                     pass
 
     def state(self, obj):
@@ -201,7 +201,9 @@ class Recorder(threading.Thread):
             except Gone as e:
                 why = "410 Gone: %s" % e
                 need_list = True
-            except (OSError, http.client.HTTPException, ValueError) as e:
+            except (OSError, http.client.HTTPException, ValueError, AttributeError) as e:
+                # AttributeError: http.client's reader when the connection
+                # was closed under it (at stop).
                 why = "%s: %s" % (type(e).__name__, e)
             finally:
                 self.close()
