@@ -484,6 +484,20 @@ static int unreadable(struct decider *d)
     return 0;
 }
 
+/* A workspace applied together with its class (one kubectl apply of a
+ * folder) may reach the controller's workspace cache before its class
+ * reaches the class cache: two watches, no order between them. A workspace
+ * younger than this waits for its class before reporting it missing. */
+#define CLASS_GRACE_MS 5000
+
+static int class_not_yet_seen(const struct decider *d)
+{
+    const struct workspace *ws = d->ws;
+    return !d->cls && !d->in->class_error && ws->created_ms && d->now >= ws->created_ms &&
+           d->now - ws->created_ms < CLASS_GRACE_MS &&
+           !workspace_status_condition(d->old, COND_VALID);
+}
+
 static void validate(struct decider *d)
 {
     const struct workspace *ws = d->ws;
@@ -1845,6 +1859,16 @@ static void decide_live(struct decider *d)
     st->observed_generation = ws->generation;
 
     int frozen = unreadable(d);
+    if (!frozen && class_not_yet_seen(d)) {
+        /* Nothing to decide without the class, and nothing to report yet. */
+        if (!st->state)
+            st->state = WS_STATE_PENDING;
+        requeue_at(d, ws->created_ms + CLASS_GRACE_MS);
+        set_message(d);
+        if (st->state != d->old->state || !st->state_since_ms)
+            st->state_since_ms = d->now;
+        return;
+    }
     if (!frozen)
         validate(d);
     if (d->rc < 0)

@@ -1288,6 +1288,28 @@ static void c_invalid_paused(struct world *w, const struct decide_output *o)
 
 static void s_deleting(struct world *w);
 
+/* Created a second ago with its class, which the class cache has not shown
+ * yet. */
+static void s_class_not_yet_seen(struct world *w)
+{
+    s_no_class(w);
+    w->ws->created_ms = NOW - 1000;
+}
+
+static void c_class_not_yet_seen(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_null(cond(o, "Valid"));
+    assert_int_equal(o->requeue_after_ms, 4000);
+}
+
+/* Still no class 5 s after creation: missing after all. */
+static void s_class_missing_after_grace(struct world *w)
+{
+    s_no_class(w);
+    w->ws->created_ms = NOW - 5000;
+}
+
 /* The spec could not be read (the decoder's spec_error). */
 static void s_spec_unreadable(struct world *w)
 {
@@ -1826,6 +1848,20 @@ static const struct row rows[] = {
      {"Event Warning ClassNotFound", "Event Normal Pausing", "DeletePod alice-1 grace=30"},
      "spec.className",
      c_invalid_paused,
+     0},
+    {"class not in the cache a second after creation: waited for, not reported",
+     s_class_not_yet_seen,
+     WS_STATE_PENDING,
+     {NULL},
+     NULL,
+     c_class_not_yet_seen,
+     0},
+    {"class still missing 5 s after creation: reported",
+     s_class_missing_after_grace,
+     WS_STATE_FAILED,
+     {"Event Warning ClassNotFound"},
+     "spec.className: WorkspaceClass \"gpu-t4\" not found",
+     c_invalid,
      0},
     {"spec unreadable: reported, nothing created",
      s_spec_unreadable,
