@@ -174,13 +174,15 @@ static void leaf_cases(struct cases *cs, char kind, const char *path, const cJSO
         add_case(cs, kind, path, cJSON_CreateString(""));
     if (pattern && strstr(pattern, "(ms|s|m|h|d)")) {
         static const char *const durations[] = {
-            "0s",   "1ms",     "9s", "10s", "99999d", "99999d99999h99999m99999s99999ms",
-            "0ms0s", "100000d", "99999999999999999999h", "1s1s1s1s1s1s", "1.5h", "-1h"};
+            "0s",           "1ms",     "9s",
+            "10s",          "99999d",  "99999d99999h99999m99999s99999ms",
+            "0ms0s",        "100000d", "99999999999999999999h",
+            "1s1s1s1s1s1s", "1.5h",    "-1h"};
         for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++)
             add_case(cs, kind, path, cJSON_CreateString(durations[i]));
     } else if (has(node, "x-kubernetes-int-or-string")) {
-        static const char *const quantities[] = {"0", "1e100", "99999999999Ei", "0.000001", "-1Gi",
-                                                 "1Gi1"};
+        static const char *const quantities[] = {"0",        "1e100", "99999999999Ei",
+                                                 "0.000001", "-1Gi",  "1Gi1"};
         for (size_t i = 0; i < sizeof(quantities) / sizeof(quantities[0]); i++)
             add_case(cs, kind, path, cJSON_CreateString(quantities[i]));
         add_case(cs, kind, path, cJSON_CreateNumber(0));
@@ -427,8 +429,8 @@ static void run_case(const struct bcase *c, int i, struct tally *t)
             /* The field, or (for a class's images) the rule it broke. */
             if (!strstr(message, prefix) && strcmp(reason, "ImageNotAllowed") != 0 &&
                 strcmp(reason, "ClassNotFound") != 0)
-                fail_msg("%s = %s: Valid=False/%s without naming %s: %s", c->path, c->label,
-                         reason, prefix, message);
+                fail_msg("%s = %s: Valid=False/%s without naming %s: %s", c->path, c->label, reason,
+                         prefix, message);
             t->reported_invalid++;
             print_message("  %-45s %-34s reported: %s: %s\n", c->path, c->label, reason, message);
         } else {
@@ -463,8 +465,8 @@ static int group_teardown(void **state)
     (void)state;
     controller_stop();
     it_show_logs();
-    harness_kubectl(NULL, "delete workspaceclasses -l hibernator.dev/test=" TEST_LABEL
-                          " --wait=false");
+    harness_kubectl(NULL,
+                    "delete workspaceclasses -l hibernator.dev/test=" TEST_LABEL " --wait=false");
     harness_kubectl(NULL, "delete workspaceclass bnd-ok --ignore-not-found --wait=false");
     if (ns)
         harness_kubectl(NULL, "delete namespace %s --wait=false", ns);

@@ -83,8 +83,10 @@ struct world {
     /* what the node cache knows */
     struct decide_node nodes[4];
     size_t n_nodes;
-    int pause_node_absent;   /* the node cache no longer has the paused pod's node */
-    const char *class_error; /* the class exists but cannot be read */
+    int pause_node_absent;            /* the node cache no longer has the paused pod's node */
+    const char *class_error;          /* the class exists but cannot be read */
+    const struct workspace_pod *gone; /* the last pod the pod cache dropped */
+    int pod_node_absent;              /* status.nodeName is not in the node cache */
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -117,6 +119,15 @@ static void world_free(struct world *w)
         free(w->owned[i]);
 }
 
+/* "uid-<name>": a pod made again under the same name gets the same one,
+ * which the API server would not give; tests that care set another. */
+static char *pod_uid(struct world *w, const char *name)
+{
+    char buf[128];
+    snprintf(buf, sizeof(buf), "uid-%s", name);
+    return keep_str(w, buf);
+}
+
 static struct workspace_pod *add_pod(struct world *w, const char *name, int flags, int64_t created)
 {
     assert_true(w->n_pods < MAX_PODS);
@@ -126,6 +137,7 @@ static struct workspace_pod *add_pod(struct world *w, const char *name, int flag
     *p = (struct workspace_pod){
         .ns = "team-a",
         .name = keep_str(w, name),
+        .uid = pod_uid(w, name),
         .workspace = "alice",
         .phase = (flags & STOPPED) ? "Failed"
                  : (flags & READY) ? "Running"
@@ -287,7 +299,9 @@ static void settle(struct world *w)
                               w->nodes,
                               w->n_nodes,
                               w->pause_node_absent,
-                              w->class_error};
+                              w->class_error,
+                              w->gone,
+                              w->pod_node_absent};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -318,7 +332,9 @@ static void decide(struct world *w, struct decide_output *out)
                               w->nodes,
                               w->n_nodes,
                               w->pause_node_absent,
-                              w->class_error};
+                              w->class_error,
+                              w->gone,
+                              w->pod_node_absent};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -631,6 +647,28 @@ static void s_old_pod_terminating(struct world *w)
 {
     running(w);
     add_pod(w, "alice-1", READY | TERM, NOW - MIN);
+}
+
+/* Someone else deleted the pod: recorded, and the status no longer names it. */
+static void c_interrupted_deleted(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.interruptions, 1);
+    assert_string_equal(o->status.last_interruption.pod, "alice-1");
+    assert_string_equal(o->status.last_interruption.reason, "Deleted");
+    assert_string_equal(o->status.last_interruption.node_name, "gpu-1");
+    assert_int_equal(o->status.last_interruption.at_ms, NOW);
+    assert_null(o->status.pod_name);
+    assert_non_null(strstr(find_event(o, "PodInterrupted")->message, "pod alice-1 on gpu-1"));
+    assert_string_equal(find_event(o, "PodInterrupted")->occasion, "interrupted-uid-alice-1");
+}
+
+static void c_interrupted_stopped(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.interruptions, 1);
+    assert_string_equal(o->status.last_interruption.reason, "Stopped");
+    assert_string_equal(o->status.last_interruption.message, "phase Failed");
 }
 
 static void s_two_live_named(struct world *w)
@@ -1486,9 +1524,9 @@ static const struct row rows[] = {
     {"old pod terminating: wait, create nothing",
      s_old_pod_terminating,
      WS_STATE_PENDING,
-     {NULL},
+     {"Event Warning PodInterrupted"},
      "waiting for pod alice-1 to stop",
-     NULL,
+     c_interrupted_deleted,
      0},
     /* rule 4: more than one live pod */
     {"two live pods: keep the one the status names",
@@ -1515,9 +1553,9 @@ static const struct row rows[] = {
     {"stopped pod (evicted) is removed, then replaced",
      s_stopped,
      WS_STATE_PENDING,
-     {"DeletePod alice-1 grace=0", "Event Warning PodStopped"},
+     {"DeletePod alice-1 grace=0", "Event Warning PodInterrupted"},
      "waiting for pod alice-1 to stop",
-     NULL,
+     c_interrupted_stopped,
      0},
     /* rule 6 */
     {"pause a running pod",
@@ -2385,8 +2423,12 @@ static void test_random_worlds(void **state)
             write_status(&w, &o);
             struct decide_output again;
             decide(&w, &again);
-            if (again.status_changed)
-                fail_msg("iteration %d: status changed on the second pass", iter);
+            if (again.status_changed) {
+                cJSON *patch = workspace_status_merge_patch(st(&w), &again.status);
+                char *text = patch ? cJSON_PrintUnformatted(patch) : NULL;
+                fail_msg("iteration %d: status changed on the second pass: %s", iter,
+                         text ? text : "?");
+            }
             for (size_t i = 0; i < again.n_actions; i++) {
                 const struct action *a = &again.actions[i];
                 if (a->type == ACTION_EVENT && strcmp(a->reason, "DuplicatePod") != 0 &&

@@ -761,7 +761,13 @@ static void decide_settled(struct world *w, struct decide_output *o)
     decide(w, o, 1);
     struct decide_output again;
     decide(w, &again, 0);
-    assert_false(again.status_changed);
+    if (again.status_changed) {
+        cJSON *patch = workspace_status_merge_patch(&w->ws->status, &again.status);
+        char *text = patch ? cJSON_PrintUnformatted(patch) : NULL;
+        fail_msg("the status changed on the same world: %s (was pod %s deleted %s uid %s)",
+                 text ? text : "?", w->ws->status.pod_name, w->ws->status.deleted_pod,
+                 w->ws->status.pod_uid);
+    }
     for (size_t i = 0; i < again.n_actions; i++)
         if (again.actions[i].type == ACTION_EVENT)
             fail_msg("event %s repeated on the same world", again.actions[i].reason);
