@@ -1160,17 +1160,6 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
         return NULL;
     }
     const char *name = sn->name ? sn->name : sn->attempt;
-    if (sn->home_claim_uid && !streq(sn->home_claim_uid, st->home.claim_uid)) {
-        snprintf(why, size, "snapshot %s was taken with home claim %s, which is gone", name,
-                 sn->home_claim_uid);
-        return NULL;
-    }
-    /* A pod of the workspace was ready since the resume: the session went
-     * on from the snapshot, and its memory is older than the files. */
-    if (!resume_in_progress(st)) {
-        snprintf(why, size, "the session went on after snapshot %s was restored", name);
-        return NULL;
-    }
     if (sn->restore_failed_ms) {
         snprintf(why, size, "the restore from snapshot %s crashed", name);
         return NULL;
@@ -1205,6 +1194,17 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
     if (!streq(hash, sn->pod_spec_hash) && !streq(with_product, sn->pod_spec_hash)) {
         snprintf(why, size,
                  "the pod template changed since snapshot %s (image, resources or class)", name);
+        return NULL;
+    }
+    if (sn->home_claim_uid && !streq(sn->home_claim_uid, st->home.claim_uid)) {
+        snprintf(why, size, "snapshot %s was taken with home claim %s, which is gone", name,
+                 sn->home_claim_uid);
+        return NULL;
+    }
+    /* A pod of the workspace was ready since the resume: the session went
+     * on from the snapshot, and its memory is older than the files. */
+    if (!resume_in_progress(st)) {
+        snprintf(why, size, "the session went on after snapshot %s was restored", name);
         return NULL;
     }
     return name;
