@@ -31,6 +31,16 @@ enum home_on_delete {
     HOME_ON_DELETE_RETAIN,
 };
 
+/* What the controller does when the home claim it recorded is gone
+ * (docs/state-machine.md, "A lost home"). */
+enum home_on_loss {
+    /* Nothing starts on a new, empty home until a person annotates the
+     * Workspace with the lost claim's uid (the default). */
+    HOME_ON_LOSS_WAIT_FOR_ACKNOWLEDGEMENT,
+    HOME_ON_LOSS_RECREATE,           /* a new claim at once */
+    HOME_ON_LOSS_RECREATE_ON_RESUME, /* a new claim when the workspace is to run */
+};
+
 enum activity_application {
     ACTIVITY_APP_NONE,
     ACTIVITY_APP_JUPYTER,
@@ -119,6 +129,7 @@ struct workspace_class {
     char *storage_class_name;
     char *home_mount_path;
     enum home_on_delete home_on_delete;
+    enum home_on_loss home_on_loss;
 
     char *checkpoint_path; /* default <mountPath>/.hibernator/checkpoint */
     char *checkpoint_env;  /* default HIBERNATOR_CHECKPOINT_PATH */

@@ -56,6 +56,12 @@ struct decide_input {
     /* The class exists but cannot be read: why, naming its field (cls is
      * then NULL). Every workspace of it is reported invalid and frozen. */
     const char *class_error;
+    /* The last pod of the workspace the pod cache dropped, as it was then
+     * (workspace_pod_copy_end()); NULL: none kept. Says why a pod the status
+     * names ended when no pass saw it leave. */
+    const struct workspace_pod *gone_pod;
+    /* The node status.nodeName names is absent from the synced node cache. */
+    int pod_node_absent;
 };
 
 enum action_type {

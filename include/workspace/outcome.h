@@ -33,6 +33,7 @@ enum restore_source {
     RESTORE_SOURCE_CHECKPOINT,
     RESTORE_SOURCE_COLD_START,
     RESTORE_SOURCE_FRESH,
+    RESTORE_SOURCE_FRESH_HOME, /* a new, empty home: the old one was lost */
 };
 
 enum snapshot_result {
@@ -64,6 +65,13 @@ struct workspace_outcome {
 
     /* Accelerator-seconds this decision added to the accounting. */
     double accelerator_seconds_released;
+
+    /* A pod ended without the controller asking: its kind in snake_case
+     * ("evicted", "node_lost", ...); "" for none. */
+    char interrupted[OUTCOME_REASON_SIZE];
+
+    /* The claim that held home was seen gone. */
+    int home_lost;
 };
 
 /* Compares the status read (old) with the status decided; now_ms is the
@@ -76,7 +84,7 @@ void workspace_outcome_diff(const struct workspace_status *old,
 int workspace_outcome_any(const struct workspace_outcome *o);
 
 /* Label values: "files" | "snapshot" | "snapshot_failed"; "snapshot" |
- * "checkpoint" | "cold_start" | "fresh" ("" for none); "ready" | "failed" |
+ * "checkpoint" | "cold_start" | "fresh" | "fresh_home" ("" for none); "ready" | "failed" |
  * "timeout" ("" for none). */
 const char *pause_memory_name(enum pause_memory m);
 const char *restore_source_name(enum restore_source s);

@@ -62,13 +62,26 @@ struct workspace_pod {
      * nvidia.com/gpu) its containers ask for, the first POD_MAX_EXTENDED. */
     char *extended[POD_MAX_EXTENDED];
     int capacity_fallback; /* annotated CAPACITY_FALLBACK_ANNOTATION "true" */
+    /* Why it ends, when the API server says: the DisruptionTarget condition
+     * (True) with its reason ("EvictionByEvictionAPI", "PreemptionByScheduler",
+     * "DeletionByTaintManager", "DeletionByPodGC", "TerminationByKubelet") and
+     * message, status.reason and status.message ("Evicted", ...), and the
+     * reason a container last terminated for ("OOMKilled", "Error"). */
+    char *disruption_reason;
+    char *disruption_message;
+    int64_t disruption_ms; /* the condition's lastTransitionTime */
+    char *status_reason;
+    char *status_message;
+    char *terminated_reason;
 };
 
 /* What decide() needs to know about the home claim. */
 struct workspace_pvc {
     char *ns;
     char *name;
+    char *uid;   /* which claim: one deleted and made again has another */
     char *phase; /* Pending, Bound, Lost */
+    int64_t created_ms;
     int64_t deletion_ms;
 };
 
@@ -79,6 +92,29 @@ void *workspace_pod_decode(const cJSON *obj, void *data);
 void workspace_pod_free(void *pod);
 void *workspace_pvc_decode(const cJSON *obj, void *data);
 void workspace_pvc_free(void *pvc);
+
+/* A copy of what workspace_pod_end() and decide() read of a pod that is
+ * gone (name, uid, node, phase, times, the restore and fallback marks and
+ * why it ended): the reconciler keeps the last one of each workspace after
+ * the cache dropped it. NULL when out of memory; free with
+ * workspace_pod_free(). */
+struct workspace_pod *workspace_pod_copy_end(const struct workspace_pod *p);
+
+/* Why a pod ended without the controller asking (docs/state-machine.md,
+ * "Interruptions"): kind is one word of a fixed set — "Evicted",
+ * "Preempted", "NodeTainted", "NodeLost", "TerminatedByKubelet",
+ * "OOMKilled", "Stopped", "Deleted" — and message what the API server
+ * said (the DisruptionTarget condition, status.reason, a container's
+ * terminated reason; may be empty). node_absent: the node cache no longer
+ * has the pod's node. at_ms: the condition's time when known, else 0. */
+#define POD_END_KIND_SIZE 32
+#define POD_END_MESSAGE_SIZE 600
+struct pod_end {
+    char kind[POD_END_KIND_SIZE];
+    char message[POD_END_MESSAGE_SIZE];
+    int64_t at_ms;
+};
+void workspace_pod_end(const struct workspace_pod *p, int node_absent, struct pod_end *ret);
 
 /* Whether the pod's containers ask for the extended resource. */
 int workspace_pod_requests(const struct workspace_pod *p, const char *resource);

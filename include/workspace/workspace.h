@@ -88,6 +88,29 @@ struct workspace_snapshot {
     char *gpu_product;
     char *pod_spec_hash;
     char *message;
+    char *home_claim_uid; /* the home claim the pod used: restored only onto it */
+};
+
+/* The claim that holds the workspace's home, and the last one lost
+ * (docs/state-machine.md, "A lost home"). */
+struct workspace_home {
+    char *claim_uid;         /* the claim seen holding home, NULL: none seen yet */
+    int64_t since_ms;        /* its creation time */
+    char *lost_claim_uid;    /* the last claim seen gone (or replaced), NULL: none */
+    int64_t lost_ms;         /* when it was seen gone */
+    int64_t acknowledged_ms; /* a person acknowledged the loss (onLoss WaitForAcknowledgement) */
+    char *fresh_pod;         /* the first pod created on the new home */
+};
+
+/* The last pod that ended without the controller asking. */
+struct workspace_interruption {
+    int64_t at_ms;
+    char *pod;
+    char *pod_uid;
+    char *node_name;
+    char *reason;      /* workspace_pod_end()'s kind: "Evicted", "NodeLost", ... */
+    char *message;     /* what the API server said */
+    char *replaced_by; /* the pod created in its place */
 };
 
 /* What the controller knows about the use of a running workspace. */
@@ -110,7 +133,8 @@ struct workspace_resume_timeline {
     int64_t pod_scheduled_ms;
     int64_t ready_ms;
     double seconds_to_ready;
-    char *restored_from; /* "FromCheckpoint" | "Fresh" | NULL */
+    char *restored_from; /* "FromSnapshot" | "ColdStart" | "FromCheckpoint" | "Fresh" |
+                            "FreshHome" | NULL */
 };
 
 /* One completed pause and the resume that followed it, as status.history
@@ -130,6 +154,10 @@ struct workspace_status {
     int64_t state_since_ms; /* when state last changed */
     char *message;
     char *pod_name;
+    char *pod_uid; /* the uid of the pod pod_name names, once a pass saw it */
+    /* The pod the status named that the controller deleted itself (or
+     * judged its own delete after a crash): its end is no interruption. */
+    char *deleted_pod;
     int64_t pod_generation;
     char *node_name;
     char *home_claim_name;
@@ -151,6 +179,9 @@ struct workspace_status {
     int64_t accelerator_held_since_ms;      /* a pod of the workspace holds the accelerator */
     struct workspace_pause_record *history; /* newest first, at most WORKSPACE_HISTORY_MAX */
     size_t n_history;
+    struct workspace_home home;
+    int64_t interruptions; /* pods that ended without the controller asking */
+    struct workspace_interruption last_interruption;
 };
 
 struct workspace {
@@ -176,6 +207,7 @@ struct workspace {
     int64_t annotated_activity_ms; /* hibernator.dev/last-activity, 0 if unset or unreadable */
     int64_t auto_paused_ms;        /* hibernator.dev/auto-paused-at */
     char *auto_pause_message;      /* hibernator.dev/auto-pause-reason */
+    char *acknowledged_home_loss;  /* hibernator.dev/acknowledge-home-loss */
 
     /* The spec cannot be read: what is wrong, naming the field. The spec
      * fields are then unset (but className, when it was readable), and
@@ -198,6 +230,9 @@ struct workspace {
  * idle workspace, so the reason survives a crash before the status write. */
 #define AUTO_PAUSED_AT_ANNOTATION "hibernator.dev/auto-paused-at"
 #define AUTO_PAUSE_REASON_ANNOTATION "hibernator.dev/auto-pause-reason"
+/* A person sets this to the uid of a lost home claim (status.home.lostClaimUID)
+ * to let the workspace start on a new, empty home. */
+#define ACKNOWLEDGE_HOME_LOSS_ANNOTATION "hibernator.dev/acknowledge-home-loss"
 
 /* Decodes a Workspace object. Returns 0, -ENOMEM, or -EINVAL with *ret_err
  * naming the field when the object itself cannot be read (not an object, no

@@ -17,7 +17,7 @@ struct controller_metrics {
 
     struct metric_family *workspaces, *pauses, *resumes, *snapshots, *snapshot_seconds,
         *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
-        *build_info;
+        *build_info, *interruptions, *home_losses;
 };
 
 static const char *const queue_label[] = {"name", NULL};
@@ -147,6 +147,13 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
                 "Accelerator-seconds given back by paused workspaces (accelerators times "
                 "seconds paused), counted when they resume.",
                 (const char *[]){"namespace", "class", NULL});
+    m->interruptions = counter(&g, "hibernator_pod_interruptions_total",
+                               "Workspace pods that ended without the controller asking, by "
+                               "what ended them.",
+                               (const char *[]){"namespace", "class", "reason", NULL});
+    m->home_losses = counter(&g, "hibernator_home_losses_total",
+                             "Home claims seen gone (deleted by someone, not with the Workspace).",
+                             (const char *[]){"namespace", "class", NULL});
     m->leader = gauge(&g, "hibernator_leader", "1 while this replica leads, else 0.", NULL);
     m->build_info = gauge(&g, "hibernator_build_info", "The controller's version; always 1.",
                           (const char *[]){"version", NULL});
@@ -250,6 +257,10 @@ void controller_metrics_outcome(struct controller_metrics *m, const char *ns,
     if (o->accelerator_seconds_released > 0)
         metrics_counter_add(m->accelerator_seconds, (const char *[]){ns, cls},
                             o->accelerator_seconds_released);
+    if (o->interrupted[0])
+        metrics_counter_add(m->interruptions, (const char *[]){ns, cls, o->interrupted}, 1);
+    if (o->home_lost)
+        metrics_counter_add(m->home_losses, (const char *[]){ns, cls}, 1);
 }
 
 void controller_metrics_probe_round(struct controller_metrics *m, const char *source,

@@ -63,6 +63,11 @@ struct reconciler {
     /* "ns/ws" -> struct action_failure *: the last action the API server
      * refused, until a pass carries out all its actions. */
     struct strmap failures;
+    /* "ns/ws" -> struct workspace_pod *: the last pod of the workspace the
+     * pod cache dropped, as it was then (workspace_pod_copy_end()); one per
+     * workspace, dropped with the workspace. Says why a pod no pass saw
+     * leaving ended. */
+    struct strmap gone_pods;
     struct controller_metrics *metrics;
     struct expectations own_writes; /* our last Workspace write per key, until the cache shows it */
     unsigned in_flight;
@@ -350,6 +355,13 @@ static void on_pod_delete(void *data, const struct cache_entry *e)
         strmap_remove(&r->pods_by_ws, wk);
         free(set->keys);
         free(set);
+    }
+    struct workspace_pod *last = workspace_pod_copy_end(e->obj);
+    if (last) {
+        struct workspace_pod *before = strmap_remove(&r->gone_pods, wk);
+        workspace_pod_free(before);
+        if (strmap_put(&r->gone_pods, wk, last, NULL) < 0)
+            workspace_pod_free(last);
     }
     queue_key(r, wk);
     free(wk);
@@ -1001,6 +1013,7 @@ static void reconcile(struct reconciler *r, const char *key)
     if (!we) {
         take_notice(r, key);
         forget_failure(r, key);
+        workspace_pod_free(strmap_remove(&r->gone_pods, key));
         expectations_forget(&r->own_writes, key);
         activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
         /* Deleted: the garbage collector takes what it owned; snapshot
@@ -1099,6 +1112,9 @@ static void reconcile(struct reconciler *r, const char *key)
             node_cache_lookup(r->nodes, ws->status.last_pause.node_name) == NODE_ABSENT,
         .nodes = nodes,
         .n_nodes = n_nodes,
+        .gone_pod = strmap_get(&r->gone_pods, key),
+        .pod_node_absent = ws->status.node_name &&
+                           node_cache_lookup(r->nodes, ws->status.node_name) == NODE_ABSENT,
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);
@@ -1215,6 +1231,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     strmap_init(&r->pods_by_ws);
     strmap_init(&r->noticed);
     strmap_init(&r->failures);
+    strmap_init(&r->gone_pods);
     expectations_init(&r->own_writes, EXPECTATIONS_TIMEOUT_MS);
     int e = r->identity ? 0 : -ENOMEM;
     if (e == 0)
@@ -1326,6 +1343,9 @@ void reconciler_close(struct reconciler *r)
         job_unlink(j);
         job_free(j);
     }
+    for (size_t it = 0; strmap_next(&r->gone_pods, &it, NULL, &v);)
+        workspace_pod_free(v);
+    strmap_free(&r->gone_pods);
     free(r->ns);
     free(r->identity);
     free(r->failpoint);

@@ -356,12 +356,13 @@ static int copy_json(struct decoder *d, const cJSON *spec, const char *name, con
 static int decode_home(struct decoder *d, const cJSON *spec, struct workspace_class *c)
 {
     static const char *const on_delete[] = {"Delete", "Retain"};
+    static const char *const on_loss[] = {"WaitForAcknowledgement", "Recreate", "RecreateOnResume"};
     const cJSON *home = get_object(d, spec, "home", "spec.home");
     if (d->rc < 0)
         return d->rc;
     if (!home)
         return decoder_fail(d, -EINVAL, "spec.home: required");
-    int od;
+    int od, ol;
     if (get_quantity(d, home, "size", "spec.home.size", 1, &c->home_size, &c->home_size_bytes) <
             0 ||
         get_quantity(d, home, "maxSize", "spec.home.maxSize", 0, &c->home_max_size,
@@ -371,9 +372,12 @@ static int decode_home(struct decoder *d, const cJSON *spec, struct workspace_cl
         get_string(d, home, "mountPath", "spec.home.mountPath", 0, DEFAULT_MOUNT_PATH,
                    &c->home_mount_path) < 0 ||
         get_enum(d, home, "onDelete", "spec.home.onDelete", on_delete, 2, HOME_ON_DELETE_DELETE,
-                 &od) < 0)
+                 &od) < 0 ||
+        get_enum(d, home, "onLoss", "spec.home.onLoss", on_loss, 3,
+                 HOME_ON_LOSS_WAIT_FOR_ACKNOWLEDGEMENT, &ol) < 0)
         return d->rc;
     c->home_on_delete = (enum home_on_delete)od;
+    c->home_on_loss = (enum home_on_loss)ol;
     if (c->home_mount_path[0] != '/')
         return decoder_fail(d, -EINVAL, "spec.home.mountPath: must be an absolute path");
     if (!c->home_max_size) {

@@ -18,6 +18,7 @@
 #define COND_READY "Ready"
 #define COND_CAPACITY "CapacityAvailable"
 #define COND_RESTORED "Restored"
+#define COND_HOME "Home"
 
 #define RESERVED_ENV_PREFIX "HIBERNATOR_"
 #define MAX_LABEL_VALUE 63
@@ -147,6 +148,15 @@ static void delete_pod(struct decider *d, const struct workspace_pod *p, int64_t
     struct action *a = push(d, ACTION_DELETE_POD, p->name);
     if (a)
         a->grace_seconds = grace;
+}
+
+/* A delete of the pod the status names that the controller decided: the
+ * status says so, and its end is no interruption (note_interruption()). */
+static void own_delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace)
+{
+    delete_pod(d, p, grace);
+    if (streq(p->name, d->st->pod_name))
+        set_string(d, &d->st->deleted_pod, p->name);
 }
 
 static void vevent(struct decider *d, const char *occasion, const char *type, const char *reason,
@@ -567,7 +577,9 @@ static void sort_pods(struct decider *d, int may_delete)
         const struct workspace_pod *p = in->pods[i];
         if (p->name && !p->deletion_ms && pod_has_stopped(p)) {
             delete_pod(d, p, 0);
-            if (!d->ws->paused)
+            /* The pod the status names is an interruption: PodInterrupted
+             * says it (note_interruption()). */
+            if (!d->ws->paused && !streq(p->name, d->st->pod_name))
                 event(d, "Warning", "PodStopped",
                       "pod %s stopped (phase %s); a new pod will replace it", p->name, p->phase);
             n_extra++;
@@ -590,19 +602,58 @@ static void sort_pods(struct decider *d, int may_delete)
     }
 }
 
+/* The first pod on a home made after the last one was lost: nothing of
+ * the session is on it. */
+static int on_fresh_home(const struct decider *d, const char *pod_name)
+{
+    const struct workspace_home *h = &d->st->home;
+    return h->lost_ms && pod_name && streq(h->fresh_pod, pod_name);
+}
+
+/* The pod created in place of one that ended without the controller asking. */
+static int replaces_interrupted(const struct decider *d, const char *pod_name)
+{
+    const struct workspace_interruption *li = &d->st->last_interruption;
+    return li->pod && pod_name && streq(li->replaced_by, pod_name);
+}
+
 static void set_restored(struct decider *d, const char *pod_name, int from_checkpoint)
 {
-    if (from_checkpoint)
+    const struct workspace_home *h = &d->st->home;
+    const struct workspace_interruption *li = &d->st->last_interruption;
+    const char *env = d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint";
+    const char *path = d->cls && d->cls->checkpoint_path ? d->cls->checkpoint_path : "";
+    const char *cause = li->reason ? li->reason : "Deleted";
+    const char *restored_from = from_checkpoint ? "FromCheckpoint" : "Fresh";
+    if (on_fresh_home(d, pod_name)) {
+        char at[TIMEFMT_RFC3339_SIZE];
+        timefmt_rfc3339_text(h->lost_ms, at);
+        restored_from = "FreshHome";
+        condition(d, COND_RESTORED, COND_TRUE, "FreshHome",
+                  "pod %s starts on a new, empty home: claim %s (uid %s) was gone at %s, and "
+                  "with it the files and the application's checkpoint",
+                  pod_name, d->st->home_claim_name ? d->st->home_claim_name : "",
+                  h->lost_claim_uid ? h->lost_claim_uid : "", at);
+    } else if (replaces_interrupted(d, pod_name) && from_checkpoint) {
         condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
-                  "pod %s starts from the application's checkpoint (%s=%s)", pod_name,
-                  d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
-                  d->cls && d->cls->checkpoint_path ? d->cls->checkpoint_path : "");
-    else
+                  "pod %s replaces pod %s, which ended without the controller asking (%s): it "
+                  "starts from the files and is told where the application's checkpoint is "
+                  "(%s=%s); what was only in memory is lost",
+                  pod_name, li->pod, cause, env, path);
+    } else if (replaces_interrupted(d, pod_name)) {
+        condition(d, COND_RESTORED, COND_TRUE, "Fresh",
+                  "pod %s replaces pod %s, which ended without the controller asking (%s): it "
+                  "starts fresh from the files; what was only in memory is lost",
+                  pod_name, li->pod, cause);
+    } else if (from_checkpoint) {
+        condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                  "pod %s starts from the application's checkpoint (%s=%s)", pod_name, env, path);
+    } else {
         condition(d, COND_RESTORED, COND_TRUE, "Fresh",
                   "pod %s starts fresh: the workspace was never paused", pod_name);
+    }
     if (resume_in_progress(d->st))
-        set_string(d, &d->st->last_resume.restored_from,
-                   from_checkpoint ? "FromCheckpoint" : "Fresh");
+        set_string(d, &d->st->last_resume.restored_from, restored_from);
 }
 
 /* The pod exists but the status does not name it: the controller stopped
@@ -610,19 +661,230 @@ static void set_restored(struct decider *d, const char *pod_name, int from_check
 static void adopt(struct decider *d)
 {
     const struct workspace_pod *p = d->keep;
+    if (p && p->uid && streq(d->st->pod_name, p->name))
+        set_string(d, &d->st->pod_uid, p->uid);
     if (!p || streq(d->st->pod_name, p->name))
         return;
     set_string(d, &d->st->pod_name, p->name);
+    set_string(d, &d->st->pod_uid, p->uid);
+    set_string(d, &d->st->deleted_pod, NULL);
     int64_t gen = pod_generation_of(d->ws, p->name);
     if (gen > d->st->pod_generation)
         d->st->pod_generation = gen;
     if (resume_in_progress(d->st) && !d->st->last_resume.pod_created_ms)
         d->st->last_resume.pod_created_ms = p->created_ms ? p->created_ms : d->now;
+    /* Created after the home was lost, by a pass whose status write was
+     * lost: the first pod on the new home. */
+    struct workspace_home *h = &d->st->home;
+    if (h->lost_ms && !h->fresh_pod && p->created_ms >= h->lost_ms - 1000)
+        set_string(d, &h->fresh_pod, p->name);
     if (p->snapshot)
         condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
                   "pod %s is restored from snapshot %s", p->name, p->snapshot);
     else
         set_restored(d, p->name, p->restore_from_checkpoint);
+}
+
+/* ---- interruptions: a pod that ended without the controller asking ---- */
+
+/* Whether the controller itself deleted the pod the status names (p: as
+ * last seen; NULL: gone without a trace). Every delete of it follows a
+ * decision the status already shows: a pause, a capacity timeout, a
+ * capacity fallback, a crashed restore. */
+static int own_delete(const struct decider *d, const struct workspace_pod *p)
+{
+    const struct workspace_status *old = d->old;
+    const struct workspace_class *c = d->cls;
+    if (d->ws->paused || in_pause(old))
+        return 1;
+    /* The pause's pod, still named while its resume has created none. */
+    if (resume_in_progress(old) && !old->last_resume.pod_created_ms)
+        return 1;
+    if (old->state == WS_STATE_FAILED &&
+        streq(condition_reason(old, COND_CAPACITY), "CapacityTimeout"))
+        return 1;
+    /* The pass that timed out may have died before its status write. */
+    if (old->waiting_for_capacity_since_ms && c &&
+        c->on_capacity_timeout != CAPACITY_TIMEOUT_WAIT &&
+        d->now >= old->waiting_for_capacity_since_ms + c->capacity_timeout_ms)
+        return 1;
+    if (old->accelerator_fallback &&
+        (p ? !p->capacity_fallback
+           : streq(condition_reason(old, COND_CAPACITY), "CapacityTimeout")))
+        return 1;
+    if (old->snapshot.restore_failed_ms && (!p || p->snapshot) &&
+        streq(condition_reason(old, COND_RESTORED), "RestoreCrashed"))
+        return 1;
+    return 0;
+}
+
+/* The pod the status names is leaving (deleted, or stopped for good) or
+ * gone, and the controller did not ask for it: the interruption is
+ * recorded (status.interruptions, a Warning PodInterrupted event), the
+ * status stops naming the pod, and its replacement gets a new name. */
+static void note_interruption(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    if (!st->pod_name)
+        return;
+    const struct workspace_pod *named = NULL;
+    for (size_t i = 0; i < d->in->n_pods; i++) {
+        const struct workspace_pod *p = d->in->pods[i];
+        if (p->name && streq(p->name, st->pod_name))
+            named = p;
+    }
+    const struct workspace_pod *ended = NULL;
+    if (named && (named->deletion_ms || pod_has_stopped(named))) {
+        ended = named;
+    } else if (!named && st->pod_uid) {
+        /* Seen by an earlier pass and now gone: the cache never un-sees an
+         * object, so this is no lag behind a create (which forgets the
+         * uid). The cache's last sight of it says why, when it kept one. */
+        const struct workspace_pod *g = d->in->gone_pod;
+        if (g && streq(g->name, st->pod_name) && (!g->uid || streq(g->uid, st->pod_uid)))
+            ended = g;
+    } else {
+        return;
+    }
+    if (streq(st->deleted_pod, st->pod_name) || own_delete(d, ended)) {
+        set_string(d, &st->deleted_pod, st->pod_name);
+        return;
+    }
+    const char *uid = ended && ended->uid ? ended->uid : st->pod_uid;
+    const char *node = ended && ended->node_name ? ended->node_name : st->node_name;
+    int node_absent = d->in->pod_node_absent && streq(node, d->old->node_name);
+    struct pod_end e;
+    if (ended) {
+        workspace_pod_end(ended, node_absent, &e);
+    } else {
+        e = (struct pod_end){0};
+        snprintf(e.kind, sizeof(e.kind), "%s", node_absent ? "NodeLost" : "Deleted");
+        if (node_absent && node)
+            snprintf(e.message, sizeof(e.message), "node %s: no longer in the cluster", node);
+    }
+    one_line(e.message);
+    struct workspace_interruption *li = &st->last_interruption;
+    st->interruptions++;
+    li->at_ms = e.at_ms && e.at_ms <= d->now ? e.at_ms : d->now;
+    set_string(d, &li->pod, st->pod_name);
+    set_string(d, &li->pod_uid, uid);
+    set_string(d, &li->node_name, node);
+    set_string(d, &li->reason, e.kind);
+    set_string(d, &li->message, e.message[0] ? e.message : NULL);
+    set_string(d, &li->replaced_by, NULL);
+    char occ[OCCASION_SIZE];
+    snprintf(occ, sizeof(occ), "interrupted-%s", uid ? uid : st->pod_name);
+    transition_event(d, occ, "Warning", "PodInterrupted",
+                     "pod %s%s%s ended without the controller asking: %s%s%s%s; its memory is "
+                     "lost, a new pod replaces it",
+                     st->pod_name, node ? " on " : "", node ? node : "", e.kind,
+                     e.message[0] ? " (" : "", e.message, e.message[0] ? ")" : "");
+    set_string(d, &st->pod_name, NULL);
+    set_string(d, &st->pod_uid, NULL);
+}
+
+/* ---- rule 3: the home claim ---- */
+
+/* A lost home the class wants a person to acknowledge, not yet acknowledged:
+ * nothing starts on a new, empty home. */
+static int home_awaits_acknowledgement(const struct decider *d)
+{
+    const struct workspace_home *h = &d->st->home;
+    return h->lost_ms && !h->acknowledged_ms && d->cls &&
+           d->cls->home_on_loss == HOME_ON_LOSS_WAIT_FOR_ACKNOWLEDGEMENT;
+}
+
+static const char *home_loss_plan(const struct decider *d)
+{
+    switch (d->cls->home_on_loss) {
+    case HOME_ON_LOSS_RECREATE:
+        return "a new, empty claim is made (class onLoss Recreate)";
+    case HOME_ON_LOSS_RECREATE_ON_RESUME:
+        return "a new, empty claim is made when the workspace resumes (class onLoss "
+               "RecreateOnResume)";
+    case HOME_ON_LOSS_WAIT_FOR_ACKNOWLEDGEMENT:
+        break;
+    }
+    return "nothing starts on a new, empty home until the Workspace is "
+           "annotated " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=<the lost claim's uid> (class onLoss "
+           "WaitForAcknowledgement)";
+}
+
+/* Which claim holds home (status.home), whether it was lost, and whether a
+ * claim is to be made. docs/state-machine.md, "A lost home". */
+static void decide_home(struct decider *d, const char *claim)
+{
+    struct workspace_status *st = d->st;
+    struct workspace_home *h = &st->home;
+    const struct workspace_pvc *pvc = d->in->pvc;
+    const char *uid = pvc && pvc->uid && pvc->uid[0] ? pvc->uid : NULL;
+    char occ[OCCASION_SIZE], at[TIMEFMT_RFC3339_SIZE];
+    /* The claim cache never un-sees a claim: one recorded and now absent,
+     * or present under another uid, was deleted. */
+    if (h->claim_uid && (!pvc || (uid && !streq(uid, h->claim_uid)))) {
+        set_string(d, &h->lost_claim_uid, h->claim_uid);
+        h->lost_ms = d->now;
+        h->acknowledged_ms = 0;
+        set_string(d, &h->fresh_pod, NULL);
+        set_string(d, &h->claim_uid, NULL);
+        h->since_ms = 0;
+        snprintf(occ, sizeof(occ), "home-%s", h->lost_claim_uid);
+        transition_event(d, occ, "Warning", "HomeLost",
+                         "claim %s (uid %s), which held the workspace's home, is gone: its files "
+                         "and the application's checkpoint are lost; %s",
+                         claim, h->lost_claim_uid, home_loss_plan(d));
+    }
+    if (uid && !h->claim_uid && !pvc->deletion_ms) {
+        set_string(d, &h->claim_uid, uid);
+        h->since_ms = pvc->created_ms && pvc->created_ms <= d->now ? pvc->created_ms : d->now;
+    }
+    if (h->lost_ms && !h->acknowledged_ms && h->lost_claim_uid &&
+        streq(d->ws->acknowledged_home_loss, h->lost_claim_uid)) {
+        h->acknowledged_ms = d->now;
+        snprintf(occ, sizeof(occ), "home-ack-%s", h->lost_claim_uid);
+        transition_event(d, occ, "Normal", "HomeLossAcknowledged",
+                         "the loss of claim %s (uid %s) is acknowledged: the workspace starts on "
+                         "a new, empty home",
+                         claim, h->lost_claim_uid);
+    }
+    int make = !pvc;
+    if (make && h->lost_ms) {
+        switch (d->cls->home_on_loss) {
+        case HOME_ON_LOSS_RECREATE:
+            break;
+        case HOME_ON_LOSS_RECREATE_ON_RESUME:
+            make = !d->ws->paused;
+            break;
+        case HOME_ON_LOSS_WAIT_FOR_ACKNOWLEDGEMENT:
+            make = h->acknowledged_ms != 0;
+            break;
+        }
+    }
+    if (make)
+        push(d, ACTION_CREATE_PVC, claim);
+    if (!h->lost_ms) {
+        workspace_status_remove_condition(st, COND_HOME);
+        return;
+    }
+    timefmt_rfc3339_text(h->lost_ms, at);
+    if (home_awaits_acknowledgement(d))
+        condition(d, COND_HOME, COND_FALSE, "Lost",
+                  "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
+                  "are lost; nothing starts on a new, empty home until the Workspace is "
+                  "annotated " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=%s",
+                  claim, h->lost_claim_uid, at, h->lost_claim_uid);
+    else if (h->claim_uid)
+        condition(d, COND_HOME, COND_TRUE, "Recreated",
+                  "claim %s (uid %s) holds the home since the claim before it (uid %s) was gone "
+                  "at %s; it started empty",
+                  claim, h->claim_uid, h->lost_claim_uid, at);
+    else
+        condition(d, COND_HOME, COND_FALSE, "Lost",
+                  "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
+                  "are lost; %s",
+                  claim, h->lost_claim_uid, at,
+                  h->acknowledged_ms ? "the loss is acknowledged: a new, empty claim is made"
+                                     : home_loss_plan(d));
 }
 
 /* ---- rule 5: run ---- */
@@ -673,7 +935,7 @@ static void fall_back(struct decider *d, const struct workspace_pod *p, const ch
     const char *wanted = pod_product(d, p);
     if (!wanted)
         wanted = d->cls->product;
-    delete_pod(d, p, 0);
+    own_delete_pod(d, p, 0);
     d->st->accelerator_fallback = 1;
     condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
               "no %s free within %s (capacity timeout); falling back to any of %s: %s", wanted,
@@ -724,7 +986,7 @@ static void waiting_for_capacity(struct decider *d)
         condition(d, COND_READY, COND_FALSE, "CapacityTimeout", "no capacity after %s", timeout);
         /* A pending pod would take a GPU whenever one frees up, long after
          * the user was told the workspace failed. */
-        delete_pod(d, p, 0);
+        own_delete_pod(d, p, 0);
         if (!(d->old->state == WS_STATE_FAILED && streq(old_reason, "CapacityTimeout")))
             transition_event(d, pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
                              "no capacity after %s: %s", timeout, sched);
@@ -763,7 +1025,7 @@ static int judge_restore(struct decider *d, const struct workspace_pod *p)
     if (p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS) {
         if (!st->snapshot.restore_failed_ms)
             st->snapshot.restore_failed_ms = d->now;
-        delete_pod(d, p, 0);
+        own_delete_pod(d, p, 0);
         condition(d, COND_RESTORED, COND_FALSE, "RestoreCrashed",
                   "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
                   "starts from files and the checkpoint",
@@ -842,10 +1104,14 @@ static void run_with_pod(struct decider *d)
             r->ready_ms = ready;
             r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
             char occ[OCCASION_SIZE];
+            const char *from = r->restored_from;
             transition_event(d, resume_occasion(d, occ), "Normal", "Resumed",
                              "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
-                             p->restore_from_checkpoint ? "from the application's checkpoint"
-                                                        : "fresh start");
+                             streq(from, "FreshHome") ? "on a new, empty home: the old one was lost"
+                             : streq(from, "FromSnapshot") ? "from the snapshot"
+                             : streq(from, "ColdStart")    ? "cold start: from files"
+                             : p->restore_from_checkpoint  ? "from the application's checkpoint"
+                                                           : "fresh start");
         }
         decide_idle(d);
         return;
@@ -936,6 +1202,17 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
                  "the pod template changed since snapshot %s (image, resources or class)", name);
         return NULL;
     }
+    if (sn->home_claim_uid && !streq(sn->home_claim_uid, st->home.claim_uid)) {
+        snprintf(why, size, "snapshot %s was taken with home claim %s, which is gone", name,
+                 sn->home_claim_uid);
+        return NULL;
+    }
+    /* A pod of the workspace was ready since the resume: the session went
+     * on from the snapshot, and its memory is older than the files. */
+    if (!resume_in_progress(st)) {
+        snprintf(why, size, "the session went on after snapshot %s was restored", name);
+        return NULL;
+    }
     return name;
 }
 
@@ -987,9 +1264,20 @@ static void create_pod(struct decider *d)
 {
     struct workspace_status *st = d->st;
     int resuming = resume_in_progress(st);
-    int from_checkpoint = st->pauses > 0;
+    /* After a pause or an interruption the application may have left a
+     * checkpoint on home; the pod is told where. */
+    int from_checkpoint = st->pauses > 0 || st->interruptions > 0;
     int fallback = fallback_due(d);
     char *name = NULL;
+    if (home_awaits_acknowledgement(d)) {
+        st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
+        condition(d, COND_READY, COND_FALSE, "HomeLost",
+                  "no pod starts: the home claim (uid %s) was lost; annotate the Workspace "
+                  "with " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=%s to start on a new, empty home",
+                  st->home.lost_claim_uid ? st->home.lost_claim_uid : "",
+                  st->home.lost_claim_uid ? st->home.lost_claim_uid : "");
+        return;
+    }
     if (snapshot_pending(d)) {
         st->state = WS_STATE_RESUMING;
         condition(d, COND_READY, COND_FALSE, "Snapshotting",
@@ -1018,9 +1306,23 @@ static void create_pod(struct decider *d)
         st->pod_generation++;
         free(st->pod_name);
         st->pod_name = name;
+        set_string(d, &st->pod_uid, NULL);
         /* The scheduler has not judged the new pod yet. */
         workspace_status_remove_condition(st, COND_CAPACITY);
+        /* The first pod after an interruption (and no pause since) replaces
+         * the interrupted one. */
+        struct workspace_interruption *li = &st->last_interruption;
+        if (li->pod && !li->replaced_by && li->at_ms >= st->last_pause.requested_ms)
+            set_string(d, &li->replaced_by, name);
+        /* The first pod on a home made after the last one was lost. */
+        if (st->home.lost_ms && !st->home.fresh_pod)
+            set_string(d, &st->home.fresh_pod, name);
     }
+    /* Nothing of the session is on a new home: no checkpoint, no snapshot
+     * to lay over it. */
+    int fresh_home = on_fresh_home(d, st->pod_name);
+    if (fresh_home)
+        from_checkpoint = 0;
     /* Not new: the status names a pod that the cache does not show. It was
      * created in an earlier pass the cache has not caught up with, or it is
      * gone. Creating it again under the same name is right either way: the
@@ -1031,8 +1333,20 @@ static void create_pod(struct decider *d)
      * from files and the checkpoint. */
     const char *snapshot =
         from_checkpoint && !fallback ? restore_snapshot(d, why, sizeof(why)) : NULL;
+    if (fresh_home && st->pauses > 0 && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
+        snapshot_current(st) && streq(st->snapshot.phase, "Ready"))
+        snprintf(why, sizeof(why),
+                 "snapshot %s was taken with home claim %s, which is gone: it is not laid over "
+                 "a new, empty home",
+                 st->snapshot.name ? st->snapshot.name : st->snapshot.attempt,
+                 st->snapshot.home_claim_uid ? st->snapshot.home_claim_uid : "(unrecorded)");
     const char *pin = snapshot && d->cls->has_accelerator ? st->snapshot.gpu_product : NULL;
     struct action *a = push(d, ACTION_CREATE_POD, st->pod_name);
+    /* A pod made under the name (a fallback's, or a replacement after a
+     * lost status write) is a new one: its uid is learnt when it is seen,
+     * and its end is judged anew. */
+    set_string(d, &st->pod_uid, NULL);
+    set_string(d, &st->deleted_pod, NULL);
     if (a) {
         a->from_checkpoint = from_checkpoint;
         a->capacity_fallback = fallback;
@@ -1049,6 +1363,12 @@ static void create_pod(struct decider *d)
                   "pod %s is restored from snapshot %s", st->pod_name, snapshot);
         if (resuming)
             set_string(d, &st->last_resume.restored_from, NULL);
+    } else if (fresh_home) {
+        set_restored(d, st->pod_name, 0);
+        char occ[OCCASION_SIZE];
+        if (why[0])
+            transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed", "%s",
+                             why);
     } else if (fallback) {
         char products[PRODUCTS_TEXT], timeout[32];
         allowed_products(d->cls, ", ", products, sizeof(products));
@@ -1086,7 +1406,9 @@ static void create_pod(struct decider *d)
     if (is_new && !resuming)
         transition_event(d, pod_occasion(st->pod_name, occ), "Normal", "Created",
                          "created pod %s (%s)", st->pod_name,
-                         from_checkpoint ? "from the application's checkpoint" : "fresh");
+                         fresh_home        ? "on a new, empty home"
+                         : from_checkpoint ? "from the application's checkpoint"
+                                           : "fresh");
 }
 
 /* ---- idle (docs/idle.md) ---- */
@@ -1309,9 +1631,10 @@ static void decide_run(struct decider *d)
     if (failed_for_capacity && !d->retry) {
         adopt(d);
         if (d->keep)
-            delete_pod(d, d->keep, 0);
+            own_delete_pod(d, d->keep, 0);
         else if (!d->n_leaving) {
             set_string(d, &st->pod_name, NULL);
+            set_string(d, &st->pod_uid, NULL);
             set_string(d, &st->node_name, NULL);
         }
         return;
@@ -1370,6 +1693,7 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     set_string(d, &sn->gpu_product, pod_product(d, p));
     set_string(d, &sn->pod_spec_hash, hash);
     set_string(d, &sn->message, NULL);
+    set_string(d, &sn->home_claim_uid, st->home.claim_uid);
     push(d, ACTION_SNAPSHOT_BEGIN, handle);
     condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress", "taking snapshot %s of pod %s", handle,
               p->name);
@@ -1643,7 +1967,7 @@ static void decide_pause(struct decider *d)
     if (p) {
         /* A pod that never got a node holds nothing worth a grace period. */
         int64_t grace = pod_is_scheduled(p) ? grace_seconds(d) : 0;
-        delete_pod(d, p, grace);
+        own_delete_pod(d, p, grace);
         if (in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
@@ -1662,6 +1986,8 @@ static void decide_pause(struct decider *d)
         st->last_pause.accelerator_released_ms = d->now;
     set_string(d, &st->node_name, NULL);
     set_string(d, &st->pod_name, NULL);
+    set_string(d, &st->pod_uid, NULL);
+    set_string(d, &st->deleted_pod, NULL);
     /* The next resume asks for the snapshot's product (or the class's) again. */
     st->accelerator_fallback = 0;
     /* Capacity is not being asked for; the next resume asks again. */
@@ -1890,13 +2216,14 @@ static void decide_live(struct decider *d)
             return;
         }
         set_string(d, &st->home_claim_name, claim);
-        if (!d->in->pvc)
-            push(d, ACTION_CREATE_PVC, claim);
+        decide_home(d, claim);
         free(claim);
     }
 
     /* Extra pods are removed only when something may be deleted at all. */
     sort_pods(d, !frozen && (ws->paused || !d->invalid_reason));
+    if (!frozen && !ws->paused)
+        note_interruption(d);
     if (frozen) {
         st->state = WS_STATE_FAILED;
     } else if (ws->paused) {
@@ -1949,8 +2276,14 @@ int workspace_decide(const struct decide_input *in, struct decide_output *out)
         decide_output_clear(out);
         return d.rc;
     }
+    /* status.podUID goes along with any other change, never alone: a pod
+     * seen changes nothing else only while it waits unjudged, and a pod that
+     * goes then is still known from the reconciler's gone_pod. */
+    char *pod_uid = out->status.pod_uid;
+    out->status.pod_uid = in->ws->status.pod_uid;
     out->status_changed =
         in->ws->deletion_ms ? 0 : !workspace_status_equal(&out->status, &in->ws->status);
+    out->status.pod_uid = pod_uid;
     return 0;
 }
 

@@ -35,6 +35,25 @@ static int pause_done(const struct workspace_status *s)
     return s->last_pause.requested_ms && s->last_pause.accelerator_released_ms;
 }
 
+/* The kinds workspace_pod_end() gives, as label values; a bounded set. */
+static const char *interruption_label(const char *kind)
+{
+    static const char *const kinds[][2] = {
+        {"Evicted", "evicted"},
+        {"Preempted", "preempted"},
+        {"NodeTainted", "node_tainted"},
+        {"NodeLost", "node_lost"},
+        {"TerminatedByKubelet", "terminated_by_kubelet"},
+        {"OOMKilled", "oom_killed"},
+        {"Stopped", "stopped"},
+        {"Deleted", "deleted"},
+    };
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (streq(kind, kinds[i][0]))
+            return kinds[i][1];
+    return "other";
+}
+
 static enum restore_source source_of(const char *restored_from)
 {
     if (streq(restored_from, "FromSnapshot"))
@@ -45,6 +64,8 @@ static enum restore_source source_of(const char *restored_from)
         return RESTORE_SOURCE_COLD_START;
     if (streq(restored_from, "Fresh"))
         return RESTORE_SOURCE_FRESH;
+    if (streq(restored_from, "FreshHome"))
+        return RESTORE_SOURCE_FRESH_HOME;
     return RESTORE_SOURCE_NONE;
 }
 
@@ -108,12 +129,19 @@ void workspace_outcome_diff(const struct workspace_status *old, const struct wor
     if (st->accelerator_seconds_released > old->accelerator_seconds_released)
         ret->accelerator_seconds_released =
             st->accelerator_seconds_released - old->accelerator_seconds_released;
+
+    if (st->interruptions > old->interruptions)
+        snprintf(ret->interrupted, sizeof(ret->interrupted), "%s",
+                 interruption_label(st->last_interruption.reason));
+
+    ret->home_lost = st->home.lost_ms && st->home.lost_ms != old->home.lost_ms;
 }
 
 int workspace_outcome_any(const struct workspace_outcome *o)
 {
     return o->paused || o->resumed != RESTORE_SOURCE_NONE || o->snapshot != SNAPSHOT_RESULT_NONE ||
-           o->capacity_wait_ended || o->accelerator_seconds_released > 0;
+           o->capacity_wait_ended || o->accelerator_seconds_released > 0 || o->interrupted[0] ||
+           o->home_lost;
 }
 
 const char *pause_memory_name(enum pause_memory m)
@@ -140,6 +168,8 @@ const char *restore_source_name(enum restore_source s)
         return "cold_start";
     case RESTORE_SOURCE_FRESH:
         return "fresh";
+    case RESTORE_SOURCE_FRESH_HOME:
+        return "fresh_home";
     case RESTORE_SOURCE_NONE:
         break;
     }

@@ -22,7 +22,13 @@ static int64_t deletion_ms(const cJSON *meta)
     return ms ? ms : 1;
 }
 
-static void decode_conditions(const cJSON *status, struct workspace_pod *p, const char **ret_msg)
+/* What the pod itself says about why it ends, kept for workspace_pod_end(). */
+struct pod_end_text {
+    const char *disruption_reason, *disruption_message, *terminated_reason;
+};
+
+static void decode_conditions(const cJSON *status, struct workspace_pod *p, const char **ret_msg,
+                              struct pod_end_text *end)
 {
     const cJSON *c;
     cJSON_ArrayForEach(c, json_member(status, "conditions"))
@@ -45,6 +51,10 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
             p->ready_ms = is_true ? json_time_ms(c, "lastTransitionTime") : 0;
         } else if (strcmp(type, POD_RESTORED_CONDITION) == 0) {
             p->restored = is_true;
+        } else if (strcmp(type, "DisruptionTarget") == 0 && is_true) {
+            end->disruption_reason = json_string(c, "reason");
+            end->disruption_message = json_string(c, "message");
+            p->disruption_ms = json_time_ms(c, "lastTransitionTime");
         }
     }
     const cJSON *cs;
@@ -56,6 +66,14 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
         const char *why = json_string(json_member(json_member(cs, "state"), "waiting"), "reason");
         if (why && strcmp(why, "CrashLoopBackOff") == 0)
             p->crash_looping = 1;
+        /* The container's end as it is now, else the last one (an
+         * OOM-killed container restarts under restartPolicy Always). */
+        const char *term =
+            json_string(json_member(json_member(cs, "state"), "terminated"), "reason");
+        if (!term)
+            term = json_string(json_member(json_member(cs, "lastState"), "terminated"), "reason");
+        if (term && (!end->terminated_reason || strcmp(term, "OOMKilled") == 0))
+            end->terminated_reason = term;
     }
 }
 
@@ -131,6 +149,7 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
     const cJSON *spec = json_member(obj, "spec");
     const cJSON *status = json_member(obj, "status");
     const char *unschedulable_msg = NULL;
+    struct pod_end_text end = {0};
     p->created_ms = json_time_ms(meta, "creationTimestamp");
     p->deletion_ms = deletion_ms(meta);
     const char *from = json_string(json_member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
@@ -144,7 +163,7 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         free(p);
         return NULL;
     }
-    decode_conditions(status, p, &unschedulable_msg);
+    decode_conditions(status, p, &unschedulable_msg, &end);
     if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
         json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
         json_dup_optional(json_string(meta, "uid"), &p->uid) < 0 ||
@@ -154,6 +173,11 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(status, "podIP"), &p->pod_ip) < 0 ||
         json_dup_optional(json_string(status, "phase"), &p->phase) < 0 ||
         json_dup_optional(unschedulable_msg, &p->unschedulable_message) < 0 ||
+        json_dup_optional(end.disruption_reason, &p->disruption_reason) < 0 ||
+        json_dup_optional(end.disruption_message, &p->disruption_message) < 0 ||
+        json_dup_optional(json_string(status, "reason"), &p->status_reason) < 0 ||
+        json_dup_optional(json_string(status, "message"), &p->status_message) < 0 ||
+        json_dup_optional(end.terminated_reason, &p->terminated_reason) < 0 ||
         decode_extended(spec, p) < 0) {
         workspace_pod_free(p);
         return NULL;
@@ -175,9 +199,96 @@ void workspace_pod_free(void *pod)
     free(p->snapshot);
     free(p->phase);
     free(p->unschedulable_message);
+    free(p->disruption_reason);
+    free(p->disruption_message);
+    free(p->status_reason);
+    free(p->status_message);
+    free(p->terminated_reason);
     for (size_t i = 0; i < POD_MAX_EXTENDED; i++)
         free(p->extended[i]);
     free(p);
+}
+
+struct workspace_pod *workspace_pod_copy_end(const struct workspace_pod *p)
+{
+    struct workspace_pod *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->created_ms = p->created_ms;
+    c->deletion_ms = p->deletion_ms;
+    c->scheduled = p->scheduled;
+    c->disruption_ms = p->disruption_ms;
+    c->capacity_fallback = p->capacity_fallback;
+    c->restore_from_checkpoint = p->restore_from_checkpoint;
+    if (json_dup_optional(p->ns, &c->ns) < 0 || json_dup_optional(p->name, &c->name) < 0 ||
+        json_dup_optional(p->uid, &c->uid) < 0 ||
+        json_dup_optional(p->workspace, &c->workspace) < 0 ||
+        json_dup_optional(p->node_name, &c->node_name) < 0 ||
+        json_dup_optional(p->phase, &c->phase) < 0 ||
+        json_dup_optional(p->snapshot, &c->snapshot) < 0 ||
+        json_dup_optional(p->disruption_reason, &c->disruption_reason) < 0 ||
+        json_dup_optional(p->disruption_message, &c->disruption_message) < 0 ||
+        json_dup_optional(p->status_reason, &c->status_reason) < 0 ||
+        json_dup_optional(p->status_message, &c->status_message) < 0 ||
+        json_dup_optional(p->terminated_reason, &c->terminated_reason) < 0) {
+        workspace_pod_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int is(const char *a, const char *b)
+{
+    return a && strcmp(a, b) == 0;
+}
+
+/* The kind for a DisruptionTarget reason or a status.reason; NULL: none
+ * that says more than the rest. */
+static const char *end_kind(const char *disruption, const char *status_reason)
+{
+    if (is(disruption, "EvictionByEvictionAPI") || is(status_reason, "Evicted"))
+        return "Evicted";
+    if (is(disruption, "PreemptionByScheduler") || is(disruption, "PreemptionByKubeScheduler") ||
+        is(status_reason, "Preempted") || is(status_reason, "Preempting"))
+        return "Preempted";
+    if (is(disruption, "DeletionByTaintManager"))
+        return "NodeTainted";
+    if (is(disruption, "DeletionByPodGC") || is(status_reason, "NodeLost"))
+        return "NodeLost";
+    if (is(disruption, "TerminationByKubelet") || is(status_reason, "Shutdown") ||
+        is(status_reason, "Terminated"))
+        return "TerminatedByKubelet";
+    return disruption ? "Evicted" : NULL;
+}
+
+static void end_append(char *buf, const char *label, const char *a, const char *b)
+{
+    size_t used = strlen(buf);
+    if (!a || !a[0] || used >= POD_END_MESSAGE_SIZE - 1)
+        return;
+    snprintf(buf + used, POD_END_MESSAGE_SIZE - used, "%s%s %s%s%s", used ? "; " : "", label, a,
+             b && b[0] ? ": " : "", b && b[0] ? b : "");
+}
+
+void workspace_pod_end(const struct workspace_pod *p, int node_absent, struct pod_end *ret)
+{
+    *ret = (struct pod_end){.at_ms = p->disruption_ms};
+    int stopped = is(p->phase, "Failed") || is(p->phase, "Succeeded");
+    const char *kind = end_kind(p->disruption_reason, p->status_reason);
+    if (!kind && is(p->terminated_reason, "OOMKilled") && stopped)
+        kind = "OOMKilled";
+    if (!kind && node_absent)
+        kind = "NodeLost";
+    if (!kind)
+        kind = stopped ? "Stopped" : "Deleted";
+    snprintf(ret->kind, sizeof(ret->kind), "%s", kind);
+    end_append(ret->message, "DisruptionTarget", p->disruption_reason, p->disruption_message);
+    end_append(ret->message, "status.reason", p->status_reason, p->status_message);
+    if (stopped)
+        end_append(ret->message, "phase", p->phase, NULL);
+    end_append(ret->message, "container terminated:", p->terminated_reason, NULL);
+    if (node_absent && p->node_name)
+        end_append(ret->message, "node", p->node_name, "no longer in the cluster");
 }
 
 void *workspace_pvc_decode(const cJSON *obj, void *data)
@@ -188,8 +299,10 @@ void *workspace_pvc_decode(const cJSON *obj, void *data)
         return NULL;
     const cJSON *meta = json_member(obj, "metadata");
     p->deletion_ms = deletion_ms(meta);
+    p->created_ms = json_time_ms(meta, "creationTimestamp");
     if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
         json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
+        json_dup_optional(json_string(meta, "uid"), &p->uid) < 0 ||
         json_dup_optional(json_string(json_member(obj, "status"), "phase"), &p->phase) < 0) {
         workspace_pvc_free(p);
         return NULL;
@@ -204,6 +317,7 @@ void workspace_pvc_free(void *pvc)
         return;
     free(p->ns);
     free(p->name);
+    free(p->uid);
     free(p->phase);
     free(p);
 }

@@ -159,6 +159,8 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
     s->state_since_ms = json_time_ms(st, "stateSince");
     if (json_dup_optional(json_string(st, "message"), &s->message) < 0 ||
         json_dup_optional(json_string(st, "podName"), &s->pod_name) < 0 ||
+        json_dup_optional(json_string(st, "podUID"), &s->pod_uid) < 0 ||
+        json_dup_optional(json_string(st, "deletedPod"), &s->deleted_pod) < 0 ||
         json_dup_optional(json_string(st, "nodeName"), &s->node_name) < 0 ||
         json_dup_optional(json_string(st, "homeClaimName"), &s->home_claim_name) < 0)
         goto oom;
@@ -212,7 +214,8 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
         json_dup_optional(json_string(sn, "nodeName"), &snap->node_name) < 0 ||
         json_dup_optional(json_string(sn, "gpuProduct"), &snap->gpu_product) < 0 ||
         json_dup_optional(json_string(sn, "podSpecHash"), &snap->pod_spec_hash) < 0 ||
-        json_dup_optional(json_string(sn, "message"), &snap->message) < 0)
+        json_dup_optional(json_string(sn, "message"), &snap->message) < 0 ||
+        json_dup_optional(json_string(sn, "homeClaimUID"), &snap->home_claim_uid) < 0)
         goto oom;
 
     const cJSON *act = json_member(st, "activity");
@@ -245,6 +248,28 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
     s->accelerator_seconds_held = json_double(acct, "acceleratorSecondsHeld");
     s->accelerator_held_since_ms = json_time_ms(acct, "acceleratorHeldSince");
     if (history_decode(json_member(st, "history"), s) < 0)
+        goto oom;
+
+    const cJSON *home = json_member(st, "home");
+    s->home.since_ms = json_time_ms(home, "since");
+    s->home.lost_ms = json_time_ms(home, "lostAt");
+    s->home.acknowledged_ms = json_time_ms(home, "acknowledgedAt");
+    if (json_dup_optional(json_string(home, "claimUID"), &s->home.claim_uid) < 0 ||
+        json_dup_optional(json_string(home, "lostClaimUID"), &s->home.lost_claim_uid) < 0 ||
+        json_dup_optional(json_string(home, "freshPod"), &s->home.fresh_pod) < 0)
+        goto oom;
+
+    const cJSON *intr = json_member(st, "interruptions");
+    const cJSON *last = json_member(intr, "last");
+    struct workspace_interruption *li = &s->last_interruption;
+    s->interruptions = json_int(intr, "count");
+    li->at_ms = json_time_ms(last, "at");
+    if (json_dup_optional(json_string(last, "pod"), &li->pod) < 0 ||
+        json_dup_optional(json_string(last, "podUID"), &li->pod_uid) < 0 ||
+        json_dup_optional(json_string(last, "nodeName"), &li->node_name) < 0 ||
+        json_dup_optional(json_string(last, "reason"), &li->reason) < 0 ||
+        json_dup_optional(json_string(last, "message"), &li->message) < 0 ||
+        json_dup_optional(json_string(last, "replacedBy"), &li->replaced_by) < 0)
         goto oom;
     return 0;
 oom:
@@ -372,7 +397,9 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_er
     if (v && timefmt_parse_rfc3339(v, &ws->auto_paused_ms) < 0)
         ws->auto_paused_ms = 0;
     if (json_dup_optional(json_string(ann, AUTO_PAUSE_REASON_ANNOTATION), &ws->auto_pause_message) <
-        0)
+            0 ||
+        json_dup_optional(json_string(ann, ACKNOWLEDGE_HOME_LOSS_ANNOTATION),
+                          &ws->acknowledged_home_loss) < 0)
         return -ENOMEM;
     const cJSON *fin;
     cJSON_ArrayForEach(fin, json_member(meta, "finalizers"))
@@ -440,6 +467,7 @@ void workspace_free(struct workspace *ws)
     free(ws->image);
     free(ws->home_size);
     free(ws->auto_pause_message);
+    free(ws->acknowledged_home_loss);
     for (size_t i = 0; i < ws->n_env; i++) {
         free(ws->env[i].name);
         free(ws->env[i].value);
@@ -617,6 +645,8 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
         put_str(&w, o, "state", workspace_state_name(s->state));
     put_str(&w, o, "message", s->message);
     put_str(&w, o, "podName", s->pod_name);
+    put_str(&w, o, "podUID", s->pod_uid);
+    put_str(&w, o, "deletedPod", s->deleted_pod);
     put_int(&w, o, "podGeneration", s->pod_generation);
     put_str(&w, o, "nodeName", s->node_name);
     put_str(&w, o, "homeClaimName", s->home_claim_name);
@@ -669,6 +699,7 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_str(&w, sn, "gpuProduct", snap->gpu_product);
     put_str(&w, sn, "podSpecHash", snap->pod_spec_hash);
     put_str(&w, sn, "message", snap->message);
+    put_str(&w, sn, "homeClaimUID", snap->home_claim_uid);
     drop_if_empty(o, "snapshot");
 
     const struct workspace_activity *a = &s->activity;
@@ -694,6 +725,31 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     drop_if_empty(o, "accounting");
 
     put_history(&w, o, s);
+
+    const struct workspace_home *h = &s->home;
+    cJSON *home = put_obj(&w, o, "home");
+    put_str(&w, home, "claimUID", h->claim_uid);
+    put_time(&w, home, "since", h->since_ms);
+    put_str(&w, home, "lostClaimUID", h->lost_claim_uid);
+    put_time(&w, home, "lostAt", h->lost_ms);
+    put_time(&w, home, "acknowledgedAt", h->acknowledged_ms);
+    put_str(&w, home, "freshPod", h->fresh_pod);
+    drop_if_empty(o, "home");
+
+    const struct workspace_interruption *li = &s->last_interruption;
+    cJSON *intr = put_obj(&w, o, "interruptions");
+    put_int(&w, intr, "count", s->interruptions);
+    cJSON *last = intr ? put_obj(&w, intr, "last") : NULL;
+    put_time(&w, last, "at", li->at_ms);
+    put_str(&w, last, "pod", li->pod);
+    put_str(&w, last, "podUID", li->pod_uid);
+    put_str(&w, last, "nodeName", li->node_name);
+    put_str(&w, last, "reason", li->reason);
+    put_str(&w, last, "message", li->message);
+    put_str(&w, last, "replacedBy", li->replaced_by);
+    if (intr)
+        drop_if_empty(intr, "last");
+    drop_if_empty(o, "interruptions");
 
     if (w.oom) {
         cJSON_Delete(o);
@@ -732,6 +788,18 @@ void workspace_status_clear(struct workspace_status *s)
     free(s->snapshot.gpu_product);
     free(s->snapshot.pod_spec_hash);
     free(s->snapshot.message);
+    free(s->snapshot.home_claim_uid);
+    free(s->pod_uid);
+    free(s->deleted_pod);
+    free(s->home.claim_uid);
+    free(s->home.lost_claim_uid);
+    free(s->home.fresh_pod);
+    free(s->last_interruption.pod);
+    free(s->last_interruption.pod_uid);
+    free(s->last_interruption.node_name);
+    free(s->last_interruption.reason);
+    free(s->last_interruption.message);
+    free(s->last_interruption.replaced_by);
     *s = (struct workspace_status){0};
 }
 
@@ -801,7 +869,9 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
     c.activity.last_probe_error = NULL;
     c.snapshot.attempt = c.snapshot.name = c.snapshot.phase = NULL;
     c.snapshot.node_name = c.snapshot.gpu_product = c.snapshot.pod_spec_hash = NULL;
-    c.snapshot.message = NULL;
+    c.snapshot.message = c.snapshot.home_claim_uid = c.pod_uid = c.deleted_pod = NULL;
+    c.home.claim_uid = c.home.lost_claim_uid = c.home.fresh_pod = NULL;
+    c.last_interruption = (struct workspace_interruption){.at_ms = src->last_interruption.at_ms};
     c.conditions = NULL;
     c.n_conditions = 0;
     if (json_dup_optional(src->message, &c.message) < 0 ||
@@ -822,7 +892,19 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
         json_dup_optional(src->snapshot.node_name, &c.snapshot.node_name) < 0 ||
         json_dup_optional(src->snapshot.gpu_product, &c.snapshot.gpu_product) < 0 ||
         json_dup_optional(src->snapshot.pod_spec_hash, &c.snapshot.pod_spec_hash) < 0 ||
-        json_dup_optional(src->snapshot.message, &c.snapshot.message) < 0)
+        json_dup_optional(src->snapshot.message, &c.snapshot.message) < 0 ||
+        json_dup_optional(src->snapshot.home_claim_uid, &c.snapshot.home_claim_uid) < 0 ||
+        json_dup_optional(src->pod_uid, &c.pod_uid) < 0 ||
+        json_dup_optional(src->deleted_pod, &c.deleted_pod) < 0 ||
+        json_dup_optional(src->home.claim_uid, &c.home.claim_uid) < 0 ||
+        json_dup_optional(src->home.lost_claim_uid, &c.home.lost_claim_uid) < 0 ||
+        json_dup_optional(src->home.fresh_pod, &c.home.fresh_pod) < 0 ||
+        json_dup_optional(src->last_interruption.pod, &c.last_interruption.pod) < 0 ||
+        json_dup_optional(src->last_interruption.pod_uid, &c.last_interruption.pod_uid) < 0 ||
+        json_dup_optional(src->last_interruption.node_name, &c.last_interruption.node_name) < 0 ||
+        json_dup_optional(src->last_interruption.reason, &c.last_interruption.reason) < 0 ||
+        json_dup_optional(src->last_interruption.message, &c.last_interruption.message) < 0 ||
+        json_dup_optional(src->last_interruption.replaced_by, &c.last_interruption.replaced_by) < 0)
         goto oom;
     if (src->n_conditions > 0) {
         c.conditions = calloc(src->n_conditions, sizeof(*c.conditions));

@@ -83,8 +83,10 @@ struct world {
     /* what the node cache knows */
     struct decide_node nodes[4];
     size_t n_nodes;
-    int pause_node_absent;   /* the node cache no longer has the paused pod's node */
-    const char *class_error; /* the class exists but cannot be read */
+    int pause_node_absent;            /* the node cache no longer has the paused pod's node */
+    const char *class_error;          /* the class exists but cannot be read */
+    const struct workspace_pod *gone; /* the last pod the pod cache dropped */
+    int pod_node_absent;              /* status.nodeName is not in the node cache */
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -117,6 +119,15 @@ static void world_free(struct world *w)
         free(w->owned[i]);
 }
 
+/* "uid-<name>": a pod made again under the same name gets the same one,
+ * which the API server would not give; tests that care set another. */
+static char *pod_uid(struct world *w, const char *name)
+{
+    char buf[128];
+    snprintf(buf, sizeof(buf), "uid-%s", name);
+    return keep_str(w, buf);
+}
+
 static struct workspace_pod *add_pod(struct world *w, const char *name, int flags, int64_t created)
 {
     assert_true(w->n_pods < MAX_PODS);
@@ -126,6 +137,7 @@ static struct workspace_pod *add_pod(struct world *w, const char *name, int flag
     *p = (struct workspace_pod){
         .ns = "team-a",
         .name = keep_str(w, name),
+        .uid = pod_uid(w, name),
         .workspace = "alice",
         .phase = (flags & STOPPED) ? "Failed"
                  : (flags & READY) ? "Running"
@@ -287,7 +299,9 @@ static void settle(struct world *w)
                               w->nodes,
                               w->n_nodes,
                               w->pause_node_absent,
-                              w->class_error};
+                              w->class_error,
+                              w->gone,
+                              w->pod_node_absent};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -318,7 +332,9 @@ static void decide(struct world *w, struct decide_output *out)
                               w->nodes,
                               w->n_nodes,
                               w->pause_node_absent,
-                              w->class_error};
+                              w->class_error,
+                              w->gone,
+                              w->pod_node_absent};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -631,6 +647,213 @@ static void s_old_pod_terminating(struct world *w)
 {
     running(w);
     add_pod(w, "alice-1", READY | TERM, NOW - MIN);
+}
+
+/* Someone else deleted the pod: recorded, and the status no longer names it. */
+static void c_interrupted_deleted(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.interruptions, 1);
+    assert_string_equal(o->status.last_interruption.pod, "alice-1");
+    assert_string_equal(o->status.last_interruption.reason, "Deleted");
+    assert_string_equal(o->status.last_interruption.node_name, "gpu-1");
+    assert_int_equal(o->status.last_interruption.at_ms, NOW);
+    assert_null(o->status.pod_name);
+    assert_non_null(strstr(find_event(o, "PodInterrupted")->message, "pod alice-1 on gpu-1"));
+    assert_string_equal(find_event(o, "PodInterrupted")->occasion, "interrupted-uid-alice-1");
+}
+
+static void c_interrupted_stopped(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.interruptions, 1);
+    assert_string_equal(o->status.last_interruption.reason, "Stopped");
+    assert_string_equal(o->status.last_interruption.message, "phase Failed");
+}
+
+/* -- what was lost: the home claim, a pod someone else ended -- */
+
+/* Paused; the claim the status recorded (pvc-1) is gone. */
+static void s_home_lost_paused(struct world *w)
+{
+    paused(w);
+    set_str(&st(w)->home.claim_uid, "pvc-1");
+    w->has_pvc = 0;
+}
+
+static void c_home_lost_paused(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "Home", COND_FALSE, "Lost");
+    assert_non_null(strstr(cond(o, "Home")->message, "pvc-1"));
+    assert_non_null(strstr(cond(o, "Home")->message, ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=pvc-1"));
+    assert_string_equal(o->status.home.lost_claim_uid, "pvc-1");
+    assert_int_equal(o->status.home.lost_ms, NOW);
+    assert_null(o->status.home.claim_uid);
+    assert_string_equal(find_event(o, "HomeLost")->occasion, "home-pvc-1");
+    assert_non_null(strstr(find_event(o, "HomeLost")->message, "WaitForAcknowledgement"));
+}
+
+static void s_home_lost_recreate(struct world *w)
+{
+    s_home_lost_paused(w);
+    w->cls->home_on_loss = HOME_ON_LOSS_RECREATE;
+}
+
+/* Recorded lost earlier; now unpaused, not acknowledged. */
+static void s_home_lost_resume(struct world *w)
+{
+    s_home_lost_paused(w);
+    w->ws->paused = 0;
+    set_str(&st(w)->home.claim_uid, NULL);
+    set_str(&st(w)->home.lost_claim_uid, "pvc-1");
+    st(w)->home.lost_ms = NOW - MIN;
+}
+
+static void c_home_lost_resume(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "Ready", COND_FALSE, "HomeLost");
+    assert_int_equal(o->status.resumes, 1);
+    assert_null(o->status.pod_name);
+}
+
+static void s_home_lost_acknowledged(struct world *w)
+{
+    s_home_lost_resume(w);
+    set_str(&w->ws->acknowledged_home_loss, "pvc-1");
+}
+
+static void c_home_lost_acknowledged(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_cond(o, "Restored", COND_TRUE, "FreshHome");
+    assert_null(strstr(cond(o, "Restored")->message, "checkpoint ("));
+    assert_string_equal(o->status.last_resume.restored_from, "FreshHome");
+    assert_string_equal(o->status.home.fresh_pod, "alice-2");
+    assert_int_equal(o->status.home.acknowledged_ms, NOW);
+    assert_cond(o, "Home", COND_FALSE, "Lost");
+    assert_non_null(strstr(cond(o, "Home")->message, "acknowledged"));
+}
+
+/* Someone made a claim of the same name: another uid. */
+static void s_home_replaced(struct world *w)
+{
+    s_home_lost_paused(w);
+    w->has_pvc = 1;
+    w->pvc.uid = "pvc-2";
+    w->pvc.created_ms = NOW - 5 * SEC;
+}
+
+static void c_home_replaced(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.home.lost_claim_uid, "pvc-1");
+    assert_string_equal(o->status.home.claim_uid, "pvc-2");
+    assert_int_equal(o->status.home.since_ms, NOW - 5 * SEC);
+    /* the class waits for a person: the claim may be a backup, or empty */
+    assert_cond(o, "Home", COND_FALSE, "Lost");
+}
+
+static void s_evicted(struct world *w)
+{
+    running(w);
+    struct workspace_pod *p = add_pod(w, "alice-1", READY | TERM, NOW - MIN);
+    p->disruption_reason = "EvictionByEvictionAPI";
+    p->disruption_message = "Eviction API: evicting";
+    p->disruption_ms = NOW - 6 * SEC;
+}
+
+static void c_evicted(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.interruptions, 1);
+    assert_string_equal(o->status.last_interruption.reason, "Evicted");
+    assert_string_equal(o->status.last_interruption.message,
+                        "DisruptionTarget EvictionByEvictionAPI: Eviction API: evicting");
+    assert_int_equal(o->status.last_interruption.at_ms, NOW - 6 * SEC);
+    assert_non_null(strstr(find_event(o, "PodInterrupted")->message, "Evicted"));
+}
+
+static void s_oom_killed(struct world *w)
+{
+    running(w);
+    struct workspace_pod *p = add_pod(w, "alice-1", STOPPED | SCHED, T0);
+    p->terminated_reason = "OOMKilled";
+}
+
+static void c_oom_killed(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_string_equal(o->status.last_interruption.reason, "OOMKilled");
+}
+
+/* Seen (podUID) and gone before a pass saw it leave: the reconciler kept
+ * the pod cache's last sight of it. */
+static struct workspace_pod gone_pod;
+
+static void s_gone_node_gc(struct world *w)
+{
+    running(w);
+    set_str(&st(w)->pod_uid, "uid-alice-1");
+    gone_pod = (struct workspace_pod){.name = "alice-1",
+                                      .uid = "uid-alice-1",
+                                      .node_name = "gpu-1",
+                                      .phase = "Running",
+                                      .deletion_ms = NOW - 2 * SEC,
+                                      .disruption_reason = "DeletionByPodGC",
+                                      .disruption_message = "PodGC: node no longer exists"};
+    w->gone = &gone_pod;
+}
+
+static void c_replaced(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.interruptions, 1);
+    assert_string_equal(o->status.last_interruption.replaced_by, "alice-2");
+    assert_string_equal(o->status.pod_name, "alice-2");
+    assert_int_equal(o->status.pod_generation, 2);
+    assert_cond(o, "Restored", COND_TRUE, "FromCheckpoint");
+    assert_non_null(strstr(cond(o, "Restored")->message, "replaces pod alice-1"));
+    assert_null(strstr(cond(o, "Restored")->message, "never paused"));
+}
+
+static void c_gone_node_gc(struct world *w, const struct decide_output *o)
+{
+    c_replaced(w, o);
+    assert_string_equal(o->status.last_interruption.reason, "NodeLost");
+    assert_non_null(strstr(o->status.last_interruption.message, "DeletionByPodGC"));
+}
+
+static void s_gone_node_absent(struct world *w)
+{
+    running(w);
+    set_str(&st(w)->pod_uid, "uid-alice-1");
+    w->pod_node_absent = 1;
+}
+
+static void c_gone_node_absent(struct world *w, const struct decide_output *o)
+{
+    c_replaced(w, o);
+    assert_string_equal(o->status.last_interruption.reason, "NodeLost");
+    assert_string_equal(o->status.last_interruption.message,
+                        "node gpu-1: no longer in the cluster");
+}
+
+/* The controller's own delete (a capacity timeout that failed it, say): no
+ * interruption. */
+static void s_own_delete(struct world *w)
+{
+    running(w);
+    set_str(&st(w)->deleted_pod, "alice-1");
+    add_pod(w, "alice-1", READY | TERM, NOW - MIN);
+}
+
+static void c_no_interruption(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.interruptions, 0);
+    assert_null(find_event(o, "PodInterrupted"));
 }
 
 static void s_two_live_named(struct world *w)
@@ -1508,9 +1731,9 @@ static const struct row rows[] = {
     {"old pod terminating: wait, create nothing",
      s_old_pod_terminating,
      WS_STATE_PENDING,
-     {NULL},
+     {"Event Warning PodInterrupted"},
      "waiting for pod alice-1 to stop",
-     NULL,
+     c_interrupted_deleted,
      0},
     /* rule 4: more than one live pod */
     {"two live pods: keep the one the status names",
@@ -1537,9 +1760,9 @@ static const struct row rows[] = {
     {"stopped pod (evicted) is removed, then replaced",
      s_stopped,
      WS_STATE_PENDING,
-     {"DeletePod alice-1 grace=0", "Event Warning PodStopped"},
+     {"DeletePod alice-1 grace=0", "Event Warning PodInterrupted"},
      "waiting for pod alice-1 to stop",
-     NULL,
+     c_interrupted_stopped,
      0},
     /* rule 6 */
     {"pause a running pod",
@@ -1969,6 +2192,78 @@ static const struct row rows[] = {
      NULL,
      NULL,
      1},
+    /* what was lost */
+    {"paused, the home claim deleted: said, not made again",
+     s_home_lost_paused,
+     WS_STATE_PAUSED,
+     {"Event Warning HomeLost"},
+     NULL,
+     c_home_lost_paused,
+     0},
+    {"paused, the home claim deleted, onLoss Recreate: a new claim at once",
+     s_home_lost_recreate,
+     WS_STATE_PAUSED,
+     {"Event Warning HomeLost", "CreatePVC alice-home"},
+     NULL,
+     NULL,
+     0},
+    {"resume on a lost home not acknowledged: no pod",
+     s_home_lost_resume,
+     WS_STATE_RESUMING,
+     {"Event Normal Resuming"},
+     "no pod starts",
+     c_home_lost_resume,
+     0},
+    {"resume on a lost home acknowledged: a new claim, a pod without the checkpoint",
+     s_home_lost_acknowledged,
+     WS_STATE_RESUMING,
+     {"Event Normal HomeLossAcknowledged", "CreatePVC alice-home", "Event Normal Resuming",
+      "CreatePod alice-2"},
+     NULL,
+     c_home_lost_acknowledged,
+     0},
+    {"the home claim replaced under another uid",
+     s_home_replaced,
+     WS_STATE_PAUSED,
+     {"Event Warning HomeLost"},
+     NULL,
+     c_home_replaced,
+     0},
+    {"evicted: the DisruptionTarget condition says so",
+     s_evicted,
+     WS_STATE_PENDING,
+     {"Event Warning PodInterrupted"},
+     NULL,
+     c_evicted,
+     0},
+    {"OOM-killed and stopped",
+     s_oom_killed,
+     WS_STATE_PENDING,
+     {"DeletePod alice-1 grace=0", "Event Warning PodInterrupted"},
+     NULL,
+     c_oom_killed,
+     0},
+    {"seen, then gone: the pod cache's last sight says the node went",
+     s_gone_node_gc,
+     WS_STATE_PENDING,
+     {"Event Warning PodInterrupted", "CreatePod alice-2 checkpoint", "Event Normal Created"},
+     NULL,
+     c_gone_node_gc,
+     0},
+    {"seen, then gone with its node",
+     s_gone_node_absent,
+     WS_STATE_PENDING,
+     {"Event Warning PodInterrupted", "CreatePod alice-2 checkpoint", "Event Normal Created"},
+     NULL,
+     c_gone_node_absent,
+     0},
+    {"the controller's own delete is no interruption",
+     s_own_delete,
+     WS_STATE_PENDING,
+     {NULL},
+     "waiting for pod alice-1 to stop",
+     c_no_interruption,
+     0},
 };
 
 static void check_actions(const struct row *r, const struct decide_output *o)
@@ -2421,8 +2716,12 @@ static void test_random_worlds(void **state)
             write_status(&w, &o);
             struct decide_output again;
             decide(&w, &again);
-            if (again.status_changed)
-                fail_msg("iteration %d: status changed on the second pass", iter);
+            if (again.status_changed) {
+                cJSON *patch = workspace_status_merge_patch(st(&w), &again.status);
+                char *text = patch ? cJSON_PrintUnformatted(patch) : NULL;
+                fail_msg("iteration %d: status changed on the second pass: %s", iter,
+                         text ? text : "?");
+            }
             for (size_t i = 0; i < again.n_actions; i++) {
                 const struct action *a = &again.actions[i];
                 if (a->type == ACTION_EVENT && strcmp(a->reason, "DuplicatePod") != 0 &&

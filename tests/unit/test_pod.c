@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -560,7 +561,7 @@ static void test_pvc_decode(void **state)
     (void)state;
     cJSON *obj = cJSON_Parse(
         "{\"apiVersion\":\"v1\",\"kind\":\"PersistentVolumeClaim\",\"metadata\":{"
-        "\"name\":\"alice-nb-home\",\"namespace\":\"team-a\","
+        "\"name\":\"alice-nb-home\",\"namespace\":\"team-a\",\"uid\":\"c-1\","
         "\"deletionTimestamp\":\"2027-01-01T00:00:00Z\","
         "\"finalizers\":[\"kubernetes.io/pvc-protection\"]},"
         "\"spec\":{\"accessModes\":[\"ReadWriteOnce\"]},\"status\":{\"phase\":\"Bound\"}}");
@@ -569,6 +570,7 @@ static void test_pvc_decode(void **state)
     assert_string_equal(p->name, "alice-nb-home");
     assert_string_equal(p->ns, "team-a");
     assert_string_equal(p->phase, "Bound");
+    assert_string_equal(p->uid, "c-1");
     assert_int_equal(p->deletion_ms, T0);
     workspace_pvc_free(p);
     cJSON_Delete(obj);
@@ -580,6 +582,78 @@ static void test_pvc_decode(void **state)
     workspace_pvc_free(p);
     cJSON_Delete(obj);
     workspace_pvc_free(NULL);
+}
+
+/* Why a pod ended, from what the API server put on it; the copy kept after
+ * the cache drops it says the same. */
+static void test_pod_end(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *status; /* the pod's status JSON */
+        int node_absent;
+        const char *kind, *message;
+    } rows[] = {
+        {"{\"phase\":\"Running\",\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":"
+         "\"True\",\"reason\":\"EvictionByEvictionAPI\",\"message\":\"Eviction API: evicting\","
+         "\"lastTransitionTime\":\"2027-01-01T00:00:00Z\"}]}",
+         0, "Evicted", "DisruptionTarget EvictionByEvictionAPI: Eviction API: evicting"},
+        {"{\"phase\":\"Running\",\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":"
+         "\"True\",\"reason\":\"PreemptionByScheduler\"}]}",
+         0, "Preempted", "DisruptionTarget PreemptionByScheduler"},
+        {"{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\",\"reason\":"
+         "\"DeletionByTaintManager\"}]}",
+         0, "NodeTainted", "DisruptionTarget DeletionByTaintManager"},
+        {"{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"True\",\"reason\":"
+         "\"DeletionByPodGC\",\"message\":\"PodGC: node no longer exists\"}]}",
+         0, "NodeLost", "DisruptionTarget DeletionByPodGC: PodGC: node no longer exists"},
+        /* a DisruptionTarget that is False says nothing */
+        {"{\"conditions\":[{\"type\":\"DisruptionTarget\",\"status\":\"False\",\"reason\":"
+         "\"EvictionByEvictionAPI\"}]}",
+         0, "Deleted", ""},
+        {"{\"phase\":\"Failed\",\"reason\":\"Evicted\",\"message\":\"The node was low on "
+         "resource: memory.\"}",
+         0, "Evicted",
+         "status.reason Evicted: The node was low on resource: memory.; phase Failed"},
+        {"{\"phase\":\"Failed\",\"containerStatuses\":[{\"restartCount\":0,\"state\":"
+         "{\"terminated\":{\"reason\":\"OOMKilled\",\"exitCode\":137}}}]}",
+         0, "OOMKilled", "phase Failed; container terminated: OOMKilled"},
+        /* a container OOM-killed and restarted: the pod goes on, only its deletion ends it */
+        {"{\"phase\":\"Running\",\"containerStatuses\":[{\"restartCount\":1,\"lastState\":"
+         "{\"terminated\":{\"reason\":\"OOMKilled\"}},\"state\":{\"running\":{}}}]}",
+         0, "Deleted", "container terminated: OOMKilled"},
+        {"{\"phase\":\"Succeeded\"}", 0, "Stopped", "phase Succeeded"},
+        {"{\"phase\":\"Running\"}", 1, "NodeLost", "node gpu-node-1: no longer in the cluster"},
+        {"{\"phase\":\"Running\"}", 0, "Deleted", ""},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"nb-1\",\"namespace\":\"team\",\"uid\":"
+                 "\"u-1\"},\"spec\":{\"nodeName\":\"gpu-node-1\"},\"status\":%s}",
+                 rows[i].status);
+        cJSON *obj = cJSON_Parse(json);
+        assert_non_null(obj);
+        struct workspace_pod *p = workspace_pod_decode(obj, NULL);
+        cJSON_Delete(obj);
+        assert_non_null(p);
+        struct workspace_pod *copy = workspace_pod_copy_end(p);
+        assert_non_null(copy);
+        struct pod_end e, c;
+        workspace_pod_end(p, rows[i].node_absent, &e);
+        workspace_pod_end(copy, rows[i].node_absent, &c);
+        if (strcmp(e.kind, rows[i].kind) != 0 || strcmp(e.message, rows[i].message) != 0)
+            fail_msg("row %zu: %s \"%s\", want %s \"%s\"", i, e.kind, e.message, rows[i].kind,
+                     rows[i].message);
+        assert_string_equal(c.kind, e.kind);
+        assert_string_equal(c.message, e.message);
+        assert_string_equal(copy->uid, "u-1");
+        assert_string_equal(copy->node_name, "gpu-node-1");
+        if (i == 0)
+            assert_int_equal(e.at_ms, T0);
+        workspace_pod_free(copy);
+        workspace_pod_free(p);
+    }
 }
 
 /* The Jupyter token: the pod gets it from the Secret the probe reads it
@@ -633,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_pod_build_decode),
         cmocka_unit_test(test_pod_extended_resources),
         cmocka_unit_test(test_pvc_decode),
+        cmocka_unit_test(test_pod_end),
         cmocka_unit_test(test_pod_token_env),
         cmocka_unit_test(test_pod_build_pins_and_fallback),
         cmocka_unit_test(test_pod_spec_hash),
