@@ -83,6 +83,7 @@ struct job {
     struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
     struct gke_delete *gdel;  /* a snapshot being deleted, cancelled on close */
     struct job *prev, *next_job;
+    int released; /* gave its worker back: only the status write is left */
 
     /* Metrics: the reconcile's time, and what its status write records. */
     uint64_t started_ns; /* uv_hrtime() */
@@ -458,7 +459,8 @@ static void job_finish(struct job *j, int error)
         }
         workqueue_driver_done(r->queue, j->key);
     }
-    r->in_flight--;
+    if (!j->released)
+        r->in_flight--;
     job_free(j);
 }
 
@@ -540,8 +542,18 @@ static void write_status(struct job *j)
     j->req = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj,
                           on_status_written, j);
     cJSON_Delete(obj);
-    if (!j->req)
+    if (!j->req) {
         job_finish(j, 1);
+        return;
+    }
+    /* The status only records what the actions did: it may wait behind
+     * other workspaces' pod deletes and creates (the client sends those
+     * first), so it gives its worker to the next key rather than hold back
+     * that key's actions. The key stays busy in the queue until the write
+     * is answered. */
+    j->released = 1;
+    j->r->in_flight--;
+    workqueue_driver_notify(j->r->queue);
 }
 
 /* The current action succeeded: the crash tests' failpoint, then the next. */
@@ -740,6 +752,20 @@ static void transition_latency(const struct job *j, const struct action *a)
              LOG_INT((int64_t)(uv_hrtime() / 1000 - j->noticed_us)));
 }
 
+/* What frees or claims an accelerator goes before the API client's other
+ * requests (include/kube/client.h). */
+static enum kube_priority action_priority(enum action_type t)
+{
+    switch (t) {
+    case ACTION_DELETE_POD:
+    case ACTION_CREATE_POD:
+    case ACTION_AUTO_PAUSE:
+        return KUBE_PRIORITY_CRITICAL;
+    default:
+        return KUBE_PRIORITY_NORMAL;
+    }
+}
+
 static void run_next(struct job *j)
 {
     struct reconciler *r = j->r;
@@ -823,6 +849,7 @@ static void run_next(struct job *j)
         return;
     }
     j->req = req;
+    kube_request_set_priority(req, action_priority(a->type));
     if (!req) {
         log_warn("cannot start a request", "workspace", j->key, "action",
                  action_type_name(a->type));
