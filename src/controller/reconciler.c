@@ -706,8 +706,10 @@ static void on_auto_paused(void *data, struct kube_response *resp)
  * lands on the object the decision was made for. */
 static struct kube_request *auto_pause(struct job *j, const struct action *a)
 {
-    char at[TIMEFMT_RFC3339_SIZE];
-    if (timefmt_format_rfc3339(a->time_ms, at, sizeof(at)) < 0)
+    /* To the millisecond: the decision's own time, compared with the
+     * announced pauseAt, which has the same precision. */
+    char at[TIMEFMT_RFC3339_MICRO_SIZE];
+    if (timefmt_format_rfc3339_micro(a->time_ms, at, sizeof(at)) < 0)
         return NULL;
     cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
