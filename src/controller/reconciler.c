@@ -1129,7 +1129,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     r->client = client;
     r->ns = o->ns ? strdup(o->ns) : NULL;
     r->identity = strdup(o->identity ? o->identity : "hibernator");
-    r->workers = o->workers ? o->workers : 8;
+    r->workers = o->workers ? o->workers : RECONCILER_DEFAULT_WORKERS;
     r->now_ms = o->now_ms ? o->now_ms : clock_unix_ms_cb;
     r->now_data = o->now_data;
     r->metrics = o->metrics;

@@ -111,7 +111,7 @@ for c in "${controllers[@]}"; do
   echo "controller $c"
   for n in $sizes; do
     "$build/tests/pause_bench" "$ns" bench- "$n" >"$work/pause-$k-$n.txt" 2>"$work/pause-$k-$n.err" || true
-    grep -h 'simultaneous pauses' "$work/pause-$k-$n.txt" || cat "$work/pause-$k-$n.err" >&2
+    grep -h "simultaneous pauses\|patches were answered" "$work/pause-$k-$n.txt" || cat "$work/pause-$k-$n.err" >&2
     grep -h '^RESULT' "$work/pause-$k-$n.err" >&2 || true
     wait_states "$n" Paused
     sleep 5
