@@ -1,7 +1,8 @@
 /*
  * events: Kubernetes Events about a Workspace (core/v1 Event), posted
- * without waiting: an Event that cannot be written is logged and dropped,
- * never a reason to hold up reconciling.
+ * without waiting and at the client's low priority: an Event that cannot be
+ * written is logged and dropped, never a reason to hold up reconciling, and
+ * under sustained pressure the client may drop it (include/kube/client.h).
  *
  * An Event is named after what it reports (events_name()), not generated:
  * a controller that dies between posting it and writing the status decides

@@ -67,6 +67,11 @@ void controller_metrics_probe_round(struct controller_metrics *m, const char *so
 void controller_metrics_collect(struct controller_metrics *m, const struct informer *workspaces,
                                 const struct workqueue *q, uint64_t now_ms);
 
+/* The API client's count of requests it dropped so far
+ * (kube_client_requests_dropped(): Events shed under sustained pressure),
+ * as hibernator_client_requests_dropped_total. */
+void controller_metrics_client_dropped(struct controller_metrics *m, uint64_t total);
+
 /* Whether this replica leads (hibernator_leader). */
 void controller_metrics_set_leader(struct controller_metrics *m, int leading);
 

@@ -27,10 +27,18 @@
 #include "controller/metrics.h"
 #include "kube/client.h"
 
+/* A pass mostly waits for the API server (a second under load), and the
+ * client sends the most urgent of the requests it holds first: enough
+ * passes in flight to use the client's default burst (30) at once, so a
+ * hundred pauses due together queue their deletes in the client rather
+ * than wait for a worker. A pass gives its worker back once only its status
+ * write is left. */
+#define RECONCILER_DEFAULT_WORKERS 32
+
 struct reconciler_options {
     const char *ns;       /* watch Workspaces in this namespace only; NULL: all */
     const char *identity; /* reportingInstance of Events */
-    unsigned workers;     /* reconciles in flight at once; default 8 */
+    unsigned workers;     /* reconciles in flight at once; default RECONCILER_DEFAULT_WORKERS */
     /* Crash tests only: the process exits right after an action of this
      * type (action_type_name()) succeeds. NULL in production. */
     const char *failpoint;

@@ -4,8 +4,8 @@
  * Every call is an HTTP exchange on libcurl's multi interface, driven by the
  * libuv loop (socket and timer callbacks); connections are reused, TLS is
  * always verified unless the config says insecure-skip-tls-verify (logged
- * loudly), requests pass a client-side token bucket (QPS/burst), and response
- * bodies are bounded. Nothing here blocks.
+ * loudly), requests pass a client-side token bucket (QPS/burst) in order of
+ * priority, and response bodies are bounded. Nothing here blocks.
  *
  * Ownership:
  * - kube_client_new() copies the config; kube_client_close() cancels what is
@@ -32,9 +32,26 @@
 #include "kube/config.h"
 #include "kube/resource.h"
 
+/* Who goes first when the token bucket is short. A request is NORMAL unless
+ * kube_request_set_priority() says otherwise. CRITICAL requests take any
+ * token; NORMAL ones leave a quarter of the burst to them, LOW ones half;
+ * while a more urgent request waits for a token, no less urgent one is sent
+ * (util/ratelimit.h, priority_bucket). LOW requests only inform (Events):
+ * one that waited low_max_wait_ms, or the oldest beyond low_max_queued, is
+ * dropped: its callback gets -EAGAIN and kube_client_requests_dropped()
+ * counts it. */
+enum kube_priority {
+    KUBE_PRIORITY_CRITICAL, /* what frees or claims an accelerator, the leader's Lease */
+    KUBE_PRIORITY_NORMAL,
+    KUBE_PRIORITY_LOW,
+};
+#define KUBE_PRIORITIES 3
+
 struct kube_client_options {
     double qps;                /* default 20; <= 0 with burst 0 means unlimited */
     int burst;                 /* default 30 */
+    uint64_t low_max_wait_ms;  /* default 60 s */
+    unsigned low_max_queued;   /* default 1000 */
     size_t max_response_bytes; /* default 16 MiB: larger bodies fail with -EFBIG */
     long timeout_ms;           /* per request, not for watches; default 30 s */
     long connect_timeout_ms;   /* default 10 s */
@@ -71,8 +88,10 @@ void kube_client_close(struct kube_client *client);
 /* The namespace the config names (context namespace or "default"). */
 const char *kube_client_namespace(const struct kube_client *client);
 
-/* Requests sent and currently in flight, for metrics and tests. */
+/* Requests sent, dropped (LOW requests shed under pressure) and currently in
+ * flight, for metrics and tests. */
 uint64_t kube_client_requests_sent(const struct kube_client *client);
+uint64_t kube_client_requests_dropped(const struct kube_client *client);
 unsigned kube_client_requests_in_flight(const struct kube_client *client);
 
 struct kube_list_options {
@@ -137,7 +156,9 @@ struct kube_request *kube_get_path(struct kube_client *c, const char *path, size
                                    kube_response_cb cb, void *data);
 
 /* Any call failed to start (bad arguments, no memory) returns NULL and calls
- * no callback. */
+ * no callback. A request is queued at least until the loop comes round:
+ * set its priority right after the call that made it (no-op for NULL). */
+void kube_request_set_priority(struct kube_request *req, enum kube_priority priority);
 
 void kube_request_cancel(struct kube_request *req);
 

@@ -178,5 +178,9 @@ int workqueue_driver_get(struct workqueue_driver *d, const char **ret_key);
 void workqueue_driver_done(struct workqueue_driver *d, const char *key);
 void workqueue_driver_forget(struct workqueue_driver *d, const char *key);
 void workqueue_driver_shutdown(struct workqueue_driver *d);
+/* A consumer has room again without a done (a key it still holds no
+ * longer counts against its limit): on_ready is called on the next loop
+ * turn if keys are ready. */
+void workqueue_driver_notify(struct workqueue_driver *d);
 
 #endif

@@ -54,6 +54,12 @@ static void on_posted(void *data, struct kube_response *resp)
         log_debug("event already recorded");
         return;
     }
+    /* Shed by the client under sustained pressure; counted in
+     * hibernator_client_requests_dropped_total. */
+    if (resp->status == -EAGAIN) {
+        log_debug("event dropped: the API client's rate limit is exhausted");
+        return;
+    }
     log_warn("event not recorded", "code", LOG_INT(resp->http_code), "error",
              resp->error.message ? resp->error.message : resp->transport_error);
 }
@@ -98,7 +104,10 @@ void events_post(struct kube_client *c, const struct event_subject *s, const cha
     cJSON_AddStringToObject(src, "component", "hibernator");
     cJSON_AddStringToObject(ev, "reportingComponent", "hibernator.dev/controller");
     cJSON_AddStringToObject(ev, "reportingInstance", reporting_instance);
-    if (!kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, on_posted, NULL))
+    struct kube_request *req = kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, on_posted, NULL);
+    /* Events only inform: they never hold up what pauses or resumes. */
+    kube_request_set_priority(req, KUBE_PRIORITY_LOW);
+    if (!req)
         log_warn("event not recorded", "reason", reason, "error", "could not start the request");
     cJSON_Delete(ev);
 }

@@ -38,6 +38,8 @@ static void on_heartbeat(uv_timer_t *t)
 {
     struct manager *m = t->data;
     atomic_store(&m->health.heartbeat_ms, health_now_ms());
+    if (m->client)
+        controller_metrics_client_dropped(m->metrics, kube_client_requests_dropped(m->client));
     if (m->reconciler) {
         atomic_store(&m->health.synced, reconciler_synced(m->reconciler));
         reconciler_collect_metrics(m->reconciler);

@@ -17,7 +17,8 @@ struct controller_metrics {
 
     struct metric_family *workspaces, *pauses, *resumes, *snapshots, *snapshot_seconds,
         *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
-        *build_info, *interruptions, *home_losses;
+        *build_info, *interruptions, *home_losses, *client_dropped;
+    uint64_t client_dropped_seen;
 };
 
 static const char *const queue_label[] = {"name", NULL};
@@ -155,6 +156,10 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
                              "Home claims seen gone (deleted by someone, not with the Workspace).",
                              (const char *[]){"namespace", "class", NULL});
     m->leader = gauge(&g, "hibernator_leader", "1 while this replica leads, else 0.", NULL);
+    m->client_dropped = counter(&g, "hibernator_client_requests_dropped_total",
+                                "Low-priority API requests (Events) the client dropped because "
+                                "they waited too long for its rate limit.",
+                                NULL);
     m->build_info = gauge(&g, "hibernator_build_info", "The controller's version; always 1.",
                           (const char *[]){"version", NULL});
     if (g.e == 0)
@@ -166,6 +171,8 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
         g.e = metrics_counter_add(m->reconciles, (const char *[]){CONTROLLER_NAME, results[i]}, 0);
     if (g.e == 0)
         g.e = metrics_counter_add(m->reconcile_errors, controller_name, 0);
+    if (g.e == 0)
+        g.e = metrics_counter_add(m->client_dropped, NULL, 0);
     if (g.e < 0) {
         free(m);
         return g.e;
@@ -308,6 +315,14 @@ void controller_metrics_collect(struct controller_metrics *m, const struct infor
         metrics_gauge_set(m->queue_unfinished, queue_name, (double)total_ms / 1000.0);
         metrics_gauge_set(m->queue_longest, queue_name, (double)longest_ms / 1000.0);
     }
+}
+
+void controller_metrics_client_dropped(struct controller_metrics *m, uint64_t total)
+{
+    if (!m || total <= m->client_dropped_seen)
+        return;
+    metrics_counter_add(m->client_dropped, NULL, (double)(total - m->client_dropped_seen));
+    m->client_dropped_seen = total;
 }
 
 void controller_metrics_set_leader(struct controller_metrics *m, int leading)

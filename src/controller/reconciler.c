@@ -96,6 +96,7 @@ struct job {
     struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
     struct gke_delete *gdel;  /* a snapshot being deleted, cancelled on close */
     struct job *prev, *next_job;
+    int released; /* gave its worker back: only the status write is left */
 
     /* Metrics: the reconcile's time, and what its status write records. */
     uint64_t started_ns; /* uv_hrtime() */
@@ -481,7 +482,8 @@ static void job_finish(struct job *j, int error)
         }
         workqueue_driver_done(r->queue, j->key);
     }
-    r->in_flight--;
+    if (!j->released)
+        r->in_flight--;
     job_free(j);
 }
 
@@ -578,8 +580,18 @@ static void put_status(struct job *j, const struct workspace_status *st, kube_re
     cJSON_AddItemToObject(obj, "status", status);
     j->req = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj, cb, j);
     cJSON_Delete(obj);
-    if (!j->req)
+    if (!j->req) {
         job_finish(j, 1);
+        return;
+    }
+    /* The status only records what the actions did: it may wait behind
+     * other workspaces' pod deletes and creates (the client sends those
+     * first), so it gives its worker to the next key rather than hold back
+     * that key's actions. The key stays busy in the queue until the write
+     * is answered. */
+    j->released = 1;
+    j->r->in_flight--;
+    workqueue_driver_notify(j->r->queue);
 }
 
 static void write_status(struct job *j)
@@ -803,8 +815,10 @@ static void on_auto_paused(void *data, struct kube_response *resp)
  * lands on the object the decision was made for. */
 static struct kube_request *auto_pause(struct job *j, const struct action *a)
 {
-    char at[TIMEFMT_RFC3339_SIZE];
-    if (timefmt_format_rfc3339(a->time_ms, at, sizeof(at)) < 0)
+    /* To the millisecond: the decision's own time, compared with the
+     * announced pauseAt, which has the same precision. */
+    char at[TIMEFMT_RFC3339_MICRO_SIZE];
+    if (timefmt_format_rfc3339_micro(a->time_ms, at, sizeof(at)) < 0)
         return NULL;
     cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
@@ -847,6 +861,20 @@ static void transition_latency(const struct job *j, const struct action *a)
         return;
     log_info("transition", "workspace", j->key, "step", step, "latency_us",
              LOG_INT((int64_t)(uv_hrtime() / 1000 - j->noticed_us)));
+}
+
+/* What frees or claims an accelerator goes before the API client's other
+ * requests (include/kube/client.h). */
+static enum kube_priority action_priority(enum action_type t)
+{
+    switch (t) {
+    case ACTION_DELETE_POD:
+    case ACTION_CREATE_POD:
+    case ACTION_AUTO_PAUSE:
+        return KUBE_PRIORITY_CRITICAL;
+    default:
+        return KUBE_PRIORITY_NORMAL;
+    }
 }
 
 static void run_next(struct job *j)
@@ -934,6 +962,7 @@ static void run_next(struct job *j)
         return;
     }
     j->req = req;
+    kube_request_set_priority(req, action_priority(a->type));
     if (!req)
         action_not_started(j);
 }
@@ -1222,7 +1251,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     r->client = client;
     r->ns = o->ns ? strdup(o->ns) : NULL;
     r->identity = strdup(o->identity ? o->identity : "hibernator");
-    r->workers = o->workers ? o->workers : 8;
+    r->workers = o->workers ? o->workers : RECONCILER_DEFAULT_WORKERS;
     r->now_ms = o->now_ms ? o->now_ms : clock_unix_ms_cb;
     r->now_data = o->now_data;
     r->metrics = o->metrics;

@@ -3,7 +3,8 @@
  * by the libuv loop).
  *
  * A request moves through these states:
- *   QUEUED   waiting for the client-side token bucket (FIFO, one timer)
+ *   QUEUED   waiting for the client-side token bucket (a FIFO per priority,
+ *            one timer)
  *   AUTH     waiting for a credential (token file read, exec plugin)
  *   RUNNING  an easy handle on the curl_loop, which owns it
  *   DONE     its callback is running
@@ -48,7 +49,8 @@ struct kube_request {
     int is_watch;
     int raw; /* kube_get_path(): the answer is passed as bytes */
     long timeout_ms;
-    uint64_t start_at_ms;
+    enum kube_priority priority;
+    uint64_t queued_at_ms;
     CURL *easy;                 /* owned by the curl_loop while RUNNING */
     struct curl_slist *headers; /* until handed to the curl_loop */
     struct buf response;
@@ -78,12 +80,14 @@ struct kube_client {
     char *user_agent;
     struct buf ca, cert, key;
     int insecure;
-    struct token_bucket bucket;
+    struct priority_bucket bucket;
     struct kube_client_options opts;
-    struct request_list queued;
+    struct request_list queued[KUBE_PRIORITIES];
+    unsigned n_queued[KUBE_PRIORITIES];
     struct request_list active;
     struct request_list failed;
     uint64_t sent;
+    uint64_t dropped;
     unsigned in_flight;
 };
 
@@ -384,45 +388,93 @@ static void request_start(struct kube_request *r)
     kube_credentials_get(r->client->creds, on_credential, r);
 }
 
-static void arm_rate_timer(struct kube_client *c);
+static void queue_remove(struct kube_client *c, struct kube_request *r)
+{
+    list_remove(&c->queued[r->priority], r);
+    c->n_queued[r->priority]--;
+}
 
+static void queue_push(struct kube_client *c, struct kube_request *r)
+{
+    list_push(&c->queued[r->priority], r);
+    c->n_queued[r->priority]++;
+}
+
+/* Low-priority requests only inform: under sustained pressure the oldest
+ * give way, so the queue cannot grow without bound. */
+static void shed_low(struct kube_client *c, uint64_t now)
+{
+    struct kube_request *r;
+    while ((r = c->queued[KUBE_PRIORITY_LOW].head) &&
+           (c->n_queued[KUBE_PRIORITY_LOW] > c->opts.low_max_queued ||
+            now - r->queued_at_ms >= c->opts.low_max_wait_ms)) {
+        queue_remove(c, r);
+        c->dropped++;
+        request_fail(r, -EAGAIN, "dropped: waited too long for the client's rate limit");
+    }
+}
+
+/* Sends what the bucket allows, the most urgent first, and sets the timer
+ * for the rest. */
 static void on_rate_timer(uv_timer_t *t)
 {
     struct kube_client *c = t->data;
     uint64_t now = uv_now(c->loop);
-    while (c->queued.head && c->queued.head->start_at_ms <= now) {
-        struct kube_request *r = c->queued.head;
-        list_remove(&c->queued, r);
+    shed_low(c, now);
+    for (;;) {
+        unsigned waiting = 0;
+        for (int p = 0; p < KUBE_PRIORITIES; p++)
+            if (c->queued[p].head)
+                waiting |= 1u << p;
+        uint64_t wait_ms;
+        int p = priority_bucket_next(&c->bucket, waiting, now, &wait_ms);
+        if (p < 0) {
+            if (wait_ms == UINT64_MAX)
+                uv_timer_stop(&c->rate_timer);
+            else
+                uv_timer_start(&c->rate_timer, on_rate_timer, wait_ms, 0);
+            return;
+        }
+        struct kube_request *r = c->queued[p].head;
+        queue_remove(c, r);
         request_start(r);
         if (c->closing)
             return;
     }
-    arm_rate_timer(c);
 }
 
-static void arm_rate_timer(struct kube_client *c)
-{
-    if (!c->queued.head) {
-        uv_timer_stop(&c->rate_timer);
-        return;
-    }
-    uint64_t now = uv_now(c->loop);
-    uint64_t at = c->queued.head->start_at_ms;
-    uv_timer_start(&c->rate_timer, on_rate_timer, at > now ? at - now : 0, 0);
-}
-
+/* Every request waits in its queue at least until the loop comes round, so
+ * a priority set right after the call applies, and requests made together
+ * go in priority order. */
 static void request_submit(struct kube_request *r)
 {
     struct kube_client *c = r->client;
-    uint64_t now = uv_now(c->loop);
     r->state = REQUEST_QUEUED;
-    r->start_at_ms = now + token_bucket_reserve(&c->bucket, now);
-    if (r->start_at_ms <= now && !c->queued.head) {
-        request_start(r);
+    r->queued_at_ms = uv_now(c->loop);
+    queue_push(c, r);
+    uv_timer_start(&c->rate_timer, on_rate_timer, 0, 0);
+}
+
+void kube_request_set_priority(struct kube_request *r, enum kube_priority priority)
+{
+    if (!r || r->cancelled || priority < 0 || priority >= KUBE_PRIORITIES ||
+        r->priority == priority)
+        return;
+    if (r->state != REQUEST_QUEUED) {
+        r->priority = priority; /* for a retry after a 401 */
         return;
     }
-    list_push(&c->queued, r);
-    arm_rate_timer(c);
+    struct kube_client *c = r->client;
+    queue_remove(c, r);
+    r->priority = priority;
+    queue_push(c, r);
+    if (priority == KUBE_PRIORITY_LOW)
+        shed_low(c, uv_now(c->loop));
+}
+
+uint64_t kube_client_requests_dropped(const struct kube_client *c)
+{
+    return c->dropped;
 }
 
 /* Delivers early failures. */
@@ -452,9 +504,8 @@ void kube_request_cancel(struct kube_request *r)
     r->cb = NULL;
     switch (r->state) {
     case REQUEST_QUEUED:
-        list_remove(&c->queued, r);
+        queue_remove(c, r);
         request_free(r);
-        arm_rate_timer(c);
         break;
     case REQUEST_AUTH:
         break; /* freed by on_credential */
@@ -496,7 +547,11 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
         c->opts.timeout_ms = 30000;
     if (!c->opts.connect_timeout_ms)
         c->opts.connect_timeout_ms = 10000;
-    token_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
+    if (!c->opts.low_max_wait_ms)
+        c->opts.low_max_wait_ms = 60000;
+    if (!c->opts.low_max_queued)
+        c->opts.low_max_queued = 1000;
+    priority_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
     buf_init(&c->ca, 4u << 20);
     buf_init(&c->cert, 4u << 20);
     buf_init(&c->key, 4u << 20);
@@ -542,10 +597,11 @@ void kube_client_close(struct kube_client *c)
         return;
     c->closing = 1;
     struct kube_request *r;
-    while ((r = c->queued.head)) {
-        list_remove(&c->queued, r);
-        request_free(r);
-    }
+    for (int p = 0; p < KUBE_PRIORITIES; p++)
+        while ((r = c->queued[p].head)) {
+            queue_remove(c, r);
+            request_free(r);
+        }
     /* No curl_loop callback follows this; it lets go of the easy handles
      * (at once, or once libcurl has returned if we are inside it). */
     curl_loop_close(c->curl);
@@ -600,6 +656,7 @@ static struct kube_request *request_new(struct kube_client *c, const char *metho
     r->data = data;
     r->content_type = content_type;
     r->timeout_ms = c->opts.timeout_ms;
+    r->priority = KUBE_PRIORITY_NORMAL;
     buf_init(&r->response, c->opts.max_response_bytes);
     struct buf url;
     buf_init(&url, 64 * 1024);

@@ -188,6 +188,9 @@ static void start_request(struct leader_elector *e, enum elector_op op, const cJ
     }
     if (e->op_done_seq == seq)
         return; /* already completed; req is gone */
+    /* Renewals must not wait behind a burst of the controller's own writes:
+     * a leader that misses its renew deadline exits. */
+    kube_request_set_priority(req, KUBE_PRIORITY_CRITICAL);
     if (!req) {
         e->op = OP_NONE;
         e->op_done_seq = seq;

@@ -748,6 +748,11 @@ void workqueue_driver_forget(struct workqueue_driver *d, const char *key)
     workqueue_forget(d->q, key);
 }
 
+void workqueue_driver_notify(struct workqueue_driver *d)
+{
+    driver_sync(d, true);
+}
+
 void workqueue_driver_shutdown(struct workqueue_driver *d)
 {
     workqueue_shutdown(d->q);

@@ -554,6 +554,8 @@ static void on_policy_created(void *data, struct kube_response *resp)
         return;
     }
     b->req = kube_create(b->g->client, &triggers, b->ns, b->trigger, on_trigger_created, b);
+    /* The snapshot is the first step of a pause with memory. */
+    kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
     if (!b->req)
         begin_finish(b, -ENOMEM, "cannot start the request");
 }

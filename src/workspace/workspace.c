@@ -516,6 +516,15 @@ static void put_time(struct writer *w, cJSON *o, const char *k, int64_t ms)
         put_str(w, o, k, t);
 }
 
+/* A time a decision is made on to the millisecond (when an announced pause
+ * is due): kept as it was, so what is read back is what was decided. */
+static void put_time_precise(struct writer *w, cJSON *o, const char *k, int64_t ms)
+{
+    char t[TIMEFMT_RFC3339_MICRO_SIZE];
+    if (ms && timefmt_format_rfc3339_micro(ms, t, sizeof(t)) == 0)
+        put_str(w, o, k, t);
+}
+
 static cJSON *put_obj(struct writer *w, cJSON *o, const char *k)
 {
     cJSON *c = cJSON_AddObjectToObject(o, k);
@@ -710,7 +719,7 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_str(&w, act, "lastProbeResult", a->last_probe_result);
     put_str(&w, act, "lastProbeError", a->last_probe_error);
     put_time(&w, act, "idleSince", a->idle_since_ms);
-    put_time(&w, act, "pauseAt", a->pause_at_ms);
+    put_time_precise(&w, act, "pauseAt", a->pause_at_ms);
     put_int(&w, act, "idleAfterSeconds", a->idle_after_seconds);
     put_time(&w, act, "keepAliveUntil", a->keep_alive_until_ms);
     put_time(&w, act, "keepAliveRequested", a->keep_alive_requested_ms);

@@ -1,8 +1,9 @@
 /*
  * The API client against the real API server: every verb, pagination,
  * preconditions, both patch types, the status subresource, a GET of a path
- * that answers with bytes (kube_get_path), and the errors a controller must
- * tell apart (404, 409 conflict, 422 invalid).
+ * that answers with bytes (kube_get_path), the errors a controller must
+ * tell apart (404, 409 conflict, 422 invalid), and requests going out by
+ * priority under the rate limit.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -293,6 +294,78 @@ static void test_limits_and_cancel(void **state)
     kube_client_close(small);
 }
 
+struct answers {
+    int order[8];
+    int status[8];
+    int n;
+};
+
+struct answer {
+    struct answers *all;
+    int id;
+};
+
+static void on_answer(void *data, struct kube_response *resp)
+{
+    struct answer *a = data;
+    a->all->status[a->id] = resp->status;
+    a->all->order[a->all->n++] = a->id;
+}
+
+/* Requests made together go out most urgent first, whatever their order; an
+ * Event-like low request that waits too long is dropped and counted. */
+static void test_priorities(void **state)
+{
+    struct fixture *f = *state;
+    struct kube_client_options o = {.qps = 10, .burst = 1};
+    struct kube_client *c = NULL;
+    assert_int_equal(kube_client_new(&f->loop, f->config, &o, &c, NULL), 0);
+    static const enum kube_priority made[] = {KUBE_PRIORITY_LOW, KUBE_PRIORITY_LOW,
+                                              KUBE_PRIORITY_NORMAL, KUBE_PRIORITY_CRITICAL};
+    struct answers all = {0};
+    struct answer a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct answer){&all, i};
+        struct kube_request *r =
+            kube_get(c, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, on_answer, &a[i]);
+        assert_non_null(r);
+        kube_request_set_priority(r, made[i]);
+    }
+    /* One token per 100 ms: the answers come in the order sent. */
+    for (int i = 0; i < 100 && all.n < 4; i++)
+        harness_run_for(&f->loop, 50);
+    assert_int_equal(all.n, 4);
+    assert_int_equal(all.order[0], 3);
+    assert_int_equal(all.order[1], 2);
+    assert_int_equal(all.order[2], 0);
+    assert_int_equal(all.order[3], 1);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(all.status[i], 0);
+    assert_int_equal(kube_client_requests_dropped(c), 0);
+    kube_client_close(c);
+
+    /* Low requests give way: behind a critical one at 2 per second, they
+     * have waited longer than 150 ms by the next token. */
+    o = (struct kube_client_options){.qps = 2, .burst = 1, .low_max_wait_ms = 150};
+    assert_int_equal(kube_client_new(&f->loop, f->config, &o, &c, NULL), 0);
+    all = (struct answers){0};
+    for (int i = 0; i < 3; i++) {
+        a[i] = (struct answer){&all, i};
+        struct kube_request *r =
+            kube_get(c, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, on_answer, &a[i]);
+        kube_request_set_priority(r, i == 0 ? KUBE_PRIORITY_CRITICAL : KUBE_PRIORITY_LOW);
+    }
+    for (int i = 0; i < 100 && all.n < 3; i++)
+        harness_run_for(&f->loop, 50);
+    assert_int_equal(all.n, 3);
+    assert_int_equal(all.status[0], 0);
+    assert_int_equal(all.status[1], -EAGAIN);
+    assert_int_equal(all.status[2], -EAGAIN);
+    assert_int_equal(kube_client_requests_dropped(c), 2);
+    assert_int_equal(kube_client_requests_sent(c), 1);
+    kube_client_close(c);
+}
+
 /* A path that answers with bytes, not an API object: the API server's own
  * /healthz, a limit on what is read, and a pod proxy's error. */
 static void test_get_path(void **state)
@@ -341,6 +414,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_status_subresource, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limits_and_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_priorities, setup, teardown),
     };
     return cmocka_run_group_tests_name("api client", tests, NULL, NULL);
 }

@@ -333,6 +333,12 @@ static void test_controller_outcome(void **state)
     controller_metrics_reconciled(m, 1, 0, 0.02);
     controller_metrics_set_leader(m, 1);
     char *text = render(r);
+    assert_non_null(strstr(text, "\nhibernator_client_requests_dropped_total 0\n"));
+    free(text);
+    controller_metrics_client_dropped(m, 3);
+    controller_metrics_client_dropped(m, 3); /* a total, not an increment */
+    controller_metrics_client_dropped(m, 5);
+    text = render(r);
     static const char *const lines[] = {
         "\nhibernator_pauses_total{namespace=\"team-a\",class=\"gpu\",reason=\"idle_timeout\","
         "memory=\"snapshot\"} 1\n",
@@ -355,6 +361,7 @@ static void test_controller_outcome(void **state)
         "\ncontroller_runtime_reconcile_time_seconds_bucket{controller=\"workspace\",le=\"0.025\"} "
         "1\n",
         "\nhibernator_leader 1\n",
+        "\nhibernator_client_requests_dropped_total 5\n",
         "\nhibernator_build_info{version=\"1.2.3\"} 1\n",
     };
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {

@@ -785,6 +785,14 @@ static void test_decode_idle_spec(void **state)
     assert_int_equal(ws->auto_paused_ms, 0);
     assert_null(ws->auto_pause_message);
     workspace_free(ws);
+
+    /* as the controller writes it: microseconds, read to the millisecond */
+    ws = decode("{\"metadata\":{\"name\":\"w\",\"annotations\":{"
+                "\"hibernator.dev/auto-paused-at\":\"2027-01-01T01:00:00.250999Z\"}},"
+                "\"spec\":{\"className\":\"c\"}}",
+                0, NULL);
+    assert_int_equal(ws->auto_paused_ms, T0 + 3600250);
+    workspace_free(ws);
     ws = decode("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\",\"idle\":null}}", 0,
                 NULL);
     assert_int_equal(ws->idle_after_ms, 0);
@@ -866,7 +874,7 @@ static void idle_status(struct workspace_status *s)
         .last_probe_result = strdup("Failed"),
         .last_probe_error = strdup("jupyter: GET /api/status: HTTP 403"),
         .idle_since_ms = T0 + 7200000,
-        .pause_at_ms = T0 + 10800000,
+        .pause_at_ms = T0 + 10800250,
         .idle_after_seconds = 3600,
         .keep_alive_until_ms = T0 + 3600000,
         .keep_alive_requested_ms = T0 + 86400000,
@@ -897,7 +905,7 @@ static void test_status_activity_round_trip(void **state)
         {"lastProbeResult", "Failed"},
         {"lastProbeError", "jupyter: GET /api/status: HTTP 403"},
         {"idleSince", "2027-01-01T02:00:00Z"},
-        {"pauseAt", "2027-01-01T03:00:00Z"},
+        {"pauseAt", "2027-01-01T03:00:00.250000Z"}, /* as decided, to the millisecond */
         {"keepAliveUntil", "2027-01-01T01:00:00Z"},
         {"keepAliveRequested", "2027-01-02T00:00:00Z"},
     };
@@ -923,7 +931,7 @@ static void test_status_activity_round_trip(void **state)
     assert_string_equal(a->last_probe_result, "Failed");
     assert_string_equal(a->last_probe_error, "jupyter: GET /api/status: HTTP 403");
     assert_int_equal(a->idle_since_ms, T0 + 7200000);
-    assert_int_equal(a->pause_at_ms, T0 + 10800000);
+    assert_int_equal(a->pause_at_ms, T0 + 10800250);
     assert_int_equal(a->idle_after_seconds, 3600);
     assert_int_equal(a->keep_alive_until_ms, T0 + 3600000);
     assert_int_equal(a->keep_alive_requested_ms, T0 + 86400000);
