@@ -289,6 +289,14 @@ struct workspace_pause_record *workspace_status_last_record(const struct workspa
  * status is still whole). */
 int workspace_status_sync_history(struct workspace_status *s);
 
+/* A condition's or the status's message: one line of at most this many bytes. */
+#define WORKSPACE_MESSAGE_MAX 1024
+
+/* Makes s such a message in place: control characters become spaces, and
+ * text longer than WORKSPACE_MESSAGE_MAX bytes is cut at a character
+ * boundary and ends in "...". */
+void workspace_message_one_line(char *s);
+
 /* Finds a condition by type, or NULL. */
 const struct condition *workspace_status_condition(const struct workspace_status *s,
                                                    const char *type);

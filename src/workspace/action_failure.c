@@ -5,28 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* As decide()'s messages: one line of at most this many bytes. */
-#define MAX_MESSAGE 1024
-
 static int streq(const char *a, const char *b)
 {
     return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
-/* Control characters become spaces; longer than MAX_MESSAGE bytes is cut at
- * a character boundary, with "...". */
-static void one_line(char *s)
-{
-    size_t n = 0;
-    for (char *p = s; *p; p++, n++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
-    if (n > MAX_MESSAGE) {
-        size_t cut = MAX_MESSAGE - 3;
-        while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
-            cut--;
-        memcpy(s + cut, "...", 4);
-    }
 }
 
 static int dup_or_null(const char *s, char **ret)
@@ -46,7 +27,7 @@ int action_failure_note(struct action_failure *f, const char *action, const char
         free(m);
         return -ENOMEM;
     }
-    one_line(m);
+    workspace_message_one_line(m);
     int same = f->count && streq(f->action, a) && streq(f->target, t);
     int64_t first = same ? f->first_failed_ms : now_ms;
     uint64_t count = same ? f->count + 1 : 1;
@@ -75,7 +56,7 @@ int action_failure_report(struct workspace_status *st, const struct action_failu
     if (asprintf(&msg, "%s%s%s: %s%s", f->action ? f->action : "Unknown", f->target ? " " : "",
                  f->target ? f->target : "", f->message ? f->message : "", code) < 0)
         return -ENOMEM;
-    one_line(msg);
+    workspace_message_one_line(msg);
     const struct condition *c = workspace_status_condition(st, ACTION_FAILED_CONDITION);
     int same = c && c->status == COND_TRUE && streq(c->reason, f->action) &&
                streq(c->message, msg) && c->observed_generation == generation &&

@@ -29,7 +29,7 @@
 #define MAX_EXTRA_DELETES 3
 /* Messages are one line of bounded length: a scheduler message naming every
  * node of a large cluster must not bloat the status. */
-#define MAX_MESSAGE 1024
+#define MAX_MESSAGE WORKSPACE_MESSAGE_MAX
 #define COND_SNAPSHOT "SnapshotReady"
 #define COND_IDLE "Idle"
 #define COND_PROBE "ActivityProbe"
@@ -83,22 +83,6 @@ static int streq(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-/* Makes text one line of at most MAX_MESSAGE bytes, cut at a character
- * boundary. */
-static void one_line(char *s)
-{
-    size_t n = 0;
-    for (char *p = s; *p; p++, n++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
-    if (n > MAX_MESSAGE) {
-        size_t cut = MAX_MESSAGE - 3;
-        while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
-            cut--;
-        memcpy(s + cut, "...", 4);
-    }
-}
-
 static char *vformat(struct decider *d, const char *fmt, va_list ap)
 {
     char *s = NULL;
@@ -108,7 +92,7 @@ static char *vformat(struct decider *d, const char *fmt, va_list ap)
         failed(d, -ENOMEM);
         return NULL;
     }
-    one_line(s);
+    workspace_message_one_line(s);
     return s;
 }
 
@@ -762,7 +746,7 @@ static void note_interruption(struct decider *d)
         if (node_absent && node)
             snprintf(e.message, sizeof(e.message), "node %s: no longer in the cluster", node);
     }
-    one_line(e.message);
+    workspace_message_one_line(e.message);
     struct workspace_interruption *li = &st->last_interruption;
     st->interruptions++;
     li->at_ms = e.at_ms && e.at_ms <= d->now ? e.at_ms : d->now;
@@ -1388,7 +1372,7 @@ static void create_pod(struct decider *d)
     } else {
         set_restored(d, st->pod_name, from_checkpoint);
         if (why[0] && from_checkpoint) {
-            one_line(why);
+            workspace_message_one_line(why);
             condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
                       "pod %s starts from the application's checkpoint: %s", st->pod_name, why);
             const struct condition *before = workspace_status_condition(d->old, COND_RESTORED);
@@ -1764,7 +1748,7 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
                  v->message && v->message[0] ? v->message : "no reason given");
     else
         snprintf(msg, sizeof(msg), "snapshot %s was not ready within %s", sn->attempt, limit);
-    one_line(msg);
+    workspace_message_one_line(msg);
     set_string(d, &sn->phase, "Failed");
     set_string(d, &sn->message, msg);
     sn->failed_ms = d->now;
@@ -1943,7 +1927,7 @@ static void decide_pause(struct decider *d)
         if (idle && ws->auto_pause_message) {
             char msg[MAX_MESSAGE + 1];
             snprintf(msg, sizeof(msg), "%s", ws->auto_pause_message);
-            one_line(msg);
+            workspace_message_one_line(msg);
             set_string(d, &st->last_pause.message, msg);
         }
         char occ[OCCASION_SIZE];

@@ -1151,3 +1151,17 @@ int workspace_status_remove_condition(struct workspace_status *s, const char *ty
     }
     return 0;
 }
+
+void workspace_message_one_line(char *s)
+{
+    size_t n = 0;
+    for (char *p = s; *p; p++, n++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    if (n > WORKSPACE_MESSAGE_MAX) {
+        size_t cut = WORKSPACE_MESSAGE_MAX - 3;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+            cut--;
+        memcpy(s + cut, "...", 4);
+    }
+}
