@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "kube/informer.h"
-#include "util/duration.h"
+#include "snapshot/gke_retention.h"
 #include "util/json.h"
 #include "util/log.h"
 #include "util/strmap.h"
@@ -85,9 +85,11 @@ struct gke_begin {
 
 /* ---- codecs ---- */
 
-/* A condition that says the object failed: Checkpoint=False, or Ready=False
- * with a reason naming a failure (the in-progress reason is
- * AwaitingCheckpoint). */
+/* A condition that says the object failed: Checkpoint=False, or False with
+ * a reason naming a failure or Error (the in-progress reason is
+ * AwaitingCheckpoint). GKE ends a trigger with Triggered=False and reason
+ * Failed or Error; its clients read both as a failure (agent-sandbox's GKE
+ * snapshot extension, k8s_agent_sandbox/gke_extensions/snapshots/utils.py). */
 static int condition_failed(const cJSON *c)
 {
     const char *type = json_string(c, "type"), *status = json_string(c, "status");
@@ -96,7 +98,7 @@ static int condition_failed(const cJSON *c)
         return 0;
     if (strcmp(type, "Checkpoint") == 0)
         return 1;
-    return reason && strstr(reason, "Fail") != NULL;
+    return reason && (strstr(reason, "Fail") != NULL || strcmp(reason, "Error") == 0);
 }
 
 static int trigger_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
@@ -490,7 +492,7 @@ static cJSON *owned_object(const struct workspace *ws, const char *kind, const c
 
 static cJSON *policy_build(const struct workspace *ws, const struct workspace_class *c)
 {
-    char name[NAMES_SIZE], retention[32];
+    char name[NAMES_SIZE], retention[GKE_RETENTION_SIZE];
     if (names_snapshot_policy(ws->name, name) < 0)
         return NULL;
     cJSON *o = owned_object(ws, "PodSnapshotPolicy", name);
@@ -499,8 +501,8 @@ static cJSON *policy_build(const struct workspace *ws, const struct workspace_cl
     cJSON *match = sel ? cJSON_AddObjectToObject(sel, "matchLabels") : NULL;
     cJSON *trig = spec ? cJSON_AddObjectToObject(spec, "triggerConfig") : NULL;
     cJSON *ret = spec ? cJSON_AddObjectToObject(spec, "retentionConfig") : NULL;
-    if (duration_format_ms(c->snapshot.last_access_timeout_ms, retention, sizeof(retention)) < 0 ||
-        !match || !trig || !ret || !cJSON_AddStringToObject(match, WORKSPACE_LABEL, ws->name) ||
+    if (gke_retention_format(c->snapshot.last_access_timeout_ms, retention) < 0 || !match ||
+        !trig || !ret || !cJSON_AddStringToObject(match, WORKSPACE_LABEL, ws->name) ||
         !cJSON_AddStringToObject(spec, "storageConfigName",
                                  c->snapshot.storage_config_name ? c->snapshot.storage_config_name
                                                                  : "") ||
