@@ -578,7 +578,7 @@ static void gpu_pod(const char *name, const char *product, const char *annotatio
                       "metadata:\n  name: %s\n  namespace: %s\n"
                       "  labels: {app: nb}\n  annotations: {%s}\n"
                       "spec:\n"
-                      "  nodeSelector: {nvidia.com/gpu.product: %s}\n"
+                      "  nodeSelector: {cloud.google.com/gke-accelerator: %s}\n"
                       "  tolerations:\n"
                       "  - {key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}\n"
                       "  - {key: it-simulator, operator: Exists, effect: NoSchedule}\n"
@@ -600,7 +600,8 @@ static void test_gpu_model(void **state)
         harness_apply("apiVersion: v1\nkind: Node\n"
                       "metadata:\n  name: %s\n"
                       "  annotations: {kwok.x-k8s.io/node: fake}\n"
-                      "  labels: {type: kwok-it, nvidia.com/gpu.product: NVIDIA-L4}\n"
+                      "  labels: {type: kwok-it, nvidia.com/gpu.product: NVIDIA-L4,\n"
+                      "    cloud.google.com/gke-accelerator: nvidia-l4}\n"
                       "spec:\n  taints:\n"
                       "  - {key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}\n"
                       "  - {key: it-simulator, value: only, effect: NoSchedule}\n"
@@ -614,7 +615,7 @@ static void test_gpu_model(void **state)
     assert_int_equal(
         harness_kubectl(NULL, "wait --for=condition=Ready node/%s --timeout=60s", l4_node), 0);
 
-    gpu_pod("gpu-src", "Tesla-T4", "");
+    gpu_pod("gpu-src", "nvidia-tesla-t4", "");
     char name[128], what[200], ann[300];
     snapshot_of("t-gpu-src", "gpu-src", name);
     snprintf(what, sizeof(what), "podsnapshot %s", name);
@@ -624,13 +625,14 @@ static void test_gpu_model(void **state)
         harness_kubectl(NULL, "-n %s delete pod gpu-src --wait=true --timeout=60s", ns), 0);
 
     snprintf(ann, sizeof(ann), "podsnapshot.gke.io/ps-name: %s", name);
-    gpu_pod("gpu-l4", "NVIDIA-L4", ann);
-    wait_event("gpu-l4", "Warning", "GPU product NVIDIA-L4 differs", 30000);
+    gpu_pod("gpu-l4", "nvidia-l4", ann);
+    /* The simulator reads GKE's label, cloud.google.com/gke-accelerator. */
+    wait_event("gpu-l4", "Warning", "GPU product nvidia-l4 differs", 30000);
     assert_not_restored("gpu-l4");
     assert_int_equal(harness_kubectl(NULL, "-n %s delete pod gpu-l4 --wait=true --timeout=60s", ns),
                      0);
 
-    gpu_pod("gpu-t4", "Tesla-T4", ann);
+    gpu_pod("gpu-t4", "nvidia-tesla-t4", ann);
     cJSON_Delete(wait_cond("pod gpu-t4", "PodRestored", "True", NULL, 30000));
     assert_int_equal(harness_kubectl(NULL, "-n %s delete pod gpu-t4 --wait=true --timeout=60s", ns),
                      0);
@@ -814,6 +816,250 @@ static void test_retention(void **state)
                   (double)(harness_now_ms() - t0) / 1000.0);
 }
 
+/* ---- GKE's schemas and refusals ------------------------------------------------ */
+
+/* Sends manifest (YAML) to the API server as a server-side dry run; returns
+ * kubectl's exit status and its output (JSON of the object as stored, or the
+ * refusal), malloc'd in *ret_out. */
+static int dry_run(const char *manifest, char **ret_out)
+{
+    char path[400];
+    snprintf(path, sizeof(path), "%s/dry-run.yaml", tmpdir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(manifest, f);
+    fclose(f);
+    return harness_kubectl(ret_out, "-n %s create --dry-run=server -o json -f %s 2>&1", ns, path);
+}
+
+static void refused(const char *manifest, const char *field)
+{
+    char *out = NULL;
+    int rc = dry_run(manifest, &out);
+    if (rc == 0 || !out || !strstr(out, field))
+        fail_msg("expected a refusal naming %s, got (exit %d): %s", field, rc, out ? out : "");
+    free(out);
+}
+
+/* Accepted; returns the object as the API server would store it. */
+static cJSON *accepted(const char *manifest)
+{
+    char *out = NULL;
+    int rc = dry_run(manifest, &out);
+    if (rc != 0)
+        fail_msg("refused: %s", out ? out : "");
+    cJSON *o = cJSON_Parse(out);
+    free(out);
+    assert_non_null(o);
+    return o;
+}
+
+static void policy_with(const char *extra, char *out, size_t size)
+{
+    snprintf(out, size,
+             "apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+             "metadata: {name: schema-check}\n"
+             "spec:\n  storageConfigName: s\n  selector: {matchLabels: {app: x}}\n%s",
+             extra);
+}
+
+/* The stand-in CRDs are GKE's (gke-labs/pod-migration patches/crds): what
+ * GKE's API server refuses, defaults and serves, ours does. */
+static void test_gke_schemas(void **state)
+{
+    (void)state;
+    char m[1024];
+    /* retentionConfig.lastAccessTimeout: one number, one unit. */
+    const char *bad_timeouts[] = {"1d12h", "90m", "36", "2s", "1h30min"};
+    for (size_t i = 0; i < sizeof(bad_timeouts) / sizeof(bad_timeouts[0]); i++) {
+        char extra[300];
+        snprintf(extra, sizeof(extra),
+                 "  triggerConfig: {type: manual}\n"
+                 "  retentionConfig: {lastAccessTimeout: \"%s\"}\n",
+                 bad_timeouts[i]);
+        policy_with(extra, m, sizeof(m));
+        refused(m, "spec.retentionConfig.lastAccessTimeout");
+    }
+    const char *good_timeouts[] = {"36h", "90min", "7d", "2 min", "1y", "3mo"};
+    for (size_t i = 0; i < sizeof(good_timeouts) / sizeof(good_timeouts[0]); i++) {
+        char extra[300];
+        snprintf(extra, sizeof(extra),
+                 "  triggerConfig: {type: manual}\n"
+                 "  retentionConfig: {lastAccessTimeout: \"%s\"}\n",
+                 good_timeouts[i]);
+        policy_with(extra, m, sizeof(m));
+        cJSON_Delete(accepted(m));
+    }
+    /* GKE's defaults, applied by the API server. */
+    policy_with("  triggerConfig: {type: manual}\n"
+                "  snapshotGroupingRules: {groupByLabelValue: {labels: [team], "
+                "groupRetentionPolicy: {}}}\n",
+                m, sizeof(m));
+    cJSON *o = accepted(m);
+    assert_string_equal(str_at(o, "spec.triggerConfig.postCheckpoint"), "resume");
+    assert_string_equal(str_at(o, "spec.snapshotScope"), "whole-pod");
+    assert_true(num_at(o, "spec.snapshotGroupingRules.groupByLabelValue.groupRetentionPolicy."
+                          "maxSnapshotCountPerGroup") == 0);
+    cJSON_Delete(o);
+    /* Every trigger type GKE knows. */
+    const char *types[] = {"readinessProbe", "workload", "manual", "onDelete"};
+    for (size_t i = 0; i < 4; i++) {
+        char extra[200];
+        snprintf(extra, sizeof(extra), "  triggerConfig: {type: %s}\n", types[i]);
+        policy_with(extra, m, sizeof(m));
+        cJSON_Delete(accepted(m));
+    }
+    policy_with("  triggerConfig: {type: onCommit}\n", m, sizeof(m));
+    refused(m, "spec.triggerConfig.type");
+    policy_with("  triggerConfig: {type: manual}\n"
+                "  snapshotGroupingRules: {groupByLabelValue: {labels: []}}\n",
+                m, sizeof(m));
+    refused(m, "spec.snapshotGroupingRules.groupByLabelValue.labels");
+    policy_with("  triggerConfig: {type: manual}\n"
+                "  snapshotGroupingRules: {groupByLabelValue: {labels: [a], "
+                "groupRetentionPolicy: {maxSnapshotCountPerGroup: -1}}}\n",
+                m, sizeof(m));
+    refused(m, "maxSnapshotCountPerGroup");
+    /* Required fields. */
+    refused("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: schema-check}\n"
+            "spec: {selector: {}, triggerConfig: {type: manual}}\n",
+            "spec.storageConfigName");
+    refused("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: schema-check}\n"
+            "spec: {storageConfigName: s, selector: {}, triggerConfig: {type: manual}, "
+            "retentionConfig: {}}\n",
+            "spec.retentionConfig.lastAccessTimeout");
+    refused("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotManualTrigger\n"
+            "metadata: {name: schema-check}\nspec: {}\n",
+            "spec.targetPod");
+    refused("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshot\n"
+            "metadata: {name: schema-check}\nspec: {}\n",
+            "spec.policyName");
+    /* The storage config: tokenSource defaulted, bucket names as GCS has them. */
+    const char *sc = "apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
+                     "metadata: {name: schema-check-%ld}\n"
+                     "spec: {snapshotStorageConfig: {gcs: {bucket: %s%s}}}\n";
+    snprintf(m, sizeof(m), sc, (long)getpid(), "my-bucket.v1_x", "");
+    o = accepted(m);
+    assert_string_equal(str_at(o, "spec.snapshotStorageConfig.gcs.tokenSource"), "podKSA");
+    cJSON_Delete(o);
+    snprintf(m, sizeof(m), sc, (long)getpid(), "b", ", tokenSource: federatedP4SA");
+    cJSON_Delete(accepted(m));
+    snprintf(m, sizeof(m), sc, (long)getpid(), "b", ", tokenSource: nodeSA");
+    refused(m, "spec.snapshotStorageConfig.gcs.tokenSource");
+    snprintf(m, sizeof(m), sc, (long)getpid(), "My_Bucket", "");
+    refused(m, "spec.snapshotStorageConfig.gcs.bucket");
+    refused("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
+            "metadata: {name: schema-check}\nspec: {}\n",
+            "spec.snapshotStorageConfig");
+
+    /* A PodSnapshot's status as GKE writes it, and a GCS path GKE's refuses. */
+    char name[128], *out = NULL;
+    ready_snapshot("schema-src", "app: nb", NULL, "it.invalid/schema:1", name);
+    assert_int_equal(harness_kubectl(&out,
+                                     "-n %s patch podsnapshot %s --subresource=status --type=merge "
+                                     "--dry-run=server -p '{\"status\":{\"storageStatus\":{\"gcs\":"
+                                     "{\"observedGCSPath\":\"s3://elsewhere/x\"}}}}' 2>&1",
+                                     ns, name) != 0,
+                     1);
+    assert_non_null(strstr(out, "observedGCSPath"));
+    free(out);
+    out = NULL;
+    /* selectableFields: PodSnapshots are listed by their policy. */
+    assert_int_equal(harness_kubectl(&out,
+                                     "-n %s get podsnapshots --field-selector "
+                                     "spec.policyName=notebooks -o name 2>&1",
+                                     ns),
+                     0);
+    assert_non_null(strstr(out, name));
+    free(out);
+    out = NULL;
+    /* GKE's short names and printer columns. */
+    assert_int_equal(harness_kubectl(&out, "-n %s get psp,psmt,ps 2>&1", ns), 0);
+    assert_non_null(strstr(out, "STORAGECONFIG"));
+    assert_non_null(strstr(out, "TARGET POD"));
+    assert_non_null(strstr(out, "LABELS"));
+    free(out);
+    out = NULL;
+    assert_int_equal(harness_kubectl(&out, "get pssc %s -o name", storage_name), 0);
+    free(out);
+}
+
+/* GKE ends a trigger it could not serve with Triggered=False and reason
+ * Failed or Error (GKE's clients read both). */
+static void test_trigger_error(void **state)
+{
+    (void)state;
+    make_pod("nb-err", "app: nb", "simulator.hibernator.dev/mode: trigger-error",
+             "it.invalid/err:1");
+    make_trigger("t-err", "nb-err");
+    cJSON *tr = wait_cond("podsnapshotmanualtrigger t-err", "Triggered", "False", "Error", 30000);
+    print_message("trigger-error: %s\n", condition_field(tr, "Triggered", "message"));
+    assert_null(str_at(tr, "status.snapshotCreated.name"));
+    cJSON_Delete(tr);
+    char *out = NULL;
+    harness_kubectl(&out, "-n %s get podsnapshots -l gke-pod-snapshot-triggered-by=t-err -o name",
+                    ns);
+    assert_string_equal(out, "");
+    free(out);
+}
+
+/* A checkpoint that never ends: the PodSnapshot stays Ready=False/
+ * AwaitingCheckpoint, and neither it nor its trigger ever says it failed. */
+static void test_hang(void **state)
+{
+    (void)state;
+    make_pod("nb-hang", "app: nb", "simulator.hibernator.dev/mode: hang", "it.invalid/hang:1");
+    char name[128], what[200];
+    snapshot_of("t-hang", "nb-hang", name);
+    snprintf(what, sizeof(what), "podsnapshot %s", name);
+    usleep(4000 * 1000); /* four times --checkpoint-delay */
+    cJSON *snap = get_json(what);
+    assert_true(cond_matches(snap, "Ready", "False", "AwaitingCheckpoint"));
+    assert_null(condition(snap, "Checkpoint"));
+    cJSON_Delete(snap);
+    cJSON *tr = get_json("podsnapshotmanualtrigger t-hang");
+    assert_null(condition(tr, "Triggered"));
+    cJSON_Delete(tr);
+}
+
+/* GKE writes the trigger's name into the PodSnapshot's label
+ * gke-pod-snapshot-triggered-by; a label value holds 63 characters, so a
+ * longer trigger name fails the trigger and makes no PodSnapshot. */
+static void test_long_trigger_name(void **state)
+{
+    (void)state;
+    char trigger[80], what[200];
+    memset(trigger, 'a', 64);
+    trigger[64] = '\0';
+    make_pod("nb-long", "app: nb", NULL, "it.invalid/long:1");
+    make_trigger(trigger, "nb-long");
+    snprintf(what, sizeof(what), "podsnapshotmanualtrigger %s", trigger);
+    cJSON *tr = wait_cond(what, "Triggered", "False", "Error", 30000);
+    const char *msg = condition_field(tr, "Triggered", "message");
+    print_message("64-character trigger: %s\n", msg);
+    assert_non_null(strstr(msg, "must be no more than 63 characters"));
+    assert_null(str_at(tr, "status.snapshotCreated.name"));
+    cJSON_Delete(tr);
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get podsnapshots -o jsonpath='{range .items[*]}"
+                    "{.metadata.annotations.podsnapshot\\.gke\\.io/origin-pod}{\"\\n\"}{end}'",
+                    ns);
+    assert_null(strstr(out ? out : "", "nb-long"));
+    free(out);
+
+    /* 63 characters fit. */
+    trigger[63] = '\0';
+    char name[128];
+    snapshot_of(trigger, "nb-long", name);
+    snprintf(what, sizeof(what), "podsnapshot %s", name);
+    cJSON *snap = wait_cond(what, "Ready", "True", "AllSnapshotsAvailable", 30000);
+    assert_string_equal(str_at(snap, "metadata.labels.gke-pod-snapshot-triggered-by"), trigger);
+    cJSON_Delete(snap);
+}
+
 /* ---- setup ----------------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -914,6 +1160,13 @@ int main(void)
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_gke_schemas),
+        cmocka_unit_test(test_trigger_error),
+        cmocka_unit_test(test_hang),
+        cmocka_unit_test(test_long_trigger_name),
     };
+    /* IT_ONLY=<glob> runs only the tests whose names match. */
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }

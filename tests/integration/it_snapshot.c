@@ -534,22 +534,24 @@ static void test_longest_name(void **state)
     assert_int_equal(snapshots, 0);
 }
 
-/* A fake GPU node of this test: one GPU of the given product, tainted so
- * that only the fallback class's pods land on it. */
-static void gpu_node(const char *name, const char *product)
+/* A fake GPU node of this test: one GPU of the given product (NVIDIA's
+ * label, and GKE's cloud.google.com/gke-accelerator with GKE's name for the
+ * same model), tainted so that only the fallback class's pods land on it. */
+static void gpu_node(const char *name, const char *product, const char *gke_accelerator)
 {
     assert_int_equal(
         harness_apply("apiVersion: v1\nkind: Node\n"
                       "metadata:\n  name: %s\n"
                       "  annotations: {kwok.x-k8s.io/node: fake}\n"
-                      "  labels: {type: kwok-it, nvidia.com/gpu.product: %s}\n"
+                      "  labels: {type: kwok-it, nvidia.com/gpu.product: %s,\n"
+                      "    cloud.google.com/gke-accelerator: %s}\n"
                       "spec:\n  taints:\n"
                       "  - {key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}\n"
                       "  - {key: it-snapshot, value: only, effect: NoSchedule}\n"
                       "status:\n"
                       "  capacity: {cpu: '8', memory: 30Gi, pods: '110', nvidia.com/gpu: '1'}\n"
                       "  allocatable: {cpu: '8', memory: 30Gi, pods: '110', nvidia.com/gpu: '1'}\n",
-                      name, product),
+                      name, product, gke_accelerator),
         0);
     assert_int_equal(
         harness_kubectl(NULL, "wait --for=condition=Ready node/%s --timeout=60s", name), 0);
@@ -603,8 +605,8 @@ static void test_capacity_fallback(void **state)
     (void)state;
     snprintf(v100_node, sizeof(v100_node), "it-snap-v100-%ld", (long)getpid());
     snprintf(l4_node, sizeof(l4_node), "it-snap-l4-%ld", (long)getpid());
-    gpu_node(v100_node, "Tesla-V100");
-    gpu_node(l4_node, "NVIDIA-L4");
+    gpu_node(v100_node, "Tesla-V100", "nvidia-tesla-v100");
+    gpu_node(l4_node, "NVIDIA-L4", "nvidia-l4");
     assert_int_equal(
         harness_apply(
             "apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
@@ -725,6 +727,106 @@ static void test_capacity_fallback(void **state)
     delete_nodes();
 }
 
+/* The policy's retention in GKE's format: one number, one unit. The API
+ * server refuses anything else (GKE's pattern ^(\d+)\s*(y|mo|d|h|min)$). */
+static void test_retention_format(void **state)
+{
+    (void)state;
+    apply_ws("keep36", "it-cpu-snap-36h", 0, NULL);
+    cJSON_Delete(wait_state("keep36", "Running", 60000));
+    set_paused("keep36", 1);
+    char *out = NULL;
+    uint64_t end = harness_now_ms() + 20000;
+    do {
+        free(out);
+        out = NULL;
+        harness_kubectl(&out,
+                        "-n %s get podsnapshotpolicies -l hibernator.dev/workspace=keep36 "
+                        "-o jsonpath={.items[*].spec.retentionConfig.lastAccessTimeout}",
+                        ns);
+        if (out && *out)
+            break;
+        usleep(200 * 1000);
+    } while (harness_now_ms() < end);
+    if (!out || !*out) {
+        cJSON *ws = ws_json("keep36");
+        fail_msg("no policy for keep36; ActionFailed: %s",
+                 cond_field(ws, "ActionFailed", "message")
+                     ? cond_field(ws, "ActionFailed", "message")
+                     : "(none)");
+    }
+    assert_string_equal(out, "36h");
+    free(out);
+    cJSON *ws = wait_state("keep36", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    cJSON_Delete(ws);
+}
+
+/* GKE ends a trigger with Triggered=False/Error as well as /Failed: either
+ * is a failure, seen at once rather than at the class's timeout (60 s). */
+static void test_trigger_error(void **state)
+{
+    (void)state;
+    set_mode("terr-1", "trigger-error");
+    apply_ws("terr", "it-cpu-snap-nomem", 0, NULL);
+    cJSON_Delete(wait_state("terr", "Running", 60000));
+    set_paused("terr", 1);
+    cJSON *ws = wait_reason("terr", "SnapshotReady", "Failed", 20000);
+    print_message("  trigger Error: %s\n", str_at(ws, "status.snapshot.message"));
+    assert_non_null(strstr(str_at(ws, "status.snapshot.message"), "injected"));
+    cJSON_Delete(ws);
+    ws = wait_state("terr", "Paused", 30000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    cJSON_Delete(ws);
+}
+
+/* A checkpoint that hangs (never Ready, never failed) is ended by the
+ * class's snapshot timeout. */
+static void test_hang(void **state)
+{
+    (void)state;
+    set_mode("hang-1", "hang");
+    apply_ws("hang", "it-cpu-snap-8s", 0, NULL);
+    cJSON_Delete(wait_state("hang", "Running", 60000));
+    set_paused("hang", 1);
+    cJSON *ws = wait_state("hang", "Paused", 60000);
+    assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "False");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Timeout");
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    cJSON_Delete(ws);
+}
+
+/* A class naming GKE's accelerator label: the snapshot records GKE's product
+ * value, and the resume is restored on a node GKE labels with it. */
+static void test_gke_accelerator(void **state)
+{
+    (void)state;
+    apply_ws("gacc", "it-gke-acc", 0, NULL);
+    cJSON_Delete(wait_state("gacc", "Running", 60000));
+    set_paused("gacc", 1);
+    cJSON *ws = wait_state("gacc", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+    assert_string_equal(str_at(ws, "status.snapshot.gpuProduct"), "nvidia-tesla-t4");
+    cJSON_Delete(ws);
+    set_paused("gacc", 0);
+    ws = wait_reason("gacc", "Restored", "FromSnapshot", 60000);
+    char what[300], node[128];
+    snprintf(what, sizeof(what), "pod %s", str_at(ws, "status.podName"));
+    snprintf(node, sizeof(node), "node %s", str_at(ws, "status.nodeName"));
+    cJSON_Delete(ws);
+    cJSON *pod = get_json(what);
+    assert_string_equal(pod_member(pod, "spec", "nodeSelector", "cloud.google.com/gke-accelerator"),
+                        "nvidia-tesla-t4");
+    cJSON_Delete(pod);
+    cJSON *n = get_json(node);
+    const cJSON *labels =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "metadata"), "labels");
+    const cJSON *acc = cJSON_GetObjectItemCaseSensitive(labels, "cloud.google.com/gke-accelerator");
+    assert_true(cJSON_IsString(acc));
+    assert_string_equal(acc->valuestring, "nvidia-tesla-t4");
+    cJSON_Delete(n);
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 static int clean_slate(void **state)
@@ -751,6 +853,17 @@ static int group_setup(void **state)
     apply_class("it-cpu-snap", s);
     snprintf(s, sizeof(s), snap, ", onFailure: PauseWithoutMemory");
     apply_class("it-cpu-snap-nomem", s);
+    snprintf(s, sizeof(s), snap, ", lastAccessTimeout: 36h");
+    apply_class("it-cpu-snap-36h", s);
+    apply_class("it-cpu-snap-8s",
+                "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 8s, "
+                "retryAfter: 10m, onFailure: PauseWithoutMemory}\n");
+    snprintf(s, sizeof(s), snap, "");
+    snprintf(extra, sizeof(extra),
+             "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+             "productLabel: cloud.google.com/gke-accelerator, product: nvidia-tesla-t4}\n%s",
+             s);
+    apply_class("it-gke-acc", extra);
     /* GKE's finalizer holds a deleted PodSnapshot for 6 s: long enough to
      * see, a few times, that its trigger waits for it. */
     simulator_start("3s", "6s");
@@ -782,6 +895,13 @@ int main(void)
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
         cmocka_unit_test_setup(test_delete_leaves_nothing, clean_slate),
         cmocka_unit_test_setup(test_longest_name, clean_slate),
+        cmocka_unit_test_setup(test_retention_format, clean_slate),
+        cmocka_unit_test_setup(test_trigger_error, clean_slate),
+        cmocka_unit_test_setup(test_hang, clean_slate),
+        cmocka_unit_test_setup(test_gke_accelerator, clean_slate),
     };
+    /* IT_ONLY=<glob> runs only the tests whose names match. */
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
     return cmocka_run_group_tests_name("pod snapshots", tests, group_setup, group_teardown);
 }

@@ -64,7 +64,10 @@
 #define ANN_ORIGIN_NODE "podsnapshot.gke.io/origin-node"
 #define EVENT_REASON "GKEPodSnapshotting"
 #define GPU_RESOURCE "nvidia.com/gpu"
-#define GPU_PRODUCT_LABEL "nvidia.com/gpu.product"
+/* GKE names a node's GPU model in this label (nvidia-tesla-t4, nvidia-l4, ...). */
+#define GKE_ACCELERATOR_LABEL "cloud.google.com/gke-accelerator"
+/* A label value holds at most this many characters. */
+#define LABEL_VALUE_MAX 63
 
 /* ---- the simulator's own marks ------------------------------------------- */
 
@@ -107,11 +110,14 @@ enum mode {
     MODE_COLD_START,
     MODE_CRASH_LOOP,
     MODE_STUCK_FINALIZER,
+    MODE_TRIGGER_ERROR,
+    MODE_HANG,
     MODE_COUNT,
 };
 
 static const char *const mode_names[MODE_COUNT] = {
-    "ok", "checkpoint-failed", "slow", "cold-start", "crash-loop", "stuck-finalizer",
+    "ok",         "checkpoint-failed", "slow",          "cold-start",
+    "crash-loop", "stuck-finalizer",   "trigger-error", "hang",
 };
 
 static enum mode mode_parse(const char *s)
@@ -131,6 +137,7 @@ struct options {
     int64_t delete_delay_ms;
     int64_t restart_interval_ms;
     int implicit_restore;
+    const char *accelerator_label; /* the node label naming the GPU model */
     enum log_level log_level;
     enum log_format log_format;
 };
@@ -517,13 +524,15 @@ static int pod_uses_gpu(const cJSON *pod)
     return 0;
 }
 
-/* The GPU product label of the node a GPU pod runs on, or "" (no GPU, no node). */
+/* The GPU model of the node a GPU pod runs on, from the accelerator label
+ * (GKE's cloud.google.com/gke-accelerator unless --accelerator-label says
+ * otherwise), or "" (no GPU, no node). */
 static const char *pod_gpu_product(struct sim *s, const cJSON *pod)
 {
     if (!pod_uses_gpu(pod))
         return "";
     const cJSON *node = cached(s, INF_NODES, "", STR(pod, "spec", "nodeName"));
-    const char *p = label(node, GPU_PRODUCT_LABEL);
+    const char *p = label(node, s->o.accelerator_label);
     return p ? p : "";
 }
 
@@ -891,6 +900,25 @@ static const char *trigger_problem(struct sim *s, const char *ns, const cJSON *t
 }
 
 /*
+ * Why GKE cannot make the PodSnapshot of a servable trigger, or NULL. GKE
+ * writes the trigger's name into the PodSnapshot's label
+ * gke-pod-snapshot-triggered-by, and the API server refuses a label value
+ * longer than 63 characters (a trigger's name may have 253): the create
+ * fails, and so does the trigger. The message is the API server's.
+ */
+static const char *trigger_refusal(const char *snap_name, const char *trigger, char *buf,
+                                   size_t size)
+{
+    if (strlen(trigger) <= LABEL_VALUE_MAX)
+        return NULL;
+    snprintf(buf, size,
+             "creating PodSnapshot %s: PodSnapshot.podsnapshot.gke.io \"%s\" is invalid: "
+             "metadata.labels: Invalid value: \"%s\": must be no more than 63 characters",
+             snap_name, snap_name, trigger);
+    return buf;
+}
+
+/*
  * The PodSnapshot GKE makes for a trigger. Besides GKE's own label and
  * annotations it carries the simulator's: the mode chosen for the pod, when
  * the checkpoint started, and what a restore is matched against (the pod's
@@ -918,11 +946,7 @@ static cJSON *snapshot_object(struct sim *s, const char *ns, const char *name, c
     put_str(&failed, meta, "name", name);
     put_str(&failed, meta, "namespace", ns);
     cJSON *labels = put_obj(&failed, meta, "labels");
-    /* A label value holds at most 63 characters. */
-    if (strlen(trigger) <= 63)
-        put_str(&failed, labels, LABEL_TRIGGERED_BY, trigger);
-    else
-        log_warn("trigger name too long for the triggered-by label; left out", "trigger", trigger);
+    put_str(&failed, labels, LABEL_TRIGGERED_BY, trigger); /* its length: trigger_refusal() */
     cJSON *ann = put_obj(&failed, meta, "annotations");
     put_str(&failed, ann, ANN_ORIGIN_POD, STR(pod, "metadata", "name"));
     put_str(&failed, ann, ANN_ORIGIN_NODE, STR(pod, "spec", "nodeName"));
@@ -1003,6 +1027,27 @@ static void reconcile_trigger(struct sim *s, const char *key, const char *ns, co
         trigger_set(s, key, tr, "False", "Failed", why);
         return;
     }
+    if (trigger_refusal(snap_name, name, why, sizeof(why))) {
+        log_info("trigger failed", "namespace", ns, "trigger", name, "reason", why);
+        trigger_set(s, key, tr, "False", "Error", why);
+        return;
+    }
+    enum mode chosen = pod_chosen_mode(s, pod);
+    if ((chosen == MODE_UNSET ? s->o.mode : chosen) == MODE_TRIGGER_ERROR) {
+        /* The node agent fails before any PodSnapshot exists. */
+        int64_t created_ms = json_time_ms(AT(tr, "metadata"), "creationTimestamp");
+        int64_t left = created_ms + s->o.checkpoint_delay_ms - clock_unix_ms();
+        if (left > 0) {
+            finish(s, key, left);
+            return;
+        }
+        snprintf(why, sizeof(why),
+                 "checkpoint of pod %s could not be started: the node agent reported an error %s",
+                 STR(pod, "metadata", "name"), INJECTED);
+        log_info("trigger error", "namespace", ns, "trigger", name);
+        trigger_set(s, key, tr, "False", "Error", why);
+        return;
+    }
     enum mode m = MODE_OK;
     cJSON *obj = snapshot_object(s, ns, snap_name, tr, pod, policy, &m);
     log_info("taking snapshot", "namespace", ns, "trigger", name, "pod",
@@ -1030,8 +1075,9 @@ static int64_t checkpoint_due_ms(struct sim *s, const cJSON *snap)
 }
 
 /*
- * GKE's retention units: y, mo, d, h, min, in sequence ("1d12h"). A year is
- * 365 days and a month 30 here. Returns 0 or -EINVAL.
+ * GKE's retention: one number and one unit, y, mo, d, h or min, with
+ * optional white space between (the CRD's pattern ^(\d+)\s*(y|mo|d|h|min)$).
+ * A year is 365 days and a month 30 here. Returns 0 or -EINVAL.
  */
 static int parse_retention(const char *s, int64_t *ret_ms)
 {
@@ -1042,30 +1088,23 @@ static int parse_retention(const char *s, int64_t *ret_ms)
         {"min", 60000LL},  {"mo", 2592000000LL}, {"y", 31536000000LL},
         {"d", 86400000LL}, {"h", 3600000LL},
     };
-    const size_t n_units = sizeof(units) / sizeof(units[0]);
-    int64_t total = 0;
-    if (!s || !*s)
+    if (!s || *s < '0' || *s > '9')
         return -EINVAL;
-    while (*s) {
-        if (*s < '0' || *s > '9')
+    int64_t n = 0;
+    while (*s >= '0' && *s <= '9') {
+        if (n > 1000000)
             return -EINVAL;
-        int64_t n = 0;
-        while (*s >= '0' && *s <= '9') {
-            if (n > 1000000)
-                return -EINVAL;
-            n = n * 10 + (*s++ - '0');
-        }
-        size_t i;
-        for (i = 0; i < n_units; i++)
-            if (strncmp(s, units[i].unit, strlen(units[i].unit)) == 0)
-                break;
-        if (i == n_units)
-            return -EINVAL;
-        total += n * units[i].ms;
-        s += strlen(units[i].unit);
+        n = n * 10 + (*s++ - '0');
     }
-    *ret_ms = total;
-    return 0;
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f' || *s == '\v')
+        s++;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(s, units[i].unit) == 0) {
+            *ret_ms = n * units[i].ms;
+            return 0;
+        }
+    }
+    return -EINVAL;
 }
 
 /* GKE frees the storage, then releases its finalizer (unless stuck). */
@@ -1153,6 +1192,11 @@ static void snapshot_complete(struct sim *s, const char *key, const char *ns, co
         return;
     }
     enum mode m = snapshot_mode(s, snap);
+    if (m == MODE_HANG) {
+        /* Never Ready, never failed: only the consumer's own timeout ends it. */
+        finish(s, key, 0);
+        return;
+    }
     int64_t gen = generation(snap);
     const cJSON *conds = AT(snap, "status", "conditions");
     const char *pod = annotation(snap, ANN_ORIGIN_POD), *pod_uid = annotation(snap, ANN_ORIGIN_UID);
@@ -1913,13 +1957,16 @@ static void usage(FILE *f)
             "~/.kube/config)\n"
             "  --namespace NS            act in NS only (default: all namespaces)\n"
             "  --mode MODE               default failure mode: ok, checkpoint-failed, slow,\n"
-            "                            cold-start, crash-loop, stuck-finalizer (default ok)\n"
+            "                            cold-start, crash-loop, stuck-finalizer,\n"
+            "                            trigger-error, hang (default ok)\n"
             "  --checkpoint-delay DUR    how long a checkpoint takes (default 2s)\n"
             "  --slow-delay DUR          how long it takes in the slow mode (default 60s)\n"
             "  --delete-delay DUR        from deletion to releasing the finalizer (default 1s)\n"
             "  --restart-interval DUR    crash-loop: time between restarts (default 2s)\n"
             "  --implicit-restore BOOL   restore new pods a policy selects from the newest\n"
             "                            matching snapshot, as GKE does (default true)\n"
+            "  --accelerator-label KEY   the node label naming the GPU model; no restore\n"
+            "                            onto another (default " GKE_ACCELERATOR_LABEL ")\n"
             "  --log-level LEVEL         debug, info, warn, error (default info)\n"
             "  --log-format FORMAT       text or json (default text)\n"
             "Per-pod modes: annotation " ANN_MODE " on the pod, or key <pod name>\n"
@@ -1947,6 +1994,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *ret_help
         O_DEL,
         O_RESTART,
         O_IMPLICIT,
+        O_ACCEL,
         O_LEVEL,
         O_FORMAT,
         O_HELP
@@ -1960,6 +2008,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *ret_help
         {"delete-delay", required_argument, NULL, O_DEL},
         {"restart-interval", required_argument, NULL, O_RESTART},
         {"implicit-restore", required_argument, NULL, O_IMPLICIT},
+        {"accelerator-label", required_argument, NULL, O_ACCEL},
         {"log-level", required_argument, NULL, O_LEVEL},
         {"log-format", required_argument, NULL, O_FORMAT},
         {"help", no_argument, NULL, O_HELP},
@@ -1972,6 +2021,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *ret_help
         .delete_delay_ms = 1000,
         .restart_interval_ms = 2000,
         .implicit_restore = 1,
+        .accelerator_label = GKE_ACCELERATOR_LABEL,
         .log_level = LOG_LEVEL_INFO,
         .log_format = LOG_FORMAT_TEXT,
     };
@@ -2017,6 +2067,13 @@ static int parse_options(int argc, char **argv, struct options *o, int *ret_help
                 return -EINVAL;
             }
             o->implicit_restore = strcmp(optarg, "true") == 0;
+            break;
+        case O_ACCEL:
+            if (!*optarg) {
+                fprintf(stderr, "snapshot_simulator: --accelerator-label: a label key\n");
+                return -EINVAL;
+            }
+            o->accelerator_label = optarg;
             break;
         case O_LEVEL:
             if (log_level_parse(optarg, &o->log_level) < 0) {
