@@ -19,7 +19,10 @@
  *     completes the pod; policies and storage configs get a Ready condition.
  *
  * Failure modes (checkpoint-failed, slow, cold-start, crash-loop,
- * stuck-finalizer) are chosen per pod; see docs/simulator.md.
+ * stuck-finalizer, trigger-error, hang) are chosen per pod; see
+ * docs/simulator.md. A trigger whose name does not fit GKE's triggered-by
+ * label (63 characters) fails with Triggered=False/Error, as GKE's create of
+ * the PodSnapshot would.
  *
  * Everything is level-triggered: informers feed a work queue of keys
  * ("t:ns/name" trigger, "s:ns/name" snapshot, "p:ns/name" pod, "y:ns/name"
