@@ -27,6 +27,7 @@
 #include "controller/metrics.h"
 #include "kube/client.h"
 #include "workspace/class.h"
+#include "workspace/decide.h"
 #include "workspace/idle.h"
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
@@ -66,6 +67,21 @@ const struct tz *activity_tracker_zone(struct activity_tracker *t, const char *n
 void activity_tracker_update(struct activity_tracker *t, const char *key,
                              const struct workspace *ws, const struct workspace_class *cls,
                              const struct workspace_pod *pod, int wanted, int probe_now);
+
+/* After a decision that wants a restored pod's application asked
+ * (decide_output.restore_check_wanted): probe pod's application, the
+ * class's Jupyter or code-server probe only (no GPU query), every second or
+ * the class's interval if shorter, in place of the activity rounds. The
+ * rounds of another pod, or of activity, are forgotten. probe_now asks for
+ * a round at once. */
+void activity_tracker_check_restore(struct activity_tracker *t, const char *key,
+                                    const struct workspace *ws, const struct workspace_class *cls,
+                                    const struct workspace_pod *pod, int probe_now);
+
+/* What the restore check's rounds for key said, or NULL when key is not
+ * being checked or no round ended yet. Owned by the tracker. */
+const struct restore_check *activity_tracker_restore_check(struct activity_tracker *t,
+                                                           const char *key);
 
 void activity_tracker_stats(const struct activity_tracker *t, struct prober_stats *ret);
 

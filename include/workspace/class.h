@@ -92,6 +92,9 @@ struct snapshot_config {
     int64_t retry_after_ms;
     int keep; /* snapshots kept per workspace */
     int64_t last_access_timeout_ms;
+    /* A restored pod's application must answer the activity probe within
+     * this after the restore, or the restore counts as failed. */
+    int64_t restore_check_timeout_ms;
 };
 
 struct label {

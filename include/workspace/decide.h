@@ -23,6 +23,17 @@
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
 
+/* What the application of a pod restored from a snapshot said to the
+ * class's activity probe since the pod was restored (docs/snapshots.md,
+ * "Does the restored session answer?"). The reconciler fills it from the
+ * rounds it runs while decide_output.restore_check_wanted asks for them. */
+struct restore_check {
+    const char *pod;       /* the pod the rounds probed */
+    int64_t answered_ms;   /* when the application first answered; 0: not yet */
+    int64_t last_round_ms; /* when the latest round started; 0: none yet */
+    const char *error;     /* the latest round's failure; NULL when it answered */
+};
+
 /* What the node cache knows of a node one of the pods is on. */
 struct decide_node {
     const char *name;
@@ -62,6 +73,9 @@ struct decide_input {
     const struct workspace_pod *gone_pod;
     /* The node status.nodeName names is absent from the synced node cache. */
     int pod_node_absent;
+    /* The restored pod's application, as far as it was asked; NULL: no
+     * round yet (the check starts, or the controller did). */
+    const struct restore_check *restore_check;
 };
 
 enum action_type {
@@ -111,6 +125,10 @@ struct decide_output {
     int64_t requeue_after_ms; /* 0: no timed re-check needed */
     int probe_wanted;         /* Running, ready, and the class has activity sources */
     int probe_now;            /* a pause is due: probe once more before it */
+    /* A pod restored from a snapshot waits for its application to answer:
+     * ask it (the class's application probe, in place of the activity
+     * rounds) and fill decide_input.restore_check. */
+    int restore_check_wanted;
 };
 
 /* The rules, their states, conditions and events: docs/state-machine.md.

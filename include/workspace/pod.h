@@ -56,6 +56,7 @@ struct workspace_pod {
     int restore_from_checkpoint; /* the pod was built with the checkpoint env */
     char *snapshot;              /* the snapshot it is restored from, NULL: none */
     int restored;                /* condition PodRestored=True */
+    int64_t restored_ms;         /* PodRestored lastTransitionTime when True */
     int restart_count;           /* the highest of its containers' */
     int crash_looping;           /* a container waits in CrashLoopBackOff */
     /* The extended resources (a domain outside kubernetes.io, such as

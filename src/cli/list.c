@@ -41,7 +41,8 @@ static const char *restored_cell(const cJSON *ws)
     const char *reason = json_string(fields_condition(ws, "Restored"), "reason");
     const char *from = fields_str(ws, "status.lastResume.restoredFrom");
     if (asked && reason &&
-        (strcmp(reason, "Restoring") == 0 || strcmp(reason, "RestoreCrashed") == 0))
+        (strcmp(reason, "Restoring") == 0 || strcmp(reason, "RestoreCrashed") == 0 ||
+         strcmp(reason, "RestoreUnresponsive") == 0))
         return reason;
     return or_dash(from);
 }

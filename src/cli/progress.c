@@ -71,7 +71,7 @@ static int observe_start(struct progress *p, const cJSON *ws, int64_t now, int c
     else
         ready = streq(state, "Running") && streq(cond_reason(ws, "Ready"), "PodReady");
     if (!ready) {
-        if (streq(restored, "RestoreCrashed"))
+        if (streq(restored, "RestoreCrashed") || streq(restored, "RestoreUnresponsive"))
             return set(p, PROGRESS_STARTING, cond_message(ws, "Restored"));
         const char *what = streq(restored, "Restoring")        ? "restoring from the snapshot"
                            : streq(restored, "FromCheckpoint") ? "from the checkpoint"
@@ -88,7 +88,8 @@ static int observe_start(struct progress *p, const cJSON *ws, int64_t now, int c
     const char *from = fields_str(ws, "status.lastResume.restoredFrom");
     if (p->goal == PROGRESS_RESUME && p->counted_expected && from)
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", from);
-    else if (restored && !streq(restored, "RestoreCrashed"))
+    else if (restored && !streq(restored, "RestoreCrashed") &&
+             !streq(restored, "RestoreUnresponsive"))
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", restored);
     if (p->goal == PROGRESS_RESUME && p->counted_expected &&
         fields_has_num(ws, "status.lastResume.secondsToReady"))

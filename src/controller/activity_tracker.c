@@ -16,6 +16,9 @@
 #include "util/strmap.h"
 #include "util/tz.h"
 
+/* A restore check asks this often at most: its answer is awaited. */
+#define RESTORE_CHECK_INTERVAL_MS 1000
+
 /* A token Secret that could not be read is asked for again after this long;
  * a token the server refused, at most this often. */
 #define TOKEN_RETRY_MS (30 * 1000)
@@ -41,6 +44,15 @@ struct record {
     int token_refused; /* the server answered 401/403 with this token */
     struct kube_request *req;
     int gpu_threshold_percent;
+
+    /* Rounds that check a restored pod's application instead of activity. */
+    int checking_restore;
+    char *check_pod;
+    int64_t check_answered_ms;
+    int64_t check_last_round_ms;
+    int check_failed; /* the latest round failed: check_error says why */
+    char check_error[PROBE_ERROR_SIZE];
+    struct restore_check check; /* the view handed out */
 };
 
 enum zone_state {
@@ -95,6 +107,7 @@ static void record_free(struct record *rec)
     if (!rec)
         return;
     token_drop(rec);
+    free(rec->check_pod);
     free(rec->key);
     free(rec);
 }
@@ -105,6 +118,18 @@ static void changed(struct activity_tracker *t, const char *key)
         t->cb(t->cb_data, key);
 }
 
+/* A round of a restore check ended (ok or not). */
+static void note_check_round(struct record *rec, const struct probe_result *r, int64_t started_ms)
+{
+    if (!rec->checking_restore)
+        return;
+    rec->check_last_round_ms = started_ms;
+    rec->check_failed = !r->ok;
+    snprintf(rec->check_error, sizeof(rec->check_error), "%s", r->ok ? "" : r->error);
+    if (r->ok && !rec->check_answered_ms)
+        rec->check_answered_ms = rec->t->now_ms(rec->t->now_data);
+}
+
 /* A round that could not even start is still a failed round: it shows, and
  * it never reads as idle. */
 static void fail_round(struct record *rec, const char *source, const char *message)
@@ -112,6 +137,7 @@ static void fail_round(struct record *rec, const char *source, const char *messa
     rec->has_obs = 1;
     rec->obs.probed_at_ms = rec->t->now_ms(rec->t->now_data);
     probe_result_fail(&rec->obs.result, source, "%s", message);
+    note_check_round(rec, &rec->obs.result, rec->obs.probed_at_ms);
     controller_metrics_probe_round(rec->t->metrics, source, "Failed");
     changed(rec->t, rec->key);
 }
@@ -126,6 +152,7 @@ static void on_result(void *data, const char *key, const struct probe_result *r,
     rec->has_obs = 1;
     rec->obs.probed_at_ms = probed_at_ms;
     rec->obs.result = *r;
+    note_check_round(rec, r, probed_at_ms);
     controller_metrics_probe_round(t->metrics, r->source,
                                    idle_probe_result_word(r, rec->gpu_threshold_percent));
     int gpu_work = r->ok && !r->no_data && strstr(r->source, "gpu") &&
@@ -320,16 +347,33 @@ static void drop(struct activity_tracker *t, const char *key)
     record_free(rec);
 }
 
-void activity_tracker_update(struct activity_tracker *t, const char *key,
-                             const struct workspace *ws, const struct workspace_class *cls,
-                             const struct workspace_pod *pod, int wanted, int probe_now)
+/* Switches rec between activity rounds and the restore check of pod; what
+ * the other kind of rounds saw is forgotten (an application-only round must
+ * not read as activity, nor an activity round as the restored pod's). */
+static int set_purpose(struct record *rec, int check, const char *pod)
 {
-    if (!t)
-        return;
-    if (!wanted || !ws || !cls || !pod) {
-        drop(t, key);
-        return;
-    }
+    int same = rec->checking_restore == check &&
+               (!check || (rec->check_pod && strcmp(rec->check_pod, pod) == 0));
+    if (same)
+        return 0;
+    char *copy = check ? strdup(pod) : NULL;
+    if (check && !copy)
+        return -ENOMEM;
+    free(rec->check_pod);
+    rec->check_pod = copy;
+    rec->checking_restore = check;
+    rec->check_answered_ms = rec->check_last_round_ms = 0;
+    rec->check_failed = 0;
+    rec->check_error[0] = '\0';
+    rec->has_obs = 0;
+    rec->obs = (struct activity_observation){0};
+    return 0;
+}
+
+static void track(struct activity_tracker *t, const char *key, const struct workspace *ws,
+                  const struct workspace_class *cls, const struct workspace_pod *pod, int check,
+                  int probe_now)
+{
     struct record *rec = strmap_get(&t->records, key);
     if (!rec) {
         rec = calloc(1, sizeof(*rec));
@@ -339,6 +383,8 @@ void activity_tracker_update(struct activity_tracker *t, const char *key,
         }
         rec->t = t;
     }
+    if (set_purpose(rec, check, pod->name) < 0)
+        return;
     rec->gpu_threshold_percent = cls->idle.gpu_threshold_percent;
     const struct activity_config *a = &cls->activity;
     struct template_vars vars = {pod->pod_ip, cls->port, ws->ns, ws->name, pod->name};
@@ -348,13 +394,15 @@ void activity_tracker_update(struct activity_tracker *t, const char *key,
         .timeout_ms = a->timeout_ms,
         .prometheus_url = a->prometheus_url,
     };
+    if (check && target.interval_ms > RESTORE_CHECK_INTERVAL_MS)
+        target.interval_ms = RESTORE_CHECK_INTERVAL_MS;
     int r = 0;
     if (a->application != ACTIVITY_APP_NONE) {
         target.kinds |= a->application == ACTIVITY_APP_JUPYTER ? PROBE_JUPYTER : PROBE_CODE_SERVER;
         r = url_template_expand(a->url_template, &vars, &url, &err);
         target.url = url;
     }
-    if (r == 0 && a->prometheus_url) {
+    if (r == 0 && a->prometheus_url && !check) {
         target.kinds |= PROBE_GPU;
         r = url_template_expand(a->gpu_query_template, &vars, &query, &err);
         target.gpu_query = query;
@@ -399,6 +447,47 @@ out:
     free(query);
     free(secret_name);
     free(err);
+}
+
+void activity_tracker_update(struct activity_tracker *t, const char *key,
+                             const struct workspace *ws, const struct workspace_class *cls,
+                             const struct workspace_pod *pod, int wanted, int probe_now)
+{
+    if (!t)
+        return;
+    if (!wanted || !ws || !cls || !pod) {
+        drop(t, key);
+        return;
+    }
+    track(t, key, ws, cls, pod, 0, probe_now);
+}
+
+void activity_tracker_check_restore(struct activity_tracker *t, const char *key,
+                                    const struct workspace *ws, const struct workspace_class *cls,
+                                    const struct workspace_pod *pod, int probe_now)
+{
+    if (!t)
+        return;
+    if (!ws || !cls || !pod || !pod->name || cls->activity.application == ACTIVITY_APP_NONE) {
+        drop(t, key);
+        return;
+    }
+    track(t, key, ws, cls, pod, 1, probe_now);
+}
+
+const struct restore_check *activity_tracker_restore_check(struct activity_tracker *t,
+                                                           const char *key)
+{
+    struct record *rec = t ? strmap_get(&t->records, key) : NULL;
+    if (!rec || !rec->checking_restore || !rec->check_last_round_ms)
+        return NULL;
+    rec->check = (struct restore_check){
+        .pod = rec->check_pod,
+        .answered_ms = rec->check_answered_ms,
+        .last_round_ms = rec->check_last_round_ms,
+        .error = rec->check_failed ? rec->check_error : NULL,
+    };
+    return &rec->check;
 }
 
 const struct activity_observation *activity_tracker_observation(struct activity_tracker *t,

@@ -1144,6 +1144,7 @@ static void reconcile(struct reconciler *r, const char *key)
         .gone_pod = strmap_get(&r->gone_pods, key),
         .pod_node_absent = ws->status.node_name &&
                            node_cache_lookup(r->nodes, ws->status.node_name) == NODE_ABSENT,
+        .restore_check = activity_tracker_restore_check(r->activity, key),
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);
@@ -1165,8 +1166,11 @@ static void reconcile(struct reconciler *r, const char *key)
     for (size_t i = 0; i < n_pods && j->out.status.pod_name; i++)
         if (strcmp(pods[i]->name, j->out.status.pod_name) == 0 && !pods[i]->deletion_ms)
             current = pods[i];
-    activity_tracker_update(r->activity, key, ws, cls, current, j->out.probe_wanted,
-                            j->out.probe_now);
+    if (j->out.restore_check_wanted)
+        activity_tracker_check_restore(r->activity, key, ws, cls, current, j->out.probe_now);
+    else
+        activity_tracker_update(r->activity, key, ws, cls, current, j->out.probe_wanted,
+                                j->out.probe_now);
     /* Build every body now: the cache entries may change before the calls run. */
     for (size_t i = 0; i < j->out.n_actions; i++) {
         const struct action *a = &j->out.actions[i];

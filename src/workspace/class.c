@@ -34,6 +34,7 @@
 #define DEFAULT_GPU_THRESHOLD 5
 #define DEFAULT_SNAPSHOT_TIMEOUT_MS (15 * 60 * 1000)
 #define DEFAULT_SNAPSHOT_RETRY_AFTER_MS (10 * 60 * 1000)
+#define DEFAULT_RESTORE_CHECK_TIMEOUT_MS (2 * 60 * 1000)
 #define DEFAULT_SNAPSHOT_LAST_ACCESS_MS (7LL * 24 * 60 * 60 * 1000)
 #define DEFAULT_SNAPSHOTS_KEPT 2
 #define MAX_SNAPSHOTS_KEPT 10
@@ -660,6 +661,8 @@ static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspac
                      &sc->timeout_ms) < 0 ||
         get_duration(d, snap, "retryAfter", "spec.snapshot.retryAfter",
                      DEFAULT_SNAPSHOT_RETRY_AFTER_MS, &sc->retry_after_ms) < 0 ||
+        get_duration(d, snap, "restoreCheckTimeout", "spec.snapshot.restoreCheckTimeout",
+                     DEFAULT_RESTORE_CHECK_TIMEOUT_MS, &sc->restore_check_timeout_ms) < 0 ||
         get_duration(d, snap, "lastAccessTimeout", "spec.snapshot.lastAccessTimeout",
                      DEFAULT_SNAPSHOT_LAST_ACCESS_MS, &sc->last_access_timeout_ms) < 0 ||
         get_int(d, snap, "keep", "spec.snapshot.keep", 1, MAX_SNAPSHOTS_KEPT,
@@ -672,6 +675,8 @@ static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspac
         return decoder_fail(d, -EINVAL, "spec.snapshot.timeout: must be at least 1s");
     if (sc->retry_after_ms < 1000)
         return decoder_fail(d, -EINVAL, "spec.snapshot.retryAfter: must be at least 1s");
+    if (sc->restore_check_timeout_ms < 1000)
+        return decoder_fail(d, -EINVAL, "spec.snapshot.restoreCheckTimeout: must be at least 1s");
     return 0;
 }
 

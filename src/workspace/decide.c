@@ -697,7 +697,8 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
            : streq(condition_reason(old, COND_CAPACITY), "CapacityTimeout")))
         return 1;
     if (old->snapshot.restore_failed_ms && (!p || p->snapshot) &&
-        streq(condition_reason(old, COND_RESTORED), "RestoreCrashed"))
+        (streq(condition_reason(old, COND_RESTORED), "RestoreCrashed") ||
+         streq(condition_reason(old, COND_RESTORED), "RestoreUnresponsive")))
         return 1;
     return 0;
 }
@@ -998,6 +999,132 @@ static void requeue_at(struct decider *d, int64_t at_ms);
  * cold-started. */
 #define RESTORE_CONDITION_GRACE_MS (30 * 1000)
 
+/* ---- the restored application: does the session answer? ---- */
+
+/* After restoreCheckTimeout without an answer, the check waits this much
+ * longer (beyond the class's probe timeout) for a round started after it:
+ * a controller started late, or a round in flight, still gets its word. */
+#define RESTORE_CHECK_LAST_ROUND_MS (5 * 1000)
+
+/* The restored pod's rounds, when the input has them for this pod. */
+static const struct restore_check *restore_check_of(const struct decider *d,
+                                                    const struct workspace_pod *p)
+{
+    const struct restore_check *rc = d->in->restore_check;
+    return rc && rc->pod && streq(rc->pod, p->name) ? rc : NULL;
+}
+
+/* When the application of a pod restored (or to be) from a snapshot
+ * answered; 0: not known. */
+static int64_t restore_answered_ms(const struct decider *d, const struct workspace_pod *p)
+{
+    const struct restore_check *rc = p->snapshot ? restore_check_of(d, p) : NULL;
+    return rc ? rc->answered_ms : 0;
+}
+
+static int checks_application(const struct decider *d)
+{
+    return d->cls && d->cls->activity.application != ACTIVITY_APP_NONE;
+}
+
+/* The workspace waits for the application of pod p (snapshot named). */
+static void await_application(struct decider *d, const struct workspace_pod *p, const char *fmt,
+                              ...) __attribute__((format(printf, 3, 4)));
+
+static void await_application(struct decider *d, const struct workspace_pod *p, const char *fmt,
+                              ...)
+{
+    struct workspace_status *st = d->st;
+    d->out->restore_check_wanted = 1;
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    st->waiting_for_capacity_since_ms = 0;
+    condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
+              node_or_unknown(p));
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(d, fmt, ap);
+    va_end(ap);
+    if (msg)
+        condition(d, COND_READY, COND_FALSE, "AwaitingApplication", "%s", msg);
+    free(msg);
+}
+
+/* The restored application did not answer in time: the same path as a
+ * restore that crash-loops (judge_restore): the pod goes, once, the
+ * snapshot is marked and deleted, the next pod starts from files. */
+static void restore_unresponsive(struct decider *d, const struct workspace_pod *p,
+                                 const struct restore_check *rc)
+{
+    struct workspace_status *st = d->st;
+    int again = streq(condition_reason(st, COND_RESTORED), "RestoreUnresponsive");
+    if (!st->snapshot.restore_failed_ms)
+        st->snapshot.restore_failed_ms = d->now;
+    own_delete_pod(d, p, 0);
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+    if (again) /* decided before; the delete again, in case it was lost */
+        return;
+    char timeout[32];
+    format_duration(d->cls->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
+    const char *why = rc && rc->error ? rc->error : "no probe round could be made";
+    condition(d, COND_RESTORED, COND_FALSE, "RestoreUnresponsive",
+              "pod %s was restored from snapshot %s, but its application did not answer within "
+              "%s (%s); a fresh pod starts from files and the checkpoint",
+              p->name, p->snapshot, timeout, why);
+    char occ[OCCASION_SIZE];
+    if (!streq(condition_reason(d->old, COND_RESTORED), "RestoreUnresponsive"))
+        transition_event(d, pod_occasion(p->name, occ), "Warning", "RestoreUnresponsive",
+                         "the application of pod %s, restored from snapshot %s, did not answer "
+                         "within %s (%s); replacing it with a fresh pod from files and the "
+                         "checkpoint",
+                         p->name, p->snapshot, timeout, why);
+}
+
+/*
+ * A pod GKE reports restored (PodRestored=True) counts as FromSnapshot only
+ * once its application answers the class's application probe; a class
+ * without one counts PodRestored alone. The check's clock starts at
+ * PodRestored (the pod's own time, so a controller started anew counts from
+ * the same moment). Returns 1 when the pod is not counted yet: waiting for
+ * the answer, or replaced because none came.
+ */
+static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    const struct workspace_class *c = d->cls;
+    const char *reason = condition_reason(st, COND_RESTORED);
+    if (!checks_application(d) || streq(reason, "FromSnapshot"))
+        return 0;
+    const struct restore_check *rc = restore_check_of(d, p);
+    if (streq(reason, "RestoreUnresponsive") && st->snapshot.restore_failed_ms) {
+        restore_unresponsive(d, p, rc);
+        return 1;
+    }
+    if (rc && rc->answered_ms)
+        return 0;
+    int64_t since = p->restored_ms ? p->restored_ms : p->ready_ms ? p->ready_ms : p->created_ms;
+    int64_t deadline = since + c->snapshot.restore_check_timeout_ms;
+    int64_t last_word = deadline + c->activity.timeout_ms + RESTORE_CHECK_LAST_ROUND_MS;
+    if (d->now >= last_word || (d->now >= deadline && rc && rc->last_round_ms >= deadline)) {
+        restore_unresponsive(d, p, rc);
+        return 1;
+    }
+    if (d->now >= deadline)
+        d->out->probe_now = 1; /* one more round, started after the deadline */
+    requeue_at(d, d->now < deadline ? deadline : last_word);
+    char timeout[32];
+    format_duration(c->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
+    condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+              "pod %s was restored from snapshot %s; waiting for its application to answer "
+              "(at most %s)",
+              p->name, p->snapshot, timeout);
+    await_application(d, p,
+                      "pod %s was restored from snapshot %s; its application has not "
+                      "answered yet",
+                      p->name, p->snapshot);
+    return 1;
+}
+
 /* Returns 1 when the pod is being replaced (nothing more to decide). */
 static int judge_restore(struct decider *d, const struct workspace_pod *p)
 {
@@ -1026,6 +1153,8 @@ static int judge_restore(struct decider *d, const struct workspace_pod *p)
         return 1;
     }
     if (p->restored) {
+        if (judge_restored_app(d, p))
+            return 1;
         condition(d, COND_RESTORED, COND_TRUE, "FromSnapshot",
                   "pod %s was restored from snapshot %s: memory and GPU state are back", p->name,
                   p->snapshot);
@@ -1038,7 +1167,15 @@ static int judge_restore(struct decider *d, const struct workspace_pod *p)
     int64_t ready = p->ready_ms ? p->ready_ms : d->now;
     if (d->now < ready + RESTORE_CONDITION_GRACE_MS) {
         requeue_at(d, ready + RESTORE_CONDITION_GRACE_MS);
-        return 0;
+        /* Whether restored or cold-started, the session is there once the
+         * application answers (the class has a probe for it). */
+        if (!checks_application(d) || restore_answered_ms(d, p))
+            return 0;
+        await_application(d, p,
+                          "pod %s is ready; waiting for its application to answer and for the "
+                          "backend to say whether it was restored from snapshot %s",
+                          p->name, p->snapshot);
+        return 1;
     }
     condition(d, COND_RESTORED, COND_TRUE, "ColdStart",
               "pod %s started without the state of snapshot %s; it has the files and %s to "
@@ -1082,6 +1219,9 @@ static void run_with_pod(struct decider *d)
             int64_t ready = p->ready_ms ? p->ready_ms : d->now;
             if (ready < r->requested_ms + 1000)
                 ready = d->now > r->requested_ms ? d->now : r->requested_ms;
+            /* A restored session is ready when its application answered. */
+            if (restore_answered_ms(d, p) > ready)
+                ready = restore_answered_ms(d, p);
             if (!r->pod_scheduled_ms)
                 r->pod_scheduled_ms =
                     p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
@@ -1151,7 +1291,10 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
     }
     const char *name = sn->name ? sn->name : sn->attempt;
     if (sn->restore_failed_ms) {
-        snprintf(why, size, "the restore from snapshot %s crashed", name);
+        if (streq(condition_reason(st, COND_RESTORED), "RestoreUnresponsive"))
+            snprintf(why, size, "the application restored from snapshot %s did not answer", name);
+        else
+            snprintf(why, size, "the restore from snapshot %s crashed", name);
         return NULL;
     }
     const struct snapshot_view *v = d->in->snapshot;

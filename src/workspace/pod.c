@@ -51,6 +51,7 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
             p->ready_ms = is_true ? json_time_ms(c, "lastTransitionTime") : 0;
         } else if (strcmp(type, POD_RESTORED_CONDITION) == 0) {
             p->restored = is_true;
+            p->restored_ms = is_true ? json_time_ms(c, "lastTransitionTime") : 0;
         } else if (strcmp(type, "DisruptionTarget") == 0 && is_true) {
             end->disruption_reason = json_string(c, "reason");
             end->disruption_message = json_string(c, "message");

@@ -477,6 +477,8 @@ static const struct invalid_case invalid_cases[] = {
      "at most activity.interval"},
     {"class-snapshot-timeout-too-short.yaml", CREATE, "spec.snapshot.timeout",
      "must be at least 1s"},
+    {"class-restore-check-timeout-too-short.yaml", CREATE, "spec.snapshot.restoreCheckTimeout",
+     "must be at least 1s"},
     {"class-time-zone-dot-dot.yaml", CREATE, "spec.idle.pauseWindows.timeZone",
      "may not have a . or .. part"},
     {"class-home-too-large.yaml", CREATE, "spec.home.maxSize", "must be less than 8Ei"},

@@ -9,6 +9,10 @@
  *     FromSnapshot on the same GPU product;
  *   - the checkpoint fails: the pod is NOT deleted (Retry), or the pause
  *     completes without memory (PauseWithoutMemory);
+ *   - a restore is reported FromSnapshot only once the restored application
+ *     answers the class's probe (a code-server stand-in on loopback), and the
+ *     resume's readyAt is when it answered; one that never answers within
+ *     restoreCheckTimeout is RestoreUnresponsive and replaced from files;
  *   - a silent cold start → ColdStart with a Warning; a crash-looping restore
  *     → replaced once by a pod from files, its snapshot deleted first and its
  *     trigger only after the PodSnapshot is gone (GKE's finalizer held it);
@@ -28,7 +32,9 @@
  *     63, and it pauses with a Ready snapshot, resumes from it, and leaves
  *     nothing behind when deleted.
  */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -36,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,6 +55,10 @@
 
 /* The fallback test's nodes, deleted by the teardown if the test could not. */
 static char v100_node[64], l4_node[64];
+
+/* The restore check's stand-in application (tests/tools/fake_activity). */
+static pid_t app_pid;
+static int app_port;
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -293,6 +304,156 @@ static void test_cold_start_and_crash_loop(void **state)
     reasons = event_reasons("cold");
     assert_non_null(strstr(reasons, "ColdStart,"));
     free(reasons);
+}
+
+/* The stand-in answers code-server's /healthz for every workspace; stopped
+ * by the teardown if the test could not. */
+static void app_start(void)
+{
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    app_pid = fork();
+    assert_true(app_pid >= 0);
+    if (app_pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        execl(FAKE_ACTIVITY_BIN, FAKE_ACTIVITY_BIN, "--port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char line[64] = "";
+    size_t n = 0;
+    while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
+        n++;
+    line[n] = '\0';
+    close(out[0]);
+    assert_int_equal(sscanf(line, "port=%d", &app_port), 1);
+}
+
+static void app_stop(void)
+{
+    if (app_pid > 0) {
+        kill(app_pid, SIGTERM);
+        waitpid(app_pid, NULL, 0);
+    }
+    app_pid = 0;
+}
+
+/* The stand-in's answers: failStatus 0 answers, anything else fails. */
+static void app_fail_with(int status)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "curl -sf -X PUT -H 'Content-Type: application/json' -d '{\"failStatus\":%d}' "
+             "http://127.0.0.1:%d/control/mode >/dev/null",
+             status, app_port);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A loopback port nothing listens on: the application that never answers. */
+static int closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Waits until the restore of name is decided one way or the other (Restored
+ * leaves Restoring, or Ready says the application is awaited); returns the
+ * workspace (caller frees). */
+static cJSON *wait_restore_judged(const char *name, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    for (;;) {
+        cJSON *ws = ws_json(name);
+        const char *restored = ws ? cond_field(ws, "Restored", "reason") : "";
+        const char *ready = ws ? cond_field(ws, "Ready", "reason") : "";
+        if (ws && ((restored[0] && strcmp(restored, "Restoring") != 0) ||
+                   strcmp(ready, "AwaitingApplication") == 0))
+            return ws;
+        cJSON_Delete(ws);
+        if (harness_now_ms() > end)
+            fail_msg("the restore of %s was not judged within %llu ms", name,
+                     (unsigned long long)timeout_ms);
+        usleep(200 * 1000);
+    }
+}
+
+/*
+ * A restore counts once the application answers: the restored pod of
+ * "alive" waits (Restored=Unknown, Ready=False/AwaitingApplication) while the
+ * stand-in fails, and is FromSnapshot, readyAt at its answer, once it
+ * answers. "dead" probes a port nobody listens on: after restoreCheckTimeout
+ * it is RestoreUnresponsive, its pod and snapshot go, and the next pod starts
+ * from files and the checkpoint.
+ */
+static void test_restore_check(void **state)
+{
+    (void)state;
+    app_start();
+    const char *snap =
+        "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 60s, "
+        "retryAfter: 10m, restoreCheckTimeout: 4s}\n"
+        "  activity: {application: CodeServer, url: \"http://127.0.0.1:%d/{workspace}\", "
+        "interval: 1s, timeout: 1s}\n";
+    char extra[512];
+    snprintf(extra, sizeof(extra), snap, app_port);
+    apply_class("it-cpu-snap-app", extra);
+    snprintf(extra, sizeof(extra), snap, closed_port());
+    apply_class("it-cpu-snap-deadapp", extra);
+    apply_ws("alive", "it-cpu-snap-app", 0, NULL);
+    apply_ws("dead", "it-cpu-snap-deadapp", 0, NULL);
+    cJSON_Delete(wait_state("alive", "Running", 60000));
+    cJSON_Delete(wait_state("dead", "Running", 60000));
+    set_paused("alive", 1);
+    set_paused("dead", 1);
+    cJSON_Delete(wait_state("alive", "Paused", 60000));
+    cJSON_Delete(wait_state("dead", "Paused", 60000));
+
+    /* The restored application does not answer yet. */
+    app_fail_with(503);
+    set_paused("alive", 0);
+    set_paused("dead", 0);
+    cJSON *ws = wait_restore_judged("alive", 60000);
+    if (strcmp(cond_field(ws, "Restored", "reason"), "FromSnapshot") == 0)
+        fail_msg("Restored became True/FromSnapshot although the app never answered");
+    assert_string_equal(cond_field(ws, "Restored", "status"), "Unknown");
+    assert_string_equal(cond_field(ws, "Ready", "reason"), "AwaitingApplication");
+    assert_string_equal(str_at(ws, "status.state"), "Resuming");
+    cJSON_Delete(ws);
+    /* Now it answers: the session is back, ready when it answered. */
+    int64_t answering = (int64_t)(harness_now_ms() / 1000 * 1000);
+    app_fail_with(0);
+    ws = wait_reason("alive", "Restored", "FromSnapshot", 30000);
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+    int64_t ready = 0;
+    assert_int_equal(timefmt_parse_rfc3339(str_at(ws, "status.lastResume.readyAt"), &ready), 0);
+    if (ready < answering)
+        fail_msg("lastResume.readyAt %s is before the application answered",
+                 str_at(ws, "status.lastResume.readyAt"));
+    cJSON_Delete(ws);
+
+    /* Never answers: reported, and replaced from files once the snapshot is gone. */
+    ws = wait_restore_judged("dead", 60000);
+    if (strcmp(cond_field(ws, "Restored", "reason"), "FromSnapshot") == 0)
+        fail_msg("Restored became True/FromSnapshot although the app never answered");
+    cJSON_Delete(ws);
+    ws = wait_reason("dead", "Restored", "FromCheckpoint", 60000);
+    assert_non_null(strstr(cond_field(ws, "Restored", "message"), "did not answer"));
+    assert_non_null(str_at(ws, "status.snapshot.restoreFailedAt"));
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    cJSON_Delete(ws);
+    cJSON_Delete(wait_state("dead", "Running", 30000));
+    char *reasons = event_reasons("dead");
+    assert_non_null(strstr(reasons, "RestoreUnresponsive,"));
+    free(reasons);
+    assert_int_equal(live_pods("dead"), 1);
+    app_stop();
 }
 
 /* Killed right after the trigger was created (before the status write), and
@@ -876,6 +1037,7 @@ static int group_teardown(void **state)
     (void)state;
     controller_stop();
     delete_nodes();
+    app_stop();
     simulator_stop();
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
     it_show_logs();
@@ -890,6 +1052,7 @@ int main(void)
         cmocka_unit_test_setup(test_gpu_cycle, clean_slate),
         cmocka_unit_test_setup(test_checkpoint_failed, clean_slate),
         cmocka_unit_test_setup(test_cold_start_and_crash_loop, clean_slate),
+        cmocka_unit_test_setup(test_restore_check, clean_slate),
         cmocka_unit_test_setup(test_crash_points, clean_slate),
         cmocka_unit_test_setup(test_crash_after_delete, clean_slate),
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),

@@ -132,6 +132,7 @@ static void test_decode_accelerator_defaults(void **state)
     assert_int_equal(c->accelerator_count, 1);
     assert_string_equal(c->product_label, "nvidia.com/gpu.product");
     assert_string_equal(c->product, "NVIDIA-L4");
+    assert_int_equal(c->snapshot.restore_check_timeout_ms, 2 * 60 * 1000); /* the default */
     workspace_class_free(c);
     cJSON_Delete(obj);
 }
@@ -556,6 +557,10 @@ static void test_decode_idle_errors(void **state)
         {"spec.activity.gpu", "{\"query\":\"up\"}", "spec.activity.gpu.prometheusURL: required"},
         {"spec.activity.gpu", "{\"prometheusURL\":\"prometheus:9090\"}",
          "spec.activity.gpu.prometheusURL: \"prometheus:9090\" must start with http://"},
+        {"spec.snapshot", "{\"restoreCheckTimeout\":\"500ms\"}",
+         "spec.snapshot.restoreCheckTimeout: must be at least 1s"},
+        {"spec.snapshot", "{\"restoreCheckTimeout\":\"soon\"}",
+         "spec.snapshot.restoreCheckTimeout: \"soon\" is not a duration"},
         {"spec.idle", "7", "spec.idle: must be an object"},
         {"spec.idle.autoPause", "\"no\"", "spec.idle.autoPause: must be true or false"},
         {"spec.idle.after", "\"1 hour\"", "spec.idle.after: \"1 hour\" is not a duration"},

@@ -63,6 +63,8 @@ struct world {
     struct decide_node nodes[2]; /* what the node cache knows */
     size_t n_nodes;
     int64_t now;
+    struct restore_check check; /* the restored application's rounds */
+    int has_check;
 };
 
 static void world_init(struct world *w, const char *snapshot)
@@ -117,6 +119,7 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .n_snapshots = w->n_all,
         .nodes = w->nodes,
         .n_nodes = w->n_nodes,
+        .restore_check = w->has_check ? &w->check : NULL,
     };
     assert_int_equal(workspace_decide(&in, out), 0);
     if (write_status) {
@@ -623,6 +626,192 @@ static void test_restore_crash_loop(void **state)
     const struct condition *r = workspace_status_condition(&o.status, "Restored");
     assert_string_equal(r->reason, "FromCheckpoint");
     assert_non_null(strstr(r->message, "crashed"));
+    assert_non_null(find_event(&o, "SnapshotNotUsed"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* ---- does the restored session answer? ---- */
+
+#define GKE_APP                                                                                    \
+    ",\"snapshot\":{\"backend\":\"GKE\",\"storageConfigName\":\"s\",\"timeout\":\"10m\","          \
+    "\"restoreCheckTimeout\":\"30s\"},\"activity\":{\"application\":\"CodeServer\","               \
+    "\"url\":\"http://{podIP}:8080\",\"interval\":\"10s\",\"timeout\":\"2s\"}"
+
+/* The rows of docs/snapshots.md's restore table that the application probe
+ * decides. The pod nb-2 is ready at R - 1 s and GKE says PodRestored at R;
+ * restoreCheckTimeout is 30 s, the probe timeout 2 s, so the last word is
+ * due at R + 37 s. */
+static void test_restore_check(void **state)
+{
+    (void)state;
+    enum { NONE = -1 };
+    static const struct {
+        const char *name;
+        const char *klass;
+        int restored;       /* PodRestored=True */
+        int64_t at;         /* now, after R */
+        int64_t answered;   /* the check's answered_ms after R; NONE: not yet */
+        int64_t last_round; /* its last round after R; NONE: no input at all */
+        const char *pod;    /* the pod the rounds are of */
+        enum workspace_state want_state;
+        const char *want_restored; /* the Restored reason */
+        const char *want_ready;    /* the Ready reason */
+        const char *want_event;    /* a Warning event, or NULL */
+        int want_delete;           /* the pod is deleted (grace 0) */
+        int want_check;            /* restore_check_wanted */
+        int want_probe_now;
+        int64_t want_requeue; /* after R; 0: not checked */
+    } rows[] = {
+        {"no application probe: PodRestored alone counts", GKE, 1, 5 * SEC, NONE, NONE, "nb-2",
+         WS_STATE_RUNNING, "FromSnapshot", "PodReady", NULL, 0, 0, 0, 0},
+        {"restored, no round yet: wait for the application", GKE_APP, 1, 5 * SEC, NONE, NONE,
+         "nb-2", WS_STATE_RESUMING, "Restoring", "AwaitingApplication", NULL, 0, 1, 0, 30 * SEC},
+        {"the application answered", GKE_APP, 1, 5 * SEC, 3 * SEC, 3 * SEC, "nb-2",
+         WS_STATE_RUNNING, "FromSnapshot", "PodReady", NULL, 0, 0, 0, 0},
+        {"rounds fail, the timeout not reached", GKE_APP, 1, 25 * SEC, NONE, 20 * SEC, "nb-2",
+         WS_STATE_RESUMING, "Restoring", "AwaitingApplication", NULL, 0, 1, 0, 30 * SEC},
+        {"the timeout passed, no round since: one more", GKE_APP, 1, 31 * SEC, NONE, 28 * SEC,
+         "nb-2", WS_STATE_RESUMING, "Restoring", "AwaitingApplication", NULL, 0, 1, 1, 37 * SEC},
+        {"a round after the timeout failed: unresponsive", GKE_APP, 1, 33 * SEC, NONE, 31 * SEC,
+         "nb-2", WS_STATE_RESUMING, "RestoreUnresponsive", "PodTerminating", "RestoreUnresponsive",
+         1, 0, 0, 0},
+        {"no round could be made by the last word", GKE_APP, 1, 38 * SEC, NONE, NONE, "nb-2",
+         WS_STATE_RESUMING, "RestoreUnresponsive", "PodTerminating", "RestoreUnresponsive", 1, 0, 0,
+         0},
+        {"rounds of another pod do not count", GKE_APP, 1, 5 * SEC, 3 * SEC, 3 * SEC, "nb-1",
+         WS_STATE_RESUMING, "Restoring", "AwaitingApplication", NULL, 0, 1, 0, 30 * SEC},
+        {"no PodRestored after Ready: ColdStart, unchanged", GKE_APP, 0, 31 * SEC, NONE, NONE,
+         "nb-2", WS_STATE_RUNNING, "ColdStart", "PodReady", "ColdStart", 0, 0, 0, 0},
+        {"ready, PodRestored not yet, no answer: wait", GKE_APP, 0, 5 * SEC, NONE, 4 * SEC, "nb-2",
+         WS_STATE_RESUMING, "Restoring", "AwaitingApplication", NULL, 0, 1, 0, 29 * SEC},
+        {"ready, PodRestored not yet, answered: running, Restored unknown", GKE_APP, 0, 5 * SEC,
+         3 * SEC, 3 * SEC, "nb-2", WS_STATE_RUNNING, "Restoring", "PodReady", NULL, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct world w;
+        paused_with_snapshot(&w, rows[i].klass);
+        struct decide_output o;
+        decide(&w, &o, 1); /* the resume creates nb-2 */
+        decide_output_clear(&o);
+        int64_t r = w.now + 12 * SEC;
+        pod_up(&w, "nb-2", "nb-p1-1-x7k2q", r - SEC);
+        w.pod.restored = rows[i].restored;
+        w.pod.restored_ms = rows[i].restored ? r : 0;
+        w.now = r + rows[i].at;
+        if (rows[i].last_round != NONE) {
+            w.has_check = 1;
+            w.check = (struct restore_check){
+                .pod = rows[i].pod,
+                .answered_ms = rows[i].answered == NONE ? 0 : r + rows[i].answered,
+                .last_round_ms = r + rows[i].last_round,
+                .error = rows[i].answered == NONE ? "code-server: GET /healthz: refused" : NULL};
+        }
+        decide(&w, &o, 1);
+        const char *name = rows[i].name;
+        if (o.status.state != rows[i].want_state)
+            fail_msg("%s: state %d, want %d", name, o.status.state, rows[i].want_state);
+        if (strcmp(cond_reason(&o.status, "Restored"), rows[i].want_restored) != 0 ||
+            strcmp(cond_reason(&o.status, "Ready"), rows[i].want_ready) != 0)
+            fail_msg("%s: Restored %s, Ready %s; want %s, %s", name,
+                     cond_reason(&o.status, "Restored"), cond_reason(&o.status, "Ready"),
+                     rows[i].want_restored, rows[i].want_ready);
+        const struct action *ev = rows[i].want_event ? find_event(&o, rows[i].want_event) : NULL;
+        if (rows[i].want_event && (!ev || strcmp(ev->event_type, "Warning") != 0))
+            fail_msg("%s: no Warning %s", name, rows[i].want_event);
+        const struct action *del = find_action(&o, ACTION_DELETE_POD);
+        if (!!del != rows[i].want_delete || (del && del->grace_seconds != 0))
+            fail_msg("%s: delete %s", name, del ? "unexpected or not at once" : "missing");
+        if (rows[i].want_delete && !o.status.snapshot.restore_failed_ms)
+            fail_msg("%s: the snapshot is not marked", name);
+        if (o.restore_check_wanted != rows[i].want_check || o.probe_now != rows[i].want_probe_now)
+            fail_msg("%s: restore_check_wanted %d probe_now %d", name, o.restore_check_wanted,
+                     o.probe_now);
+        if (rows[i].want_requeue && o.requeue_after_ms != r + rows[i].want_requeue - w.now)
+            fail_msg("%s: requeue after %lld ms", name, (long long)o.requeue_after_ms);
+        if (rows[i].want_state == WS_STATE_RUNNING) {
+            /* Ready when the application answered (or the pod was, without a check). */
+            int64_t want = rows[i].answered == NONE ? r - SEC : r + rows[i].answered;
+            if (o.status.last_resume.ready_ms != want)
+                fail_msg("%s: readyAt %lld, want %lld", name,
+                         (long long)o.status.last_resume.ready_ms, (long long)want);
+        }
+        if (!strcmp(rows[i].want_restored, "RestoreUnresponsive")) {
+            const struct condition *c = workspace_status_condition(&o.status, "Restored");
+            if (!strstr(c->message, "did not answer within 30s"))
+                fail_msg("%s: message %s", name, c->message);
+        }
+        decide_output_clear(&o);
+
+        /* Decided again on what it wrote: a fixed point, no Event again. */
+        w.now += SEC;
+        decide(&w, &o, 1);
+        if (o.status_changed)
+            fail_msg("%s: the status changes when decided again", name);
+        for (size_t k = 0; k < o.n_actions; k++)
+            if (o.actions[k].type == ACTION_EVENT && strcmp(o.actions[k].reason, "Resumed") != 0)
+                fail_msg("%s: Event %s again", name, o.actions[k].reason);
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
+/* An unresponsive restore walks the crashed restore's path: the snapshot is
+ * deleted, the next pod waits for it to be gone and starts from files, and
+ * says why; a controller that starts anew meanwhile decides the same. */
+static void test_restore_unresponsive_walk(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE_APP);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    int64_t r = w.now + 12 * SEC;
+    pod_up(&w, "nb-2", "nb-p1-1-x7k2q", r - SEC);
+    w.pod.restored = 1;
+    w.pod.restored_ms = r;
+    w.now = r + 33 * SEC;
+    w.has_check = 1;
+    w.check = (struct restore_check){.pod = "nb-2",
+                                     .last_round_ms = r + 31 * SEC,
+                                     .error = "code-server: GET /healthz: timed out"};
+    w.all[0] = w.view;
+    w.n_all = 1;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 1);
+    assert_non_null(
+        strstr(workspace_status_condition(&o.status, "Restored")->message, "timed out"));
+    decide_output_clear(&o);
+
+    /* The controller starts anew before the pod is gone: no rounds, the
+     * pod still listed; it deletes again, says nothing new. */
+    w.has_check = 0;
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(find_event(&o, "RestoreUnresponsive"));
+    assert_false(o.status_changed);
+    decide_output_clear(&o);
+
+    /* Gone, the snapshot still there: wait. Then from files, with why. */
+    w.has_pod = 0;
+    w.now += 5 * SEC;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_CREATE_POD));
+    assert_string_equal(cond_reason(&o.status, "Restored"), "RestoreUnresponsive");
+    decide_output_clear(&o);
+    w.n_all = 0;
+    w.now += 5 * SEC;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_null(c->snapshot);
+    assert_true(c->from_checkpoint);
+    const struct condition *rc = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(rc->reason, "FromCheckpoint");
+    assert_non_null(strstr(rc->message, "did not answer"));
     assert_non_null(find_event(&o, "SnapshotNotUsed"));
     decide_output_clear(&o);
     world_free(&w);
@@ -1422,6 +1611,8 @@ int main(void)
         cmocka_unit_test(test_long_name),
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_restore_crash_loop),
+        cmocka_unit_test(test_restore_check),
+        cmocka_unit_test(test_restore_unresponsive_walk),
         cmocka_unit_test(test_snapshot_not_used),
         cmocka_unit_test(test_snapshot_home_claim),
         cmocka_unit_test(test_crash_points),
