@@ -301,7 +301,8 @@ static void settle(struct world *w)
                               w->pause_node_absent,
                               w->class_error,
                               w->gone,
-                              w->pod_node_absent};
+                              w->pod_node_absent,
+                              NULL};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -334,7 +335,8 @@ static void decide(struct world *w, struct decide_output *out)
                               w->pause_node_absent,
                               w->class_error,
                               w->gone,
-                              w->pod_node_absent};
+                              w->pod_node_absent,
+                              NULL};
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -466,6 +468,7 @@ static void apply(struct world *w, const struct decide_output *o)
             break;
         case ACTION_SNAPSHOT_BEGIN:
         case ACTION_SNAPSHOT_DELETE:
+        case ACTION_APP_CHECKPOINT:
             break; /* these worlds have no snapshot backend (test_snapshot.c) */
         }
     }
@@ -2685,6 +2688,7 @@ static void check_safety(struct world *w, const struct decide_output *o)
             break;
         case ACTION_SNAPSHOT_BEGIN:
         case ACTION_SNAPSHOT_DELETE:
+        case ACTION_APP_CHECKPOINT:
             fail_msg("a snapshot without a backend");
             break;
         }
