@@ -7,6 +7,12 @@
  *   - the GPU cycle: pause → trigger → PodSnapshot Ready → only then the pod
  *     is deleted → GPU free → resume with the snapshot → restored
  *     FromSnapshot on the same GPU product;
+ *   - the pause's order: the application asked to write its checkpoint
+ *     (tests/tools/fake_activity stands in) and answering before the trigger
+ *     exists, the policy's postCheckpoint: stop, the pod Completed and then
+ *     deleted after Ready, never while running; nothing written home after
+ *     the snapshot (the simulator would make the restore crash-loop); a
+ *     checkpoint endpoint that hangs cut at its timeout and reported;
  *   - the checkpoint fails: the pod is NOT deleted (Retry), or the pause
  *     completes without memory (PauseWithoutMemory);
  *   - a silent cold start → ColdStart with a Warning; a crash-looping restore
