@@ -467,6 +467,30 @@ static void test_app_checkpoint_then_snapshot(void **state)
     world_free(&w);
 }
 
+/* The pass that asked died before its status write: the same process sees
+ * its request in flight and does not ask again; the record starts now. */
+static void test_app_checkpoint_status_lost(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    decide(&w, &o, 0); /* asked; the status write is lost */
+    assert_non_null(find_action(&o, ACTION_APP_CHECKPOINT));
+    decide_output_clear(&o);
+    w.now += SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1"};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p1-1");
+    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, w.now);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* A refusal, a hang past the timeout, and a request a restarted controller
  * does not know: reported, the snapshot taken anyway (or the request made
  * again before the deadline). */
@@ -1696,6 +1720,7 @@ int main(void)
         cmocka_unit_test(test_pod_not_ready_is_not_snapshotted),
         cmocka_unit_test(test_resume_during_snapshot),
         cmocka_unit_test(test_app_checkpoint_then_snapshot),
+        cmocka_unit_test(test_app_checkpoint_status_lost),
         cmocka_unit_test(test_app_checkpoint_failures),
         cmocka_unit_test(test_app_checkpoint_on_retry),
         cmocka_unit_test(test_pod_completed_by_snapshot),
