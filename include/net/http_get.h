@@ -1,6 +1,7 @@
 /*
  * http_get: one asynchronous HTTP GET to a data source (a workspace's
- * application, Prometheus), on a curl_loop. Not for the API server, which
+ * application, Prometheus), on a curl_loop; or a POST or PUT without a
+ * body, which is how an application is asked to write its checkpoint. Not for the API server, which
  * has its own client (kube/client.h).
  *
  * Deliberately narrow:
@@ -39,6 +40,9 @@ struct http_get_request {
     int64_t timeout_ms;         /* the whole exchange; > 0 */
     int64_t connect_timeout_ms; /* 0: as timeout_ms */
     size_t max_body;            /* > 0 */
+    /* NULL or "GET"; "POST" or "PUT" send an empty body (an application's
+     * checkpoint request, controller/app_checkpoint.h). */
+    const char *method;
 };
 
 struct http_get_result {

@@ -136,6 +136,15 @@ struct workspace_class {
 
     char *checkpoint_path; /* default <mountPath>/.hibernator/checkpoint */
     char *checkpoint_env;  /* default HIBERNATOR_CHECKPOINT_PATH */
+    /* spec.checkpoint.request: how to ask the application to write its
+     * checkpoint before a snapshot (docs/snapshots.md, "The application's
+     * checkpoint"). url NULL: nothing is asked; what the application saved
+     * on its own is what a resume from files gets. */
+    struct checkpoint_request {
+        char *url_template; /* {podIP} {port} {namespace} {workspace} {pod} */
+        char *method;       /* "POST" (default) or "PUT" */
+        int64_t timeout_ms; /* the answer's deadline; default 60s */
+    } checkpoint_request;
 
     int64_t pause_grace_seconds;
     int64_t capacity_timeout_ms;

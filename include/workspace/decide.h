@@ -40,6 +40,18 @@ struct decide_node {
     const char *product; /* its value of the class's product label; NULL: not known */
 };
 
+/* What the controller knows of its request to the application to write
+ * its checkpoint before a snapshot (controller/app_checkpoint.h). The
+ * answer enters here and is recorded in status.snapshot.appCheckpoint, so a
+ * controller that restarts decides on the record, never on memory. */
+struct app_checkpoint_seen {
+    const char *attempt; /* the snapshot attempt's handle it was asked for */
+    int answered;        /* 0: the request is in flight */
+    int written;         /* answered with a 2xx: the checkpoint is written */
+    int64_t answered_ms;
+    const char *message; /* why not, when not written */
+};
+
 struct decide_input {
     const struct workspace *ws;
     const struct workspace_class *cls;       /* NULL: the class does not exist or is unreadable */
@@ -76,6 +88,9 @@ struct decide_input {
     /* The restored pod's application, as far as it was asked; NULL: no
      * round yet (the check starts, or the controller did). */
     const struct restore_check *restore_check;
+    /* The request to the application to write its checkpoint; NULL: none
+     * known to this process (none made, or made before a restart). */
+    const struct app_checkpoint_seen *app_checkpoint;
 };
 
 enum action_type {
@@ -93,6 +108,10 @@ enum action_type {
     ACTION_SNAPSHOT_BEGIN,   /* name: the attempt's handle; the backend snapshots the pod
                                 status.podName names (docs/snapshots.md) */
     ACTION_SNAPSHOT_DELETE,  /* name: a snapshot the backend removes, with what made it */
+    ACTION_APP_CHECKPOINT,   /* name: the snapshot attempt's handle; time_ms: the deadline.
+                                Ask the application in the pod status.podName names to write
+                                its checkpoint (the class's checkpoint.request), unless a
+                                request for this attempt is already in flight or answered */
 };
 
 struct action {

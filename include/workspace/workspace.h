@@ -89,6 +89,13 @@ struct workspace_snapshot {
     char *pod_spec_hash;
     char *message;
     char *home_claim_uid; /* the home claim the pod used: restored only onto it */
+    /* status.snapshot.appCheckpoint: the application asked to write its
+     * checkpoint before the attempt named here (docs/snapshots.md). */
+    char *checkpoint_attempt;        /* the attempt's handle it was asked for */
+    int64_t checkpoint_requested_ms; /* first asked */
+    int64_t checkpoint_answered_ms;  /* answered, or given up on at the timeout */
+    char *checkpoint_result;         /* "Written" | "Failed" | "Timeout" | NULL: waiting */
+    char *checkpoint_message;        /* why it failed, one line */
 };
 
 /* The claim that holds the workspace's home, and the last one lost

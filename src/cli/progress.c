@@ -116,6 +116,8 @@ static int observe_pause(struct progress *p, const cJSON *ws, int64_t now)
     }
     const char *snap = cond_reason(ws, "SnapshotReady");
     const char *ready = cond_reason(ws, "Ready");
+    if (streq(snap, "Checkpointing"))
+        return set(p, PROGRESS_PAUSING, "the application is writing its checkpoint");
     if (streq(snap, "InProgress"))
         return set(p, PROGRESS_PAUSING, "taking the snapshot");
     if (streq(snap, "Failed") || streq(snap, "Timeout"))

@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "activity/url_template.h"
 #include "controller/activity_tracker.h"
+#include "controller/app_checkpoint.h"
 #include "controller/events.h"
 #include "controller/expectations.h"
 #include "kube/informer.h"
@@ -56,6 +58,7 @@ struct reconciler {
     struct informer *ws_inf, *class_inf, *pod_inf, *pvc_inf;
     struct activity_tracker *activity;
     struct gke_snapshots *gke;
+    struct app_checkpoints *checkpoints; /* asking applications to write their checkpoint */
     struct node_cache *nodes; /* which accelerator a pod got; started with an accelerator class */
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
@@ -89,6 +92,8 @@ struct job {
     int64_t generation;
     cJSON *bodies[DECIDE_MAX_ACTIONS];  /* pods and claims to create */
     char *pod_uids[DECIDE_MAX_ACTIONS]; /* delete preconditions */
+    char *urls[DECIDE_MAX_ACTIONS];     /* AppCheckpoint: the request's URL, NULL: see errs */
+    char *errs[DECIDE_MAX_ACTIONS];     /* AppCheckpoint: why the URL could not be made */
     size_t next;
     int finalizer_add;        /* for the finalizer get -> patch step */
     uint64_t noticed_us;      /* when the change that led to this reconcile arrived, 0: unknown */
@@ -436,6 +441,8 @@ static void job_free(struct job *j)
     for (size_t i = 0; i < DECIDE_MAX_ACTIONS; i++) {
         cJSON_Delete(j->bodies[i]);
         free(j->pod_uids[i]);
+        free(j->urls[i]);
+        free(j->errs[i]);
     }
     decide_output_clear(&j->out);
     workspace_status_clear(j->read);
@@ -877,6 +884,45 @@ static enum kube_priority action_priority(enum action_type t)
     }
 }
 
+/* Asks the application to write its checkpoint; the answer comes back
+ * through the tracker, which queues the key. Started is done: the action
+ * does not wait for the answer. */
+static void app_checkpoint_run(struct job *j, const struct action *a)
+{
+    struct reconciler *r = j->r;
+    const struct workspace_class *cls = NULL;
+    const struct cache_entry *we = informer_get(r->ws_inf, j->ns, j->name);
+    const struct workspace *ws = we ? we->obj : NULL;
+    const struct cache_entry *ce =
+        ws && ws->class_name ? informer_get(r->class_inf, NULL, ws->class_name) : NULL;
+    cls = ce ? ce->obj : NULL;
+    int e = 0;
+    if (!j->urls[j->next] || !cls || !cls->checkpoint_request.method) {
+        e = app_checkpoints_refuse(r->checkpoints, j->key, a->name,
+                                   j->errs[j->next] ? j->errs[j->next] : "no URL for the pod");
+    } else {
+        int64_t left = a->time_ms - r->now_ms(r->now_data);
+        struct app_checkpoint_call call = {
+            .key = j->key,
+            .attempt = a->name,
+            .method = cls->checkpoint_request.method,
+            .url = j->urls[j->next],
+            .timeout_ms = left < 1000 ? 1000 : left,
+        };
+        e = app_checkpoints_ask(r->checkpoints, &call);
+        if (e == -EINVAL)
+            e = app_checkpoints_refuse(r->checkpoints, j->key, a->name, "the URL is not usable");
+        else if (e == 0)
+            log_info("asking the application to write its checkpoint", "workspace", j->key,
+                     "attempt", a->name);
+    }
+    if (e < 0) {
+        action_failed(j, 0, log_errno_str(e));
+        return;
+    }
+    action_succeeded(j);
+}
+
 static void run_next(struct job *j)
 {
     struct reconciler *r = j->r;
@@ -953,6 +999,9 @@ static void run_next(struct job *j)
         j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j);
         if (!j->begin)
             action_not_started(j);
+        return;
+    case ACTION_APP_CHECKPOINT:
+        app_checkpoint_run(j, a);
         return;
     case ACTION_SNAPSHOT_DELETE:
         /* The PodSnapshot only: its trigger goes when it is gone. */
@@ -1045,6 +1094,7 @@ static void reconcile(struct reconciler *r, const char *key)
         workspace_pod_free(strmap_remove(&r->gone_pods, key));
         expectations_forget(&r->own_writes, key);
         activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
+        app_checkpoints_forget(r->checkpoints, key);
         /* Deleted: the garbage collector takes what it owned; snapshot
          * triggers go as their PodSnapshots do. */
         if (j->ns)
@@ -1145,6 +1195,7 @@ static void reconcile(struct reconciler *r, const char *key)
         .pod_node_absent = ws->status.node_name &&
                            node_cache_lookup(r->nodes, ws->status.node_name) == NODE_ABSENT,
         .restore_check = activity_tracker_restore_check(r->activity, key),
+        .app_checkpoint = app_checkpoints_seen(r->checkpoints, key),
     };
     if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
         job_finish(j, 1);
@@ -1183,7 +1234,23 @@ static void reconcile(struct reconciler *r, const char *key)
                                                                         a->capacity_fallback});
         else if (a->type == ACTION_SNAPSHOT_BEGIN)
             j->bodies[i] = gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name);
-        else if (a->type == ACTION_DELETE_POD) {
+        else if (a->type == ACTION_APP_CHECKPOINT && cls) {
+            const struct workspace_pod *pod = NULL;
+            for (size_t k = 0; k < n_pods && j->out.status.pod_name; k++)
+                if (strcmp(pods[k]->name, j->out.status.pod_name) == 0)
+                    pod = pods[k];
+            struct template_vars vars = {pod ? pod->pod_ip : NULL, cls->port, ws->ns, ws->name,
+                                         pod ? pod->name : NULL};
+            int e = pod ? url_template_expand(cls->checkpoint_request.url_template, &vars,
+                                              &j->urls[i], &j->errs[i])
+                        : -ENOENT;
+            if (e == -ENOMEM) {
+                job_finish(j, 1);
+                return;
+            }
+            if (e == -EAGAIN || e == -ENOENT)
+                j->errs[i] = strdup(e == -EAGAIN ? "the pod has no IP yet" : "the pod is gone");
+        } else if (a->type == ACTION_DELETE_POD) {
             for (size_t k = 0; k < n_pods; k++)
                 if (strcmp(pods[k]->name, a->name) == 0 && pods[k]->uid)
                     j->pod_uids[i] = strdup(pods[k]->uid);
@@ -1308,6 +1375,8 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     if (e == 0)
         e = gke_snapshots_new(loop, client, r->ns, on_activity, r, &r->gke);
     if (e == 0)
+        e = app_checkpoints_new(loop, r->now_ms, r->now_data, on_activity, r, &r->checkpoints);
+    if (e == 0)
         e = node_cache_new(loop, client, on_node_change, r, &r->nodes);
     if (e == 0)
         e = informer_new(loop, client, &wo, &r->ws_inf);
@@ -1348,6 +1417,7 @@ void reconciler_close(struct reconciler *r)
     informer_free(r->pvc_inf);
     workqueue_driver_close(r->queue);
     activity_tracker_close(r->activity);
+    app_checkpoints_close(r->checkpoints);
     gke_snapshots_free(r->gke);
     node_cache_free(r->nodes);
     void *v;

@@ -68,7 +68,9 @@ int http_get_start(struct curl_loop *cl, const struct http_get_request *req, htt
                    void *data, struct http_get **ret_get)
 {
     if (!cl || !req || !cb || !ret_get || !req->url || !url_allowed(req->url) ||
-        req->timeout_ms <= 0 || req->connect_timeout_ms < 0 || req->max_body == 0)
+        req->timeout_ms <= 0 || req->connect_timeout_ms < 0 || req->max_body == 0 ||
+        (req->method && strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0 &&
+         strcmp(req->method, "PUT") != 0))
         return -EINVAL;
     struct http_get *g = calloc(1, sizeof(*g));
     if (!g)
@@ -98,7 +100,16 @@ int http_get_start(struct curl_loop *cl, const struct http_get_request *req, htt
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK)
         goto fail;
-    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    if (!req->method || strcmp(req->method, "GET") == 0) {
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+    } else {
+        /* An empty body: the request itself is the message. */
+        if (curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, "") != CURLE_OK ||
+            (strcmp(req->method, "PUT") == 0 &&
+             curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "PUT") != CURLE_OK))
+            goto fail;
+    }
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect);

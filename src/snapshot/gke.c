@@ -507,7 +507,7 @@ static cJSON *policy_build(const struct workspace *ws, const struct workspace_cl
                                  c->snapshot.storage_config_name ? c->snapshot.storage_config_name
                                                                  : "") ||
         !cJSON_AddStringToObject(trig, "type", "manual") ||
-        !cJSON_AddStringToObject(trig, "postCheckpoint", "resume") ||
+        !cJSON_AddStringToObject(trig, "postCheckpoint", "stop") ||
         !cJSON_AddStringToObject(spec, "snapshotScope", "whole-pod") ||
         !cJSON_AddStringToObject(ret, "lastAccessTimeout", retention)) {
         cJSON_Delete(o);

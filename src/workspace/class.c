@@ -16,6 +16,8 @@
 #define DEFAULT_PRODUCT_LABEL "nvidia.com/gpu.product"
 #define DEFAULT_MOUNT_PATH "/home/jovyan"
 #define DEFAULT_CHECKPOINT_DIR "/.hibernator/checkpoint"
+#define DEFAULT_CHECKPOINT_TIMEOUT_MS 60000
+#define MAX_CHECKPOINT_TIMEOUT_MS 3600000
 #define DEFAULT_CHECKPOINT_ENV "HIBERNATOR_CHECKPOINT_PATH"
 #define DEFAULT_PAUSE_GRACE_SECONDS 60
 #define DEFAULT_CAPACITY_TIMEOUT "30m"
@@ -393,6 +395,35 @@ static int decode_home(struct decoder *d, const cJSON *spec, struct workspace_cl
     return 0;
 }
 
+static int get_duration(struct decoder *d, const cJSON *obj, const char *name, const char *field,
+                        int64_t dflt_ms, int64_t *ret_ms);
+
+/* spec.checkpoint.request: absent, nothing is asked before a snapshot. */
+static int decode_checkpoint_request(struct decoder *d, const cJSON *cp, struct workspace_class *c)
+{
+    static const char *const methods[] = {"POST", "PUT"};
+    struct checkpoint_request *r = &c->checkpoint_request;
+    const cJSON *req = cp ? get_object(d, cp, "request", "spec.checkpoint.request") : NULL;
+    if (d->rc < 0 || !req)
+        return d->rc;
+    int m = 0;
+    if (get_string(d, req, "url", "spec.checkpoint.request.url", 1, NULL, &r->url_template) < 0 ||
+        get_enum(d, req, "method", "spec.checkpoint.request.method", methods, 2, 0, &m) < 0 ||
+        get_duration(d, req, "timeout", "spec.checkpoint.request.timeout",
+                     DEFAULT_CHECKPOINT_TIMEOUT_MS, &r->timeout_ms) < 0)
+        return d->rc;
+    if (!(r->method = strdup(methods[m])))
+        return decoder_oom(d);
+    if (strncmp(r->url_template, "http://", 7) != 0 && strncmp(r->url_template, "https://", 8) != 0)
+        return decoder_fail(
+            d, -EINVAL, "spec.checkpoint.request.url: \"%s\" must start with http:// or https://",
+            r->url_template);
+    if (r->timeout_ms < 1000 || r->timeout_ms > MAX_CHECKPOINT_TIMEOUT_MS)
+        return decoder_fail(d, -EINVAL,
+                            "spec.checkpoint.request.timeout: must be between 1s and 1h");
+    return 0;
+}
+
 static int decode_checkpoint(struct decoder *d, const cJSON *spec, struct workspace_class *c)
 {
     const cJSON *cp = get_object(d, spec, "checkpoint", "spec.checkpoint");
@@ -407,7 +438,7 @@ static int decode_checkpoint(struct decoder *d, const cJSON *spec, struct worksp
     if (d->rc < 0 || get_string(d, cp, "envVar", "spec.checkpoint.envVar", 0,
                                 DEFAULT_CHECKPOINT_ENV, &c->checkpoint_env) < 0)
         return d->rc;
-    return 0;
+    return decode_checkpoint_request(d, cp, c);
 }
 
 static int decode_timing(struct decoder *d, const cJSON *spec, struct workspace_class *c)
@@ -751,6 +782,8 @@ void workspace_class_free(struct workspace_class *c)
     free(c->home_mount_path);
     free(c->checkpoint_path);
     free(c->checkpoint_env);
+    free(c->checkpoint_request.url_template);
+    free(c->checkpoint_request.method);
     free(c->activity.url_template);
     free(c->activity.token_secret_name);
     free(c->activity.token_secret_key);

@@ -347,6 +347,8 @@ static int falls_back(const struct workspace_class *c)
 
 static size_t snapshot_retention(struct decider *d, int deleting);
 static int snapshot_current(const struct workspace_status *st);
+static int snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
+                            const struct workspace_status *st);
 static void snapshot_settle(struct decider *d);
 static void requeue_at(struct decider *d, int64_t at_ms);
 
@@ -560,6 +562,11 @@ static void sort_pods(struct decider *d, int may_delete)
     for (size_t i = 0; i < in->n_pods && n_extra < MAX_EXTRA_DELETES; i++) {
         const struct workspace_pod *p = in->pods[i];
         if (p->name && !p->deletion_ms && pod_has_stopped(p)) {
+            /* Completed by its own snapshot (postCheckpoint: stop):
+             * deleted by decide_pause() once the snapshot is settled. */
+            if (d->ws->paused && in_pause(d->st) && snapshot_current(d->st) &&
+                snapshot_stopped(d, p, d->st))
+                continue;
             delete_pod(d, p, 0);
             /* The pod the status names is an interruption: PodInterrupted
              * says it (note_interruption()). */
@@ -680,6 +687,10 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
     const struct workspace_status *old = d->old;
     const struct workspace_class *c = d->cls;
     if (d->ws->paused || in_pause(old))
+        return 1;
+    /* Completed by the pause's snapshot (postCheckpoint: stop) after a
+     * resume was asked for: the snapshot stopped it, no interruption. */
+    if (p && snapshot_stopped(d, p, old))
         return 1;
     /* The pause's pod, still named while its resume has created none. */
     if (resume_in_progress(old) && !old->last_resume.pod_created_ms)
@@ -1827,12 +1838,102 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     requeue_at(d, d->now + d->cls->snapshot.timeout_ms);
 }
 
+/* Before each attempt of a pause's snapshot the application is asked to
+ * write its checkpoint (the class's checkpoint.request), and the snapshot
+ * waits for the answer up to the request's timeout: the checkpoint is then
+ * on the home volume before the memory snapshot, and the snapshot's
+ * postCheckpoint: stop keeps anything from writing there after it. A
+ * failed or unanswered request is reported and the snapshot is taken all
+ * the same: the snapshot holds the session; the files keep what the
+ * application saved last on its own. The answer is recorded in
+ * status.snapshot.appCheckpoint before the snapshot starts, so a
+ * controller that restarts in between decides on the record. */
+static void snapshot_prepare(struct decider *d, const struct workspace_pod *p, int64_t attempt)
+{
+    const struct checkpoint_request *cr = &d->cls->checkpoint_request;
+    struct workspace_snapshot *sn = &d->st->snapshot;
+    if (!cr->url_template) {
+        snapshot_begin(d, p, attempt);
+        return;
+    }
+    char handle[NAMES_SIZE];
+    if (names_snapshot_handle(d->ws->name, d->st->pauses, attempt, handle) < 0) {
+        failed(d, -EINVAL);
+        return;
+    }
+    if (!streq(sn->checkpoint_attempt, handle)) {
+        set_string(d, &sn->checkpoint_attempt, handle);
+        sn->checkpoint_requested_ms = d->now;
+        sn->checkpoint_answered_ms = 0;
+        set_string(d, &sn->checkpoint_result, NULL);
+        set_string(d, &sn->checkpoint_message, NULL);
+    }
+    if (!sn->checkpoint_result) {
+        const struct app_checkpoint_seen *seen = d->in->app_checkpoint;
+        if (seen && !streq(seen->attempt, handle))
+            seen = NULL;
+        int64_t deadline = sn->checkpoint_requested_ms + cr->timeout_ms;
+        char limit[32], msg[MAX_MESSAGE];
+        format_duration(cr->timeout_ms, limit, sizeof(limit));
+        if (seen && seen->answered) {
+            int64_t at = seen->answered_ms;
+            sn->checkpoint_answered_ms = at < sn->checkpoint_requested_ms
+                                             ? sn->checkpoint_requested_ms
+                                         : at > d->now ? d->now
+                                                       : at;
+            set_string(d, &sn->checkpoint_result, seen->written ? "Written" : "Failed");
+            snprintf(msg, sizeof(msg), "%s",
+                     seen->message && seen->message[0] ? seen->message : "no reason given");
+        } else if (d->now >= deadline) {
+            sn->checkpoint_answered_ms = d->now;
+            set_string(d, &sn->checkpoint_result, "Timeout");
+            snprintf(msg, sizeof(msg), "no answer within %s", limit);
+        } else {
+            /* A request this process does not know (none made yet, or made
+             * before a restart) is made; one in flight is waited for. */
+            struct action *a = seen ? NULL : push(d, ACTION_APP_CHECKPOINT, handle);
+            if (a)
+                a->time_ms = deadline;
+            condition(d, COND_SNAPSHOT, COND_FALSE, "Checkpointing",
+                      "asking the application in pod %s to write its checkpoint before snapshot "
+                      "%s (at most %s)",
+                      p->name, handle, limit);
+            requeue_at(d, deadline);
+            return;
+        }
+        if (!streq(sn->checkpoint_result, "Written")) {
+            workspace_message_one_line(msg);
+            set_string(d, &sn->checkpoint_message, msg);
+            int failed_answer = streq(sn->checkpoint_result, "Failed");
+            transition_event(d, handle, "Warning",
+                             failed_answer ? "CheckpointFailed" : "CheckpointTimeout",
+                             "the application in pod %s did not confirm its checkpoint before "
+                             "snapshot %s: %s; taking the snapshot anyway (a resume from files "
+                             "gets what the application saved last on its own)",
+                             p->name, handle, msg);
+        }
+    }
+    snapshot_begin(d, p, attempt);
+}
+
 /* The pause's attempt: status.snapshot was started for the open pause (or
  * the last one). */
 static int snapshot_current(const struct workspace_status *st)
 {
     const struct workspace_snapshot *sn = &st->snapshot;
     return sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
+}
+
+/* p completed (phase Succeeded) after a snapshot of it was asked for, with
+ * a backend whose snapshots stop the pod (GKE: postCheckpoint: stop): the
+ * snapshot ended it, not a failure or an eviction. */
+static int snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
+                            const struct workspace_status *st)
+{
+    const struct workspace_snapshot *sn = &st->snapshot;
+    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && p && p->name &&
+           streq(p->phase, "Succeeded") && streq(p->name, st->pod_name) && sn->attempt &&
+           sn->requested_ms && (!p->created_ms || sn->requested_ms >= p->created_ms);
 }
 
 /* The backend's view of status.snapshot.attempt, NULL: nothing seen. */
@@ -1934,7 +2035,7 @@ static int snapshot_allows_delete(struct decider *d, const struct workspace_pod 
     if (!running)
         return 1; /* nothing running, nothing to keep */
     if (!current) {
-        snapshot_begin(d, p, 1);
+        snapshot_prepare(d, p, 1);
         return 0;
     }
     if (streq(sn->phase, "Ready"))
@@ -1946,7 +2047,7 @@ static int snapshot_allows_delete(struct decider *d, const struct workspace_pod 
     /* Retry: a new attempt once retryAfter has passed since the failure. */
     int64_t failed_at = sn->failed_ms ? sn->failed_ms : d->now;
     if (d->now >= failed_at + sc->retry_after_ms)
-        snapshot_begin(d, p, sn->attempts + 1);
+        snapshot_prepare(d, p, sn->attempts + 1);
     else
         requeue_at(d, failed_at + sc->retry_after_ms);
     return 0;
@@ -2040,6 +2141,27 @@ static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p
     return at < d->now ? at : d->now;
 }
 
+/* The pause's memory snapshot is Ready. */
+static int snapshot_kept(const struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && in_pause(st) &&
+           snapshot_current(st) && streq(st->snapshot.phase, "Ready");
+}
+
+/* The pause's pod, completed by its snapshot and not yet deleted. */
+static const struct workspace_pod *stopped_by_snapshot(const struct decider *d)
+{
+    if (!in_pause(d->st))
+        return NULL;
+    for (size_t i = 0; i < d->in->n_pods; i++) {
+        const struct workspace_pod *p = d->in->pods[i];
+        if (!p->deletion_ms && snapshot_stopped(d, p, d->st) && snapshot_current(d->st))
+            return p;
+    }
+    return NULL;
+}
+
 static void decide_pause(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -2092,13 +2214,34 @@ static void decide_pause(struct decider *d)
         return;
     }
     if (p) {
-        /* A pod that never got a node holds nothing worth a grace period. */
-        int64_t grace = pod_is_scheduled(p) ? grace_seconds(d) : 0;
+        /* A pod that never got a node holds nothing worth a grace period.
+         * Nor one whose memory snapshot is Ready: what it wrote to home
+         * after the snapshot (a checkpoint on SIGTERM) would not match the
+         * memory a resume restores, and the restore would fail. */
+        int64_t grace = pod_is_scheduled(p) && !snapshot_kept(d) ? grace_seconds(d) : 0;
         own_delete_pod(d, p, grace);
         if (in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
         condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", p->name);
+        return;
+    }
+    const struct workspace_pod *done = stopped_by_snapshot(d);
+    if (done && !streq(st->snapshot.phase, "InProgress")) {
+        /* Completed by its snapshot, which is settled now: the pod goes. */
+        own_delete_pod(d, done, 0);
+        if (in_pause(st) && !st->last_pause.pod_deleted_ms)
+            st->last_pause.pod_deleted_ms = d->now;
+        st->state = WS_STATE_PAUSING;
+        condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", done->name);
+        return;
+    }
+    if (done) {
+        st->state = WS_STATE_PAUSING;
+        condition(d, COND_READY, COND_FALSE, "Snapshotting",
+                  "pod %s completed at its snapshot's checkpoint; it is removed once the "
+                  "snapshot is ready",
+                  done->name);
         return;
     }
     if (d->n_leaving) {
@@ -2451,6 +2594,8 @@ const char *action_type_name(enum action_type t)
         return "Event";
     case ACTION_AUTO_PAUSE:
         return "AutoPause";
+    case ACTION_APP_CHECKPOINT:
+        return "AppCheckpoint";
     case ACTION_SNAPSHOT_BEGIN:
         return "SnapshotBegin";
     case ACTION_SNAPSHOT_DELETE:

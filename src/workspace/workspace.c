@@ -217,6 +217,13 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
         json_dup_optional(json_string(sn, "message"), &snap->message) < 0 ||
         json_dup_optional(json_string(sn, "homeClaimUID"), &snap->home_claim_uid) < 0)
         goto oom;
+    const cJSON *ac = json_member(sn, "appCheckpoint");
+    snap->checkpoint_requested_ms = json_time_ms(ac, "requestedAt");
+    snap->checkpoint_answered_ms = json_time_ms(ac, "answeredAt");
+    if (json_dup_optional(json_string(ac, "attempt"), &snap->checkpoint_attempt) < 0 ||
+        json_dup_optional(json_string(ac, "result"), &snap->checkpoint_result) < 0 ||
+        json_dup_optional(json_string(ac, "message"), &snap->checkpoint_message) < 0)
+        goto oom;
 
     const cJSON *act = json_member(st, "activity");
     struct workspace_activity *a = &s->activity;
@@ -709,6 +716,13 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_str(&w, sn, "podSpecHash", snap->pod_spec_hash);
     put_str(&w, sn, "message", snap->message);
     put_str(&w, sn, "homeClaimUID", snap->home_claim_uid);
+    cJSON *ac = put_obj(&w, sn, "appCheckpoint");
+    put_str(&w, ac, "attempt", snap->checkpoint_attempt);
+    put_time(&w, ac, "requestedAt", snap->checkpoint_requested_ms);
+    put_time(&w, ac, "answeredAt", snap->checkpoint_answered_ms);
+    put_str(&w, ac, "result", snap->checkpoint_result);
+    put_str(&w, ac, "message", snap->checkpoint_message);
+    drop_if_empty(sn, "appCheckpoint");
     drop_if_empty(o, "snapshot");
 
     const struct workspace_activity *a = &s->activity;
@@ -798,6 +812,9 @@ void workspace_status_clear(struct workspace_status *s)
     free(s->snapshot.pod_spec_hash);
     free(s->snapshot.message);
     free(s->snapshot.home_claim_uid);
+    free(s->snapshot.checkpoint_attempt);
+    free(s->snapshot.checkpoint_result);
+    free(s->snapshot.checkpoint_message);
     free(s->pod_uid);
     free(s->deleted_pod);
     free(s->home.claim_uid);
@@ -879,6 +896,8 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
     c.snapshot.attempt = c.snapshot.name = c.snapshot.phase = NULL;
     c.snapshot.node_name = c.snapshot.gpu_product = c.snapshot.pod_spec_hash = NULL;
     c.snapshot.message = c.snapshot.home_claim_uid = c.pod_uid = c.deleted_pod = NULL;
+    c.snapshot.checkpoint_attempt = c.snapshot.checkpoint_result = NULL;
+    c.snapshot.checkpoint_message = NULL;
     c.home.claim_uid = c.home.lost_claim_uid = c.home.fresh_pod = NULL;
     c.last_interruption = (struct workspace_interruption){.at_ms = src->last_interruption.at_ms};
     c.conditions = NULL;
@@ -903,6 +922,9 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
         json_dup_optional(src->snapshot.pod_spec_hash, &c.snapshot.pod_spec_hash) < 0 ||
         json_dup_optional(src->snapshot.message, &c.snapshot.message) < 0 ||
         json_dup_optional(src->snapshot.home_claim_uid, &c.snapshot.home_claim_uid) < 0 ||
+        json_dup_optional(src->snapshot.checkpoint_attempt, &c.snapshot.checkpoint_attempt) < 0 ||
+        json_dup_optional(src->snapshot.checkpoint_result, &c.snapshot.checkpoint_result) < 0 ||
+        json_dup_optional(src->snapshot.checkpoint_message, &c.snapshot.checkpoint_message) < 0 ||
         json_dup_optional(src->pod_uid, &c.pod_uid) < 0 ||
         json_dup_optional(src->deleted_pod, &c.deleted_pod) < 0 ||
         json_dup_optional(src->home.claim_uid, &c.home.claim_uid) < 0 ||

@@ -6,7 +6,8 @@
  * back what the simulator made of them: the PodSnapshot with its labels,
  * finalizer and conditions in the right order, the trigger's outcome, every
  * failure mode, restores (explicit, implicit, refused), crash loops,
- * deletion through the finalizer, retention, postCheckpoint: stop, the
+ * deletion through the finalizer, retention, postCheckpoint: stop, a restore
+ * over a home written after its checkpoint (crash-loops), the
  * admission policy that keeps PodSnapshots GKE's, and a restart halfway
  * through a checkpoint.
  */
@@ -28,6 +29,7 @@
 #include "harness.h"
 #include "kube/informer.h"
 #include "util/log.h"
+#include "util/timefmt.h"
 #include "workspaces.h"
 
 #define STORAGE_BUCKET "it-sim-bucket"
@@ -718,6 +720,137 @@ static void test_post_checkpoint_stop(void **state)
     cJSON_Delete(wait_path("pod stop-1", "status.phase", "Succeeded", 20000));
 }
 
+/* A pod of the given policy's label mounting claim (created here), Ready. */
+static void make_pod_with_home(const char *name, const char *labels, const char *claim,
+                               const char *image)
+{
+    assert_int_equal(harness_apply("apiVersion: v1\nkind: PersistentVolumeClaim\n"
+                                   "metadata: {name: %s, namespace: %s}\n"
+                                   "spec: {accessModes: [ReadWriteOnce], "
+                                   "resources: {requests: {storage: 1Mi}}}\n",
+                                   claim, ns),
+                     0);
+    assert_int_equal(
+        harness_apply("apiVersion: v1\nkind: Pod\n"
+                      "metadata:\n  name: %s\n  namespace: %s\n  labels: {%s}\n"
+                      "spec:\n"
+                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                      "effect: NoSchedule}]\n"
+                      "  volumes: [{name: home, persistentVolumeClaim: {claimName: %s}}]\n"
+                      "  containers: [{name: main, image: \"%s\", "
+                      "volumeMounts: [{name: home, mountPath: /home/u}]}]\n",
+                      name, ns, labels, claim, image),
+        0);
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s wait --for=condition=Ready pod/%s --timeout=60s", ns, name),
+        0);
+}
+
+/* The claim's home-written-at mark ("" when none); the caller frees it. */
+static char *claim_written(const char *claim)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get pvc %s -o jsonpath='{.metadata.annotations."
+                    "simulator\\.hibernator\\.dev/home-written-at}'",
+                    ns, claim);
+    return out ? out : strdup("");
+}
+
+/* A pod from the same spec, restoring from snapshot: whether it crash-loops. */
+static int restore_crashes(const char *name, const char *labels, const char *claim,
+                           const char *image, const char *snapshot)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: v1\nkind: Pod\n"
+                      "metadata:\n  name: %s\n  namespace: %s\n  labels: {%s}\n"
+                      "  annotations: {podsnapshot.gke.io/ps-name: %s}\n"
+                      "spec:\n"
+                      "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
+                      "effect: NoSchedule}]\n"
+                      "  volumes: [{name: home, persistentVolumeClaim: {claimName: %s}}]\n"
+                      "  containers: [{name: main, image: \"%s\", "
+                      "volumeMounts: [{name: home, mountPath: /home/u}]}]\n",
+                      name, ns, labels, snapshot, claim, image),
+        0);
+    char what[200];
+    snprintf(what, sizeof(what), "pod %s", name);
+    cJSON_Delete(wait_cond(what, "PodRestored", "True", NULL, 30000));
+    usleep(1000 * 1000);
+    cJSON *pod = get_json(what);
+    const cJSON *cs = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "status"),
+                                         "containerStatuses"),
+        0);
+    const char *waiting = str_at(cs, "state.waiting.reason");
+    int crashes = waiting && strcmp(waiting, "CrashLoopBackOff") == 0;
+    print_message("  %s: PodRestored, then %s\n", name, crashes ? "CrashLoopBackOff" : "running");
+    cJSON_Delete(pod);
+    return crashes;
+}
+
+/*
+ * The old pause order: postCheckpoint resume, the snapshot Ready, then the
+ * pod deleted with a grace period, in which an application that saves on
+ * SIGTERM writes its home (the simulator plays it and marks the claim). The
+ * restore over the changed home crash-loops, as GKE's did in
+ * gke-labs/pod-migration#15.
+ */
+static void test_home_written_after_checkpoint(void **state)
+{
+    (void)state;
+    char name[128];
+    make_pod_with_home("hw-src", "app: nb", "hw-home", "it.invalid/home:1");
+    snapshot_of("t-hw-src", "hw-src", name);
+    char what[200];
+    snprintf(what, sizeof(what), "podsnapshot %s", name);
+    cJSON_Delete(wait_cond(what, "Ready", "True", "AllSnapshotsAvailable", 30000));
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s delete pod hw-src --grace-period=30 --wait=true", ns), 0);
+    uint64_t end = harness_now_ms() + 10000;
+    char *written = claim_written("hw-home");
+    while (!written[0] && harness_now_ms() < end) {
+        free(written);
+        usleep(100 * 1000);
+        written = claim_written("hw-home");
+    }
+    print_message("  hw-home written at %s\n", written[0] ? written : "(never)");
+    assert_true(written[0] != '\0');
+    free(written);
+    assert_true(restore_crashes("hw-dst", "app: nb", "hw-home", "it.invalid/home:1", name));
+}
+
+/* The new order: postCheckpoint stop. The pod completes at its checkpoint
+ * and writes nothing when deleted; the home the test's stand-in wrote
+ * before the checkpoint does not matter; the restore runs. */
+static void test_home_untouched_after_stop(void **state)
+{
+    (void)state;
+    char name[128];
+    make_pod_with_home("hs-src", "app: stop", "hs-home", "it.invalid/home:2");
+    /* the application's own checkpoint, written before the snapshot */
+    char when[TIMEFMT_RFC3339_MICRO_SIZE];
+    assert_int_equal(
+        timefmt_format_rfc3339_micro((int64_t)harness_now_ms() - 1000, when, sizeof(when)), 0);
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s annotate pvc hs-home "
+                                     "simulator.hibernator.dev/home-written-at=%s",
+                                     ns, when),
+                     0);
+    snapshot_of("t-hs-src", "hs-src", name);
+    char what[200];
+    snprintf(what, sizeof(what), "podsnapshot %s", name);
+    cJSON_Delete(wait_cond(what, "Ready", "True", "AllSnapshotsAvailable", 30000));
+    cJSON_Delete(wait_path("pod hs-src", "status.phase", "Succeeded", 20000));
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s delete pod hs-src --grace-period=30 --wait=true", ns), 0);
+    usleep(1000 * 1000);
+    char *out = claim_written("hs-home");
+    assert_string_equal(out, when); /* nothing wrote it since */
+    free(out);
+    assert_false(restore_crashes("hs-dst", "app: stop", "hs-home", "it.invalid/home:2", name));
+}
+
 static void test_policy_status(void **state)
 {
     (void)state;
@@ -1156,6 +1289,8 @@ int main(void)
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_stuck_finalizer),
         cmocka_unit_test(test_post_checkpoint_stop),
+        cmocka_unit_test(test_home_written_after_checkpoint),
+        cmocka_unit_test(test_home_untouched_after_stop),
         cmocka_unit_test(test_policy_status),
         cmocka_unit_test(test_admission),
         cmocka_unit_test(test_restart),

@@ -7,6 +7,12 @@
  *   - the GPU cycle: pause → trigger → PodSnapshot Ready → only then the pod
  *     is deleted → GPU free → resume with the snapshot → restored
  *     FromSnapshot on the same GPU product;
+ *   - the pause's order: the application asked to write its checkpoint
+ *     (tests/tools/fake_activity stands in) and answering before the trigger
+ *     exists, the policy's postCheckpoint: stop, the pod Completed and then
+ *     deleted after Ready, never while running; nothing written home after
+ *     the snapshot (the simulator would make the restore crash-loop); a
+ *     checkpoint endpoint that hangs cut at its timeout and reported;
  *   - the checkpoint fails: the pod is NOT deleted (Retry), or the pause
  *     completes without memory (PauseWithoutMemory);
  *   - a restore is reported FromSnapshot only once the restored application
@@ -59,6 +65,18 @@ static char v100_node[64], l4_node[64];
 /* The restore check's stand-in application (tests/tools/fake_activity). */
 static pid_t app_pid;
 static int app_port;
+/* Stand-ins for the application's checkpoint endpoint (tests/tools/
+ * fake_activity): one answers at once, one hangs. */
+struct stand_in {
+    pid_t pid;
+    int port;
+};
+static struct stand_in app_ok, app_hang;
+/* A kubectl watch a failed test may leave running; stopped by the next
+ * test's set-up and the teardown. */
+static pid_t pod_watch;
+
+#define HOME_WRITTEN "simulator.hibernator.dev/home-written-at"
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -141,7 +159,299 @@ static void set_mode(const char *pod, const char *mode)
                      0);
 }
 
+static int count_events(const char *name, const char *reason);
+
+/* ---- the application's checkpoint ------------------------------------------ */
+
+static void stand_in_start(struct stand_in *a)
+{
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    a->pid = fork();
+    assert_true(a->pid >= 0);
+    if (a->pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        execl(FAKE_ACTIVITY_BIN, FAKE_ACTIVITY_BIN, "--port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    char line[64] = "";
+    size_t n = 0;
+    while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
+        n++;
+    line[n] = '\0';
+    close(out[0]);
+    assert_int_equal(sscanf(line, "port=%d", &a->port), 1);
+}
+
+static void stand_in_stop(struct stand_in *a)
+{
+    if (a->pid > 0) {
+        kill(a->pid, SIGTERM);
+        waitpid(a->pid, NULL, 0);
+        a->pid = 0;
+    }
+}
+
+static void stand_in_mode(const struct stand_in *a, const char *body)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "curl -sf -X PUT -H 'Content-Type: application/json' -d '%s' "
+             "http://127.0.0.1:%d/control/mode >/dev/null",
+             body, a->port);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* The stand-in's checkpoint record: first arrival and last "written"
+ * answer, Unix ms (0: none). */
+static void stand_in_checkpoint(const struct stand_in *a, int64_t *first, int64_t *written)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "curl -sf http://127.0.0.1:%d/control/stats", a->port);
+    FILE *f = popen(cmd, "r");
+    assert_non_null(f);
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    pclose(f);
+    cJSON *st = cJSON_Parse(buf);
+    assert_non_null(st);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(st, "checkpoint");
+    *first = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "firstAt"));
+    *written = (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(c, "writtenAt"));
+    cJSON_Delete(st);
+}
+
+static int64_t time_of(const char *rfc3339)
+{
+    int64_t ms = 0;
+    return rfc3339 && timefmt_parse_rfc3339(rfc3339, &ms) == 0 ? ms : 0;
+}
+
+/* A kubectl watch of one pod's phase and deletion, into a file. */
+static void watch_pod(const char *pod, const char *file)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            _exit(127);
+        dup2(fd, 1);
+        char sel[300];
+        snprintf(sel, sizeof(sel), "metadata.name=%s", pod);
+        execlp("kubectl", "kubectl", "--kubeconfig", harness_kubeconfig(), "-n", ns, "get", "pods",
+               "--field-selector", sel, "-w", "-o",
+               "jsonpath={.status.phase} {.metadata.deletionTimestamp}{\"\\n\"}", (char *)NULL);
+        _exit(127);
+    }
+    usleep(500 * 1000); /* the watch is set up */
+    pod_watch = pid;
+}
+
+static void watch_stop(void)
+{
+    if (pod_watch > 0) {
+        kill(pod_watch, SIGTERM);
+        waitpid(pod_watch, NULL, 0);
+        pod_watch = 0;
+    }
+}
+
+/* What the watch saw, one "phase deletionTimestamp" line per change. */
+static char *watch_end(const char *file)
+{
+    watch_stop();
+    FILE *f = fopen(file, "r");
+    assert_non_null(f);
+    char *text = calloc(1, 65536);
+    assert_non_null(text);
+    size_t n = fread(text, 1, 65535, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* The home claim's last write as the simulator knows it, 0: none. */
+static int64_t home_written(const char *claim)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get pvc %s -o jsonpath='{.metadata.annotations."
+                    "simulator\\.hibernator\\.dev/home-written-at}'",
+                    ns, claim);
+    int64_t t = time_of(out);
+    free(out);
+    return t;
+}
+
 /* ---- tests ------------------------------------------------------------------- */
+
+/*
+ * The pause with memory, in order: the application is asked to write its
+ * checkpoint and answers (slowly) before the snapshot's trigger exists; the
+ * policy stops the pod at its checkpoint; the pod is Completed, never
+ * deleted while running, and deleted after Ready; the stand-in's write to
+ * home (at its checkpoint) is older than the snapshot, so the restore works.
+ */
+static void test_checkpoint_before_snapshot(void **state)
+{
+    (void)state;
+    stand_in_mode(&app_ok, "{\"delayMs\":1500}");
+    apply_ws("order", "it-cpu-ckpt", 0, NULL);
+    cJSON *ws = wait_state("order", "Running", 60000);
+    char pod[128], file[256];
+    snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+    cJSON_Delete(ws);
+    snprintf(file, sizeof(file), "/tmp/it-snapshot-watch-%d", (int)getpid());
+    watch_pod(pod, file);
+
+    set_paused("order", 1);
+    ws = wait_reason("order", "SnapshotReady", "Checkpointing", 30000);
+    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.attempt"), "order-p1-1");
+    cJSON_Delete(ws);
+    assert_int_equal(trigger_exists("order-p1-1"), 0); /* asked first, no trigger yet */
+
+    ws = wait_state("order", "Paused", 60000);
+    char *seen = watch_end(file);
+    unlink(file);
+    print_message("  the pod as watched:\n%s", seen);
+    int64_t first = 0, written = 0;
+    stand_in_checkpoint(&app_ok, &first, &written);
+    char *created = NULL;
+    harness_kubectl(&created,
+                    "-n %s get podsnapshotmanualtriggers order-p1-1 "
+                    "-o jsonpath={.metadata.creationTimestamp}",
+                    ns);
+    int64_t trigger_ms = time_of(created);
+    free(created);
+    print_message("  checkpoint asked %lld ms, written %lld ms, trigger created %lld ms (Unix)\n",
+                  (long long)first, (long long)written, (long long)trigger_ms);
+    /* the application answered before the trigger was made (its time is
+     * in whole seconds) */
+    assert_true(first > 0 && written >= first + 1400);
+    assert_true(trigger_ms >= written / 1000 * 1000);
+    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.result"), "Written");
+    assert_true(time_of(str_at(ws, "status.snapshot.appCheckpoint.answeredAt")) <=
+                time_of(str_at(ws, "status.snapshot.requestedAt")));
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    assert_true(time_of(str_at(ws, "status.lastPause.podDeletedAt")) >=
+                time_of(str_at(ws, "status.snapshot.readyAt")));
+    cJSON_Delete(ws);
+
+    /* the policy stops the pod at its checkpoint */
+    char *post = NULL;
+    harness_kubectl(&post,
+                    "-n %s get podsnapshotpolicies -o "
+                    "jsonpath='{range .items[*]}{.spec.triggerConfig.postCheckpoint}{\" \"}{end}'",
+                    ns);
+    print_message("  postCheckpoint of the namespace's policies: %s\n", post);
+    assert_non_null(strstr(post, "stop"));
+    assert_null(strstr(post, "resume"));
+    free(post);
+    /* Completed before its delete; never deleted while running */
+    assert_non_null(strstr(seen, "Succeeded \n"));
+    assert_null(strstr(seen, "Running 2"));
+    free(seen);
+    char *reasons = event_reasons("order");
+    assert_null(strstr(reasons, "PodInterrupted"));
+    assert_null(strstr(reasons, "PodStopped"));
+    assert_null(strstr(reasons, "Checkpoint"));
+    free(reasons);
+
+    /* The stand-in application wrote home at its checkpoint: before the
+     * snapshot. The restore finds the files its memory expects. */
+    char when[TIMEFMT_RFC3339_MICRO_SIZE];
+    assert_int_equal(timefmt_format_rfc3339_micro(written, when, sizeof(when)), 0);
+    assert_int_equal(harness_kubectl(NULL, "-n %s annotate pvc order-home %s=%s --overwrite", ns,
+                                     HOME_WRITTEN, when),
+                     0);
+    set_paused("order", 0);
+    ws = wait_reason("order", "Restored", "FromSnapshot", 60000);
+    cJSON_Delete(ws);
+    sleep(3); /* a restore that crashes does so at once */
+    ws = ws_json("order");
+    assert_string_equal(cond_field(ws, "Restored", "reason"), "FromSnapshot");
+    cJSON_Delete(ws);
+    assert_int_equal(count_events("order", "RestoreCrashLoop"), 0);
+    stand_in_mode(&app_ok, "{}");
+}
+
+/*
+ * Nothing writes home after the snapshot: the pod is not given a grace
+ * period to save on SIGTERM once its memory is taken (the simulator plays
+ * such an application, and fails a restore over files changed after its
+ * checkpoint, as GKE's restores crash-loop then).
+ */
+static void test_no_write_after_snapshot(void **state)
+{
+    (void)state;
+    apply_ws("quiet", "it-cpu-snap", 0, NULL);
+    cJSON_Delete(wait_state("quiet", "Running", 60000));
+    set_paused("quiet", 1);
+    cJSON_Delete(wait_state("quiet", "Paused", 60000));
+    int64_t written = home_written("quiet-home");
+    print_message("  home written after the snapshot at %lld (0: never)\n", (long long)written);
+    set_paused("quiet", 0);
+    /* Until the resume settles: restored, or its crash seen. */
+    char reason[64] = "";
+    int restored = 0;
+    uint64_t end = harness_now_ms() + 90000;
+    while (harness_now_ms() < end) {
+        cJSON *ws = ws_json("quiet");
+        const char *r = ws ? cond_field(ws, "Restored", "reason") : NULL;
+        snprintf(reason, sizeof(reason), "%s", r ? r : "");
+        cJSON_Delete(ws);
+        if (strcmp(reason, "RestoreCrashed") == 0 || strcmp(reason, "FromCheckpoint") == 0 ||
+            count_events("quiet", "RestoreCrashLoop") > 0)
+            break;
+        if (strcmp(reason, "FromSnapshot") == 0) {
+            if (restored++) /* still so 3 s later: a crash comes at once */
+                break;
+            sleep(3);
+            continue;
+        }
+        usleep(200 * 1000);
+    }
+    char *reasons = event_reasons("quiet");
+    print_message("  Restored: %s; events: %s\n", reason, reasons);
+    free(reasons);
+    assert_int_equal(count_events("quiet", "RestoreCrashLoop"), 0);
+    assert_string_equal(reason, "FromSnapshot");
+    assert_int_equal(written, 0);
+}
+
+/* An endpoint that never answers: cut at the class's timeout, reported,
+ * and the snapshot taken anyway. */
+static void test_checkpoint_hangs(void **state)
+{
+    (void)state;
+    apply_ws("hang", "it-cpu-ckpt-hang", 0, NULL);
+    cJSON_Delete(wait_state("hang", "Running", 60000));
+    uint64_t paused_at = harness_now_ms();
+    set_paused("hang", 1);
+    cJSON *ws = wait_state("hang", "Paused", 60000);
+    uint64_t took = harness_now_ms() - paused_at;
+    const char *asked = str_at(ws, "status.snapshot.appCheckpoint.requestedAt");
+    const char *gave_up = str_at(ws, "status.snapshot.appCheckpoint.answeredAt");
+    print_message("  asked %s, gave up %s; paused after %llu ms\n", asked ? asked : "-",
+                  gave_up ? gave_up : "-", (unsigned long long)took);
+    assert_non_null(str_at(ws, "status.snapshot.appCheckpoint.result"));
+    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.result"), "Timeout");
+    int64_t waited = time_of(gave_up) - time_of(asked);
+    assert_true(waited >= 1000 && waited <= 5000); /* timeout 2s, in whole seconds */
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("hang");
+    assert_non_null(strstr(reasons, "CheckpointTimeout,"));
+    free(reasons);
+    int64_t first = 0, written = 0;
+    stand_in_checkpoint(&app_hang, &first, &written);
+    assert_true(first > 0);
+    assert_int_equal(written, 0);
+}
 
 static void test_gpu_cycle(void **state)
 {
@@ -993,6 +1303,7 @@ static void test_gke_accelerator(void **state)
 static int clean_slate(void **state)
 {
     (void)state;
+    watch_stop();
     harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
     return 0;
 }
@@ -1025,6 +1336,20 @@ static int group_setup(void **state)
              "productLabel: cloud.google.com/gke-accelerator, product: nvidia-tesla-t4}\n%s",
              s);
     apply_class("it-gke-acc", extra);
+    stand_in_start(&app_ok);
+    stand_in_start(&app_hang);
+    stand_in_mode(&app_hang, "{\"delayMs\":600000}");
+    snprintf(s, sizeof(s), snap, "");
+    snprintf(extra, sizeof(extra),
+             "%s  checkpoint: {request: {url: 'http://127.0.0.1:%d/{workspace}/checkpoint', "
+             "timeout: 10s}}\n",
+             s, app_ok.port);
+    apply_class("it-cpu-ckpt", extra);
+    snprintf(extra, sizeof(extra),
+             "%s  checkpoint: {request: {url: 'http://127.0.0.1:%d/{workspace}/checkpoint', "
+             "method: PUT, timeout: 2s}}\n",
+             s, app_hang.port);
+    apply_class("it-cpu-ckpt-hang", extra);
     /* GKE's finalizer holds a deleted PodSnapshot for 6 s: long enough to
      * see, a few times, that its trigger waits for it. */
     simulator_start("3s", "6s");
@@ -1039,6 +1364,9 @@ static int group_teardown(void **state)
     delete_nodes();
     app_stop();
     simulator_stop();
+    stand_in_stop(&app_ok);
+    stand_in_stop(&app_hang);
+    watch_stop();
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
     it_show_logs();
     free(ns);
@@ -1050,6 +1378,9 @@ int main(void)
     harness_require_cluster();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_gpu_cycle, clean_slate),
+        cmocka_unit_test_setup(test_checkpoint_before_snapshot, clean_slate),
+        cmocka_unit_test_setup(test_no_write_after_snapshot, clean_slate),
+        cmocka_unit_test_setup(test_checkpoint_hangs, clean_slate),
         cmocka_unit_test_setup(test_checkpoint_failed, clean_slate),
         cmocka_unit_test_setup(test_cold_start_and_crash_loop, clean_slate),
         cmocka_unit_test_setup(test_restore_check, clean_slate),

@@ -16,7 +16,11 @@
  *     the pod once it runs, or a Warning event when the restore is skipped;
  *   - a deleted PodSnapshot loses GKE's finalizer after --delete-delay; stale
  *     snapshots are deleted by the policy's retention; postCheckpoint: stop
- *     completes the pod; policies and storage configs get a Ready condition.
+ *     completes the pod when its checkpoint is taken, before the snapshot is
+ *     Ready; policies and storage configs get a Ready condition;
+ *   - a running pod deleted with a grace period marks its claims written
+ *     (an application saving on SIGTERM), and a restore over a claim written
+ *     after the checkpoint crash-loops.
  *
  * Failure modes (checkpoint-failed, slow, cold-start, crash-loop,
  * stuck-finalizer, trigger-error, hang) are chosen per pod; see
@@ -82,6 +86,11 @@
 #define ANN_POST "simulator.hibernator.dev/post-checkpoint"
 /* On a restored pod: the UID of the pod whose process it carries on. */
 #define ANN_RESTORED_FROM_UID "simulator.hibernator.dev/restored-from-uid"
+/* On a PersistentVolumeClaim: when something last wrote to the volume, as
+ * the simulator plays it (an application saving on SIGTERM) or a test
+ * writes it (its stand-in application saving). A restore from a checkpoint
+ * that started before this time crashes (docs/simulator.md). */
+#define ANN_HOME_WRITTEN "simulator.hibernator.dev/home-written-at"
 #define MODE_CONFIGMAP "snapshot-simulator"
 #define MODE_CONFIGMAP_DEFAULT_KEY "_default"
 #define COMPONENT "snapshot-simulator"
@@ -153,6 +162,7 @@ enum inf_kind {
     INF_PODS,
     INF_CMS,
     INF_NODES,
+    INF_PVCS,
     INF_COUNT
 };
 
@@ -1185,6 +1195,9 @@ static void snapshot_begin(struct sim *s, const char *key, const char *ns, const
 }
 
 /* The checkpoint's outcome, once its time has come. */
+static void pod_complete(struct sim *s, const char *key, const char *ns, const char *name,
+                         const cJSON *pod, int64_t requeue_ms);
+
 static void snapshot_complete(struct sim *s, const char *key, const char *ns, const char *name,
                               const cJSON *snap)
 {
@@ -1203,6 +1216,20 @@ static void snapshot_complete(struct sim *s, const char *key, const char *ns, co
     int64_t gen = generation(snap);
     const cJSON *conds = AT(snap, "status", "conditions");
     const char *pod = annotation(snap, ANN_ORIGIN_POD), *pod_uid = annotation(snap, ANN_ORIGIN_UID);
+    /* postCheckpoint: stop. The pod completes once its checkpoint is
+     * taken, before the snapshot is stored and Ready: whoever sees Ready
+     * sees the pod completed. */
+    const char *post = annotation(snap, ANN_POST);
+    const cJSON *source = cached(s, INF_PODS, ns, pod);
+    const char *source_uid = source ? STR(source, "metadata", "uid") : NULL;
+    const char *source_phase = source ? STR(source, "status", "phase") : NULL;
+    int source_runs = source && !deleting(source) && source_uid && pod_uid &&
+                      strcmp(source_uid, pod_uid) == 0 && source_phase &&
+                      strcmp(source_phase, "Running") == 0;
+    if (m != MODE_CHECKPOINT_FAILED && post && strcmp(post, "stop") == 0 && source_runs) {
+        pod_complete(s, key, ns, pod, source, 200);
+        return;
+    }
     char msg[600], ev[800];
     cJSON *with_checkpoint, *list;
     if (m == MODE_CHECKPOINT_FAILED) {
@@ -1402,6 +1429,61 @@ static void pod_crash_again(struct sim *s, const char *key, const char *ns, cons
                 built(failed, p), s->o.restart_interval_ms);
 }
 
+/* ---- the home volume ------------------------------------------------------- */
+
+/* When the newest write to one of the pod's claims happened, 0: none known. */
+static int64_t home_written_ms(struct sim *s, const char *ns, const cJSON *pod)
+{
+    int64_t newest = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, AT(pod, "spec", "volumes"))
+    {
+        const cJSON *pvc = cached(s, INF_PVCS, ns, STR(v, "persistentVolumeClaim", "claimName"));
+        const char *at = pvc ? annotation(pvc, ANN_HOME_WRITTEN) : NULL;
+        int64_t t = 0;
+        if (at && timefmt_parse_rfc3339(at, &t) == 0 && t > newest)
+            newest = t;
+    }
+    return newest;
+}
+
+/*
+ * A pod deleted with a grace period while its process runs gets SIGTERM,
+ * and an application that saves on SIGTERM writes to its volumes then. The
+ * simulator plays that application: it marks each of the pod's claims
+ * written now. A pod that completed (postCheckpoint: stop) or is killed at
+ * once (grace 0) writes nothing.
+ */
+static void pod_terminating(struct sim *s, const char *ns, const cJSON *pod)
+{
+    const char *phase = STR(pod, "status", "phase");
+    const cJSON *grace = AT(pod, "metadata", "deletionGracePeriodSeconds");
+    if (!phase || strcmp(phase, "Running") != 0 || !cJSON_IsNumber(grace) ||
+        grace->valuedouble <= 0)
+        return;
+    char when[TIMEFMT_RFC3339_MICRO_SIZE];
+    fmt_micro(clock_unix_ms(), when);
+    const cJSON *v;
+    cJSON_ArrayForEach(v, AT(pod, "spec", "volumes"))
+    {
+        const char *claim = STR(v, "persistentVolumeClaim", "claimName");
+        if (!claim)
+            continue;
+        int failed = 0;
+        cJSON *p = cJSON_CreateObject();
+        put_str(&failed, put_obj(&failed, put_obj(&failed, p, "metadata"), "annotations"),
+                ANN_HOME_WRITTEN, when);
+        char *text = failed ? NULL : cJSON_PrintUnformatted(p);
+        cJSON_Delete(p);
+        log_info("the application saves on SIGTERM: its volume is written", "namespace", ns, "pod",
+                 STR(pod, "metadata", "name"), "claim", claim);
+        if (!text || !kube_patch(s->client, &KUBE_RESOURCE_PVCS, ns, claim, NULL, KUBE_PATCH_MERGE,
+                                 text, on_aside_done, "home-written-at"))
+            log_warn("home-written-at not written", "claim", claim);
+        free(text);
+    }
+}
+
 /* postCheckpoint: stop. A snapshot of this very pod (same UID) is Ready. */
 struct stop_search {
     const char *ns, *pod_uid;
@@ -1418,7 +1500,7 @@ static void stop_visit(void *data, const struct cache_entry *e)
 }
 
 static void pod_complete(struct sim *s, const char *key, const char *ns, const char *name,
-                         const cJSON *pod)
+                         const cJSON *pod, int64_t requeue_ms)
 {
     int64_t now = clock_unix_ms();
     int failed = 0;
@@ -1434,7 +1516,7 @@ static void pod_complete(struct sim *s, const char *key, const char *ns, const c
     put_str(&failed, st, "phase", "Succeeded");
     log_info("checkpointed pod stops (postCheckpoint: stop)", "namespace", ns, "pod", name);
     write_patch(s, key, "pod completed", &KUBE_RESOURCE_PODS, ns, name, "status", KUBE_PATCH_MERGE,
-                built(failed, p), 0);
+                built(failed, p), requeue_ms);
 }
 
 /* The newest Ready snapshot a policy selecting the pod holds for the pod's spec. */
@@ -1568,6 +1650,14 @@ static void pod_restore(struct sim *s, const char *key, const char *ns, const ch
         snprintf(why, sizeof(why), "the restore did not start %s", INJECTED);
         problem = why;
     }
+    /* The restored process finds files that changed after its memory was
+     * taken: it crashes, as pod-migration#15's restores did. */
+    int64_t written = !problem && m != MODE_CRASH_LOOP ? home_written_ms(s, ns, pod) : 0;
+    if (written && written >= snapshot_started_ms(snap)) {
+        log_info("the home volume changed after the checkpoint: the restored process crashes",
+                 "namespace", ns, "pod", name, "snapshot", snap_name);
+        m = MODE_CRASH_LOOP;
+    }
     if (problem) {
         snprintf(msg, sizeof(msg),
                  "Failed to restore the pod from PodSnapshot %s/%s: %s; falling back to a cold "
@@ -1641,7 +1731,7 @@ static void reconcile_pod(struct sim *s, const char *key, const char *ns, const 
         struct stop_search ss = {ns, pod_uid, 0};
         informer_foreach(s->inf[INF_SNAPSHOTS], stop_visit, &ss);
         if (ss.found) {
-            pod_complete(s, key, ns, name, pod);
+            pod_complete(s, key, ns, name, pod, 0);
             return;
         }
     }
@@ -1854,7 +1944,8 @@ static void pod_changed(void *data, const struct cache_entry *e)
 
 static void pod_updated(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
 {
-    (void)old_e;
+    if (!deleting(old_e->obj) && deleting(e->obj))
+        pod_terminating(data, e->ns, e->obj);
     pod_changed(data, e);
 }
 
@@ -2144,6 +2235,9 @@ static int start(struct sim *s, const struct kube_config *config)
                      .field_selector = "metadata.name=" MODE_CONFIGMAP,
                      .h = {.on_synced = on_synced, .data = s}},
         [INF_NODES] = {.res = &res_nodes, .h = {.on_synced = on_synced, .data = s}},
+        [INF_PVCS] = {.res = &KUBE_RESOURCE_PVCS,
+                      .namespaced = 1,
+                      .h = {.on_synced = on_synced, .data = s}},
     };
     for (int i = 0; i < INF_COUNT; i++) {
         struct informer_options io = {

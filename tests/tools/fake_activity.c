@@ -26,6 +26,9 @@
  *   /<prefix>/api/status    Jupyter Server, static and idle, for the
  *   /<prefix>/api/kernels   benchmark; "Authorization: token <TOKEN>" (or
  *                           ?token=) is checked only with --jupyter-token.
+ *   /<prefix>/checkpoint    POST or PUT: an application asked to write its
+ *                           checkpoint (a class's checkpoint.request);
+ *                           answers 200 {"message":"checkpoint written"}.
  *
  * Control endpoints (JSON bodies of at most 4 KiB; bad input gets 400 with
  * {"error":"..."}):
@@ -49,8 +52,12 @@
  *   GET/DELETE /control/mode              read / reset
  *   GET    /control/stats                 {"requests":N,"control":N,
  *                                         "byKind":{...},"byPath":{...},
- *                                         "pathsNotListed":N}; data requests
- *                                         only in requests/byKind/byPath
+ *                                         "pathsNotListed":N,"checkpoint":
+ *                                         {"firstAt":ms,"lastAt":ms,
+ *                                         "writtenAt":ms}}; data requests
+ *                                         only in requests/byKind/byPath;
+ *                                         checkpoint times in Unix ms, 0
+ *                                         when none
  *   DELETE /control/stats                 zero the counters
  *   GET    /control/code-server/<prefix>, /control/gpu/<ns>/<pod>  read back
  *
@@ -93,10 +100,18 @@
 #define DELAY_MAX_MS 600000
 #define JSON_WHOLE_MAX 9007199254740992.0 /* 2^53 */
 
-enum kind { KIND_HEALTHZ, KIND_QUERY, KIND_STATUS, KIND_KERNELS, KIND_OTHER, KIND_COUNT };
+enum kind {
+    KIND_HEALTHZ,
+    KIND_QUERY,
+    KIND_STATUS,
+    KIND_KERNELS,
+    KIND_CHECKPOINT,
+    KIND_OTHER,
+    KIND_COUNT
+};
 
-static const char *const kind_names[KIND_COUNT] = {"healthz", "query", "status", "kernels",
-                                                   "other"};
+static const char *const kind_names[KIND_COUNT] = {"healthz", "query",      "status",
+                                                   "kernels", "checkpoint", "other"};
 
 struct heartbeat {
     int alive;
@@ -118,6 +133,7 @@ struct request {
     struct buf body;
     int body_error; /* negative errno: the body did not fit */
     int delayed;    /* the mode's delay has been served (or skipped) */
+    int arrived;    /* a checkpoint request's arrival is recorded */
     int64_t due_ms; /* monotonic */
     struct MHD_Connection *conn;
     struct request *next; /* in server.parked */
@@ -135,6 +151,9 @@ struct server {
     struct strmap gpus;         /* "ns/pod" -> struct gpu_samples * */
     struct mode mode;
     uint64_t requests, control, kinds[KIND_COUNT], paths_not_listed;
+    /* Checkpoint requests (Unix ms, 0: none): the first and last arrival,
+     * and the last answer that said the checkpoint is written. */
+    int64_t checkpoint_first_ms, checkpoint_last_ms, checkpoint_written_ms;
     struct strmap paths; /* path -> uint64_t * */
 
     pthread_mutex_t park_mu; /* guards parked and stopping */
@@ -292,6 +311,8 @@ static enum kind classify(const char *url, size_t len, size_t *ret_prefix_len)
         return KIND_STATUS;
     if (has_suffix(url, len, "/api/kernels"))
         return KIND_KERNELS;
+    if (has_suffix(url, len, "/checkpoint"))
+        return KIND_CHECKPOINT;
     return KIND_OTHER;
 }
 
@@ -633,9 +654,21 @@ static enum MHD_Result answer_data(struct server *s, struct MHD_Connection *c, s
     enum kind k = classify(url, strlen(url), &prefix_len);
     if (k == KIND_OTHER)
         return send_message(c, MHD_HTTP_NOT_FOUND, "message", "fake_activity: no such endpoint");
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+    if (k == KIND_CHECKPOINT && strcmp(method, "POST") != 0 && strcmp(method, "PUT") != 0)
+        return send_message(c, MHD_HTTP_METHOD_NOT_ALLOWED, "message",
+                            "fake_activity: a checkpoint is asked for with POST or PUT");
+    if (k != KIND_CHECKPOINT && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return send_message(c, MHD_HTTP_METHOD_NOT_ALLOWED, "message",
                             "fake_activity: data endpoints answer GET only");
+    if (k == KIND_CHECKPOINT && !req->arrived) {
+        req->arrived = 1;
+        int64_t now = unix_ms();
+        pthread_mutex_lock(&s->mu);
+        if (!s->checkpoint_first_ms)
+            s->checkpoint_first_ms = now;
+        s->checkpoint_last_ms = now;
+        pthread_mutex_unlock(&s->mu);
+    }
 
     pthread_mutex_lock(&s->mu);
     struct mode m = s->mode;
@@ -650,6 +683,13 @@ static enum MHD_Result answer_data(struct server *s, struct MHD_Connection *c, s
         return send_message(c, (unsigned)m.fail_status, "message", "%s", msg);
     }
     switch (k) {
+    case KIND_CHECKPOINT: {
+        int64_t now = unix_ms();
+        pthread_mutex_lock(&s->mu);
+        s->checkpoint_written_ms = now;
+        pthread_mutex_unlock(&s->mu);
+        return send_message(c, MHD_HTTP_OK, "message", "checkpoint written");
+    }
     case KIND_QUERY:
         return answer_query(s, c, m.oversize);
     case KIND_HEALTHZ:
@@ -971,6 +1011,7 @@ static enum MHD_Result control_stats(struct server *s, struct MHD_Connection *c,
     if (strcmp(method, "DELETE") == 0) {
         pthread_mutex_lock(&s->mu);
         s->requests = s->control = s->paths_not_listed = 0;
+        s->checkpoint_first_ms = s->checkpoint_last_ms = s->checkpoint_written_ms = 0;
         memset(s->kinds, 0, sizeof(s->kinds));
         free_values(&s->paths);
         pthread_mutex_unlock(&s->mu);
@@ -998,7 +1039,11 @@ static enum MHD_Result control_stats(struct server *s, struct MHD_Connection *c,
             r = buf_printf(&b, ":%" PRIu64, *(uint64_t *)v);
     }
     if (r == 0)
-        r = buf_printf(&b, "},\"pathsNotListed\":%" PRIu64 "}", s->paths_not_listed);
+        r = buf_printf(&b,
+                       "},\"pathsNotListed\":%" PRIu64 ",\"checkpoint\":{\"firstAt\":%" PRId64
+                       ",\"lastAt\":%" PRId64 ",\"writtenAt\":%" PRId64 "}}",
+                       s->paths_not_listed, s->checkpoint_first_ms, s->checkpoint_last_ms,
+                       s->checkpoint_written_ms);
     pthread_mutex_unlock(&s->mu);
     return send_buf(c, MHD_HTTP_OK, &b, r);
 }

@@ -27,7 +27,8 @@ static const char *const full_class =
     "\"NoSchedule\"}],"
     "\"home\":{\"size\":\"10Gi\",\"maxSize\":\"100Gi\",\"storageClassName\":\"standard\","
     "\"mountPath\":\"/home/user\",\"onDelete\":\"Retain\"},"
-    "\"checkpoint\":{\"path\":\"/home/user/.ckpt\",\"envVar\":\"CKPT\"},"
+    "\"checkpoint\":{\"path\":\"/home/user/.ckpt\",\"envVar\":\"CKPT\","
+    "\"request\":{\"url\":\"http://{podIP}:{port}/ckpt\",\"method\":\"PUT\",\"timeout\":\"20s\"}},"
     "\"pause\":{\"gracePeriodSeconds\":120},"
     "\"resume\":{\"capacityTimeout\":\"90s\",\"onCapacityTimeout\":\"Fail\"}}}";
 
@@ -84,6 +85,9 @@ static void test_decode_full(void **state)
     assert_int_equal(c->home_on_delete, HOME_ON_DELETE_RETAIN);
     assert_string_equal(c->checkpoint_path, "/home/user/.ckpt");
     assert_string_equal(c->checkpoint_env, "CKPT");
+    assert_string_equal(c->checkpoint_request.url_template, "http://{podIP}:{port}/ckpt");
+    assert_string_equal(c->checkpoint_request.method, "PUT");
+    assert_int_equal(c->checkpoint_request.timeout_ms, 20000);
     assert_int_equal(c->pause_grace_seconds, 120);
     assert_int_equal(c->capacity_timeout_ms, 90000);
     assert_int_equal(c->on_capacity_timeout, CAPACITY_TIMEOUT_FAIL);
@@ -110,6 +114,7 @@ static void test_decode_defaults(void **state)
     assert_int_equal(c->home_on_delete, HOME_ON_DELETE_DELETE);
     assert_string_equal(c->checkpoint_path, "/home/jovyan/.hibernator/checkpoint");
     assert_string_equal(c->checkpoint_env, "HIBERNATOR_CHECKPOINT_PATH");
+    assert_null(c->checkpoint_request.url_template); /* nothing is asked */
     assert_int_equal(c->pause_grace_seconds, 60);
     assert_int_equal(c->capacity_timeout_ms, 30 * 60 * 1000);
     assert_int_equal(c->on_capacity_timeout, CAPACITY_TIMEOUT_WAIT);
@@ -247,6 +252,19 @@ static void test_decode_errors(void **state)
         {"spec.home.onDelete", "\"Orphan\"", "spec.home.onDelete: must be Delete or Retain"},
         {"spec.home.mountPath", "\"home\"", "spec.home.mountPath: must be an absolute path"},
         {"spec.checkpoint.envVar", "[]", "spec.checkpoint.envVar: must be a string"},
+        {"spec.checkpoint.request", "[]", "spec.checkpoint.request: must be an object"},
+        {"spec.checkpoint.request", "{\"method\":\"POST\"}",
+         "spec.checkpoint.request.url: required"},
+        {"spec.checkpoint.request.url", "\"ftp://x/ckpt\"",
+         "spec.checkpoint.request.url: \"ftp://x/ckpt\" must start with http:// or https://"},
+        {"spec.checkpoint.request.method", "\"GET\"",
+         "spec.checkpoint.request.method: must be POST or PUT"},
+        {"spec.checkpoint.request.timeout", "\"0s\"",
+         "spec.checkpoint.request.timeout: must be between 1s and 1h"},
+        {"spec.checkpoint.request.timeout", "\"2h\"",
+         "spec.checkpoint.request.timeout: must be between 1s and 1h"},
+        {"spec.checkpoint.request.timeout", "\"soon\"",
+         "spec.checkpoint.request.timeout: \"soon\""},
         {"spec.pause.gracePeriodSeconds", "0", "spec.pause.gracePeriodSeconds: must be between"},
         {"spec.pause.gracePeriodSeconds", "3601", "spec.pause.gracePeriodSeconds:"},
         {"spec.resume.capacityTimeout", "\"soon\"", "spec.resume.capacityTimeout: \"soon\""},

@@ -535,6 +535,11 @@ static void test_progress_pause_and_start(void **state)
     observe(&p, "{\"observedGeneration\":3,\"state\":\"Paused\"}", 4, t0, PROGRESS_REQUESTED);
     observe(&p,
             "{\"observedGeneration\":4,\"state\":\"Pausing\",\"conditions\":"
+            "[{\"type\":\"SnapshotReady\",\"status\":\"False\",\"reason\":\"Checkpointing\"}]}",
+            4, t0 + 500, PROGRESS_PAUSING);
+    assert_string_equal(p.detail, "the application is writing its checkpoint");
+    observe(&p,
+            "{\"observedGeneration\":4,\"state\":\"Pausing\",\"conditions\":"
             "[{\"type\":\"SnapshotReady\",\"status\":\"False\",\"reason\":\"InProgress\"}]}",
             4, t0 + 1000, PROGRESS_PAUSING);
     assert_string_equal(p.detail, "taking the snapshot");

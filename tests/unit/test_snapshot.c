@@ -62,6 +62,8 @@ struct world {
     size_t n_all;
     struct decide_node nodes[2]; /* what the node cache knows */
     size_t n_nodes;
+    struct app_checkpoint_seen seen; /* the application's checkpoint request */
+    int has_seen;
     int64_t now;
     struct restore_check check; /* the restored application's rounds */
     int has_check;
@@ -120,6 +122,7 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .nodes = w->nodes,
         .n_nodes = w->n_nodes,
         .restore_check = w->has_check ? &w->check : NULL,
+        .app_checkpoint = w->has_seen ? &w->seen : NULL,
     };
     assert_int_equal(workspace_decide(&in, out), 0);
     if (write_status) {
@@ -203,7 +206,9 @@ static void test_ready_then_delete(void **state)
     assert_false(o.status_changed);
     decide_output_clear(&o);
 
-    /* 3: Ready: recorded, then the pod goes, in the same pass. */
+    /* 3: Ready: recorded, then the pod goes, in the same pass, at once:
+     * what it wrote to home after the snapshot (a checkpoint on SIGTERM)
+     * would make the restore fail. */
     w.now += 90 * SEC;
     w.view = (struct snapshot_view){.attempt = "nb-p1-1",
                                     .phase = SNAPSHOT_PHASE_READY,
@@ -212,7 +217,7 @@ static void test_ready_then_delete(void **state)
     decide(&w, &o, 1);
     const struct action *del = find_action(&o, ACTION_DELETE_POD);
     assert_non_null(del);
-    assert_int_equal(del->grace_seconds, 30);
+    assert_int_equal(del->grace_seconds, 0);
     assert_non_null(find_event(&o, "SnapshotReady"));
     assert_string_equal(o.status.snapshot.phase, "Ready");
     assert_string_equal(o.status.snapshot.name, "nb-p1-1-x7k2q");
@@ -394,6 +399,302 @@ static void test_resume_during_snapshot(void **state)
     decide(&w, &o, 1);
     assert_null(find_action(&o, ACTION_DELETE_POD));
     assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* ---- the application's checkpoint before the snapshot ---- */
+
+#define GKE_ASK                                                                                    \
+    ",\"snapshot\":{\"backend\":\"GKE\",\"storageConfigName\":\"s\",\"timeout\":\"10m\"},"         \
+    "\"checkpoint\":{\"request\":{\"url\":\"http://{podIP}:8888/ckpt\",\"timeout\":\"40s\"}}"
+
+/* The request is made once, its answer recorded, and only then the
+ * snapshot is asked for, in the pass that sees the answer. */
+static void test_app_checkpoint_then_snapshot(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    int64_t asked = w.now;
+
+    decide(&w, &o, 1);
+    const struct action *a = find_action(&o, ACTION_APP_CHECKPOINT);
+    assert_non_null(a);
+    assert_string_equal(a->name, "nb-p1-1");
+    assert_int_equal(a->time_ms, asked + 40 * SEC);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
+    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p1-1");
+    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, asked);
+    assert_null(o.status.snapshot.checkpoint_result);
+    assert_int_equal(o.requeue_after_ms, 40 * SEC);
+    decide_output_clear(&o);
+
+    /* In flight: nothing more, nothing changed. */
+    w.now += 2 * SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1"};
+    decide(&w, &o, 1);
+    assert_int_equal(o.n_actions, 0);
+    assert_false(o.status_changed);
+    decide_output_clear(&o);
+
+    /* Written: recorded with its time, and the snapshot starts. */
+    w.now += SEC;
+    w.seen = (struct app_checkpoint_seen){
+        .attempt = "nb-p1-1", .answered = 1, .written = 1, .answered_ms = w.now - 500};
+    decide(&w, &o, 1);
+    const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    assert_string_equal(b->name, "nb-p1-1");
+    assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
+    assert_null(find_event(&o, "CheckpointFailed"));
+    assert_string_equal(o.status.snapshot.checkpoint_result, "Written");
+    assert_int_equal(o.status.snapshot.checkpoint_answered_ms, w.now - 500);
+    assert_int_equal(o.status.snapshot.requested_ms, w.now);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "InProgress");
+    decide_output_clear(&o);
+
+    /* The snapshot runs; the application is not asked again. */
+    w.now += 5 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    decide(&w, &o, 1);
+    assert_int_equal(o.n_actions, 0);
+    assert_string_equal(o.status.snapshot.checkpoint_result, "Written");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* The pass that asked died before its status write: the same process sees
+ * its request in flight and does not ask again; the record starts now. */
+static void test_app_checkpoint_status_lost(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    decide(&w, &o, 0); /* asked; the status write is lost */
+    assert_non_null(find_action(&o, ACTION_APP_CHECKPOINT));
+    decide_output_clear(&o);
+    w.now += SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1"};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p1-1");
+    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, w.now);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A refusal, a hang past the timeout, and a request a restarted controller
+ * does not know: reported, the snapshot taken anyway (or the request made
+ * again before the deadline). */
+static void test_app_checkpoint_failures(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int seen, answered;
+        int64_t after;
+        const char *result, *event, *says;
+    } rows[] = {
+        {"answered 500", 1, 1, 3 * SEC, "Failed", "CheckpointFailed", "HTTP 500: disk full"},
+        {"no answer in time", 1, 0, 40 * SEC, "Timeout", "CheckpointTimeout", "within 40s"},
+        {"restarted, past the deadline", 0, 0, 41 * SEC, "Timeout", "CheckpointTimeout",
+         "within 40s"},
+        {"restarted, before the deadline", 0, 0, 10 * SEC, NULL, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct world w;
+        world_init(&w, GKE_ASK);
+        struct decide_output o;
+        int64_t asked = w.now;
+        decide(&w, &o, 1);
+        decide_output_clear(&o);
+        w.now += rows[i].after;
+        w.has_seen = rows[i].seen;
+        w.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1",
+                                              .answered = rows[i].answered,
+                                              .answered_ms = w.now,
+                                              .message = "the application answered HTTP 500: "
+                                                         "disk full"};
+        decide(&w, &o, 1);
+        const struct workspace_snapshot *sn = &o.status.snapshot;
+        if (!rows[i].result) {
+            const struct action *a = find_action(&o, ACTION_APP_CHECKPOINT);
+            if (!a || a->time_ms != asked + 40 * SEC || find_action(&o, ACTION_SNAPSHOT_BEGIN))
+                fail_msg("%s: want the request again with the first deadline", rows[i].name);
+            assert_int_equal(sn->checkpoint_requested_ms, asked);
+        } else {
+            const struct action *ev = find_event(&o, rows[i].event);
+            if (!ev || !strstr(ev->message, rows[i].says) ||
+                !strstr(ev->message, "taking the snapshot anyway"))
+                fail_msg("%s: want %s saying \"%s\", got %s", rows[i].name, rows[i].event,
+                         rows[i].says, ev ? ev->message : "none");
+            assert_string_equal(ev->event_type, "Warning");
+            assert_string_equal(ev->occasion, "nb-p1-1");
+            assert_string_equal(sn->checkpoint_result, rows[i].result);
+            assert_non_null(strstr(sn->checkpoint_message, rows[i].says));
+            assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+            assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
+            assert_null(find_action(&o, ACTION_DELETE_POD));
+            /* decided again on the record: said once, no second snapshot */
+            struct decide_output again;
+            w.has_seen = 0;
+            decide(&w, &again, 1);
+            assert_null(find_event(&again, rows[i].event));
+            assert_null(find_action(&again, ACTION_SNAPSHOT_BEGIN));
+            assert_null(find_action(&again, ACTION_APP_CHECKPOINT));
+            decide_output_clear(&again);
+        }
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
+/* Under Retry, a checkpoint GKE failed left the pod running: the next
+ * attempt asks the application again, for the new attempt. */
+static void test_app_checkpoint_on_retry(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += 2 * SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){
+        .attempt = "nb-p1-1", .answered = 1, .written = 1, .answered_ms = w.now};
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    decide_output_clear(&o);
+    w.now += 30 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_FAILED, .message = "checkpoint failed"};
+    decide(&w, &o, 1);
+    assert_non_null(find_event(&o, "SnapshotFailed"));
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    w.now += 10 * MIN;
+    decide(&w, &o, 1);
+    const struct action *a = find_action(&o, ACTION_APP_CHECKPOINT);
+    assert_non_null(a);
+    assert_string_equal(a->name, "nb-p1-2");
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p1-2");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* postCheckpoint: stop. The pod completes when its checkpoint is taken:
+ * kept (no delete, no PodStopped) until the snapshot is settled, then
+ * deleted; never read as an interruption. */
+static void test_pod_completed_by_snapshot(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        enum snapshot_phase settles;
+        const char *memory, *reason;
+    } rows[] = {
+        {"Ready", SNAPSHOT_PHASE_READY, "snapshot", "Ready"},
+        {"Failed after it stopped the pod", SNAPSHOT_PHASE_FAILED, "snapshotFailed", "Failed"},
+        {"timed out after it stopped the pod", SNAPSHOT_PHASE_IN_PROGRESS, "snapshotFailed",
+         "Timeout"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct world w;
+        world_init(&w, GKE);
+        struct decide_output o;
+        decide(&w, &o, 1);
+        decide_output_clear(&o);
+        /* The checkpoint is taken: the pod completes. */
+        w.now += 20 * SEC;
+        w.pod.phase = "Succeeded";
+        w.pod.ready = 0;
+        w.has_view = 1;
+        w.view = (struct snapshot_view){
+            .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS, .name = "nb-p1-1-s"};
+        decide(&w, &o, 1);
+        if (find_action(&o, ACTION_DELETE_POD) || find_event(&o, "PodStopped") ||
+            find_action(&o, ACTION_SNAPSHOT_BEGIN))
+            fail_msg("%s: the completed pod must wait for its snapshot", rows[i].name);
+        assert_int_equal(o.status.state, WS_STATE_PAUSING);
+        assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
+        decide_output_clear(&o);
+
+        w.now += rows[i].settles == SNAPSHOT_PHASE_IN_PROGRESS ? 10 * MIN : 10 * SEC;
+        w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                        .phase = rows[i].settles,
+                                        .name = "nb-p1-1-s",
+                                        .ready_ms = w.now,
+                                        .message = "upload failed"};
+        decide(&w, &o, 1);
+        const struct action *del = find_action(&o, ACTION_DELETE_POD);
+        if (!del || del->grace_seconds != 0)
+            fail_msg("%s: want the completed pod deleted at once", rows[i].name);
+        /* Retry cannot snapshot a pod that no longer runs */
+        assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+        assert_string_equal(cond_reason(&o.status, "SnapshotReady"), rows[i].reason);
+        assert_null(find_event(&o, "PodStopped"));
+        assert_null(find_event(&o, "PodInterrupted"));
+        if (rows[i].settles != SNAPSHOT_PHASE_READY)
+            assert_non_null(
+                strstr(find_event(&o, i == 1 ? "SnapshotFailed" : "SnapshotTimeout")->message,
+                       "no running pod is left to snapshot"));
+        decide_output_clear(&o);
+
+        w.has_pod = 0;
+        w.now += SEC;
+        decide(&w, &o, 1);
+        assert_int_equal(o.status.state, WS_STATE_PAUSED);
+        assert_string_equal(o.status.last_pause.memory, rows[i].memory);
+        assert_int_equal(o.status.interruptions, 0);
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
+/* Unpaused while the snapshot was taken: the snapshot stops the pod all the
+ * same. Its end is the snapshot's, not an interruption; a new pod follows. */
+static void test_resumed_pod_completed_by_snapshot(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.ws->paused = 0;
+    w.now += 5 * SEC;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    decide_output_clear(&o);
+    w.now += 20 * SEC;
+    w.pod.phase = "Succeeded";
+    w.pod.ready = 0;
+    decide(&w, &o, 1);
+    assert_null(find_event(&o, "PodInterrupted"));
+    assert_int_equal(o.status.interruptions, 0);
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_int_equal(del->grace_seconds, 0);
+    decide_output_clear(&o);
+    w.has_pod = 0;
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_CREATE_POD));
+    assert_int_equal(o.status.interruptions, 0);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -1607,6 +1908,12 @@ int main(void)
         cmocka_unit_test(test_timeout_pause_without_memory),
         cmocka_unit_test(test_pod_not_ready_is_not_snapshotted),
         cmocka_unit_test(test_resume_during_snapshot),
+        cmocka_unit_test(test_app_checkpoint_then_snapshot),
+        cmocka_unit_test(test_app_checkpoint_status_lost),
+        cmocka_unit_test(test_app_checkpoint_failures),
+        cmocka_unit_test(test_app_checkpoint_on_retry),
+        cmocka_unit_test(test_pod_completed_by_snapshot),
+        cmocka_unit_test(test_resumed_pod_completed_by_snapshot),
         cmocka_unit_test(test_resume_from_snapshot),
         cmocka_unit_test(test_long_name),
         cmocka_unit_test(test_cold_start),
