@@ -302,6 +302,7 @@ static void settle(struct world *w)
                               w->class_error,
                               w->gone,
                               w->pod_node_absent,
+                              NULL,
                               NULL};
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
@@ -336,6 +337,7 @@ static void decide(struct world *w, struct decide_output *out)
                               w->class_error,
                               w->gone,
                               w->pod_node_absent,
+                              NULL,
                               NULL};
     int r = workspace_decide(&in, out);
     if (r != 0)
