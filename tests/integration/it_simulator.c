@@ -567,6 +567,36 @@ static void test_implicit_restore(void **state)
     free(ev);
 }
 
+/* A policy with snapshotGroupingRules: the PodSnapshot carries the source
+ * pod's grouping label, and a new pod is restored by default only from a
+ * snapshot of its own group; ps-name still names any snapshot. */
+static void test_grouping(void **state)
+{
+    (void)state;
+    char name[128], what[200], ann[200];
+    ready_snapshot("gr-src", "app: grp, group: g1", NULL, "it.invalid/group:1", name);
+    snprintf(what, sizeof(what), "podsnapshot %s", name);
+    cJSON *snap = get_json(what);
+    const char *group = str_at(snap, "metadata.labels.group");
+    if (!group || strcmp(group, "g1") != 0)
+        fail_msg("PodSnapshot %s has group label %s, want g1 (the source pod's)", name,
+                 group ? group : "(none)");
+    assert_null(str_at(snap, "metadata.labels.app")); /* only the listed keys */
+    cJSON_Delete(snap);
+    /* Another group: a fresh start. */
+    make_pod("gr-other", "app: grp, group: g2", NULL, "it.invalid/group:1");
+    assert_not_restored("gr-other");
+    /* The same group: restored from it. */
+    make_pod("gr-same", "app: grp, group: g1", NULL, "it.invalid/group:1");
+    cJSON *pod = wait_cond("pod gr-same", "PodRestored", "True", NULL, 30000);
+    assert_non_null(strstr(condition_field(pod, "PodRestored", "message"), name));
+    cJSON_Delete(pod);
+    /* Named: restored, whatever its group. */
+    snprintf(ann, sizeof(ann), "podsnapshot.gke.io/ps-name: %s", name);
+    make_pod("gr-named", "app: grp, group: g3", ann, "it.invalid/group:1");
+    cJSON_Delete(wait_cond("pod gr-named", "PodRestored", "True", NULL, 30000));
+}
+
 /* A GPU snapshot restores only onto the same GPU model. The node with another
  * model is this test's own, tainted so that no other pod lands on it. */
 static char l4_node[64];
@@ -852,8 +882,16 @@ static int setup(void **state)
                       "metadata: {name: retained, namespace: %s}\n"
                       "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: ret}}\n"
                       "  triggerConfig: {type: manual}\n"
-                      "  retentionConfig: {lastAccessTimeout: 1min}\n",
-                      storage_name, ns, storage_name, ns, storage_name, ns, storage_name),
+                      "  retentionConfig: {lastAccessTimeout: 1min}\n"
+                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+                      "metadata: {name: grouped, namespace: %s}\n"
+                      "spec:\n  storageConfigName: %s\n"
+                      "  selector: {matchLabels: {app: grp}, matchExpressions: "
+                      "[{key: group, operator: Exists}]}\n"
+                      "  triggerConfig: {type: manual}\n"
+                      "  snapshotGroupingRules: {groupByLabelValue: {labels: [group]}}\n",
+                      storage_name, ns, storage_name, ns, storage_name, ns, storage_name, ns,
+                      storage_name),
         0);
 
     uv_loop_init(&loop);
@@ -905,6 +943,7 @@ int main(void)
         cmocka_unit_test(test_restore),
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_implicit_restore),
+        cmocka_unit_test(test_grouping),
         cmocka_unit_test(test_gpu_model),
         cmocka_unit_test(test_crash_loop),
         cmocka_unit_test(test_delete),
@@ -915,5 +954,8 @@ int main(void)
         cmocka_unit_test(test_restart),
         cmocka_unit_test(test_retention),
     };
+    /* IT_ONLY=<pattern>: run only the tests whose names match. */
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
     return cmocka_run_group_tests(tests, setup, teardown);
 }
