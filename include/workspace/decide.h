@@ -93,6 +93,10 @@ struct action {
     char *snapshot;
     char *product;
     int capacity_fallback;
+    /* CreatePod: the pod's snapshot group (NULL: no label). SnapshotBegin:
+     * the group to label the source pod with first, when it has none (a pod
+     * of an earlier version); NULL: it has its label. */
+    char *group;
     /* An Event's transition, from counters and names in the status ("pause-3",
      * "resume-3", a snapshot attempt's handle, "pod-<name>"): the same
      * transition decided again after a crash has the same occasion, so the

@@ -89,6 +89,12 @@ struct workspace_snapshot {
     char *pod_spec_hash;
     char *message;
     char *home_claim_uid; /* the home claim the pod used: restored only onto it */
+    char *group;          /* the source pod's snapshot group: a restore pod carries it */
+    /* A pod was restored though nobody asked (docs/snapshots.md): the
+     * snapshots of this group (or "*": all) Ready by rejected_ms are
+     * deleted, and no pod starts while one remains. */
+    char *rejected_group;
+    int64_t rejected_ms;
 };
 
 /* The claim that holds the workspace's home, and the last one lost

@@ -1118,6 +1118,8 @@ static void reconcile(struct reconciler *r, const char *key)
         /* Once no pod is left, no trigger can still be served. */
         if (ws->deletion_ms && n_pods == 0)
             gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);
+        else if (!ws->deletion_ms)
+            gke_snapshots_workspace_live(r->gke, ws->ns, ws->name);
     }
     int64_t now = r->now_ms(r->now_data);
     struct decide_input in = {
@@ -1173,12 +1175,13 @@ static void reconcile(struct reconciler *r, const char *key)
         if (a->type == ACTION_CREATE_PVC)
             j->bodies[i] = workspace_pvc_build(ws, in.cls);
         else if (a->type == ACTION_CREATE_POD)
-            j->bodies[i] = workspace_pod_build_with(ws, in.cls,
-                                                    &(struct pod_build){a->name, a->from_checkpoint,
-                                                                        a->snapshot, a->product,
-                                                                        a->capacity_fallback});
+            j->bodies[i] = workspace_pod_build_with(
+                ws, in.cls,
+                &(struct pod_build){a->name, a->from_checkpoint, a->snapshot, a->product,
+                                    a->capacity_fallback, a->group});
         else if (a->type == ACTION_SNAPSHOT_BEGIN)
-            j->bodies[i] = gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name);
+            j->bodies[i] =
+                gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name, a->group);
         else if (a->type == ACTION_DELETE_POD) {
             for (size_t k = 0; k < n_pods; k++)
                 if (strcmp(pods[k]->name, a->name) == 0 && pods[k]->uid)

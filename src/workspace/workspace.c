@@ -215,8 +215,11 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
         json_dup_optional(json_string(sn, "gpuProduct"), &snap->gpu_product) < 0 ||
         json_dup_optional(json_string(sn, "podSpecHash"), &snap->pod_spec_hash) < 0 ||
         json_dup_optional(json_string(sn, "message"), &snap->message) < 0 ||
-        json_dup_optional(json_string(sn, "homeClaimUID"), &snap->home_claim_uid) < 0)
+        json_dup_optional(json_string(sn, "homeClaimUID"), &snap->home_claim_uid) < 0 ||
+        json_dup_optional(json_string(sn, "group"), &snap->group) < 0 ||
+        json_dup_optional(json_string(sn, "rejectedGroup"), &snap->rejected_group) < 0)
         goto oom;
+    snap->rejected_ms = json_time_ms(sn, "rejectedAt");
 
     const cJSON *act = json_member(st, "activity");
     struct workspace_activity *a = &s->activity;
@@ -709,6 +712,9 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_str(&w, sn, "podSpecHash", snap->pod_spec_hash);
     put_str(&w, sn, "message", snap->message);
     put_str(&w, sn, "homeClaimUID", snap->home_claim_uid);
+    put_str(&w, sn, "group", snap->group);
+    put_str(&w, sn, "rejectedGroup", snap->rejected_group);
+    put_time(&w, sn, "rejectedAt", snap->rejected_ms);
     drop_if_empty(o, "snapshot");
 
     const struct workspace_activity *a = &s->activity;
@@ -798,6 +804,8 @@ void workspace_status_clear(struct workspace_status *s)
     free(s->snapshot.pod_spec_hash);
     free(s->snapshot.message);
     free(s->snapshot.home_claim_uid);
+    free(s->snapshot.group);
+    free(s->snapshot.rejected_group);
     free(s->pod_uid);
     free(s->deleted_pod);
     free(s->home.claim_uid);
@@ -879,6 +887,7 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
     c.snapshot.attempt = c.snapshot.name = c.snapshot.phase = NULL;
     c.snapshot.node_name = c.snapshot.gpu_product = c.snapshot.pod_spec_hash = NULL;
     c.snapshot.message = c.snapshot.home_claim_uid = c.pod_uid = c.deleted_pod = NULL;
+    c.snapshot.group = c.snapshot.rejected_group = NULL;
     c.home.claim_uid = c.home.lost_claim_uid = c.home.fresh_pod = NULL;
     c.last_interruption = (struct workspace_interruption){.at_ms = src->last_interruption.at_ms};
     c.conditions = NULL;
@@ -903,6 +912,8 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
         json_dup_optional(src->snapshot.pod_spec_hash, &c.snapshot.pod_spec_hash) < 0 ||
         json_dup_optional(src->snapshot.message, &c.snapshot.message) < 0 ||
         json_dup_optional(src->snapshot.home_claim_uid, &c.snapshot.home_claim_uid) < 0 ||
+        json_dup_optional(src->snapshot.group, &c.snapshot.group) < 0 ||
+        json_dup_optional(src->snapshot.rejected_group, &c.snapshot.rejected_group) < 0 ||
         json_dup_optional(src->pod_uid, &c.pod_uid) < 0 ||
         json_dup_optional(src->deleted_pod, &c.deleted_pod) < 0 ||
         json_dup_optional(src->home.claim_uid, &c.home.claim_uid) < 0 ||

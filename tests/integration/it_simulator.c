@@ -866,32 +866,31 @@ static int setup(void **state)
     ns = harness_namespace("it-sim");
     snprintf(storage_name, sizeof(storage_name), "it-sim-%ld", (long)getpid());
     assert_int_equal(
-        harness_apply("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
-                      "metadata: {name: %s}\n"
-                      "spec: {snapshotStorageConfig: {gcs: {bucket: " STORAGE_BUCKET
-                      ", path: it}}}\n"
-                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
-                      "metadata: {name: notebooks, namespace: %s}\n"
-                      "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: nb}}\n"
-                      "  triggerConfig: {type: manual, postCheckpoint: resume}\n"
-                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
-                      "metadata: {name: stoppers, namespace: %s}\n"
-                      "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: stop}}\n"
-                      "  triggerConfig: {type: manual, postCheckpoint: stop}\n"
-                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
-                      "metadata: {name: retained, namespace: %s}\n"
-                      "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: ret}}\n"
-                      "  triggerConfig: {type: manual}\n"
-                      "  retentionConfig: {lastAccessTimeout: 1min}\n"
-                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
-                      "metadata: {name: grouped, namespace: %s}\n"
-                      "spec:\n  storageConfigName: %s\n"
-                      "  selector: {matchLabels: {app: grp}, matchExpressions: "
-                      "[{key: group, operator: Exists}]}\n"
-                      "  triggerConfig: {type: manual}\n"
-                      "  snapshotGroupingRules: {groupByLabelValue: {labels: [group]}}\n",
-                      storage_name, ns, storage_name, ns, storage_name, ns, storage_name, ns,
-                      storage_name),
+        harness_apply(
+            "apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
+            "metadata: {name: %s}\n"
+            "spec: {snapshotStorageConfig: {gcs: {bucket: " STORAGE_BUCKET ", path: it}}}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: notebooks, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: nb}}\n"
+            "  triggerConfig: {type: manual, postCheckpoint: resume}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: stoppers, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: stop}}\n"
+            "  triggerConfig: {type: manual, postCheckpoint: stop}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: retained, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: ret}}\n"
+            "  triggerConfig: {type: manual}\n"
+            "  retentionConfig: {lastAccessTimeout: 1min}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: grouped, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n"
+            "  selector: {matchLabels: {app: grp}, matchExpressions: "
+            "[{key: group, operator: Exists}]}\n"
+            "  triggerConfig: {type: manual}\n"
+            "  snapshotGroupingRules: {groupByLabelValue: {labels: [group]}}\n",
+            storage_name, ns, storage_name, ns, storage_name, ns, storage_name, ns, storage_name),
         0);
 
     uv_loop_init(&loop);
