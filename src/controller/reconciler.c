@@ -258,6 +258,12 @@ static void on_class_change(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     keep_product_label(r, e->obj);
+    /* A class with the GKE backend: its caches run from now, also when no
+     * workspace of it is left, so that the policies of workspaces deleted
+     * while the controller was down are found and go (gke.h). */
+    const struct workspace_class *c = e->obj;
+    if (c && c->snapshot.backend == SNAPSHOT_BACKEND_GKE && gke_snapshots_start(r->gke) < 0)
+        log_warn("cannot watch GKE Pod Snapshots", "class", e->name);
     struct class_match m = {r, e->name};
     informer_foreach(r->ws_inf, enqueue_if_class, &m);
 }
