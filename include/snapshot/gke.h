@@ -129,18 +129,20 @@ enum gke_trigger_fate gke_trigger_fate(const struct gke_trigger_facts *f);
 const char *gke_trigger_fate_name(enum gke_trigger_fate fate);
 
 /* The objects an attempt needs, built at decision time (the caches may
- * change before they are sent): {"policy": ..., "trigger": ...}, and with
- * pod_group (the source pod has no snapshot group label yet) "pod" and
- * "podLabel", the merge patch that labels it. Caller deletes; NULL when out
+ * change before they are sent): {"policy": ..., "trigger": ...}. pod_group
+ * is the source pod's snapshot group; NULL (a pod of an earlier version,
+ * without one): the policy is built without groups, as that version made
+ * it, and an existing one is left as it is ("keepPolicy": true), or the
+ * group's selector would not select the pod. Caller deletes; NULL when out
  * of memory (or for a name no Workspace can have: empty or longer than
  * 253). */
 cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
                                  const char *attempt, const char *pod_name, const char *pod_group);
 
 /* Makes sure the workspace's policy exists (one that exists already is
- * patched to the built spec, without owner reference), labels the source
- * pod when asked, then creates the trigger; AlreadyExists of the trigger
- * counts as done (a repeated call after a crash).
+ * patched to the built spec, without owner reference, unless "keepPolicy"),
+ * then creates the trigger; AlreadyExists of the trigger counts as done (a
+ * repeated call after a crash).
  * cb gets 0 or a negative errno with the API server's words. bodies is only
  * read during the call. The handle can be cancelled (no callback follows);
  * NULL: could not start (no callback). */

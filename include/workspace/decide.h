@@ -94,8 +94,8 @@ struct action {
     char *product;
     int capacity_fallback;
     /* CreatePod: the pod's snapshot group (NULL: no label). SnapshotBegin:
-     * the group to label the source pod with first, when it has none (a pod
-     * of an earlier version); NULL: it has its label. */
+     * the source pod's group; NULL: a pod of an earlier version, without
+     * one (the policy is then left without groups). */
     char *group;
     /* An Event's transition, from counters and names in the status ("pause-3",
      * "resume-3", a snapshot attempt's handle, "pod-<name>"): the same

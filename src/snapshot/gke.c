@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "kube/informer.h"
-#include "kube/resource.h"
 #include "util/duration.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -94,9 +93,9 @@ struct gke_begin {
     struct kube_request *req;
     cJSON *trigger; /* created once the policy is there */
     char *policy_name;
-    char *policy_patch; /* the desired spec and no owner reference, for an existing policy */
-    char *pod_name;
-    char *pod_patch; /* the source pod's snapshot group label, NULL: it has one */
+    /* The desired spec and no owner reference, for an existing policy; NULL:
+     * an existing one is left as it is (a source pod without group). */
+    char *policy_patch;
     char *ns;
     gke_done_cb cb;
     void *data;
@@ -674,34 +673,47 @@ static cJSON *owned_object(const struct workspace *ws, const char *kind, const c
 /* The policy's spec: manual triggers, the workspace's pods that carry a
  * snapshot group, snapshots grouped by it (docs/snapshots.md, "Snapshot
  * groups"), the class's storage config and retention. */
-static cJSON *policy_spec(const struct workspace *ws, const struct workspace_class *c)
+/* Adds the selector's requirement of the group label and the grouping
+ * rules. Returns 0 or -ENOMEM. */
+static int add_grouping(cJSON *spec, cJSON *sel)
 {
-    char retention[32];
-    cJSON *spec = cJSON_CreateObject();
-    cJSON *sel = spec ? cJSON_AddObjectToObject(spec, "selector") : NULL;
-    cJSON *match = sel ? cJSON_AddObjectToObject(sel, "matchLabels") : NULL;
-    cJSON *exprs = sel ? cJSON_AddArrayToObject(sel, "matchExpressions") : NULL;
+    cJSON *exprs = cJSON_AddArrayToObject(sel, "matchExpressions");
     cJSON *expr = cJSON_CreateObject();
     if (!exprs || !expr || !cJSON_AddItemToArray(exprs, expr)) {
         cJSON_Delete(expr);
-        cJSON_Delete(spec);
-        return NULL;
+        return -ENOMEM;
     }
-    cJSON *trig = cJSON_AddObjectToObject(spec, "triggerConfig");
-    cJSON *ret = cJSON_AddObjectToObject(spec, "retentionConfig");
     cJSON *rules = cJSON_AddObjectToObject(spec, "snapshotGroupingRules");
     cJSON *by = rules ? cJSON_AddObjectToObject(rules, "groupByLabelValue") : NULL;
     cJSON *keys = by ? cJSON_AddArrayToObject(by, "labels") : NULL;
     cJSON *key = cJSON_CreateString(SNAPSHOT_GROUP_LABEL);
     if (!keys || !key || !cJSON_AddItemToArray(keys, key)) {
         cJSON_Delete(key);
+        return -ENOMEM;
+    }
+    if (!cJSON_AddStringToObject(expr, "key", SNAPSHOT_GROUP_LABEL) ||
+        !cJSON_AddStringToObject(expr, "operator", "Exists"))
+        return -ENOMEM;
+    return 0;
+}
+
+/* grouped: with the snapshot groups; 0: as an earlier version made it, for
+ * a source pod of that version (it has no group label, and the group's
+ * selector would not select it). */
+static cJSON *policy_spec(const struct workspace *ws, const struct workspace_class *c, int grouped)
+{
+    char retention[32];
+    cJSON *spec = cJSON_CreateObject();
+    cJSON *sel = spec ? cJSON_AddObjectToObject(spec, "selector") : NULL;
+    cJSON *match = sel ? cJSON_AddObjectToObject(sel, "matchLabels") : NULL;
+    if (!match || (grouped && add_grouping(spec, sel) < 0)) {
         cJSON_Delete(spec);
         return NULL;
     }
+    cJSON *trig = cJSON_AddObjectToObject(spec, "triggerConfig");
+    cJSON *ret = cJSON_AddObjectToObject(spec, "retentionConfig");
     if (duration_format_ms(c->snapshot.last_access_timeout_ms, retention, sizeof(retention)) < 0 ||
-        !match || !trig || !ret || !cJSON_AddStringToObject(match, WORKSPACE_LABEL, ws->name) ||
-        !cJSON_AddStringToObject(expr, "key", SNAPSHOT_GROUP_LABEL) ||
-        !cJSON_AddStringToObject(expr, "operator", "Exists") ||
+        !trig || !ret || !cJSON_AddStringToObject(match, WORKSPACE_LABEL, ws->name) ||
         !cJSON_AddStringToObject(spec, "storageConfigName",
                                  c->snapshot.storage_config_name ? c->snapshot.storage_config_name
                                                                  : "") ||
@@ -718,13 +730,13 @@ static cJSON *policy_spec(const struct workspace *ws, const struct workspace_cla
 /* Not owned by the Workspace: GKE's finalizer on each PodSnapshot finds the
  * bucket through the policy, so the backend deletes it itself after the last
  * PodSnapshot (consider_policy()). */
-static cJSON *policy_build(const struct workspace *ws, const struct workspace_class *c)
+static cJSON *policy_build(const struct workspace *ws, const struct workspace_class *c, int grouped)
 {
     char name[NAMES_SIZE];
     if (names_snapshot_policy(ws->name, name) < 0)
         return NULL;
     cJSON *o = labelled_object(ws, "PodSnapshotPolicy", name);
-    cJSON *spec = o ? policy_spec(ws, c) : NULL;
+    cJSON *spec = o ? policy_spec(ws, c, grouped) : NULL;
     if (!spec || !cJSON_AddItemToObject(o, "spec", spec)) {
         cJSON_Delete(spec);
         cJSON_Delete(o);
@@ -749,8 +761,6 @@ static void begin_free(struct gke_begin *b)
     cJSON_Delete(b->trigger);
     free(b->policy_name);
     free(b->policy_patch);
-    free(b->pod_name);
-    free(b->pod_patch);
     free(b->ns);
     free(b);
 }
@@ -782,7 +792,7 @@ static void create_trigger(struct gke_begin *b)
         begin_finish(b, -ENOMEM, "cannot start the request");
 }
 
-static void on_pod_labelled(void *data, struct kube_response *resp)
+static void on_policy_patched(void *data, struct kube_response *resp)
 {
     struct gke_begin *b = data;
     b->req = NULL;
@@ -793,32 +803,6 @@ static void on_pod_labelled(void *data, struct kube_response *resp)
     create_trigger(b);
 }
 
-/* A pod of an earlier version carries no snapshot group: the policy would
- * not select it. It is labelled first. */
-static void label_pod_or_trigger(struct gke_begin *b)
-{
-    if (!b->pod_patch) {
-        create_trigger(b);
-        return;
-    }
-    b->req = kube_patch(b->g->client, &KUBE_RESOURCE_PODS, b->ns, b->pod_name, NULL,
-                        KUBE_PATCH_MERGE, b->pod_patch, on_pod_labelled, b);
-    kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
-    if (!b->req)
-        begin_finish(b, -ENOMEM, "cannot start the request");
-}
-
-static void on_policy_patched(void *data, struct kube_response *resp)
-{
-    struct gke_begin *b = data;
-    b->req = NULL;
-    if (resp->status < 0) {
-        begin_finish(b, resp->status, kube_response_error_text(resp));
-        return;
-    }
-    label_pod_or_trigger(b);
-}
-
 static void on_policy_created(void *data, struct kube_response *resp)
 {
     struct gke_begin *b = data;
@@ -827,8 +811,8 @@ static void on_policy_created(void *data, struct kube_response *resp)
         begin_finish(b, resp->status, kube_response_error_text(resp));
         return;
     }
-    if (resp->status == 0) {
-        label_pod_or_trigger(b);
+    if (resp->status == 0 || !b->policy_patch) {
+        create_trigger(b);
         return;
     }
     /* It exists: made by an earlier version (no snapshot groups, an owner
@@ -841,42 +825,24 @@ static void on_policy_created(void *data, struct kube_response *resp)
         begin_finish(b, -ENOMEM, "cannot start the request");
 }
 
-/* {"metadata": {"labels": {SNAPSHOT_GROUP_LABEL: group}}} */
-static cJSON *pod_label_patch(const char *group)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON *meta = o ? cJSON_AddObjectToObject(o, "metadata") : NULL;
-    cJSON *labels = meta ? cJSON_AddObjectToObject(meta, "labels") : NULL;
-    if (!labels || !cJSON_AddStringToObject(labels, SNAPSHOT_GROUP_LABEL, group)) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
 cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
                                  const char *attempt, const char *pod_name, const char *pod_group)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON *policy = policy_build(ws, c);
+    cJSON *policy = policy_build(ws, c, pod_group != NULL);
     cJSON *trigger = trigger_build(ws, attempt, pod_name);
-    cJSON *label = pod_group ? pod_label_patch(pod_group) : NULL;
-    if (!o || !policy || !trigger || (pod_group && !label) ||
-        !cJSON_AddItemToObject(o, "policy", policy)) {
+    if (!o || !policy || !trigger || !cJSON_AddItemToObject(o, "policy", policy)) {
         cJSON_Delete(o);
         cJSON_Delete(policy);
         cJSON_Delete(trigger);
-        cJSON_Delete(label);
         return NULL;
     }
     if (!cJSON_AddItemToObject(o, "trigger", trigger)) {
         cJSON_Delete(o);
         cJSON_Delete(trigger);
-        cJSON_Delete(label);
         return NULL;
     }
-    if (label && (!cJSON_AddItemToObject(o, "podLabel", label) ||
-                  !cJSON_AddStringToObject(o, "pod", pod_name))) {
+    if (!pod_group && !cJSON_AddTrueToObject(o, "keepPolicy")) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -907,17 +873,14 @@ struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, c
 {
     struct gke_begin *b = calloc(1, sizeof(*b));
     const cJSON *policy = json_member(bodies, "policy");
-    const cJSON *label = json_member(bodies, "podLabel");
-    const char *pod = json_string(bodies, "pod");
     const char *policy_name = json_string(json_member(policy, "metadata"), "name");
+    int keep = cJSON_IsTrue(json_member(bodies, "keepPolicy"));
     if (!b)
         return NULL;
     if (!policy || !policy_name ||
         !(b->trigger = cJSON_Duplicate(json_member(bodies, "trigger"), 1)) ||
         !(b->ns = strdup(ns)) || !(b->policy_name = strdup(policy_name)) ||
-        !(b->policy_patch = policy_patch(policy)) ||
-        (label && (!pod || !(b->pod_name = strdup(pod)) ||
-                   !(b->pod_patch = cJSON_PrintUnformatted(label))))) {
+        (!keep && !(b->policy_patch = policy_patch(policy)))) {
         begin_free(b);
         return NULL;
     }

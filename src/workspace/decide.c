@@ -1029,6 +1029,22 @@ static int judge_unwanted_restore(struct decider *d, const struct workspace_pod 
     struct workspace_status *st = d->st;
     if (p->snapshot || !p->restored)
         return 0;
+    char occ[OCCASION_SIZE];
+    if (!p->group && !crash_looping(p)) {
+        /* Made by an earlier version, restored back then: the session has
+         * gone on in it since, so it is kept and only said. */
+        condition(d, COND_RESTORED, COND_TRUE, "UnwantedRestore",
+                  "pod %s (made by an earlier version) was restored from a snapshot though it was "
+                  "to start from files: its memory was older than its files when it started; it "
+                  "is kept, the session went on in it",
+                  p->name);
+        if (!streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore"))
+            transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+                             "pod %s was restored from a snapshot though it was to start from "
+                             "files (an earlier version's pod); it is kept",
+                             p->name);
+        return 0;
+    }
     int again = streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore") &&
                 st->snapshot.rejected_ms;
     if (!again) {
@@ -1045,7 +1061,6 @@ static int judge_unwanted_restore(struct decider *d, const struct workspace_pod 
               "start from files%s; its memory is older than the files: it is replaced by a pod "
               "from files and the checkpoint once the snapshots it could come from are deleted",
               p->name, crash_looping(p) ? ", and crash-loops" : "");
-    char occ[OCCASION_SIZE];
     if (!again)
         transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
                          "pod %s was restored from a snapshot though it was to start from files "
@@ -1779,6 +1794,8 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     sn->requested_ms = d->now;
     sn->ready_ms = 0;
     sn->failed_ms = 0;
+    /* A new snapshot: an earlier one's crashed restore says nothing of it. */
+    sn->restore_failed_ms = 0;
     sn->seconds = 0;
     set_string(d, &sn->node_name, p->node_name);
     /* What the pod really runs on: a restore is pinned to this product. */
@@ -1786,15 +1803,12 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     set_string(d, &sn->pod_spec_hash, hash);
     set_string(d, &sn->message, NULL);
     set_string(d, &sn->home_claim_uid, st->home.claim_uid);
-    /* The group the PodSnapshot gets (the backend copies the pod's label): a
-     * pod of an earlier version has none yet and is labelled first. */
-    char fresh[SNAPSHOT_GROUP_SIZE];
-    const char *group = p->group;
-    if (!group && workspace_snapshot_group(d->ws, pod_generation_of(d->ws, p->name), fresh) == 0)
-        group = fresh;
-    set_string(d, &sn->group, group);
+    /* The group the PodSnapshot gets (the backend copies the pod's label).
+     * A pod of an earlier version has none: its snapshot is taken as
+     * before, under a policy without groups, and restored without one. */
+    set_string(d, &sn->group, p->group);
     struct action *a = push(d, ACTION_SNAPSHOT_BEGIN, handle);
-    if (a && !p->group && group && !(a->group = strdup(group)))
+    if (a && p->group && !(a->group = strdup(p->group)))
         failed(d, -ENOMEM);
     condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress", "taking snapshot %s of pod %s", handle,
               p->name);

@@ -404,6 +404,7 @@ static int deletes(const struct decide_output *o, const char *name);
 static void paused_with_snapshot(struct world *w, const char *snapshot)
 {
     world_init(w, snapshot);
+    w->pod.group = "u1-1";
     struct decide_output o;
     decide(w, &o, 1);
     decide_output_clear(&o);
@@ -679,12 +680,14 @@ static void test_snapshot_groups(void **state)
     struct world w;
     world_init(&w, GKE);
     w.pod.group = "u1-1";
+    w.ws->status.snapshot.restore_failed_ms = 1; /* an earlier snapshot's restore crashed */
     struct decide_output o;
     decide(&w, &o, 1);
     const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
     assert_non_null(b);
-    assert_null(b->group); /* labelled already */
+    assert_string_equal(b->group, "u1-1"); /* the source pod's group */
     assert_string_equal(o.status.snapshot.group, "u1-1");
+    assert_int_equal(o.status.snapshot.restore_failed_ms, 0); /* not this one's */
     decide_output_clear(&o);
     world_free(&w);
 
@@ -692,8 +695,8 @@ static void test_snapshot_groups(void **state)
     decide(&w, &o, 1);
     b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
     assert_non_null(b);
-    assert_string_equal(b->group, "u1-1"); /* a pod of an earlier version: labelled first */
-    assert_string_equal(o.status.snapshot.group, "u1-1");
+    assert_null(b->group); /* a pod of an earlier version: no group, as before */
+    assert_null(o.status.snapshot.group);
     decide_output_clear(&o);
     world_free(&w);
 
@@ -805,6 +808,43 @@ static void test_unwanted_restore(void **state)
         decide_output_clear(&o);
         world_free(&w);
     }
+}
+
+/* A pod of an earlier version (no snapshot group) that was restored unasked
+ * back then and runs: the session went on in it, so it is kept, and said. */
+static void test_unwanted_restore_of_an_older_pod(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    w.ws->paused = 0;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.pod.restored = 1;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    const struct condition *r = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(r->reason, "UnwantedRestore");
+    assert_int_equal(r->status, COND_TRUE);
+    assert_non_null(find_event(&o, "UnwantedRestore"));
+    assert_int_equal(o.status.snapshot.rejected_ms, 0);
+    decide_output_clear(&o);
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_null(find_event(&o, "UnwantedRestore"));
+    decide_output_clear(&o);
+    /* It crash-loops: now it goes. */
+    w.pod.ready = 0;
+    w.pod.crash_looping = 1;
+    w.pod.restart_count = 3;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(o.status.snapshot.rejected_group, "*");
+    decide_output_clear(&o);
+    world_free(&w);
 }
 
 /* A pod from files that crash-loops without PodRestored: the application's
@@ -1615,6 +1655,67 @@ static void test_trigger_fate(void **state)
     }
 }
 
+/* The policy goes only after every PodSnapshot that names it, and only with
+ * its workspace. */
+static void test_policy_fate(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        struct gke_policy_facts facts;
+        enum gke_policy_fate want;
+    } cases[] = {
+        {"the workspace lives", {0}, GKE_POLICY_KEEP},
+        {"the workspace lives, snapshots", {.snapshots_left = 2}, GKE_POLICY_KEEP},
+        {"deleted, a PodSnapshot still in GKE's finalizer",
+         {.workspace_deleting = 1, .snapshots_left = 1},
+         GKE_POLICY_KEEP},
+        {"deleted, a trigger left (it could still make a PodSnapshot)",
+         {.workspace_deleting = 1, .triggers_left = 1},
+         GKE_POLICY_KEEP},
+        {"deleted, nothing names it", {.workspace_deleting = 1}, GKE_POLICY_DELETE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        print_message("  %s\n", cases[i].name);
+        assert_int_equal(gke_policy_fate(&cases[i].facts), cases[i].want);
+    }
+}
+
+/* The begin bodies: the policy groups snapshots by the pod label, selects
+ * only pods that carry it, and has no owner reference; a pod without the
+ * label is labelled first. */
+static void test_begin_bodies(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    cJSON *bodies = gke_snapshot_begin_bodies(w.ws, w.cls, "nb-p1-1", "nb-1", "u1-1");
+    assert_non_null(bodies);
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(bodies, "policy"));
+    assert_non_null(strstr(text, "\"snapshotGroupingRules\":{\"groupByLabelValue\":{\"labels\":"
+                                 "[\"hibernator.dev/snapshot-group\"]}}"));
+    assert_non_null(strstr(text, "{\"key\":\"hibernator.dev/snapshot-group\","
+                                 "\"operator\":\"Exists\"}"));
+    assert_null(strstr(text, "ownerReferences"));
+    free(text);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(bodies, "trigger"));
+    assert_non_null(strstr(text, "ownerReferences")); /* triggers stay owned */
+    free(text);
+    assert_null(cJSON_GetObjectItem(bodies, "keepPolicy"));
+    cJSON_Delete(bodies);
+    /* A source pod of an earlier version: the policy as that version made
+     * it (no owner reference), an existing one left as it is. */
+    bodies = gke_snapshot_begin_bodies(w.ws, w.cls, "nb-p1-1", "nb-1", NULL);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(bodies, "policy"));
+    assert_null(strstr(text, "snapshotGroupingRules"));
+    assert_null(strstr(text, "matchExpressions"));
+    assert_null(strstr(text, "ownerReferences"));
+    free(text);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(bodies, "keepPolicy")));
+    cJSON_Delete(bodies);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1632,6 +1733,7 @@ int main(void)
         cmocka_unit_test(test_restore_crash_loop_without_group),
         cmocka_unit_test(test_snapshot_groups),
         cmocka_unit_test(test_unwanted_restore),
+        cmocka_unit_test(test_unwanted_restore_of_an_older_pod),
         cmocka_unit_test(test_crash_loop_without_restore),
         cmocka_unit_test(test_snapshot_not_used),
         cmocka_unit_test(test_snapshot_home_claim),
@@ -1643,6 +1745,8 @@ int main(void)
         cmocka_unit_test(test_delete_with_workspace),
         cmocka_unit_test(test_delete_many_with_workspace),
         cmocka_unit_test(test_trigger_fate),
+        cmocka_unit_test(test_policy_fate),
+        cmocka_unit_test(test_begin_bodies),
     };
     return cmocka_run_group_tests_name("pause and resume with a snapshot", tests, NULL, NULL);
 }
