@@ -3,8 +3,10 @@
  * docs/snapshots.md).
  *
  * Per workspace one PodSnapshotPolicy "<workspace>-snapshots" (manual
- * trigger, selector on the workspace's pod label, the class's storage config
- * and retention, owned by the Workspace); per attempt one
+ * trigger, selector on the workspace's pod label and the snapshot group
+ * label, snapshots grouped by that label, the class's storage config and
+ * retention; not owned: it goes after its last PodSnapshot, see
+ * gke_policy_fate()); per attempt one
  * PodSnapshotManualTrigger named by the attempt's handle (owned by the
  * Workspace, labelled with it) for the workspace's pod. GKE answers with a
  * PodSnapshot labelled gke-pod-snapshot-triggered-by=<trigger> and names it
@@ -80,6 +82,29 @@ void gke_delete_cancel(struct gke_delete *x);
 void gke_snapshots_workspace_deleted(struct gke_snapshots *g, const char *ns,
                                      const char *workspace);
 
+/* The Workspace ns/workspace exists and is not being deleted (one of the
+ * name may have been deleted and made again): its policy stays. */
+void gke_snapshots_workspace_live(struct gke_snapshots *g, const char *ns, const char *workspace);
+
+/* What becomes of a workspace's policy. Pure. */
+enum gke_policy_fate {
+    GKE_POLICY_KEEP,
+    GKE_POLICY_DELETE,
+};
+
+struct gke_policy_facts {
+    int workspace_deleting; /* its Workspace is being deleted (no pod left) or gone */
+    int snapshots_left;     /* PodSnapshots (being deleted or not) whose spec.policyName is it */
+    int triggers_left;      /* triggers of the workspace (one could still make a PodSnapshot) */
+};
+
+/* GKE's finalizer on a PodSnapshot finds the bucket through the policy: a
+ * policy deleted first would leave the memory images in the bucket. So the
+ * policy has no owner reference and goes only once its workspace is being
+ * deleted and no PodSnapshot names it and no trigger of the workspace is
+ * left. */
+enum gke_policy_fate gke_policy_fate(const struct gke_policy_facts *f);
+
 /* What becomes of one of the controller's triggers. Pure. */
 enum gke_trigger_fate {
     GKE_TRIGGER_KEEP,
@@ -104,14 +129,20 @@ enum gke_trigger_fate gke_trigger_fate(const struct gke_trigger_facts *f);
 const char *gke_trigger_fate_name(enum gke_trigger_fate fate);
 
 /* The objects an attempt needs, built at decision time (the caches may
- * change before they are sent): {"policy": ..., "trigger": ...}. Caller
- * deletes; NULL when out of memory (or for a name no Workspace can
- * have: empty or longer than 253). */
+ * change before they are sent): {"policy": ..., "trigger": ...}. pod_group
+ * is the source pod's snapshot group; NULL (a pod of an earlier version,
+ * without one): the policy is built without groups, as that version made
+ * it, and an existing one is left as it is ("keepPolicy": true), or the
+ * group's selector would not select the pod. Caller deletes; NULL when out
+ * of memory (or for a name no Workspace can have: empty or longer than
+ * 253). */
 cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
-                                 const char *attempt, const char *pod_name);
+                                 const char *attempt, const char *pod_name, const char *pod_group);
 
-/* Makes sure the workspace's policy exists, then creates the trigger;
- * AlreadyExists counts as done either time (a repeated call after a crash).
+/* Makes sure the workspace's policy exists (one that exists already is
+ * patched to the built spec, without owner reference, unless "keepPolicy"),
+ * then creates the trigger; AlreadyExists of the trigger counts as done (a
+ * repeated call after a crash).
  * cb gets 0 or a negative errno with the API server's words. bodies is only
  * read during the call. The handle can be cancelled (no callback follows);
  * NULL: could not start (no callback). */

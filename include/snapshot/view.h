@@ -24,6 +24,7 @@ struct snapshot_view {
     int64_t ready_ms;    /* when it became Ready by the backend's account, 0: unknown */
     const char *message; /* why it failed */
     int64_t deleting_ms; /* being deleted since (the backend's finalizer holds it), 0: not */
+    const char *group;   /* its snapshot group (the source pod's), NULL: none */
     /* The backend cannot say yet (its caches have not synced): phase is a
      * placeholder, and decide() concludes nothing from it. */
     int unknown;

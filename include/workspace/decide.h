@@ -126,6 +126,10 @@ struct action {
     char *snapshot;
     char *product;
     int capacity_fallback;
+    /* CreatePod: the pod's snapshot group (NULL: no label). SnapshotBegin:
+     * the source pod's group; NULL: a pod of an earlier version, without
+     * one (the policy is then left without groups). */
+    char *group;
     /* An Event's transition, from counters and names in the status ("pause-3",
      * "resume-3", a snapshot attempt's handle, "pod-<name>"): the same
      * transition decided again after a crash has the same occasion, so the

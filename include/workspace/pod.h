@@ -20,6 +20,13 @@
 /* The snapshot a pod is to be restored from (GKE's annotation: the backend
  * restores the pod from the named PodSnapshot). */
 #define RESTORE_SNAPSHOT_ANNOTATION "podsnapshot.gke.io/ps-name"
+/* On every workspace pod: its snapshot group (docs/snapshots.md, "Snapshot
+ * groups"). The snapshot backend's policy groups snapshots by it and
+ * selects only pods that carry it: a pod is restored by default only from a
+ * snapshot of its own group. A pod meant to start from files gets a group no
+ * snapshot has (workspace_snapshot_group()); a restore the group of its
+ * snapshot. */
+#define SNAPSHOT_GROUP_LABEL "hibernator.dev/snapshot-group"
 /* On a pod started after a capacity timeout under onCapacityTimeout FallBack:
  * it may run on any accelerator product the class allows. */
 #define CAPACITY_FALLBACK_ANNOTATION "hibernator.dev/capacity-fallback"
@@ -57,6 +64,7 @@ struct workspace_pod {
     char *snapshot;              /* the snapshot it is restored from, NULL: none */
     int restored;                /* condition PodRestored=True */
     int64_t restored_ms;         /* PodRestored lastTransitionTime when True */
+    char *group;                 /* label SNAPSHOT_GROUP_LABEL, NULL: none (an older pod) */
     int restart_count;           /* the highest of its containers' */
     int crash_looping;           /* a container waits in CrashLoopBackOff */
     /* The extended resources (a domain outside kubernetes.io, such as
@@ -145,14 +153,25 @@ struct pod_build {
     /* Any product the class allows, the class's product preferred: node
      * affinity instead of the product pin, and the fallback annotation. */
     int capacity_fallback;
+    /* Its snapshot group (SNAPSHOT_GROUP_LABEL); NULL: no label. */
+    const char *group;
 };
+
+/* The snapshot group of a pod of the workspace meant to start from files:
+ * "<workspace uid>-<pod generation>", unique per pod generation and per
+ * incarnation of the workspace, a valid label value (at most 63
+ * characters: a longer uid is cut). Writes into out; returns 0, or -EINVAL
+ * without a uid. */
+#define SNAPSHOT_GROUP_SIZE 64
+int workspace_snapshot_group(const struct workspace *ws, int64_t pod_generation,
+                             char out[SNAPSHOT_GROUP_SIZE]);
 
 /* Builds the workspace's pod: image, port, resources, accelerator request and
  * node selector (product label pinned, or for a capacity fallback node
  * affinity: required In the allowed products, preferred the class's),
  * tolerations, runtimeClassName, home volume, env (the workspace's,
  * HIBERNATOR_WORKSPACE, and the checkpoint env var when from_checkpoint),
- * grace period, labels, the from-checkpoint, restore and fallback
+ * grace period, labels (the snapshot group's too), the from-checkpoint, restore and fallback
  * annotations and the owner reference. NULL when out of memory or without a
  * class. */
 cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspace_class *c,

@@ -96,6 +96,12 @@ struct workspace_snapshot {
     int64_t checkpoint_answered_ms;  /* answered, or given up on at the timeout */
     char *checkpoint_result;         /* "Written" | "Failed" | "Timeout" | NULL: waiting */
     char *checkpoint_message;        /* why it failed, one line */
+    char *group;                     /* the source pod's snapshot group: a restore pod carries it */
+    /* A pod was restored though nobody asked (docs/snapshots.md): the
+     * snapshots of this group (or "*": all) Ready by rejected_ms are
+     * deleted, and no pod starts while one remains. */
+    char *rejected_group;
+    int64_t rejected_ms;
 };
 
 /* The claim that holds the workspace's home, and the last one lost

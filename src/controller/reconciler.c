@@ -263,6 +263,12 @@ static void on_class_change(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     keep_product_label(r, e->obj);
+    /* A class with the GKE backend: its caches run from now, also when no
+     * workspace of it is left, so that the policies of workspaces deleted
+     * while the controller was down are found and go (gke.h). */
+    const struct workspace_class *c = e->obj;
+    if (c && c->snapshot.backend == SNAPSHOT_BACKEND_GKE && gke_snapshots_start(r->gke) < 0)
+        log_warn("cannot watch GKE Pod Snapshots", "class", e->name);
     struct class_match m = {r, e->name};
     informer_foreach(r->ws_inf, enqueue_if_class, &m);
 }
@@ -1168,6 +1174,8 @@ static void reconcile(struct reconciler *r, const char *key)
         /* Once no pod is left, no trigger can still be served. */
         if (ws->deletion_ms && n_pods == 0)
             gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);
+        else if (!ws->deletion_ms)
+            gke_snapshots_workspace_live(r->gke, ws->ns, ws->name);
     }
     int64_t now = r->now_ms(r->now_data);
     struct decide_input in = {
@@ -1228,12 +1236,13 @@ static void reconcile(struct reconciler *r, const char *key)
         if (a->type == ACTION_CREATE_PVC)
             j->bodies[i] = workspace_pvc_build(ws, in.cls);
         else if (a->type == ACTION_CREATE_POD)
-            j->bodies[i] = workspace_pod_build_with(ws, in.cls,
-                                                    &(struct pod_build){a->name, a->from_checkpoint,
-                                                                        a->snapshot, a->product,
-                                                                        a->capacity_fallback});
+            j->bodies[i] = workspace_pod_build_with(
+                ws, in.cls,
+                &(struct pod_build){a->name, a->from_checkpoint, a->snapshot, a->product,
+                                    a->capacity_fallback, a->group});
         else if (a->type == ACTION_SNAPSHOT_BEGIN)
-            j->bodies[i] = gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name);
+            j->bodies[i] =
+                gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name, a->group);
         else if (a->type == ACTION_APP_CHECKPOINT && cls) {
             const struct workspace_pod *pod = NULL;
             for (size_t k = 0; k < n_pods && j->out.status.pod_name; k++)

@@ -32,11 +32,19 @@ struct trigger {
 
 struct podsnapshot {
     char *triggered_by;
+    char *group;       /* label SNAPSHOT_GROUP_LABEL, copied by GKE from the source pod */
+    char *policy_name; /* spec.policyName */
     int64_t deletion_ms;
     int ready;
     int64_t ready_ms;
     int failed;
     char *message;
+};
+
+/* What the cache keeps of a policy. */
+struct policy {
+    char *workspace; /* label hibernator.dev/workspace */
+    int owned;       /* it has owner references (made by an earlier version) */
 };
 
 struct gke_snapshots {
@@ -45,10 +53,13 @@ struct gke_snapshots {
     char *ns;
     gke_changed_cb cb;
     void *cb_data;
-    struct informer *triggers, *snapshots;
+    struct informer *triggers, *snapshots, *policies;
     int started;
-    int swept;              /* every trigger was looked at once both caches had synced */
-    struct strmap removals; /* "ns/trigger" -> struct removal *: triggers being deleted */
+    int swept; /* every trigger and policy was looked at once the caches had synced */
+    /* "ns/trigger" -> struct removal *: triggers being deleted; "policy:ns/name"
+     * for policies. */
+    struct strmap removals;
+    struct strmap retiring; /* "ns/workspace" -> "": deleted workspaces whose policy may go */
     uv_timer_t timer;       /* runs the removals that are due */
 };
 
@@ -60,7 +71,8 @@ struct gke_snapshots {
  * workspace is), retried until it is gone. */
 struct removal {
     struct gke_snapshots *g;
-    char *key; /* "ns/name" */
+    int policy; /* a policy, not a trigger */
+    char *key;  /* "ns/name", "policy:ns/name" */
     char *ns, *name;
     char *uid;       /* the trigger's: a new one of the same name is not ours to delete */
     char *check;     /* the PodSnapshot to ask the API server about first; NULL: delete */
@@ -73,11 +85,17 @@ struct removal {
 static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check,
                         const char *why);
 static int both_synced(const struct gke_snapshots *g);
+static void consider_policy(struct gke_snapshots *g, const char *ns, const char *workspace);
+static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe);
 
 struct gke_begin {
     struct gke_snapshots *g;
     struct kube_request *req;
     cJSON *trigger; /* created once the policy is there */
+    char *policy_name;
+    /* The desired spec and no owner reference, for an existing policy; NULL:
+     * an existing one is left as it is (a source pod without group). */
+    char *policy_patch;
     char *ns;
     gke_done_cb cb;
     void *data;
@@ -169,11 +187,16 @@ static int podsnapshot_decode(const cJSON *obj, void *data, void **ret, char **r
         }
     }
     if (json_dup_optional(json_string(json_member(meta, "labels"), GKE_TRIGGERED_BY_LABEL),
-                          &s->triggered_by) < 0)
+                          &s->triggered_by) < 0 ||
+        json_dup_optional(json_string(json_member(meta, "labels"), SNAPSHOT_GROUP_LABEL),
+                          &s->group) < 0 ||
+        json_dup_optional(json_string(json_member(obj, "spec"), "policyName"), &s->policy_name) < 0)
         goto oom;
     *ret = s;
     return 0;
 oom:
+    free(s->triggered_by);
+    free(s->group);
     free(s->message);
     free(s);
     return -ENOMEM;
@@ -185,10 +208,40 @@ static void podsnapshot_free(void *p)
     if (!s)
         return;
     free(s->triggered_by);
+    free(s->group);
+    free(s->policy_name);
     free(s->message);
     free(s);
 }
 
+static int policy_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
+{
+    (void)data;
+    (void)ret_err;
+    struct policy *p = calloc(1, sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    const cJSON *meta = json_member(obj, "metadata");
+    p->owned = cJSON_GetArraySize(json_member(meta, "ownerReferences")) > 0;
+    if (json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
+                          &p->workspace) < 0) {
+        free(p);
+        return -ENOMEM;
+    }
+    *ret = p;
+    return 0;
+}
+
+static void policy_free(void *v)
+{
+    struct policy *p = v;
+    if (!p)
+        return;
+    free(p->workspace);
+    free(p);
+}
+
+static const struct informer_codec policy_codec = {policy_decode, policy_free, NULL};
 static const struct informer_codec trigger_codec = {trigger_decode, trigger_free, NULL};
 static const struct informer_codec podsnapshot_codec = {podsnapshot_decode, podsnapshot_free, NULL};
 
@@ -279,6 +332,18 @@ static void sweep_one(void *data, const struct cache_entry *te)
 
 /* Once both caches hold their first lists: triggers whose PodSnapshot went
  * while nobody watched. */
+/* A policy whose Workspace may be gone: the reconciler looks at the
+ * workspace, and tells the backend when it is (workspace_deleted()). One an
+ * earlier version made with an owner reference loses it. */
+static void sweep_policy(void *data, const struct cache_entry *pe)
+{
+    struct gke_snapshots *g = data;
+    const struct policy *p = pe->obj;
+    if (p->owned)
+        policy_disown(g, pe);
+    notify_workspace(g, pe->ns, p->workspace);
+}
+
 static void on_synced(void *data)
 {
     struct gke_snapshots *g = data;
@@ -286,6 +351,22 @@ static void on_synced(void *data)
         return;
     g->swept = 1;
     informer_foreach(g->triggers, sweep_one, g);
+    informer_foreach(g->policies, sweep_policy, g);
+}
+
+static void on_policy(void *data, const struct cache_entry *e)
+{
+    struct gke_snapshots *g = data;
+    const struct policy *p = e->obj;
+    if (g->swept && p->owned)
+        policy_disown(g, e);
+}
+
+static void on_policy_update(void *data, const struct cache_entry *old_e,
+                             const struct cache_entry *e)
+{
+    (void)old_e;
+    on_policy(data, e);
 }
 
 struct workspace_match {
@@ -307,6 +388,84 @@ void gke_snapshots_workspace_deleted(struct gke_snapshots *g, const char *ns, co
         return;
     struct workspace_match m = {g, ns, workspace};
     informer_foreach(g->triggers, consider_if_workspace, &m);
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns, workspace);
+    /* Out of memory: the next pass over the deleted workspace tries again. */
+    if (strmap_put(&g->retiring, key, (void *)"", NULL) < 0)
+        return;
+    consider_policy(g, ns, workspace);
+}
+
+void gke_snapshots_workspace_live(struct gke_snapshots *g, const char *ns, const char *workspace)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", ns, workspace);
+    strmap_remove(&g->retiring, key);
+}
+
+/* ---- the policy: it goes after the last PodSnapshot that names it ---- */
+
+enum gke_policy_fate gke_policy_fate(const struct gke_policy_facts *f)
+{
+    if (!f->workspace_deleting || f->snapshots_left || f->triggers_left)
+        return GKE_POLICY_KEEP;
+    return GKE_POLICY_DELETE;
+}
+
+struct policy_users {
+    const char *ns, *policy, *workspace;
+    int snapshots, triggers;
+};
+
+static void count_snapshot_user(void *data, const struct cache_entry *e)
+{
+    struct policy_users *u = data;
+    const struct podsnapshot *s = e->obj;
+    u->snapshots +=
+        strcmp(e->ns, u->ns) == 0 && s->policy_name && strcmp(s->policy_name, u->policy) == 0;
+}
+
+static void count_trigger_user(void *data, const struct cache_entry *e)
+{
+    struct policy_users *u = data;
+    const struct trigger *t = e->obj;
+    u->triggers +=
+        strcmp(e->ns, u->ns) == 0 && t->workspace && strcmp(t->workspace, u->workspace) == 0;
+}
+
+/* The facts about the policy of ns/workspace from the caches; its cache
+ * entry, NULL: none cached. */
+static const struct cache_entry *policy_facts(const struct gke_snapshots *g, const char *ns,
+                                              const char *workspace, struct gke_policy_facts *ret)
+{
+    char name[NAMES_SIZE], key[512];
+    *ret = (struct gke_policy_facts){0};
+    if (names_snapshot_policy(workspace, name) < 0)
+        return NULL;
+    const struct cache_entry *pe = informer_get(g->policies, ns, name);
+    if (!pe)
+        return NULL;
+    snprintf(key, sizeof(key), "%s/%s", ns, workspace);
+    struct policy_users u = {ns, name, workspace, 0, 0};
+    informer_foreach(g->snapshots, count_snapshot_user, &u);
+    informer_foreach(g->triggers, count_trigger_user, &u);
+    *ret = (struct gke_policy_facts){.workspace_deleting = strmap_get(&g->retiring, key) != NULL,
+                                     .snapshots_left = u.snapshots,
+                                     .triggers_left = u.triggers};
+    return pe;
+}
+
+/* The policy of a deleted workspace goes once no PodSnapshot names it (GKE's
+ * finalizer finds the bucket through it) and no trigger of the workspace is
+ * left (one could still make a PodSnapshot). */
+static void consider_policy(struct gke_snapshots *g, const char *ns, const char *workspace)
+{
+    struct gke_policy_facts f;
+    if (!g->started || !both_synced(g))
+        return;
+    const struct cache_entry *pe = policy_facts(g, ns, workspace, &f);
+    if (pe && gke_policy_fate(&f) == GKE_POLICY_DELETE)
+        removal_add(g, pe, NULL, "its workspace is deleted and no PodSnapshot names it");
 }
 
 static void on_trigger(void *data, const struct cache_entry *e)
@@ -329,6 +488,8 @@ static void on_trigger_delete(void *data, const struct cache_entry *e)
 {
     const struct trigger *t = e->obj;
     notify_workspace(data, e->ns, t->workspace);
+    if (t->workspace)
+        consider_policy(data, e->ns, t->workspace);
 }
 
 static const struct cache_entry *trigger_of(const struct gke_snapshots *g,
@@ -358,6 +519,12 @@ static void on_snapshot_update(void *data, const struct cache_entry *old_e,
 static void on_snapshot_delete(void *data, const struct cache_entry *e)
 {
     struct gke_snapshots *g = data;
+    const struct podsnapshot *s = e->obj;
+    const struct cache_entry *pe =
+        s->policy_name ? informer_get(g->policies, e->ns, s->policy_name) : NULL;
+    const struct policy *p = pe ? pe->obj : NULL;
+    if (p && p->workspace)
+        consider_policy(g, e->ns, p->workspace);
     const struct cache_entry *te = trigger_of(g, e);
     const struct trigger *t = te ? te->obj : NULL;
     if (!t)
@@ -377,7 +544,8 @@ static void fill_view(const struct cache_entry *se, const char *attempt, struct 
     *ret = (struct snapshot_view){.attempt = attempt,
                                   .phase = SNAPSHOT_PHASE_IN_PROGRESS,
                                   .name = se->name,
-                                  .deleting_ms = s->deletion_ms};
+                                  .deleting_ms = s->deletion_ms,
+                                  .group = s->group};
     if (s->failed) {
         ret->phase = SNAPSHOT_PHASE_FAILED;
         ret->message = s->message;
@@ -387,7 +555,8 @@ static void fill_view(const struct cache_entry *se, const char *attempt, struct 
     }
 }
 
-/* Whether the trigger is being deleted because its PodSnapshot is gone. */
+/* Whether the trigger is being deleted because its PodSnapshot is gone (a
+ * policy's removal has another key). */
 static int trigger_going(const struct gke_snapshots *g, const char *ns, const char *name)
 {
     char key[512];
@@ -461,24 +630,37 @@ size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const c
 
 /* ---- begin: the policy, then the trigger ---- */
 
-static cJSON *owned_object(const struct workspace *ws, const char *kind, const char *name)
+/* The object's apiVersion, kind and metadata (name, namespace, labels). */
+static cJSON *labelled_object(const struct workspace *ws, const char *kind, const char *name)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
     cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
-    cJSON *refs = cJSON_AddArrayToObject(meta, "ownerReferences");
+    if (!labels || !cJSON_AddStringToObject(o, "apiVersion", GKE_SNAPSHOT_GROUP "/v1") ||
+        !cJSON_AddStringToObject(o, "kind", kind) || !cJSON_AddStringToObject(meta, "name", name) ||
+        !cJSON_AddStringToObject(meta, "namespace", ws->ns) ||
+        !cJSON_AddStringToObject(labels, MANAGED_BY_LABEL, MANAGED_BY_VALUE) ||
+        !cJSON_AddStringToObject(labels, WORKSPACE_LABEL, ws->name)) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The same, owned by the Workspace. */
+static cJSON *owned_object(const struct workspace *ws, const char *kind, const char *name)
+{
+    cJSON *o = labelled_object(ws, kind, name);
+    cJSON *refs = o ? cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"),
+                                             "ownerReferences")
+                    : NULL;
     cJSON *ref = cJSON_CreateObject();
     if (!refs || !ref || !cJSON_AddItemToArray(refs, ref)) {
         cJSON_Delete(ref);
         cJSON_Delete(o);
         return NULL;
     }
-    if (!labels || !cJSON_AddStringToObject(o, "apiVersion", GKE_SNAPSHOT_GROUP "/v1") ||
-        !cJSON_AddStringToObject(o, "kind", kind) || !cJSON_AddStringToObject(meta, "name", name) ||
-        !cJSON_AddStringToObject(meta, "namespace", ws->ns) ||
-        !cJSON_AddStringToObject(labels, MANAGED_BY_LABEL, MANAGED_BY_VALUE) ||
-        !cJSON_AddStringToObject(labels, WORKSPACE_LABEL, ws->name) ||
-        !cJSON_AddStringToObject(ref, "apiVersion", WORKSPACE_API_VERSION) ||
+    if (!cJSON_AddStringToObject(ref, "apiVersion", WORKSPACE_API_VERSION) ||
         !cJSON_AddStringToObject(ref, "kind", WORKSPACE_KIND) ||
         !cJSON_AddStringToObject(ref, "name", ws->name) ||
         !cJSON_AddStringToObject(ref, "uid", ws->uid ? ws->uid : "") ||
@@ -490,19 +672,47 @@ static cJSON *owned_object(const struct workspace *ws, const char *kind, const c
     return o;
 }
 
-static cJSON *policy_build(const struct workspace *ws, const struct workspace_class *c)
+/* Adds the selector's requirement of the group label and the grouping
+ * rules. Returns 0 or -ENOMEM. */
+static int add_grouping(cJSON *spec, cJSON *sel)
 {
-    char name[NAMES_SIZE], retention[GKE_RETENTION_SIZE];
-    if (names_snapshot_policy(ws->name, name) < 0)
-        return NULL;
-    cJSON *o = owned_object(ws, "PodSnapshotPolicy", name);
-    cJSON *spec = o ? cJSON_AddObjectToObject(o, "spec") : NULL;
+    cJSON *exprs = cJSON_AddArrayToObject(sel, "matchExpressions");
+    cJSON *expr = cJSON_CreateObject();
+    if (!exprs || !expr || !cJSON_AddItemToArray(exprs, expr)) {
+        cJSON_Delete(expr);
+        return -ENOMEM;
+    }
+    cJSON *rules = cJSON_AddObjectToObject(spec, "snapshotGroupingRules");
+    cJSON *by = rules ? cJSON_AddObjectToObject(rules, "groupByLabelValue") : NULL;
+    cJSON *keys = by ? cJSON_AddArrayToObject(by, "labels") : NULL;
+    cJSON *key = cJSON_CreateString(SNAPSHOT_GROUP_LABEL);
+    if (!keys || !key || !cJSON_AddItemToArray(keys, key)) {
+        cJSON_Delete(key);
+        return -ENOMEM;
+    }
+    if (!cJSON_AddStringToObject(expr, "key", SNAPSHOT_GROUP_LABEL) ||
+        !cJSON_AddStringToObject(expr, "operator", "Exists"))
+        return -ENOMEM;
+    return 0;
+}
+
+/* grouped: with the snapshot groups; 0: as an earlier version made it, for
+ * a source pod of that version (it has no group label, and the group's
+ * selector would not select it). */
+static cJSON *policy_spec(const struct workspace *ws, const struct workspace_class *c, int grouped)
+{
+    char retention[GKE_RETENTION_SIZE];
+    cJSON *spec = cJSON_CreateObject();
     cJSON *sel = spec ? cJSON_AddObjectToObject(spec, "selector") : NULL;
     cJSON *match = sel ? cJSON_AddObjectToObject(sel, "matchLabels") : NULL;
-    cJSON *trig = spec ? cJSON_AddObjectToObject(spec, "triggerConfig") : NULL;
-    cJSON *ret = spec ? cJSON_AddObjectToObject(spec, "retentionConfig") : NULL;
-    if (gke_retention_format(c->snapshot.last_access_timeout_ms, retention) < 0 || !match ||
-        !trig || !ret || !cJSON_AddStringToObject(match, WORKSPACE_LABEL, ws->name) ||
+    if (!match || (grouped && add_grouping(spec, sel) < 0)) {
+        cJSON_Delete(spec);
+        return NULL;
+    }
+    cJSON *trig = cJSON_AddObjectToObject(spec, "triggerConfig");
+    cJSON *ret = cJSON_AddObjectToObject(spec, "retentionConfig");
+    if (gke_retention_format(c->snapshot.last_access_timeout_ms, retention) < 0 || !trig || !ret ||
+        !cJSON_AddStringToObject(match, WORKSPACE_LABEL, ws->name) ||
         !cJSON_AddStringToObject(spec, "storageConfigName",
                                  c->snapshot.storage_config_name ? c->snapshot.storage_config_name
                                                                  : "") ||
@@ -510,6 +720,24 @@ static cJSON *policy_build(const struct workspace *ws, const struct workspace_cl
         !cJSON_AddStringToObject(trig, "postCheckpoint", "stop") ||
         !cJSON_AddStringToObject(spec, "snapshotScope", "whole-pod") ||
         !cJSON_AddStringToObject(ret, "lastAccessTimeout", retention)) {
+        cJSON_Delete(spec);
+        return NULL;
+    }
+    return spec;
+}
+
+/* Not owned by the Workspace: GKE's finalizer on each PodSnapshot finds the
+ * bucket through the policy, so the backend deletes it itself after the last
+ * PodSnapshot (consider_policy()). */
+static cJSON *policy_build(const struct workspace *ws, const struct workspace_class *c, int grouped)
+{
+    char name[NAMES_SIZE];
+    if (names_snapshot_policy(ws->name, name) < 0)
+        return NULL;
+    cJSON *o = labelled_object(ws, "PodSnapshotPolicy", name);
+    cJSON *spec = o ? policy_spec(ws, c, grouped) : NULL;
+    if (!spec || !cJSON_AddItemToObject(o, "spec", spec)) {
+        cJSON_Delete(spec);
         cJSON_Delete(o);
         return NULL;
     }
@@ -527,13 +755,20 @@ static cJSON *trigger_build(const struct workspace *ws, const char *attempt, con
     return o;
 }
 
+static void begin_free(struct gke_begin *b)
+{
+    cJSON_Delete(b->trigger);
+    free(b->policy_name);
+    free(b->policy_patch);
+    free(b->ns);
+    free(b);
+}
+
 static void begin_finish(struct gke_begin *b, int status, const char *error)
 {
     if (b->cb)
         b->cb(b->data, status, error);
-    cJSON_Delete(b->trigger);
-    free(b->ns);
-    free(b);
+    begin_free(b);
 }
 
 static void on_trigger_created(void *data, struct kube_response *resp)
@@ -547,6 +782,26 @@ static void on_trigger_created(void *data, struct kube_response *resp)
     begin_finish(b, 0, NULL);
 }
 
+static void create_trigger(struct gke_begin *b)
+{
+    b->req = kube_create(b->g->client, &triggers, b->ns, b->trigger, on_trigger_created, b);
+    /* The snapshot is the first step of a pause with memory. */
+    kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
+    if (!b->req)
+        begin_finish(b, -ENOMEM, "cannot start the request");
+}
+
+static void on_policy_patched(void *data, struct kube_response *resp)
+{
+    struct gke_begin *b = data;
+    b->req = NULL;
+    if (resp->status < 0) {
+        begin_finish(b, resp->status, kube_response_error_text(resp));
+        return;
+    }
+    create_trigger(b);
+}
+
 static void on_policy_created(void *data, struct kube_response *resp)
 {
     struct gke_begin *b = data;
@@ -555,18 +810,25 @@ static void on_policy_created(void *data, struct kube_response *resp)
         begin_finish(b, resp->status, kube_response_error_text(resp));
         return;
     }
-    b->req = kube_create(b->g->client, &triggers, b->ns, b->trigger, on_trigger_created, b);
-    /* The snapshot is the first step of a pause with memory. */
+    if (resp->status == 0 || !b->policy_patch) {
+        create_trigger(b);
+        return;
+    }
+    /* It exists: made by an earlier version (no snapshot groups, an owner
+     * reference), or for an earlier Workspace of the name, or with another
+     * class. It is brought to the desired spec. */
+    b->req = kube_patch(b->g->client, &policies, b->ns, b->policy_name, NULL, KUBE_PATCH_MERGE,
+                        b->policy_patch, on_policy_patched, b);
     kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
     if (!b->req)
         begin_finish(b, -ENOMEM, "cannot start the request");
 }
 
 cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
-                                 const char *attempt, const char *pod_name)
+                                 const char *attempt, const char *pod_name, const char *pod_group)
 {
     cJSON *o = cJSON_CreateObject();
-    cJSON *policy = policy_build(ws, c);
+    cJSON *policy = policy_build(ws, c, pod_group != NULL);
     cJSON *trigger = trigger_build(ws, attempt, pod_name);
     if (!o || !policy || !trigger || !cJSON_AddItemToObject(o, "policy", policy)) {
         cJSON_Delete(o);
@@ -579,7 +841,30 @@ cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct worksp
         cJSON_Delete(trigger);
         return NULL;
     }
+    if (!pod_group && !cJSON_AddTrueToObject(o, "keepPolicy")) {
+        cJSON_Delete(o);
+        return NULL;
+    }
     return o;
+}
+
+/* The merge patch that brings an existing policy to the built one: its spec
+ * (the selector and grouping rules replace the old ones whole) and no owner
+ * reference. Malloc'd, NULL when out of memory. */
+static char *policy_patch(const cJSON *policy)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *meta = o ? cJSON_AddObjectToObject(o, "metadata") : NULL;
+    cJSON *spec = cJSON_Duplicate(json_member(policy, "spec"), 1);
+    char *text = NULL;
+    if (meta && spec && cJSON_AddNullToObject(meta, "ownerReferences") &&
+        cJSON_AddItemToObject(o, "spec", spec)) {
+        spec = NULL;
+        text = cJSON_PrintUnformatted(o);
+    }
+    cJSON_Delete(spec);
+    cJSON_Delete(o);
+    return text;
 }
 
 struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
@@ -587,13 +872,15 @@ struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, c
 {
     struct gke_begin *b = calloc(1, sizeof(*b));
     const cJSON *policy = json_member(bodies, "policy");
-    if (!b || !policy || !(b->trigger = cJSON_Duplicate(json_member(bodies, "trigger"), 1)) ||
-        !(b->ns = strdup(ns))) {
-        if (b) {
-            cJSON_Delete(b->trigger);
-            free(b->ns);
-        }
-        free(b);
+    const char *policy_name = json_string(json_member(policy, "metadata"), "name");
+    int keep = cJSON_IsTrue(json_member(bodies, "keepPolicy"));
+    if (!b)
+        return NULL;
+    if (!policy || !policy_name ||
+        !(b->trigger = cJSON_Duplicate(json_member(bodies, "trigger"), 1)) ||
+        !(b->ns = strdup(ns)) || !(b->policy_name = strdup(policy_name)) ||
+        (!keep && !(b->policy_patch = policy_patch(policy)))) {
+        begin_free(b);
         return NULL;
     }
     b->g = g;
@@ -601,9 +888,7 @@ struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, c
     b->data = data;
     b->req = kube_create(g->client, &policies, ns, policy, on_policy_created, b);
     if (!b->req) {
-        cJSON_Delete(b->trigger);
-        free(b->ns);
-        free(b);
+        begin_free(b);
         return NULL;
     }
     return b;
@@ -615,9 +900,7 @@ void gke_begin_cancel(struct gke_begin *b)
         return;
     kube_request_cancel(b->req);
     b->cb = NULL;
-    cJSON_Delete(b->trigger);
-    free(b->ns);
-    free(b);
+    begin_free(b);
 }
 
 /* ---- delete: the PodSnapshot; its trigger follows when it is gone ---- */
@@ -665,7 +948,8 @@ void gke_delete_cancel(struct gke_delete *x)
 
 static int both_synced(const struct gke_snapshots *g)
 {
-    return informer_has_synced(g->triggers) && informer_has_synced(g->snapshots);
+    return informer_has_synced(g->triggers) && informer_has_synced(g->snapshots) &&
+           informer_has_synced(g->policies);
 }
 
 static void removal_free(struct removal *x)
@@ -705,13 +989,18 @@ static void removals_schedule(struct gke_snapshots *g)
         uv_timer_start(&g->timer, on_removal_timer, due > now ? due - now : 0, 0);
 }
 
+static const char *removal_kind(const struct removal *x)
+{
+    return x->policy ? "policy" : "trigger";
+}
+
 static void removal_retry(struct removal *x, const char *what, const struct kube_response *resp)
 {
     x->delay_ms = x->delay_ms ? x->delay_ms * 2 : REMOVAL_RETRY_MIN_MS;
     if (x->delay_ms > REMOVAL_RETRY_MAX_MS)
         x->delay_ms = REMOVAL_RETRY_MAX_MS;
     x->due_ms = uv_now(x->g->loop) + x->delay_ms;
-    log_warn("cannot remove a snapshot trigger yet; retrying", "namespace", x->ns, "trigger",
+    log_warn("cannot remove a snapshot object yet; retrying", "namespace", x->ns, removal_kind(x),
              x->name, "step", what, "code", LOG_INT(resp ? resp->http_code : 0), "error",
              resp ? kube_response_error_text(resp) : "cannot start the request", "retry_ms",
              LOG_INT(x->delay_ms));
@@ -734,8 +1023,10 @@ static void removal_delete(struct removal *x)
 {
     struct kube_delete_options o = {
         .precondition_uid = x->uid, .grace_period_seconds = -1, .propagation_policy = "Background"};
-    log_info("deleting a snapshot trigger", "namespace", x->ns, "trigger", x->name, "why", x->why);
-    x->req = kube_delete(x->g->client, &triggers, x->ns, x->name, &o, on_trigger_removed, x);
+    log_info(x->policy ? "deleting a snapshot policy" : "deleting a snapshot trigger", "namespace",
+             x->ns, removal_kind(x), x->name, "why", x->why);
+    x->req = kube_delete(x->g->client, x->policy ? &policies : &triggers, x->ns, x->name, &o,
+                         on_trigger_removed, x);
     if (!x->req)
         removal_retry(x, "delete", NULL);
 }
@@ -759,10 +1050,22 @@ static void on_snapshot_checked(void *data, struct kube_response *resp)
 
 static void removal_run(struct removal *x)
 {
-    const struct cache_entry *te = informer_get(x->g->triggers, x->ns, x->name);
+    const struct cache_entry *te =
+        informer_get(x->policy ? x->g->policies : x->g->triggers, x->ns, x->name);
     if (!te || (x->uid && (!te->uid || strcmp(te->uid, x->uid) != 0))) {
         removal_drop(x); /* gone already, or a new one of the same name */
         return;
+    }
+    if (x->policy) {
+        /* Still unneeded? A workspace of the same name may be back, or a
+         * PodSnapshot may have appeared. */
+        const struct policy *p = te->obj;
+        struct gke_policy_facts f;
+        if (!p->workspace || !policy_facts(x->g, x->ns, p->workspace, &f) ||
+            gke_policy_fate(&f) != GKE_POLICY_DELETE) {
+            removal_drop(x);
+            return;
+        }
     }
     if (!x->check) {
         removal_delete(x);
@@ -803,7 +1106,10 @@ static void on_removal_timer(uv_timer_t *timer)
 static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check,
                         const char *why)
 {
-    struct removal *x = strmap_get(&g->removals, te->key);
+    int policy = informer_get(g->policies, te->ns, te->name) == te;
+    char key[600];
+    snprintf(key, sizeof(key), "%s%s", policy ? "policy:" : "", te->key);
+    struct removal *x = strmap_get(&g->removals, key);
     if (x) {
         if (!check && x->check) {
             free(x->check); /* a check in flight then deletes whatever it hears */
@@ -813,7 +1119,7 @@ static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, c
         return;
     }
     x = calloc(1, sizeof(*x));
-    if (!x || !(x->key = strdup(te->key)) || !(x->ns = strdup(te->ns)) ||
+    if (!x || !(x->key = strdup(key)) || !(x->ns = strdup(te->ns)) ||
         !(x->name = strdup(te->name)) || (te->uid && !(x->uid = strdup(te->uid))) ||
         (check && !(x->check = strdup(check))) || strmap_put(&g->removals, x->key, x, NULL) < 0) {
         /* Out of memory: the next sync or delete of the workspace finds it again. */
@@ -821,9 +1127,37 @@ static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, c
         return;
     }
     x->g = g;
+    x->policy = policy;
     x->why = why;
     x->due_ms = uv_now(g->loop);
     removals_schedule(g);
+}
+
+/* ---- a policy made with an owner reference loses it ---- */
+
+static void on_disowned(void *data, struct kube_response *resp)
+{
+    char *key = data;
+    if (resp->status < 0 && !kube_response_not_found(resp))
+        log_warn("cannot drop the owner reference of a snapshot policy; it is tried again when "
+                 "the controller restarts or the policy changes",
+                 "policy", key, "error", kube_response_error_text(resp));
+    free(key);
+}
+
+/* An earlier version made the policy owned by the Workspace: the garbage
+ * collector would delete it with the Workspace, before GKE's finalizer has
+ * freed the PodSnapshots' storage through it. */
+static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe)
+{
+    static const char patch[] = "{\"metadata\":{\"ownerReferences\":null}}";
+    char *key = strdup(pe->key);
+    if (!key)
+        return;
+    log_info("dropping the owner reference of a snapshot policy", "policy", pe->key);
+    if (!kube_patch(g->client, &policies, pe->ns, pe->name, NULL, KUBE_PATCH_MERGE, patch,
+                    on_disowned, key))
+        free(key);
 }
 
 /* ---- lifetime ---- */
@@ -839,6 +1173,7 @@ int gke_snapshots_new(uv_loop_t *loop, struct kube_client *client, const char *n
     g->cb = cb;
     g->cb_data = data;
     strmap_init(&g->removals);
+    strmap_init(&g->retiring);
     if (ns && !(g->ns = strdup(ns))) {
         free(g);
         return -ENOMEM;
@@ -872,17 +1207,29 @@ int gke_snapshots_start(struct gke_snapshots *g)
         .codec = &podsnapshot_codec,
         .handlers = {on_snapshot, on_snapshot_update, on_snapshot_delete, on_synced, g},
     };
+    struct informer_options po = {
+        .resource = &policies,
+        .ns = g->ns,
+        .label_selector = MANAGED_SELECTOR,
+        .codec = &policy_codec,
+        .handlers = {on_policy, on_policy_update, NULL, on_synced, g},
+    };
     int r = informer_new(g->loop, g->client, &to, &g->triggers);
     if (r == 0)
         r = informer_new(g->loop, g->client, &so, &g->snapshots);
     if (r == 0)
+        r = informer_new(g->loop, g->client, &po, &g->policies);
+    if (r == 0)
         r = informer_start(g->triggers);
     if (r == 0)
         r = informer_start(g->snapshots);
+    if (r == 0)
+        r = informer_start(g->policies);
     if (r < 0) {
         informer_free(g->triggers);
         informer_free(g->snapshots);
-        g->triggers = g->snapshots = NULL;
+        informer_free(g->policies);
+        g->triggers = g->snapshots = g->policies = NULL;
         return r;
     }
     g->started = 1;
@@ -903,10 +1250,12 @@ void gke_snapshots_free(struct gke_snapshots *g)
         return;
     informer_free(g->triggers);
     informer_free(g->snapshots);
+    informer_free(g->policies);
     void *v;
     for (size_t it = 0; strmap_next(&g->removals, &it, NULL, &v);)
         removal_free(v);
     strmap_free(&g->removals);
+    strmap_free(&g->retiring);
     uv_timer_stop(&g->timer);
     uv_close((uv_handle_t *)&g->timer, on_timer_closed);
 }

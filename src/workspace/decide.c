@@ -711,6 +711,9 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
         (streq(condition_reason(old, COND_RESTORED), "RestoreCrashed") ||
          streq(condition_reason(old, COND_RESTORED), "RestoreUnresponsive")))
         return 1;
+    if (old->snapshot.rejected_ms && (!p || !p->snapshot) &&
+        streq(condition_reason(old, COND_RESTORED), "UnwantedRestore"))
+        return 1;
     return 0;
 }
 
@@ -1136,6 +1139,80 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
     return 1;
 }
 
+static int crash_looping(const struct workspace_pod *p)
+{
+    return p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS;
+}
+
+/* Whether the snapshot is one a pod was restored from unasked (or could have
+ * been): status.snapshot.rejectedGroup. */
+static int snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v)
+{
+    if (!sn->rejected_ms || !sn->rejected_group || v->phase != SNAPSHOT_PHASE_READY ||
+        (v->ready_ms && v->ready_ms > sn->rejected_ms))
+        return 0;
+    return streq(sn->rejected_group, "*") || streq(sn->rejected_group, v->group);
+}
+
+/* A pod that was to start from files (no restore asked for) and that the
+ * backend restored all the same (PodRestored=True: a policy without the
+ * snapshot group, a group label removed), crash-looping or not: its memory
+ * is older than the files, so it is not kept. It goes (grace 0); the
+ * snapshots it could come from — its group's, or every one when no snapshot
+ * has its group (the grouping did not hold) — are rejected and deleted, and
+ * the next pod starts from files once they are gone. Returns 1 when the pod
+ * is being replaced. */
+static int judge_unwanted_restore(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    if (p->snapshot || !p->restored)
+        return 0;
+    char occ[OCCASION_SIZE];
+    if (!p->group && !crash_looping(p)) {
+        /* Made by an earlier version, restored back then: the session has
+         * gone on in it since, so it is kept and only said. */
+        condition(d, COND_RESTORED, COND_TRUE, "UnwantedRestore",
+                  "pod %s (made by an earlier version) was restored from a snapshot though it was "
+                  "to start from files: its memory was older than its files when it started; it "
+                  "is kept, the session went on in it",
+                  p->name);
+        if (!streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore"))
+            transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+                             "pod %s was restored from a snapshot though it was to start from "
+                             "files (an earlier version's pod); it is kept",
+                             p->name);
+        return 0;
+    }
+    int again = streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore") &&
+                st->snapshot.rejected_ms;
+    if (!again) {
+        const char *group = "*";
+        for (size_t i = 0; p->group && i < d->in->n_snapshots; i++)
+            if (streq(d->in->snapshots[i].group, p->group))
+                group = p->group;
+        set_string(d, &st->snapshot.rejected_group, group);
+        st->snapshot.rejected_ms = d->now;
+    }
+    own_delete_pod(d, p, 0);
+    condition(d, COND_RESTORED, COND_FALSE, "UnwantedRestore",
+              "pod %s was restored from a snapshot by the snapshot backend though it was to "
+              "start from files%s; its memory is older than the files: it is replaced by a pod "
+              "from files and the checkpoint once the snapshots it could come from are deleted",
+              p->name, crash_looping(p) ? ", and crash-loops" : "");
+    if (!again)
+        transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+                         "pod %s was restored from a snapshot though it was to start from files "
+                         "(the snapshot backend's policy or the pod's snapshot group did not "
+                         "hold); replacing it with a pod from files and deleting the snapshots "
+                         "it could come from",
+                         p->name);
+    if (resume_in_progress(st))
+        set_string(d, &st->last_resume.restored_from, NULL);
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+    return 1;
+}
+
 /* Returns 1 when the pod is being replaced (nothing more to decide). */
 static int judge_restore(struct decider *d, const struct workspace_pod *p)
 {
@@ -1144,7 +1221,7 @@ static int judge_restore(struct decider *d, const struct workspace_pod *p)
         return 0;
     /* Restored or not: a session that crashes as it comes back is not one
      * to keep restarting from the same memory. */
-    if (p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS) {
+    if (crash_looping(p)) {
         if (!st->snapshot.restore_failed_ms)
             st->snapshot.restore_failed_ms = d->now;
         own_delete_pod(d, p, 0);
@@ -1212,7 +1289,7 @@ static void run_with_pod(struct decider *d)
     int resuming = resume_in_progress(st);
     set_string(d, &st->node_name, p->node_name);
     set_accelerator(d, pod_product(d, p), p->capacity_fallback);
-    if (judge_restore(d, p))
+    if (judge_unwanted_restore(d, p) || judge_restore(d, p))
         return;
 
     if (p->ready) {
@@ -1262,7 +1339,24 @@ static void run_with_pod(struct decider *d)
         if (resuming && !st->last_resume.pod_scheduled_ms)
             st->last_resume.pod_scheduled_ms =
                 p->scheduled_ms > st->last_resume.requested_ms ? p->scheduled_ms : d->now;
-        if (resuming) {
+        if (!p->snapshot && crash_looping(p) && d->cls &&
+            d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE) {
+            /* Not restored: the application's own crash. Kubernetes restarts
+             * it; replacing the pod would not help. */
+            st->state = resuming                            ? WS_STATE_RESUMING
+                        : d->old->state == WS_STATE_RUNNING ? WS_STATE_RUNNING
+                                                            : WS_STATE_PENDING;
+            condition(d, COND_READY, COND_FALSE, "CrashLoop",
+                      "pod %s crash-loops (%d restarts) without having been restored from a "
+                      "snapshot: the application itself fails; see the pod's logs",
+                      p->name, p->restart_count);
+            char occ[OCCASION_SIZE];
+            if (!streq(condition_reason(d->old, COND_READY), "CrashLoop"))
+                transition_event(d, pod_occasion(p->name, occ), "Warning", "CrashLoop",
+                                 "pod %s crash-loops (%d restarts) without a restore from a "
+                                 "snapshot: the application's own failure",
+                                 p->name, p->restart_count);
+        } else if (resuming) {
             st->state = WS_STATE_RESUMING;
             condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s", p->name,
                       node_or_unknown(p));
@@ -1313,6 +1407,10 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
         snprintf(why, size, "snapshot %s no longer exists", name);
         return NULL;
     }
+    if (v && streq(v->attempt, sn->attempt) && snapshot_rejected(sn, v)) {
+        snprintf(why, size, "snapshot %s is deleted: a pod was restored from it unasked", name);
+        return NULL;
+    }
     if (sn->ready_ms && d->now - sn->ready_ms > sc->last_access_timeout_ms) {
         snprintf(why, size, "snapshot %s expired", name);
         return NULL;
@@ -1355,17 +1453,33 @@ static const char *restore_snapshot(struct decider *d, char *why, size_t size)
 }
 
 /* A backend may restore any new pod of the workspace from a snapshot that
- * matches it (GKE does), so after a restore crashed the new pod waits until
- * that snapshot is gone: otherwise it would come back crashing. */
-static int crashed_snapshot_remains(struct decider *d)
+ * matches it (GKE does). A pod from files has a snapshot group no snapshot
+ * has, so after a restore crashed it need not wait — unless the snapshot was
+ * taken without a group (by an earlier version, under a policy without
+ * grouping): then the new pod waits until that snapshot is gone, or it
+ * would come back crashing. After a pod was restored unasked, the grouping
+ * did not hold: the next one waits until every rejected snapshot is gone.
+ * Returns the snapshot waited for, NULL: none. */
+static const char *snapshot_in_the_way(struct decider *d)
 {
     const struct workspace_snapshot *sn = &d->st->snapshot;
-    if (!sn->restore_failed_ms || !d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE)
-        return 0;
+    for (size_t i = 0; i < d->in->n_snapshots; i++) {
+        const struct snapshot_view *v = &d->in->snapshots[i];
+        const char *name = v->name ? v->name : v->attempt;
+        if (snapshot_rejected(sn, v))
+            return name;
+        /* Deleting: rejected when it was still Ready. */
+        if (sn->rejected_ms && v->deleting_ms && v->ready_ms && v->ready_ms <= sn->rejected_ms &&
+            (streq(sn->rejected_group, "*") || streq(sn->rejected_group, v->group)))
+            return name;
+    }
+    if (!sn->restore_failed_ms || sn->group || !d->cls ||
+        d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE)
+        return NULL;
     for (size_t i = 0; i < d->in->n_snapshots; i++)
         if (streq(d->in->snapshots[i].attempt, sn->attempt))
-            return 1;
-    return 0;
+            return sn->name ? sn->name : sn->attempt;
+    return NULL;
 }
 
 /* The wait for capacity ran out (fall_back() decided, or the pass that did
@@ -1424,11 +1538,12 @@ static void create_pod(struct decider *d)
                   st->snapshot.attempt);
         return;
     }
-    if (crashed_snapshot_remains(d)) {
+    const char *in_the_way = snapshot_in_the_way(d);
+    if (in_the_way) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
         condition(d, COND_READY, COND_FALSE, "PodTerminating",
                   "waiting for snapshot %s to be removed, so that the new pod starts from files",
-                  st->snapshot.name ? st->snapshot.name : st->snapshot.attempt);
+                  in_the_way);
         requeue_at(d, d->now + 2000);
         return;
     }
@@ -1485,10 +1600,18 @@ static void create_pod(struct decider *d)
      * and its end is judged anew. */
     set_string(d, &st->pod_uid, NULL);
     set_string(d, &st->deleted_pod, NULL);
+    /* A restore joins its snapshot's group (none for one taken before
+     * groups: the policy then has none either); any other pod a group of
+     * its own, which no snapshot has. */
+    char fresh[SNAPSHOT_GROUP_SIZE];
+    const char *group = snapshot ? st->snapshot.group
+                        : workspace_snapshot_group(d->ws, st->pod_generation, fresh) == 0 ? fresh
+                                                                                          : NULL;
     if (a) {
         a->from_checkpoint = from_checkpoint;
         a->capacity_fallback = fallback;
-        if ((snapshot && !(a->snapshot = strdup(snapshot))) || (pin && !(a->product = strdup(pin))))
+        if ((snapshot && !(a->snapshot = strdup(snapshot))) ||
+            (pin && !(a->product = strdup(pin))) || (group && !(a->group = strdup(group))))
             failed(d, -ENOMEM);
     }
     set_string(d, &st->node_name, NULL);
@@ -1825,6 +1948,8 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     sn->requested_ms = d->now;
     sn->ready_ms = 0;
     sn->failed_ms = 0;
+    /* A new snapshot: an earlier one's crashed restore says nothing of it. */
+    sn->restore_failed_ms = 0;
     sn->seconds = 0;
     set_string(d, &sn->node_name, p->node_name);
     /* What the pod really runs on: a restore is pinned to this product. */
@@ -1832,7 +1957,13 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     set_string(d, &sn->pod_spec_hash, hash);
     set_string(d, &sn->message, NULL);
     set_string(d, &sn->home_claim_uid, st->home.claim_uid);
-    push(d, ACTION_SNAPSHOT_BEGIN, handle);
+    /* The group the PodSnapshot gets (the backend copies the pod's label).
+     * A pod of an earlier version has none: its snapshot is taken as
+     * before, under a policy without groups, and restored without one. */
+    set_string(d, &sn->group, p->group);
+    struct action *a = push(d, ACTION_SNAPSHOT_BEGIN, handle);
+    if (a && p->group && !(a->group = strdup(p->group)))
+        failed(d, -ENOMEM);
     condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress", "taking snapshot %s of pod %s", handle,
               p->name);
     requeue_at(d, d->now + d->cls->snapshot.timeout_ms);
@@ -2100,9 +2231,15 @@ static size_t snapshot_retention(struct decider *d, int deleting)
                     rank++;
             if (v->phase == SNAPSHOT_PHASE_IN_PROGRESS && current)
                 continue; /* being taken */
-            drop = !in_use && (expired || (current && sn->restore_failed_ms) ||
-                               v->phase == SNAPSHOT_PHASE_FAILED ||
-                               rank + (in_use ? 0 : 1) > (size_t)sc->keep);
+            /* A crashed restore's group goes with it (the snapshots of that
+             * session up to then). */
+            int crashed_group = sn->restore_failed_ms && sn->group && streq(v->group, sn->group) &&
+                                v->phase == SNAPSHOT_PHASE_READY &&
+                                (!v->ready_ms || v->ready_ms <= sn->restore_failed_ms);
+            drop = snapshot_rejected(sn, v) ||
+                   (!in_use && (expired || (current && sn->restore_failed_ms) || crashed_group ||
+                                v->phase == SNAPSHOT_PHASE_FAILED ||
+                                rank + (in_use ? 0 : 1) > (size_t)sc->keep));
             if (!drop)
                 kept++;
         }
@@ -2568,6 +2705,7 @@ void decide_output_clear(struct decide_output *out)
         free(out->actions[i].message);
         free(out->actions[i].snapshot);
         free(out->actions[i].product);
+        free(out->actions[i].group);
         free(out->actions[i].occasion);
     }
     *out = (struct decide_output){0};

@@ -170,6 +170,8 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(meta, "uid"), &p->uid) < 0 ||
         json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
                           &p->workspace) < 0 ||
+        json_dup_optional(json_string(json_member(meta, "labels"), SNAPSHOT_GROUP_LABEL),
+                          &p->group) < 0 ||
         json_dup_optional(json_string(spec, "nodeName"), &p->node_name) < 0 ||
         json_dup_optional(json_string(status, "podIP"), &p->pod_ip) < 0 ||
         json_dup_optional(json_string(status, "phase"), &p->phase) < 0 ||
@@ -195,6 +197,7 @@ void workspace_pod_free(void *pod)
     free(p->name);
     free(p->uid);
     free(p->workspace);
+    free(p->group);
     free(p->node_name);
     free(p->pod_ip);
     free(p->snapshot);
@@ -408,6 +411,8 @@ static void build_metadata(struct writer *w, cJSON *obj, const struct workspace 
     cJSON *labels = add_obj(w, meta, "labels");
     add_str(w, labels, MANAGED_BY_LABEL, MANAGED_BY_VALUE);
     add_str(w, labels, WORKSPACE_LABEL, ws->name);
+    if (b && b->group)
+        add_str(w, labels, SNAPSHOT_GROUP_LABEL, b->group);
     if (b) {
         cJSON *ann = add_obj(w, meta, "annotations");
         add_str(w, ann, FROM_CHECKPOINT_ANNOTATION, b->from_checkpoint ? "true" : "false");
@@ -512,6 +517,19 @@ static void build_container(struct writer *w, cJSON *spec, const struct workspac
     cJSON *mount = add_obj(w, mounts, NULL);
     add_str(w, mount, "name", HOME_VOLUME);
     add_str(w, mount, "mountPath", c->home_mount_path);
+}
+
+int workspace_snapshot_group(const struct workspace *ws, int64_t pod_generation,
+                             char out[SNAPSHOT_GROUP_SIZE])
+{
+    char gen[24];
+    if (!ws->uid || !ws->uid[0])
+        return -EINVAL;
+    int n = snprintf(gen, sizeof(gen), "-%lld", (long long)pod_generation);
+    int room = SNAPSHOT_GROUP_SIZE - 1 - n;
+    /* A uid is 36 characters [0-9a-f-]; a longer one is cut. */
+    snprintf(out, SNAPSHOT_GROUP_SIZE, "%.*s%s", room, ws->uid, gen);
+    return 0;
 }
 
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,

@@ -215,7 +215,9 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
         json_dup_optional(json_string(sn, "gpuProduct"), &snap->gpu_product) < 0 ||
         json_dup_optional(json_string(sn, "podSpecHash"), &snap->pod_spec_hash) < 0 ||
         json_dup_optional(json_string(sn, "message"), &snap->message) < 0 ||
-        json_dup_optional(json_string(sn, "homeClaimUID"), &snap->home_claim_uid) < 0)
+        json_dup_optional(json_string(sn, "homeClaimUID"), &snap->home_claim_uid) < 0 ||
+        json_dup_optional(json_string(sn, "group"), &snap->group) < 0 ||
+        json_dup_optional(json_string(sn, "rejectedGroup"), &snap->rejected_group) < 0)
         goto oom;
     const cJSON *ac = json_member(sn, "appCheckpoint");
     snap->checkpoint_requested_ms = json_time_ms(ac, "requestedAt");
@@ -224,6 +226,7 @@ static int status_decode(const cJSON *st, struct workspace_status *s)
         json_dup_optional(json_string(ac, "result"), &snap->checkpoint_result) < 0 ||
         json_dup_optional(json_string(ac, "message"), &snap->checkpoint_message) < 0)
         goto oom;
+    snap->rejected_ms = json_time_ms(sn, "rejectedAt");
 
     const cJSON *act = json_member(st, "activity");
     struct workspace_activity *a = &s->activity;
@@ -723,6 +726,9 @@ cJSON *workspace_status_to_json(const struct workspace_status *s)
     put_str(&w, ac, "result", snap->checkpoint_result);
     put_str(&w, ac, "message", snap->checkpoint_message);
     drop_if_empty(sn, "appCheckpoint");
+    put_str(&w, sn, "group", snap->group);
+    put_str(&w, sn, "rejectedGroup", snap->rejected_group);
+    put_time(&w, sn, "rejectedAt", snap->rejected_ms);
     drop_if_empty(o, "snapshot");
 
     const struct workspace_activity *a = &s->activity;
@@ -815,6 +821,8 @@ void workspace_status_clear(struct workspace_status *s)
     free(s->snapshot.checkpoint_attempt);
     free(s->snapshot.checkpoint_result);
     free(s->snapshot.checkpoint_message);
+    free(s->snapshot.group);
+    free(s->snapshot.rejected_group);
     free(s->pod_uid);
     free(s->deleted_pod);
     free(s->home.claim_uid);
@@ -898,6 +906,7 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
     c.snapshot.message = c.snapshot.home_claim_uid = c.pod_uid = c.deleted_pod = NULL;
     c.snapshot.checkpoint_attempt = c.snapshot.checkpoint_result = NULL;
     c.snapshot.checkpoint_message = NULL;
+    c.snapshot.group = c.snapshot.rejected_group = NULL;
     c.home.claim_uid = c.home.lost_claim_uid = c.home.fresh_pod = NULL;
     c.last_interruption = (struct workspace_interruption){.at_ms = src->last_interruption.at_ms};
     c.conditions = NULL;
@@ -925,6 +934,8 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
         json_dup_optional(src->snapshot.checkpoint_attempt, &c.snapshot.checkpoint_attempt) < 0 ||
         json_dup_optional(src->snapshot.checkpoint_result, &c.snapshot.checkpoint_result) < 0 ||
         json_dup_optional(src->snapshot.checkpoint_message, &c.snapshot.checkpoint_message) < 0 ||
+        json_dup_optional(src->snapshot.group, &c.snapshot.group) < 0 ||
+        json_dup_optional(src->snapshot.rejected_group, &c.snapshot.rejected_group) < 0 ||
         json_dup_optional(src->pod_uid, &c.pod_uid) < 0 ||
         json_dup_optional(src->deleted_pod, &c.deleted_pod) < 0 ||
         json_dup_optional(src->home.claim_uid, &c.home.claim_uid) < 0 ||

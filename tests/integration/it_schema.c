@@ -589,6 +589,7 @@ static const struct access controller_access[] = {
     {"watch nodes", 1},
     {"create podsnapshotmanualtriggers.podsnapshot.gke.io -n team-a", 1},
     {"create podsnapshotpolicies.podsnapshot.gke.io -n team-a", 1},
+    {"patch podsnapshotpolicies.podsnapshot.gke.io -n team-a", 1}, /* to the desired spec */
     {"watch podsnapshots.podsnapshot.gke.io -A", 1},
     {"delete podsnapshots.podsnapshot.gke.io -n team-a", 1},
     /* What it must not do. */

@@ -569,6 +569,36 @@ static void test_implicit_restore(void **state)
     free(ev);
 }
 
+/* A policy with snapshotGroupingRules: the PodSnapshot carries the source
+ * pod's grouping label, and a new pod is restored by default only from a
+ * snapshot of its own group; ps-name still names any snapshot. */
+static void test_grouping(void **state)
+{
+    (void)state;
+    char name[128], what[200], ann[200];
+    ready_snapshot("gr-src", "app: grp, group: g1", NULL, "it.invalid/group:1", name);
+    snprintf(what, sizeof(what), "podsnapshot %s", name);
+    cJSON *snap = get_json(what);
+    const char *group = str_at(snap, "metadata.labels.group");
+    if (!group || strcmp(group, "g1") != 0)
+        fail_msg("PodSnapshot %s has group label %s, want g1 (the source pod's)", name,
+                 group ? group : "(none)");
+    assert_null(str_at(snap, "metadata.labels.app")); /* only the listed keys */
+    cJSON_Delete(snap);
+    /* Another group: a fresh start. */
+    make_pod("gr-other", "app: grp, group: g2", NULL, "it.invalid/group:1");
+    assert_not_restored("gr-other");
+    /* The same group: restored from it. */
+    make_pod("gr-same", "app: grp, group: g1", NULL, "it.invalid/group:1");
+    cJSON *pod = wait_cond("pod gr-same", "PodRestored", "True", NULL, 30000);
+    assert_non_null(strstr(condition_field(pod, "PodRestored", "message"), name));
+    cJSON_Delete(pod);
+    /* Named: restored, whatever its group. */
+    snprintf(ann, sizeof(ann), "podsnapshot.gke.io/ps-name: %s", name);
+    make_pod("gr-named", "app: grp, group: g3", ann, "it.invalid/group:1");
+    cJSON_Delete(wait_cond("pod gr-named", "PodRestored", "True", NULL, 30000));
+}
+
 /* A GPU snapshot restores only onto the same GPU model. The node with another
  * model is this test's own, tainted so that no other pod lands on it. */
 static char l4_node[64];
@@ -1215,24 +1245,31 @@ static int setup(void **state)
     ns = harness_namespace("it-sim");
     snprintf(storage_name, sizeof(storage_name), "it-sim-%ld", (long)getpid());
     assert_int_equal(
-        harness_apply("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
-                      "metadata: {name: %s}\n"
-                      "spec: {snapshotStorageConfig: {gcs: {bucket: " STORAGE_BUCKET
-                      ", path: it}}}\n"
-                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
-                      "metadata: {name: notebooks, namespace: %s}\n"
-                      "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: nb}}\n"
-                      "  triggerConfig: {type: manual, postCheckpoint: resume}\n"
-                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
-                      "metadata: {name: stoppers, namespace: %s}\n"
-                      "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: stop}}\n"
-                      "  triggerConfig: {type: manual, postCheckpoint: stop}\n"
-                      "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
-                      "metadata: {name: retained, namespace: %s}\n"
-                      "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: ret}}\n"
-                      "  triggerConfig: {type: manual}\n"
-                      "  retentionConfig: {lastAccessTimeout: 1min}\n",
-                      storage_name, ns, storage_name, ns, storage_name, ns, storage_name),
+        harness_apply(
+            "apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
+            "metadata: {name: %s}\n"
+            "spec: {snapshotStorageConfig: {gcs: {bucket: " STORAGE_BUCKET ", path: it}}}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: notebooks, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: nb}}\n"
+            "  triggerConfig: {type: manual, postCheckpoint: resume}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: stoppers, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: stop}}\n"
+            "  triggerConfig: {type: manual, postCheckpoint: stop}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: retained, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n  selector: {matchLabels: {app: ret}}\n"
+            "  triggerConfig: {type: manual}\n"
+            "  retentionConfig: {lastAccessTimeout: 1min}\n"
+            "---\napiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+            "metadata: {name: grouped, namespace: %s}\n"
+            "spec:\n  storageConfigName: %s\n"
+            "  selector: {matchLabels: {app: grp}, matchExpressions: "
+            "[{key: group, operator: Exists}]}\n"
+            "  triggerConfig: {type: manual}\n"
+            "  snapshotGroupingRules: {groupByLabelValue: {labels: [group]}}\n",
+            storage_name, ns, storage_name, ns, storage_name, ns, storage_name, ns, storage_name),
         0);
 
     uv_loop_init(&loop);
@@ -1284,6 +1321,7 @@ int main(void)
         cmocka_unit_test(test_restore),
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_implicit_restore),
+        cmocka_unit_test(test_grouping),
         cmocka_unit_test(test_gpu_model),
         cmocka_unit_test(test_crash_loop),
         cmocka_unit_test(test_delete),

@@ -1071,13 +1071,9 @@ static cJSON *current_pod(const cJSON *ws)
     return pod;
 }
 
-static void test_capacity_fallback(void **state)
+/* A V100 class that falls back to an L4 after a 10 s wait for capacity. */
+static void fallback_class(void)
 {
-    (void)state;
-    snprintf(v100_node, sizeof(v100_node), "it-snap-v100-%ld", (long)getpid());
-    snprintf(l4_node, sizeof(l4_node), "it-snap-l4-%ld", (long)getpid());
-    gpu_node(v100_node, "Tesla-V100", "nvidia-tesla-v100");
-    gpu_node(l4_node, "NVIDIA-L4", "nvidia-l4");
     assert_int_equal(
         harness_apply(
             "apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
@@ -1095,6 +1091,16 @@ static void test_capacity_fallback(void **state)
             "  resume: {capacityTimeout: 10s, onCapacityTimeout: FallBack}\n"
             "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 60s}\n"),
         0);
+}
+
+static void test_capacity_fallback(void **state)
+{
+    (void)state;
+    snprintf(v100_node, sizeof(v100_node), "it-snap-v100-%ld", (long)getpid());
+    snprintf(l4_node, sizeof(l4_node), "it-snap-l4-%ld", (long)getpid());
+    gpu_node(v100_node, "Tesla-V100", "nvidia-tesla-v100");
+    gpu_node(l4_node, "NVIDIA-L4", "nvidia-l4");
+    fallback_class();
 
     /* Running on the V100, paused with a snapshot of it. */
     apply_ws("fb", "it-gpu-fallback", 0, NULL);
@@ -1298,6 +1304,240 @@ static void test_gke_accelerator(void **state)
     cJSON_Delete(n);
 }
 
+/* ---- snapshot groups: no restore nobody asked for ---------------------------- */
+
+/* The pod the status names has no PodRestored condition, also a few seconds
+ * after it became Ready (GKE's condition may follow Ready). Returns it. */
+static cJSON *assert_current_not_restored(const char *name)
+{
+    usleep(3000 * 1000);
+    cJSON *ws = ws_json(name);
+    cJSON *pod = current_pod(ws);
+    const cJSON *c = condition(pod, "PodRestored");
+    if (c)
+        fail_msg("pod %s was restored by the backend though it was to start from files: %s",
+                 str_at(ws, "status.podName"),
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "message")));
+    cJSON_Delete(ws);
+    return pod;
+}
+
+/* Running, paused with a Ready snapshot, resumed from it, paused again with
+ * a failed checkpoint (PauseWithoutMemory): the first snapshot is kept. */
+static void pause_fail_second(const char *name)
+{
+    char pod2[64];
+    snprintf(pod2, sizeof(pod2), "%s-2", name);
+    apply_ws(name, "it-cpu-snap-nomem", 0, NULL);
+    cJSON_Delete(wait_state(name, "Running", 60000));
+    set_paused(name, 1);
+    cJSON_Delete(wait_state(name, "Paused", 60000));
+    set_paused(name, 0);
+    cJSON_Delete(wait_reason(name, "Restored", "FromSnapshot", 60000));
+    cJSON_Delete(wait_state(name, "Running", 60000));
+    set_mode(pod2, "checkpoint-failed");
+    set_paused(name, 1);
+    cJSON *ws = wait_state(name, "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    cJSON_Delete(ws);
+    char sel[128];
+    snprintf(sel, sizeof(sel), "gke-pod-snapshot-triggered-by=%s-p1-1", name);
+    assert_int_equal(count_objects("podsnapshots", sel), 1); /* Ready, kept */
+}
+
+/* The resume after a failed snapshot starts from files: GKE must not lay the
+ * older snapshot of the first pause over the newer files. */
+static void test_no_restore_after_failed_snapshot(void **state)
+{
+    (void)state;
+    pause_fail_second("grp");
+    set_paused("grp", 0);
+    cJSON *ws = wait_state("grp", "Running", 60000);
+    assert_string_equal(str_at(ws, "status.podName"), "grp-3");
+    cJSON_Delete(ws);
+    cJSON *pod = assert_current_not_restored("grp");
+    assert_null(pod_member(pod, "metadata", "annotations", "podsnapshot.gke.io/ps-name"));
+    cJSON_Delete(pod);
+    ws = ws_json("grp");
+    assert_string_equal(cond_field(ws, "Restored", "reason"), "FromCheckpoint");
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    cJSON_Delete(ws);
+}
+
+/* A pod GKE restores though nobody asked (here: a policy without its
+ * grouping rules, as an older controller made them), crash-looping from the
+ * old memory: reported as such, replaced, the snapshots it could come from
+ * deleted, and the next pod starts from files. */
+static void test_unasked_restore(void **state)
+{
+    (void)state;
+    pause_fail_second("ua");
+    assert_int_equal(
+        harness_kubectl(NULL,
+                        "-n %s patch podsnapshotpolicy ua-snapshots --type=merge -p "
+                        "'{\"spec\":{\"snapshotGroupingRules\":null,\"selector\":{\"matchLabels\":"
+                        "{\"hibernator.dev/workspace\":\"ua\"},\"matchExpressions\":null}}}'",
+                        ns),
+        0);
+    set_mode("ua-3", "crash-loop");
+    set_paused("ua", 0);
+    cJSON *ws = wait_reason("ua", "Restored", "UnwantedRestore", 60000);
+    assert_non_null(strstr(cond_field(ws, "Restored", "message"), "ua-3"));
+    cJSON_Delete(ws);
+    cJSON_Delete(wait_state("ua", "Running", 90000));
+    cJSON_Delete(assert_current_not_restored("ua"));
+    ws = ws_json("ua");
+    assert_string_equal(cond_field(ws, "Restored", "reason"), "FromCheckpoint");
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("ua");
+    assert_non_null(strstr(reasons, "UnwantedRestore,"));
+    free(reasons);
+    assert_int_equal(count_objects("podsnapshots", "gke-pod-snapshot-triggered-by=ua-p1-1"), 0);
+    assert_true(live_pods("ua") <= 1);
+}
+
+/* The capacity fallback's pod starts from files, also when it lands on the
+ * snapshot's own GPU product (freed just as the wait ran out). */
+static void test_fallback_not_restored(void **state)
+{
+    (void)state;
+    snprintf(v100_node, sizeof(v100_node), "it-snap-v100-%ld", (long)getpid());
+    snprintf(l4_node, sizeof(l4_node), "it-snap-l4-%ld", (long)getpid());
+    gpu_node(v100_node, "Tesla-V100", "nvidia-tesla-v100");
+    gpu_node(l4_node, "NVIDIA-L4", "nvidia-l4");
+    fallback_class();
+    apply_ws("fbr", "it-gpu-fallback", 0, NULL);
+    cJSON_Delete(wait_state("fbr", "Running", 60000));
+    set_paused("fbr", 1);
+    cJSON *ws = wait_state("fbr", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.snapshot.gpuProduct"), "Tesla-V100");
+    cJSON_Delete(ws);
+    assert_int_equal(harness_kubectl(NULL, "cordon %s", v100_node), 0);
+    set_paused("fbr", 0);
+    cJSON_Delete(wait_state("fbr", "WaitingForCapacity", 30000));
+    /* The wait runs out while the controller is down and the V100 comes free. */
+    controller_stop();
+    usleep(11000 * 1000);
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s delete pod fbr-2 --grace-period=0 --force --wait=true", ns),
+        0);
+    assert_int_equal(harness_kubectl(NULL, "uncordon %s", v100_node), 0);
+    controller_start(NULL);
+    ws = wait_state("fbr", "Running", 60000);
+    assert_true(fallback_of(ws));
+    assert_string_equal(str_at(ws, "status.nodeName"), v100_node);
+    cJSON_Delete(ws);
+    cJSON *pod = assert_current_not_restored("fbr");
+    assert_string_equal(
+        pod_member(pod, "metadata", "annotations", "hibernator.dev/capacity-fallback"), "true");
+    cJSON_Delete(pod);
+    ws = ws_json("fbr");
+    assert_string_equal(cond_field(ws, "Restored", "reason"), "FromCheckpoint");
+    cJSON_Delete(ws);
+    delete_ws("fbr");
+    delete_nodes();
+}
+
+/* ---- the policy's lifecycle -------------------------------------------------- */
+
+static int policy_exists(const char *policy)
+{
+    char *out = NULL;
+    int rc = harness_kubectl(&out, "-n %s get podsnapshotpolicies %s --ignore-not-found -o name",
+                             ns, policy);
+    int n = rc == 0 ? out && out[0] != '\0' : -1;
+    free(out);
+    return n;
+}
+
+static int wait_policy_gone(const char *policy, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    while (harness_now_ms() < end) {
+        if (policy_exists(policy) == 0)
+            return 1;
+        usleep(250 * 1000);
+    }
+    return 0;
+}
+
+/* The name of the PodSnapshot a trigger made. */
+static void snapshot_name(const char *trigger, char out[128])
+{
+    char *o = NULL;
+    harness_kubectl(&o,
+                    "-n %s get podsnapshots -l gke-pod-snapshot-triggered-by=%s "
+                    "-o jsonpath={.items[0].metadata.name}",
+                    ns, trigger);
+    snprintf(out, 128, "%s", o ? o : "");
+    free(o);
+    assert_true(out[0] != '\0');
+}
+
+static void release_finalizer(const char *snapshot)
+{
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch podsnapshot %s --type=merge "
+                                     "-p '{\"metadata\":{\"finalizers\":null}}'",
+                                     ns, snapshot),
+                     0);
+}
+
+/* GKE's finalizer finds the bucket through the policy: a deleted Workspace's
+ * policy stays until its last PodSnapshot is gone, then goes; also when that
+ * happens while the controller is down. It has no owner reference. */
+static void test_policy_outlives_snapshots(void **state)
+{
+    (void)state;
+    const char *names[] = {"pol", "polr"};
+    char snaps[2][128];
+    for (int i = 0; i < 2; i++) {
+        char pod[64];
+        snprintf(pod, sizeof(pod), "%s-1", names[i]);
+        set_mode(pod, "stuck-finalizer");
+        apply_ws(names[i], "it-cpu-snap", 0, NULL);
+    }
+    for (int i = 0; i < 2; i++) {
+        cJSON_Delete(wait_state(names[i], "Running", 60000));
+        set_paused(names[i], 1);
+    }
+    for (int i = 0; i < 2; i++) {
+        char trigger[64];
+        cJSON_Delete(wait_state(names[i], "Paused", 60000));
+        snprintf(trigger, sizeof(trigger), "%s-p1-1", names[i]);
+        snapshot_name(trigger, snaps[i]);
+    }
+    char *refs = NULL;
+    harness_kubectl(&refs,
+                    "-n %s get podsnapshotpolicy pol-snapshots "
+                    "-o jsonpath={.metadata.ownerReferences}",
+                    ns);
+    assert_string_equal(refs ? refs : "", "");
+    free(refs);
+    delete_ws("pol");
+    delete_ws("polr");
+    assert_true(wait_gone("pol", 60000));
+    assert_true(wait_gone("polr", 60000));
+    usleep(3000 * 1000);
+    assert_int_equal(policy_exists("pol-snapshots"), 1);
+    assert_int_equal(policy_exists("polr-snapshots"), 1);
+
+    /* The last PodSnapshot goes: then the policy. */
+    release_finalizer(snaps[0]);
+    assert_true(wait_policy_gone("pol-snapshots", 30000));
+    assert_int_equal(policy_exists("polr-snapshots"), 1);
+
+    /* Gone while the controller is down: the policy goes once it is back. */
+    controller_stop();
+    release_finalizer(snaps[1]);
+    char what[200];
+    snprintf(what, sizeof(what), "podsnapshot/%s", snaps[1]);
+    assert_int_equal(harness_kubectl(NULL, "-n %s wait --for=delete %s --timeout=30s", ns, what),
+                     0);
+    controller_start(NULL);
+    assert_true(wait_policy_gone("polr-snapshots", 30000));
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 static int clean_slate(void **state)
@@ -1393,8 +1633,12 @@ int main(void)
         cmocka_unit_test_setup(test_trigger_error, clean_slate),
         cmocka_unit_test_setup(test_hang, clean_slate),
         cmocka_unit_test_setup(test_gke_accelerator, clean_slate),
+        cmocka_unit_test_setup(test_no_restore_after_failed_snapshot, clean_slate),
+        cmocka_unit_test_setup(test_unasked_restore, clean_slate),
+        cmocka_unit_test_setup(test_fallback_not_restored, clean_slate),
+        cmocka_unit_test_setup(test_policy_outlives_snapshots, clean_slate),
     };
-    /* IT_ONLY=<glob> runs only the tests whose names match. */
+    /* IT_ONLY=<pattern>: run only the tests whose names match. */
     if (getenv("IT_ONLY"))
         cmocka_set_test_filter(getenv("IT_ONLY"));
     return cmocka_run_group_tests_name("pod snapshots", tests, group_setup, group_teardown);

@@ -834,6 +834,45 @@ static int selector_matches(const cJSON *sel, const cJSON *labels)
     return 1;
 }
 
+/* The keys of a policy's snapshotGroupingRules.groupByLabelValue.labels. */
+static const cJSON *group_keys(const cJSON *policy)
+{
+    return AT(policy, "spec", "snapshotGroupingRules", "groupByLabelValue", "labels");
+}
+
+/* GKE copies each grouping key the source pod carries, with its value, onto
+ * the PodSnapshot's labels. */
+static void copy_group_labels(int *failed, const cJSON *policy, const cJSON *pod_labels,
+                              cJSON *labels)
+{
+    const cJSON *k;
+    cJSON_ArrayForEach(k, group_keys(policy))
+    {
+        const char *v = cJSON_IsString(k) ? json_string(pod_labels, k->valuestring) : NULL;
+        if (v)
+            put_str(failed, labels, k->valuestring, v);
+    }
+}
+
+/* Whether a pod belongs to a snapshot's group: "grouping is based on the
+ * exact match of all labels extracted from this list", so for every key of
+ * the policy's list the pod and the snapshot both lack it or carry the same
+ * value. A policy without grouping rules puts every snapshot in one group. */
+static int same_group(const cJSON *policy, const cJSON *pod_labels, const cJSON *snap_labels)
+{
+    const cJSON *k;
+    cJSON_ArrayForEach(k, group_keys(policy))
+    {
+        if (!cJSON_IsString(k))
+            continue;
+        const char *a = json_string(pod_labels, k->valuestring);
+        const char *b = json_string(snap_labels, k->valuestring);
+        if ((a == NULL) != (b == NULL) || (a && strcmp(a, b) != 0))
+            return 0;
+    }
+    return 1;
+}
+
 /* The manual policy, first by name, of the namespace that selects a pod. */
 struct policy_search {
     const char *ns;
@@ -960,6 +999,7 @@ static cJSON *snapshot_object(struct sim *s, const char *ns, const char *name, c
     put_str(&failed, meta, "namespace", ns);
     cJSON *labels = put_obj(&failed, meta, "labels");
     put_str(&failed, labels, LABEL_TRIGGERED_BY, trigger); /* its length: trigger_refusal() */
+    copy_group_labels(&failed, policy->obj, AT(pod, "metadata", "labels"), labels);
     cJSON *ann = put_obj(&failed, meta, "annotations");
     put_str(&failed, ann, ANN_ORIGIN_POD, STR(pod, "metadata", "name"));
     put_str(&failed, ann, ANN_ORIGIN_NODE, STR(pod, "spec", "nodeName"));
@@ -1542,7 +1582,8 @@ static void implicit_visit(void *data, const struct cache_entry *e)
         return;
     const cJSON *policy = cached(is->s, INF_POLICIES, is->ns, STR(snap, "spec", "policyName"));
     if (!policy ||
-        !selector_matches(AT(policy, "spec", "selector"), AT(is->pod, "metadata", "labels")))
+        !selector_matches(AT(policy, "spec", "selector"), AT(is->pod, "metadata", "labels")) ||
+        !same_group(policy, AT(is->pod, "metadata", "labels"), AT(snap, "metadata", "labels")))
         return;
     /* Only what was Ready when the pod started (both times in whole seconds). */
     int64_t ready = json_time_ms(condition(snap, "Ready"), "lastTransitionTime");

@@ -401,6 +401,43 @@ static void test_pod_build_decode(void **state)
     workspace_class_free(c);
 }
 
+/* The snapshot group: on the pod as a label (read back by the decoder), none
+ * when not given; the value for a pod from files is a valid label value of
+ * at most 63 characters, the uid's and the pod generation's. */
+static void test_pod_snapshot_group(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(gpu_class);
+    struct workspace *ws = ws_from(ws_json);
+    struct pod_build b = {.name = "alice-nb-4", .from_checkpoint = 1, .group = "g-1"};
+    cJSON *pod = workspace_pod_build_with(ws, c, &b);
+    struct workspace_pod *p = workspace_pod_decode(pod, NULL);
+    assert_string_equal(p->group, "g-1");
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    pod = workspace_pod_build(ws, c, "alice-nb-4", 1);
+    p = workspace_pod_decode(pod, NULL);
+    assert_null(p->group);
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+
+    char g[SNAPSHOT_GROUP_SIZE];
+    free(ws->uid);
+    ws->uid = strdup("0f8fad5b-d9cb-469f-a165-70867728950e");
+    assert_int_equal(workspace_snapshot_group(ws, 12, g), 0);
+    assert_string_equal(g, "0f8fad5b-d9cb-469f-a165-70867728950e-12");
+    free(ws->uid);
+    ws->uid = strdup("0123456789012345678901234567890123456789012345678901234567890123456789");
+    assert_int_equal(workspace_snapshot_group(ws, INT64_MAX, g), 0);
+    assert_int_equal(strlen(g), 63);
+    assert_non_null(strstr(g, "-9223372036854775807"));
+    free(ws->uid);
+    ws->uid = NULL;
+    assert_int_equal(workspace_snapshot_group(ws, 1, g), -EINVAL);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
 /* The extended resources a pod asks for: what tells another workspace's pod
  * that took a released accelerator from any pod on that node. */
 static void test_pod_extended_resources(void **state)
@@ -705,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_pod_decode),
         cmocka_unit_test(test_pod_build_decode),
+        cmocka_unit_test(test_pod_snapshot_group),
         cmocka_unit_test(test_pod_extended_resources),
         cmocka_unit_test(test_pvc_decode),
         cmocka_unit_test(test_pod_end),

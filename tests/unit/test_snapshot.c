@@ -23,6 +23,7 @@
 #undef MIN /* sys/param.h's, through uv.h */
 #define SEC 1000LL
 #define MIN (60 * SEC)
+#define HOUR (60 * MIN)
 #define T0 1800000000000LL
 
 static struct workspace_class *class_from(const char *snapshot)
@@ -707,6 +708,7 @@ static int deletes(const struct decide_output *o, const char *name);
 static void paused_with_snapshot(struct world *w, const char *snapshot)
 {
     world_init(w, snapshot);
+    w->pod.group = "u1-1";
     struct decide_output o;
     decide(w, &o, 1);
     decide_output_clear(&o);
@@ -803,7 +805,7 @@ static void test_long_name(void **state)
     assert_int_equal(names_snapshot_handle(long_ws, 1, 1, handle), 63);
     assert_string_equal(b->name, handle);
     assert_string_equal(o.status.snapshot.attempt, handle);
-    cJSON *bodies = gke_snapshot_begin_bodies(w.ws, w.cls, b->name, old_pod);
+    cJSON *bodies = gke_snapshot_begin_bodies(w.ws, w.cls, b->name, old_pod, b->group);
     assert_non_null(bodies);
     const cJSON *meta = cJSON_GetObjectItem(cJSON_GetObjectItem(bodies, "trigger"), "metadata");
     assert_string_equal(cJSON_GetObjectItem(meta, "name")->valuestring, handle);
@@ -902,9 +904,58 @@ static void test_restore_crash_loop(void **state)
     assert_true(o.status.snapshot.restore_failed_ms > 0);
     decide_output_clear(&o);
 
-    /* Gone, but the snapshot is still there (its deletion was asked for in
-     * the same pass): a backend could restore the new pod from it, so wait. */
+    /* Gone, the snapshot still there (its deletion is asked for in this
+     * pass): the next pod starts from files and the checkpoint at once, in
+     * a snapshot group of its own that no snapshot has, and says why. */
     assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 0); /* not listed yet in this world */
+    assert_string_equal(w.ws->status.snapshot.group, "u1-1");
+    w.has_pod = 0;
+    w.now += 5 * SEC;
+    w.all[0] = w.view;
+    w.all[0].group = "u1-1";
+    w.n_all = 1;
+    decide(&w, &o, 1);
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_string_equal(c->name, "nb-2"); /* the status's pod, made again (state-machine.md 5c) */
+    assert_null(c->snapshot);
+    assert_true(c->from_checkpoint);
+    assert_non_null(c->group);
+    assert_string_not_equal(c->group, "u1-1");
+    const struct condition *r = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(r->reason, "FromCheckpoint");
+    assert_non_null(strstr(r->message, "crashed"));
+    assert_non_null(find_event(&o, "SnapshotNotUsed"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A snapshot taken without a group (by an earlier version, under a policy
+ * without grouping): after its restore crashed, the next pod waits until
+ * it is gone, or the backend could restore it from that very snapshot. */
+static void test_restore_crash_loop_without_group(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    free(w.ws->status.snapshot.group);
+    w.ws->status.snapshot.group = NULL;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_null(c->group); /* a restore of an ungrouped snapshot: no label, as before */
+    assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
+    decide_output_clear(&o);
+    w.now += 20 * SEC;
+    pod_up(&w, "nb-2", "nb-p1-1-x7k2q", 0);
+    w.pod.ready = 0;
+    w.pod.restart_count = 3;
+    w.pod.crash_looping = 1;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
     w.has_pod = 0;
     w.now += 5 * SEC;
     w.all[0] = w.view;
@@ -914,20 +965,216 @@ static void test_restore_crash_loop(void **state)
     assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 1);
     assert_string_equal(cond_reason(&o.status, "Ready"), "PodTerminating");
     decide_output_clear(&o);
-
-    /* Gone: the next pod starts from files and the checkpoint, and says why. */
     w.n_all = 0;
     w.now += 5 * SEC;
     decide(&w, &o, 1);
+    c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_null(c->snapshot);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* Snapshot groups: the snapshot records its source pod's group (a pod
+ * without one is labelled first); a restore carries it; any other pod gets
+ * a group of its own. */
+static void test_snapshot_groups(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    w.pod.group = "u1-1";
+    w.ws->status.snapshot.restore_failed_ms = 1; /* an earlier snapshot's restore crashed */
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    assert_string_equal(b->group, "u1-1"); /* the source pod's group */
+    assert_string_equal(o.status.snapshot.group, "u1-1");
+    assert_int_equal(o.status.snapshot.restore_failed_ms, 0); /* not this one's */
+    decide_output_clear(&o);
+    world_free(&w);
+
+    world_init(&w, GKE);
+    decide(&w, &o, 1);
+    b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    assert_null(b->group); /* a pod of an earlier version: no group, as before */
+    assert_null(o.status.snapshot.group);
+    decide_output_clear(&o);
+    world_free(&w);
+
+    paused_with_snapshot(&w, GKE);
+    decide(&w, &o, 1);
     const struct action *c = find_action(&o, ACTION_CREATE_POD);
     assert_non_null(c);
-    assert_string_equal(c->name, "nb-2"); /* the status's pod, made again (state-machine.md 5c) */
+    assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
+    assert_string_equal(c->group, "u1-1");
+    decide_output_clear(&o);
+    world_free(&w);
+
+    /* The snapshot failed: from files, in a group no snapshot has. */
+    world_init(&w, GKE_NO_MEMORY);
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += 60 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_FAILED, .message = "checkpoint failed"};
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.has_pod = 0;
+    w.now += 10 * SEC;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    decide_output_clear(&o);
+    w.ws->paused = 0;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
     assert_null(c->snapshot);
-    assert_true(c->from_checkpoint);
+    assert_string_equal(c->group, "u1-2");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A pod that was to start from files and that the backend restored all the
+ * same: reported as such (never FromCheckpoint), replaced, the snapshots it
+ * could come from deleted, the next pod from files once they are gone. */
+static void test_unwanted_restore(void **state)
+{
+    (void)state;
+    for (int grouped = 0; grouped < 2; grouped++) {
+        struct world w;
+        paused_with_snapshot(&w, GKE);
+        /* Not used (as if it had failed): a resume from files. */
+        free(w.ws->status.snapshot.phase);
+        w.ws->status.snapshot.phase = strdup("Failed");
+        struct decide_output o;
+        decide(&w, &o, 1);
+        const struct action *c = find_action(&o, ACTION_CREATE_POD);
+        assert_non_null(c);
+        assert_null(c->snapshot);
+        char group[64];
+        snprintf(group, sizeof(group), "%s", c->group);
+        decide_output_clear(&o);
+        /* The workspace's snapshots: the pause's, and (grouped) one of the
+         * pod's own group, as if the grouping held and one matched. */
+        w.all[0] = w.view;
+        w.all[0].group = "u1-1";
+        w.all[1] = (struct snapshot_view){.attempt = "nb-p0-1",
+                                          .phase = SNAPSHOT_PHASE_READY,
+                                          .name = "older",
+                                          .ready_ms = w.view.ready_ms - HOUR,
+                                          .group = grouped ? group : "u1-0"};
+        w.n_all = 2;
+        w.now += 20 * SEC;
+        pod_up(&w, "nb-2", NULL, w.now - 2 * SEC);
+        w.pod.group = group;
+        w.pod.restored = 1;
+        decide(&w, &o, 1);
+        const struct action *del = find_action(&o, ACTION_DELETE_POD);
+        assert_non_null(del);
+        assert_int_equal(del->grace_seconds, 0);
+        assert_string_equal(cond_reason(&o.status, "Restored"), "UnwantedRestore");
+        const struct action *ev = find_event(&o, "UnwantedRestore");
+        assert_non_null(ev);
+        assert_string_equal(ev->event_type, "Warning");
+        assert_string_equal(o.status.snapshot.rejected_group, grouped ? group : "*");
+        assert_null(o.status.last_resume.restored_from);
+        /* The rejected ones go: all, or those of the pod's group. */
+        assert_int_equal(deletes(&o, "older"), 1);
+        assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), grouped ? 0 : 1);
+        decide_output_clear(&o);
+        /* Decided again: nothing new to say. */
+        decide(&w, &o, 1);
+        assert_null(find_event(&o, "UnwantedRestore"));
+        decide_output_clear(&o);
+
+        /* Gone; a rejected snapshot is still being deleted: wait. */
+        w.has_pod = 0;
+        w.all[1].deleting_ms = w.now;
+        w.now += 2 * SEC;
+        decide(&w, &o, 1);
+        assert_null(find_action(&o, ACTION_CREATE_POD));
+        assert_string_equal(cond_reason(&o.status, "Ready"), "PodTerminating");
+        decide_output_clear(&o);
+        /* Gone: the next pod from files. */
+        w.all[0].deleting_ms = grouped ? 0 : w.now;
+        w.n_all = grouped ? 1 : 0;
+        w.now += 2 * SEC;
+        decide(&w, &o, 1);
+        c = find_action(&o, ACTION_CREATE_POD);
+        assert_non_null(c);
+        assert_null(c->snapshot);
+        assert_string_equal(cond_reason(&o.status, "Restored"), "FromCheckpoint");
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
+/* A pod of an earlier version (no snapshot group) that was restored unasked
+ * back then and runs: the session went on in it, so it is kept, and said. */
+static void test_unwanted_restore_of_an_older_pod(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    w.ws->paused = 0;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.pod.restored = 1;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
     const struct condition *r = workspace_status_condition(&o.status, "Restored");
-    assert_string_equal(r->reason, "FromCheckpoint");
-    assert_non_null(strstr(r->message, "crashed"));
-    assert_non_null(find_event(&o, "SnapshotNotUsed"));
+    assert_string_equal(r->reason, "UnwantedRestore");
+    assert_int_equal(r->status, COND_TRUE);
+    assert_non_null(find_event(&o, "UnwantedRestore"));
+    assert_int_equal(o.status.snapshot.rejected_ms, 0);
+    decide_output_clear(&o);
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_null(find_event(&o, "UnwantedRestore"));
+    decide_output_clear(&o);
+    /* It crash-loops: now it goes. */
+    w.pod.ready = 0;
+    w.pod.crash_looping = 1;
+    w.pod.restart_count = 3;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(o.status.snapshot.rejected_group, "*");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A pod from files that crash-loops without PodRestored: the application's
+ * own failure, reported once, and the pod is not replaced. */
+static void test_crash_loop_without_restore(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    w.ws->paused = 0;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.pod.ready = 0;
+    w.pod.restart_count = 4;
+    w.pod.crash_looping = 1;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(cond_reason(&o.status, "Ready"), "CrashLoop");
+    assert_non_null(find_event(&o, "CrashLoop"));
+    decide_output_clear(&o);
+    w.now += MIN;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(find_event(&o, "CrashLoop"));
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -1058,8 +1305,8 @@ static void test_restore_check(void **state)
 }
 
 /* An unresponsive restore walks the crashed restore's path: the snapshot is
- * deleted, the next pod waits for it to be gone and starts from files, and
- * says why; a controller that starts anew meanwhile decides the same. */
+ * deleted, the next pod starts from files in a group of its own, and says
+ * why; a controller that starts anew meanwhile decides the same. */
 static void test_restore_unresponsive_walk(void **state)
 {
     (void)state;
@@ -1096,19 +1343,17 @@ static void test_restore_unresponsive_walk(void **state)
     assert_false(o.status_changed);
     decide_output_clear(&o);
 
-    /* Gone, the snapshot still there: wait. Then from files, with why. */
+    /* Gone, the snapshot still there (being deleted): the next pod starts
+     * from files at once, in a snapshot group no snapshot has, and says
+     * why. */
     w.has_pod = 0;
-    w.now += 5 * SEC;
-    decide(&w, &o, 1);
-    assert_null(find_action(&o, ACTION_CREATE_POD));
-    assert_string_equal(cond_reason(&o.status, "Restored"), "RestoreUnresponsive");
-    decide_output_clear(&o);
-    w.n_all = 0;
     w.now += 5 * SEC;
     decide(&w, &o, 1);
     const struct action *c = find_action(&o, ACTION_CREATE_POD);
     assert_non_null(c);
     assert_null(c->snapshot);
+    assert_non_null(c->group);
+    assert_string_not_equal(c->group, w.ws->status.snapshot.group);
     assert_true(c->from_checkpoint);
     const struct condition *rc = workspace_status_condition(&o.status, "Restored");
     assert_string_equal(rc->reason, "FromCheckpoint");
@@ -1898,6 +2143,67 @@ static void test_trigger_fate(void **state)
     }
 }
 
+/* The policy goes only after every PodSnapshot that names it, and only with
+ * its workspace. */
+static void test_policy_fate(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        struct gke_policy_facts facts;
+        enum gke_policy_fate want;
+    } cases[] = {
+        {"the workspace lives", {0}, GKE_POLICY_KEEP},
+        {"the workspace lives, snapshots", {.snapshots_left = 2}, GKE_POLICY_KEEP},
+        {"deleted, a PodSnapshot still in GKE's finalizer",
+         {.workspace_deleting = 1, .snapshots_left = 1},
+         GKE_POLICY_KEEP},
+        {"deleted, a trigger left (it could still make a PodSnapshot)",
+         {.workspace_deleting = 1, .triggers_left = 1},
+         GKE_POLICY_KEEP},
+        {"deleted, nothing names it", {.workspace_deleting = 1}, GKE_POLICY_DELETE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        print_message("  %s\n", cases[i].name);
+        assert_int_equal(gke_policy_fate(&cases[i].facts), cases[i].want);
+    }
+}
+
+/* The begin bodies: the policy groups snapshots by the pod label, selects
+ * only pods that carry it, and has no owner reference; a pod without the
+ * label is labelled first. */
+static void test_begin_bodies(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    cJSON *bodies = gke_snapshot_begin_bodies(w.ws, w.cls, "nb-p1-1", "nb-1", "u1-1");
+    assert_non_null(bodies);
+    char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(bodies, "policy"));
+    assert_non_null(strstr(text, "\"snapshotGroupingRules\":{\"groupByLabelValue\":{\"labels\":"
+                                 "[\"hibernator.dev/snapshot-group\"]}}"));
+    assert_non_null(strstr(text, "{\"key\":\"hibernator.dev/snapshot-group\","
+                                 "\"operator\":\"Exists\"}"));
+    assert_null(strstr(text, "ownerReferences"));
+    free(text);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(bodies, "trigger"));
+    assert_non_null(strstr(text, "ownerReferences")); /* triggers stay owned */
+    free(text);
+    assert_null(cJSON_GetObjectItem(bodies, "keepPolicy"));
+    cJSON_Delete(bodies);
+    /* A source pod of an earlier version: the policy as that version made
+     * it (no owner reference), an existing one left as it is. */
+    bodies = gke_snapshot_begin_bodies(w.ws, w.cls, "nb-p1-1", "nb-1", NULL);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(bodies, "policy"));
+    assert_null(strstr(text, "snapshotGroupingRules"));
+    assert_null(strstr(text, "matchExpressions"));
+    assert_null(strstr(text, "ownerReferences"));
+    free(text);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(bodies, "keepPolicy")));
+    cJSON_Delete(bodies);
+    world_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1920,6 +2226,11 @@ int main(void)
         cmocka_unit_test(test_restore_crash_loop),
         cmocka_unit_test(test_restore_check),
         cmocka_unit_test(test_restore_unresponsive_walk),
+        cmocka_unit_test(test_restore_crash_loop_without_group),
+        cmocka_unit_test(test_snapshot_groups),
+        cmocka_unit_test(test_unwanted_restore),
+        cmocka_unit_test(test_unwanted_restore_of_an_older_pod),
+        cmocka_unit_test(test_crash_loop_without_restore),
         cmocka_unit_test(test_snapshot_not_used),
         cmocka_unit_test(test_snapshot_home_claim),
         cmocka_unit_test(test_crash_points),
@@ -1930,6 +2241,8 @@ int main(void)
         cmocka_unit_test(test_delete_with_workspace),
         cmocka_unit_test(test_delete_many_with_workspace),
         cmocka_unit_test(test_trigger_fate),
+        cmocka_unit_test(test_policy_fate),
+        cmocka_unit_test(test_begin_bodies),
     };
     return cmocka_run_group_tests_name("pause and resume with a snapshot", tests, NULL, NULL);
 }
