@@ -44,9 +44,21 @@ deps=(
   clang libclang-rt-14-dev clang-format
 )
 
+# What a real node (kubelet + containerd, `cluster.sh up --real-node`) needs
+# beyond deps; installed only when a real node is asked for.
+real_node_deps=(
+  containerd runc containernetworking-plugins iptables iproute2 mmdebstrap buildah fuse-overlayfs
+)
+
+install_real_node_deps() {
+  install_deps "${real_node_deps[@]}"
+}
+
+# install_deps [PACKAGE...]: the given packages, or deps when none is given.
 install_deps() {
-  local missing=() p
-  for p in "${deps[@]}"; do
+  local missing=() p want=("$@")
+  [ ${#want[@]} -gt 0 ] || want=("${deps[@]}")
+  for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
