@@ -2,7 +2,8 @@
 # Builds the local cluster's binaries from pinned Go modules into a cache
 # outside the repository, keyed by version, so that later runs reuse them.
 #
-#   deploy/local/build-binaries.sh        build what is missing, print the bin dir
+#   deploy/local/build-binaries.sh            build what is missing, print the bin dir
+#   deploy/local/build-binaries.sh --kubelet  the same, plus the kubelet (for a real node)
 #
 # Cache: ${HIBERNATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}
 set -euo pipefail
@@ -16,6 +17,13 @@ bin="$cache/bin"
 mkdir -p "$bin" "$cache/src"
 
 log() { printf '[build-binaries] %s\n' "$*" >&2; }
+
+with_kubelet=0
+case ${1:-} in
+--kubelet) with_kubelet=1 ;;
+"") ;;
+*) log "unknown argument: $1"; exit 2 ;;
+esac
 
 links="$bin/current-$KUBERNETES_VERSION-$ETCD_VERSION-$KWOK_VERSION"
 
@@ -33,6 +41,10 @@ link_all() {
     esac
     [ "$(readlink "$links/$f" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$links/$f"
   done
+  if [ -f "$bin/kubelet-$KUBERNETES_VERSION/.complete" ]; then
+    target="$bin/kubelet-$KUBERNETES_VERSION/kubelet"
+    [ "$(readlink "$links/kubelet" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$links/kubelet"
+  fi
   target="$bin/kwok-$KWOK_VERSION/stages.yaml"
   [ "$(readlink "$links/kwok-stages.yaml" 2>/dev/null)" = "$target" ] ||
     ln -sfn "$target" "$links/kwok-stages.yaml"
@@ -42,7 +54,8 @@ all_built() {
   [ -f "$bin/kubernetes-$KUBERNETES_VERSION/.complete" ] &&
     [ -f "$bin/etcd-$ETCD_VERSION/.complete" ] &&
     [ -f "$bin/kwok-$KWOK_VERSION/.complete" ] &&
-    [ -f "$bin/kwok-$KWOK_VERSION/stages.yaml" ]
+    [ -f "$bin/kwok-$KWOK_VERSION/stages.yaml" ] &&
+    { [ "$with_kubelet" = 0 ] || [ -f "$bin/kubelet-$KUBERNETES_VERSION/.complete" ]; }
 }
 
 # Warm path: no Go, no module cache, no network, no waiting on the lock.
@@ -118,7 +131,8 @@ k8s_minor=${k8s_minor%%.*}
 staging_version="v0.${KUBERNETES_VERSION#v1.}"
 # Resolved only when Kubernetes is to be built: it needs the module proxy.
 replaces=""
-if [ ! -f "$bin/kubernetes-$KUBERNETES_VERSION/.complete" ]; then
+if [ ! -f "$bin/kubernetes-$KUBERNETES_VERSION/.complete" ] ||
+  { [ "$with_kubelet" = 1 ] && [ ! -f "$bin/kubelet-$KUBERNETES_VERSION/.complete" ]; }; then
   k8s_dir=$(cd "$cache/src" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   [ -n "$k8s_dir" ] || { log "cannot download k8s.io/kubernetes@$KUBERNETES_VERSION"; exit 1; }
   replaces=$(sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging_version"'#p' "$k8s_dir/go.mod")
@@ -132,6 +146,12 @@ build_module kubernetes "$KUBERNETES_VERSION" "k8s.io/kubernetes@$KUBERNETES_VER
   k8s.io/kubernetes/cmd/kube-controller-manager:kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler:kube-scheduler \
   k8s.io/kubernetes/cmd/kubectl:kubectl
+
+# --- the kubelet, only for a real node: the same wrapper module, its own entry.
+if [ "$with_kubelet" = 1 ]; then
+  build_module kubelet "$KUBERNETES_VERSION" "k8s.io/kubernetes@$KUBERNETES_VERSION" "$replaces" "$k8s_ldflags" \
+    k8s.io/kubernetes/cmd/kubelet:kubelet
+fi
 
 # --- etcd: its server module replaces sibling modules with paths; pin releases.
 etcd_replaces=""
