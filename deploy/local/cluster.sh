@@ -6,7 +6,9 @@
 # machine at once. All state (certificates, etcd data, logs, PIDs) lives in
 # one directory per cluster.
 #
-#   cluster.sh up [--dir DIR]             start a cluster; prints DIR on stdout
+#   cluster.sh up [--dir DIR] [--real-node]  start a cluster; prints DIR on stdout
+#                                 (--real-node: also a kubelet + containerd node,
+#                                 as root; see real-node.sh)
 #   cluster.sh down [--dir DIR] [--keep-dir] [--kill]
 #   cluster.sh env [--dir DIR]            print the sourceable env file
 #   cluster.sh status [--dir DIR]
@@ -36,6 +38,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly here
+# shellcheck source=real-node.sh
+. "$here/real-node.sh"
 readonly components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 start_timeout=${HIBERNATOR_START_TIMEOUT:-60}
 # Below the kernel's ephemeral range (32768+), so outgoing connections of the
@@ -386,8 +390,11 @@ authorityKeyIdentifier=keyid'
   # build the in-cluster URL; on this machine everyone dials 127.0.0.1.
   issue apiserver "/CN=kube-apiserver" "$leaf
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,IP:::1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+subjectAltName=IP:127.0.0.1,IP:::1,IP:10.96.0.1,IP:$real_node_ip,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   issue admin "/O=system:masters/CN=admin" "$leaf
+extendedKeyUsage=clientAuth"
+  # The API server's identity towards kubelets (logs, exec, port-forward).
+  issue apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "$leaf
 extendedKeyUsage=clientAuth"
   issue kube-controller-manager "/CN=system:kube-controller-manager" "$leaf
 extendedKeyUsage=clientAuth"
@@ -502,6 +509,9 @@ cmd_kube-apiserver() {
     --service-account-signing-key-file="$dir/pki/sa.key" \
     --service-cluster-ip-range=10.96.0.0/16 \
     --authorization-mode=Node,RBAC \
+    --kubelet-client-certificate="$dir/pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$dir/pki/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP \
     --allow-privileged=true \
     --shutdown-send-retry-after=true \
     --shutdown-watch-termination-grace-period=2s \
@@ -605,6 +615,7 @@ EOF
 parse_args() {
   dir=${HIBERNATOR_CLUSTER_DIR:-}
   keep_dir=0
+  real_node=0
   while (($#)); do
     case $1 in
     --dir)
@@ -622,6 +633,10 @@ parse_args() {
       ;;
     --kill)
       stop_signal=KILL
+      shift
+      ;;
+    --real-node)
+      real_node=1
       shift
       ;;
     -h | --help) usage ;;
@@ -653,6 +668,7 @@ up_failed() {
   trap - EXIT INT TERM
   if ((rc != 0)) && [ -n "${dir:-}" ] && [ -d "$dir/run" ]; then
     log "startup failed; stopping what was started"
+    real_node_down || true
     stop_components kwok kube-scheduler kube-controller-manager
     stop_components kube-apiserver
     stop_components etcd
@@ -707,7 +723,9 @@ cmd_up() {
     bindir=$HIBERNATOR_BIN_DIR
   else
     log "locating binaries (builds them on first use; takes a long time once)"
-    bindir=$("$here/build-binaries.sh" 8>&-)
+    local build_args=()
+    ((real_node)) && build_args=(--kubelet)
+    bindir=$("$here/build-binaries.sh" "${build_args[@]}" 8>&-)
   fi
   local b
   for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
@@ -753,6 +771,10 @@ cmd_up() {
     exit 1
   }
 
+  if ((real_node)); then
+    real_node_up
+  fi
+
   trap - EXIT INT TERM
   log "cluster up in $((SECONDS - t0)) s: apiserver https://127.0.0.1:$apiserver_port, etcd http://127.0.0.1:$etcd_port"
   log "use it:  source $dir/env; kubectl get nodes"
@@ -790,6 +812,13 @@ cmd_down() {
   [ -f "$dir/$marker" ] || die "$dir is not a cluster directory (no $marker); not touching it"
   [ -d "$dir/run" ] || mkdir -p "$dir/run"
   lock_dir
+  # The real node first, while the API server can still delete its pods.
+  local real_node_rc=0
+  if [ -f "$dir/run/ports" ]; then
+    # shellcheck source=/dev/null
+    . "$dir/run/ports"
+  fi
+  real_node_down || real_node_rc=1
   # Clients first, so none of them logs a storm of errors while the API
   # server goes away; etcd last.
   stop_components kwok kube-scheduler kube-controller-manager
@@ -802,6 +831,7 @@ cmd_down() {
   done
   ((${#left[@]} == 0)) || die "still running: ${left[*]}"
   wait_reaped
+  ((real_node_rc == 0)) || die "the real node's changes to the machine were not all undone (see above); state kept in $dir"
   if ((keep_dir)); then
     log "stopped; state kept in $dir"
   else

@@ -1,0 +1,367 @@
+# A real node for the local cluster: containerd + runc + the kubelet, on a
+# bridge of its own. Sourced by cluster.sh (`up --real-node`, `down`); run
+# alone it writes one-layer OCI archives:
+#
+#   real-node.sh oci-archive OUT.tar REF ROOTFS.tar CMD...
+#   real-node.sh minbase-image   build (once) a Debian minbase image archive,
+#                                print its path
+#
+# Facts this relies on (containerd 1.6 settings, sysctls and chains the kubelet
+# changes): docs/local-cluster.md, "A real node". One real node per machine.
+#
+# Tunables: HIBERNATOR_REAL_NODE_CIDR (10.231.0.0/24; a /24 nothing else on
+# the machine uses: the bridge holds .1, the node IP, pods get the rest).
+
+real_node_name=hibernator-real-node
+real_node_bridge=hib0
+real_node_cidr=${HIBERNATOR_REAL_NODE_CIDR:-10.231.0.0/24}
+real_node_ip=${real_node_cidr%.*}.1
+real_node_pause=hibernator.local/pause:1
+# Sysctls the kubelet, the bridge plugin or the runtime write.
+real_node_sysctls=(vm.overcommit_memory kernel.panic kernel.panic_on_oops
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward
+  net.ipv6.conf.all.forwarding net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables)
+# Host paths they may create outside the cluster directory.
+real_node_paths=(/var/log/containers /var/log/pods /var/lib/cni /run/containerd /var/lib/kubelet
+  /var/lib/containerd /opt/containerd /run/netns /var/run/netns /etc/cni /opt/cni /run/runc)
+
+# oci_archive OUT REF ROOTFS_TAR CMD...: a one-layer OCI image archive that
+# `ctr images import` takes, named REF.
+oci_archive() {
+  local out=$1 ref=$2 rootfs=$3 t ld ls cd cs md ms cmd
+  shift 3
+  t=$(mktemp -d)
+  mkdir -p "$t/blobs/sha256"
+  ld=$(sha256sum "$rootfs" | cut -d' ' -f1)
+  ls=$(stat -c %s "$rootfs")
+  cp "$rootfs" "$t/blobs/sha256/$ld"
+  cmd=$(printf '"%s",' "$@")
+  printf '{"architecture":"amd64","os":"linux","config":{"Cmd":[%s],"Env":["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+    "${cmd%,}" "$ld" >"$t/c"
+  cd=$(sha256sum "$t/c" | cut -d' ' -f1) cs=$(stat -c %s "$t/c")
+  mv "$t/c" "$t/blobs/sha256/$cd"
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
+    "$cd" "$cs" "$ld" "$ls" >"$t/m"
+  md=$(sha256sum "$t/m" | cut -d' ' -f1) ms=$(stat -c %s "$t/m")
+  mv "$t/m" "$t/blobs/sha256/$md"
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$md" "$ms" "$ref" "${ref##*:}" >"$t/index.json"
+  echo '{"imageLayoutVersion":"1.0.0"}' >"$t/oci-layout"
+  tar -cf "$out" -C "$t" oci-layout index.json blobs
+  rm -rf "$t"
+}
+
+# The pause image: a static binary that reaps children and exits on a
+# signal, built here, so that no registry is needed. Cached.
+real_node_pause_archive() {
+  local cache=${HIBERNATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}/images
+  local out=$cache/pause-1.oci.tar t
+  [ -f "$out" ] && { echo "$out"; return 0; }
+  mkdir -p "$cache"
+  t=$(mktemp -d)
+  cat >"$t/pause.c" <<'EOF'
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void on_term(int s) { (void)s; _exit(0); }
+static void on_chld(int s) { (void)s; while (waitpid(-1, 0, WNOHANG) > 0) {} }
+int main(void) {
+  signal(SIGTERM, on_term);
+  signal(SIGINT, on_term);
+  signal(SIGCHLD, on_chld);
+  for (;;) pause();
+}
+EOF
+  mkdir -p "$t/root"
+  gcc -static -Os -s -o "$t/root/pause" "$t/pause.c" || { rm -rf "$t"; return 1; }
+  tar -cf "$t/layer.tar" -C "$t/root" --owner=0 --group=0 pause
+  oci_archive "$out.tmp" "$real_node_pause" "$t/layer.tar" /pause
+  mv "$out.tmp" "$out"
+  rm -rf "$t"
+  echo "$out"
+}
+
+# A Debian minbase image (mmdebstrap, no registry) for pods on the real node:
+# hibernator.local/debian-minbase:bookworm, /bin/sh by default. Cached.
+real_node_minbase_archive() {
+  local cache=${HIBERNATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}/images
+  local out=$cache/debian-minbase.oci.tar rootfs=$cache/debian-minbase-rootfs.tar mirror
+  [ -f "$out" ] && { echo "$out"; return 0; }
+  mkdir -p "$cache"
+  if [ ! -f "$rootfs" ]; then
+    mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
+    mmdebstrap --variant=minbase --format=tar --quiet bookworm "$rootfs.tmp" "${mirror:-http://deb.debian.org/debian}" >&2
+    mv "$rootfs.tmp" "$rootfs"
+  fi
+  oci_archive "$out.tmp" hibernator.local/debian-minbase:bookworm "$rootfs" /bin/sh
+  mv "$out.tmp" "$out"
+  echo "$out"
+}
+
+# ---------------------------------------------------------------- machine state
+
+# real_node_snapshot DIR: what the real node may change, one file per kind.
+real_node_snapshot() {
+  local d=$1 s p
+  mkdir -p "$d"
+  for s in "${real_node_sysctls[@]}"; do
+    p=/proc/sys/${s//.//}
+    if [ -r "$p" ]; then echo "$s=$(cat "$p")"; else echo "$s=absent"; fi
+  done >"$d/sysctls"
+  # Counters and comments change by themselves; rules and chains are the state.
+  iptables-save 2>/dev/null | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' >"$d/iptables"
+  ip6tables-save 2>/dev/null | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' >"$d/ip6tables"
+  awk '{print $5}' /proc/self/mountinfo | LC_ALL=C sort >"$d/mounts"
+  { ls -1 /run/netns 2>/dev/null || true; } | LC_ALL=C sort >"$d/netns"
+  find /sys/fs/cgroup -mindepth 2 -maxdepth 2 -name 'kubepods*' 2>/dev/null | LC_ALL=C sort >"$d/cgroups"
+  ip -o link | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | LC_ALL=C sort >"$d/links"
+  for p in "${real_node_paths[@]}"; do
+    if [ -e "$p" ]; then echo "$p"; fi
+  done | LC_ALL=C sort >"$d/paths"
+  { awk '{print $1}' /proc/modules 2>/dev/null || true; } | LC_ALL=C sort >"$d/modules"
+  # iptables-nft makes nftables tables that iptables-save cannot tell from
+  # missing ones once emptied: the ruleset itself, handles aside.
+  { nft list ruleset 2>/dev/null || true; } | sed 's/ # handle [0-9]*$//' >"$d/nftables"
+}
+
+# real_node_compare BEFORE AFTER: prints the differences; fails if any.
+real_node_compare() {
+  local rc=0 f
+  for f in sysctls iptables ip6tables nftables mounts netns cgroups links paths modules; do
+    if ! diff -u "$1/$f" "$2/$f" >"$2/$f.diff"; then
+      log "machine state differs from the record: $f"
+      sed 's/^/    /' "$2/$f.diff" >&2
+      rc=1
+    fi
+  done
+  return "$rc"
+}
+
+# ---------------------------------------------------------------- up
+
+ctr_() { ctr -a "$rn/containerd.sock" -n k8s.io "$@"; }
+
+real_node_check_machine() {
+  local c
+  for c in containerd containerd-shim-runc-v2 runc ctr iptables-save nft ip gcc /usr/lib/cni/bridge /usr/lib/cni/host-local; do
+    command -v "$c" >/dev/null || die "real node: $c missing (hack/lib.sh install_real_node_deps)"
+  done
+  [ -x "$bindir/kubelet" ] || die "real node: no kubelet in $bindir (deploy/local/build-binaries.sh --kubelet)"
+  pgrep -x kubelet >/dev/null && die "real node: a kubelet already runs on this machine (one per machine)"
+  ip -o -4 addr | grep -q " ${real_node_cidr%.*}\." && die "real node: $real_node_cidr is in use on this machine"
+  ip -o link show "$real_node_bridge" >/dev/null 2>&1 && die "real node: link $real_node_bridge exists"
+  return 0
+}
+
+real_node_config() {
+  mkdir -p "$rn/containerd/root" "$rn/containerd/state" "$rn/cni/net.d" "$rn/cni/ipam" "$rn/kubelet" "$rn/pod-logs"
+  cat >"$rn/containerd.toml" <<EOF
+version = 2
+root = "$rn/containerd/root"
+state = "$rn/containerd/state"
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = "$rn/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$real_node_pause"
+  restrict_oom_score_adj = true
+  enable_cdi = false
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$rn/cni/net.d"
+EOF
+  cat >"$rn/cni/net.d/10-hibernator.conflist" <<EOF
+{"cniVersion": "0.4.0", "name": "hibernator", "plugins": [{"type": "bridge", "bridge": "$real_node_bridge",
+ "isGateway": true, "ipMasq": false, "hairpinMode": false,
+ "ipam": {"type": "host-local", "dataDir": "$rn/cni/ipam",
+  "ranges": [[{"subnet": "$real_node_cidr", "gateway": "$real_node_ip"}]]}}]}
+EOF
+  cat >"$rn/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $real_node_ip
+port: $kubelet_port
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $kubelet_healthz_port
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$rn/containerd.sock
+failSwapOn: false
+protectKernelDefaults: false
+podLogsDir: $rn/pod-logs
+tlsCertFile: $dir/pki/$real_node_name-serving.crt
+tlsPrivateKeyFile: $dir/pki/$real_node_name-serving.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $dir/pki/ca.crt}
+authorization: {mode: Webhook}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "50Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+registerWithTaints:
+- {key: hibernator.dev/real-node, value: "true", effect: NoSchedule}
+EOF
+}
+
+cmd_containerd() { printf '%s\n' "$(command -v containerd)" --config="$rn/containerd.toml"; }
+cmd_kubelet() {
+  printf '%s\n' "$bindir/kubelet" \
+    --config="$rn/kubelet.yaml" \
+    --kubeconfig="$dir/conf/kubelet.kubeconfig" \
+    --root-dir="$rn/kubelet" \
+    --cert-dir="$rn/kubelet-pki" \
+    --hostname-override="$real_node_name" \
+    --node-ip="$real_node_ip" \
+    --node-labels=hibernator.dev/real-node=true
+  extra_args HIBERNATOR_KUBELET_ARGS
+}
+
+real_node_ready() {
+  [ "$(kubectl_ get node "$real_node_name" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
+}
+
+real_node_up() {
+  local t0=$SECONDS t
+  rn=$dir/real-node
+  mkdir -p "$rn"
+  real_node_check_machine
+  log "real node: recording the machine's state in $rn/before"
+  real_node_snapshot "$rn/before"
+  echo "$real_node_bridge" >"$rn/bridge"
+  log "real node: bridge $real_node_bridge $real_node_ip/24"
+  ip link add "$real_node_bridge" type bridge
+  ip addr add "$real_node_ip/24" dev "$real_node_bridge"
+  ip link set "$real_node_bridge" up
+  pick_port kubelet_port
+  pick_port kubelet_healthz_port
+  local p=$dir/pki leaf='basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+subjectKeyIdentifier=hash
+authorityKeyIdentifier=keyid'
+  printf '[req]\ndistinguished_name = dn\n[dn]\n' >"$p/req.cnf"
+  issue "$real_node_name" "/O=system:nodes/CN=system:node:$real_node_name" "$leaf
+extendedKeyUsage=clientAuth"
+  issue "$real_node_name-serving" "/CN=$real_node_name" "$leaf
+extendedKeyUsage=serverAuth
+subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
+  rm -f "$p/req.cnf"
+  write_kubeconfig "$dir/conf/kubelet.kubeconfig" "system:node:$real_node_name" "$real_node_name"
+  real_node_config
+  t=$SECONDS
+  cmd_containerd >"$dir/run/containerd.cmd"
+  spawn containerd
+  wait_for "containerd" "$start_timeout" ctr_ version || { log_tail containerd; exit 1; }
+  log "real node: containerd ready in $((SECONDS - t)) s; importing the pause image"
+  ctr_ images import "$(real_node_pause_archive)" >/dev/null
+  t=$SECONDS
+  cmd_kubelet >"$dir/run/kubelet.cmd"
+  spawn kubelet
+  wait_for "the real node to be Ready" "$start_timeout" real_node_ready || { log_tail kubelet; exit 1; }
+  log "real node: $real_node_name Ready $((SECONDS - t)) s after the kubelet started; real node set up in $((SECONDS - t0)) s"
+  cat >>"$dir/env" <<EOF
+# The real node (kubelet + containerd): images go in with
+#   ctr -a \$HIBERNATOR_CONTAINERD_SOCK -n k8s.io images import IMAGE.tar
+export HIBERNATOR_REAL_NODE='$real_node_name'
+export HIBERNATOR_REAL_NODE_IP='$real_node_ip'
+export HIBERNATOR_CONTAINERD_SOCK='$rn/containerd.sock'
+EOF
+}
+
+# ---------------------------------------------------------------- down
+
+# real_node_down: stops the kubelet, the pods and containerd, and puts back
+# what the record in $dir/real-node/before holds. Fails on any difference.
+real_node_down() {
+  rn=$dir/real-node
+  [ -d "$rn/before" ] || return 0
+  local rc=0 pid m n c l s v p
+  # The pods first, while the kubelet can still stop their sandboxes (CNI DEL).
+  if component_pid kubelet >/dev/null && component_pid kube-apiserver >/dev/null; then
+    kubectl_ delete pods -A --field-selector "spec.nodeName=$real_node_name" --wait=true --timeout=30s >/dev/null 2>&1 || true
+  fi
+  stop_components kubelet
+  if component_pid containerd >/dev/null; then
+    for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
+    sleep 0.5
+    for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$c" >/dev/null 2>&1 || true; done
+    for c in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$c" >/dev/null 2>&1 || true; done
+  fi
+  stop_components containerd
+  # Shims of this containerd that outlived it.
+  for pid in /proc/[0-9]*; do
+    pid=${pid#/proc/}
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(command -v containerd-shim-runc-v2)" ] || continue
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$rn/containerd.sock"; then
+      log "real node: stopping leftover shim $pid"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+  sleep 0.3
+  real_node_snapshot "$rn/now"
+  # Mounts made since the record, innermost first.
+  for m in $(LC_ALL=C comm -13 "$rn/before/mounts" "$rn/now/mounts" | LC_ALL=C sort -r); do
+    umount -l "$m" 2>/dev/null || log "real node: cannot unmount $m"
+  done
+  for n in $(LC_ALL=C comm -13 "$rn/before/netns" "$rn/now/netns"); do
+    ip netns delete "$n" 2>/dev/null || log "real node: cannot delete netns $n"
+  done
+  for c in $(LC_ALL=C comm -13 "$rn/before/cgroups" "$rn/now/cgroups"); do
+    find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "real node: cannot remove cgroup $c"
+  done
+  for l in $(LC_ALL=C comm -13 "$rn/before/links" "$rn/now/links"); do
+    case $l in "$real_node_bridge" | veth*) ip link delete "$l" 2>/dev/null || true ;; esac
+  done
+  local t
+  for t in iptables ip6tables; do
+    if ! cmp -s "$rn/before/$t" "$rn/now/$t"; then
+      # Tables the record lacks were created since: empty them; then the rest.
+      for s in $(sed -n 's/^\*//p' "$rn/now/$t"); do
+        grep -qx "\*$s" "$rn/before/$t" || { "$t" -t "$s" -F && "$t" -t "$s" -X; } || true
+      done
+      "$t-restore" <"$rn/before/$t" || log "real node: $t-restore failed"
+    fi
+  done
+  # Tables iptables-nft created since the record: delete them whole.
+  if command -v nft >/dev/null && ! cmp -s "$rn/before/nftables" "$rn/now/nftables"; then
+    local fam tab
+    while read -r _ fam tab _; do
+      grep -qx "table $fam $tab {" "$rn/before/nftables" || nft delete table "$fam" "$tab" || true
+    done < <(nft list tables 2>/dev/null | sed 's/$/ {/')
+  fi
+  while IFS='=' read -r s v; do
+    p=/proc/sys/${s//.//}
+    [ "$v" != absent ] && [ -w "$p" ] && [ "$(cat "$p")" != "$v" ] && { echo "$v" >"$p" || true; }
+  done <"$rn/before/sysctls"
+  for p in $(LC_ALL=C comm -13 "$rn/before/paths" "$rn/now/paths"); do
+    rm -rf -- "$p"
+  done
+  for m in $(LC_ALL=C comm -13 "$rn/before/modules" "$rn/now/modules"); do
+    rmmod "$m" 2>/dev/null || true
+  done
+  for m in $(LC_ALL=C comm -13 "$rn/before/modules" "$rn/now/modules"); do
+    rmmod "$m" 2>/dev/null || true
+  done
+  rm -rf "$rn/now"
+  real_node_snapshot "$rn/now"
+  real_node_compare "$rn/before" "$rn/now" || rc=1
+  ((rc == 0)) && log "real node: machine state restored as recorded"
+  return "$rc"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  case ${1:-} in
+  oci-archive) shift; oci_archive "$@" ;;
+  minbase-image) real_node_minbase_archive ;;
+  *) echo "usage: $0 oci-archive OUT.tar REF ROOTFS.tar CMD... | minbase-image" >&2; exit 2 ;;
+  esac
+fi
