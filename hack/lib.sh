@@ -47,7 +47,7 @@ deps=(
 # What a real node (kubelet + containerd, `cluster.sh up --real-node`) needs
 # beyond deps; installed only when a real node is asked for.
 real_node_deps=(
-  containerd runc containernetworking-plugins iptables nftables iproute2 mmdebstrap buildah fuse-overlayfs
+  containerd runc containernetworking-plugins iptables nftables iproute2 socat mmdebstrap buildah fuse-overlayfs
 )
 
 install_real_node_deps() {

@@ -143,7 +143,7 @@ ctr_() { ctr -a "$rn/containerd.sock" -n k8s.io "$@"; }
 
 real_node_check_machine() {
   local c
-  for c in containerd containerd-shim-runc-v2 runc ctr iptables-save nft ip gcc /usr/lib/cni/bridge /usr/lib/cni/host-local; do
+  for c in containerd containerd-shim-runc-v2 runc ctr iptables-save nft ip gcc socat /usr/lib/cni/bridge /usr/lib/cni/host-local; do
     command -v "$c" >/dev/null || die "real node: $c missing (hack/lib.sh install_real_node_deps)"
   done
   [ -x "$bindir/kubelet" ] || die "real node: no kubelet in $bindir (deploy/local/build-binaries.sh --kubelet)"
@@ -212,6 +212,13 @@ registerWithTaints:
 EOF
 }
 
+# Pods cannot reach 127.0.0.1: a TCP relay on the node IP, same port, passes
+# TLS through to the API server (its certificate names the node IP).
+cmd_apiserver-relay() {
+  printf '%s\n' "$(command -v socat)" \
+    "TCP-LISTEN:$apiserver_port,bind=$real_node_ip,reuseaddr,fork" "TCP:127.0.0.1:$apiserver_port"
+}
+
 cmd_containerd() { printf '%s\n' "$(command -v containerd)" --config="$rn/containerd.toml"; }
 cmd_kubelet() {
   printf '%s\n' "$bindir/kubelet" \
@@ -256,6 +263,11 @@ subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
   rm -f "$p/req.cnf"
   write_kubeconfig "$dir/conf/kubelet.kubeconfig" "system:node:$real_node_name" "$real_node_name"
   real_node_config
+  cmd_apiserver-relay >"$dir/run/apiserver-relay.cmd"
+  spawn apiserver-relay
+  wait_for "the API server relay on $real_node_ip" "$start_timeout" \
+    curl -fsS --max-time 3 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" \
+    --key "$dir/pki/admin.key" "https://$real_node_ip:$apiserver_port/readyz" || { log_tail apiserver-relay; exit 1; }
   t=$SECONDS
   cmd_containerd >"$dir/run/containerd.cmd"
   spawn containerd
@@ -273,6 +285,10 @@ subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
 export HIBERNATOR_REAL_NODE='$real_node_name'
 export HIBERNATOR_REAL_NODE_IP='$real_node_ip'
 export HIBERNATOR_CONTAINERD_SOCK='$rn/containerd.sock'
+# In-cluster clients on the real node: set these two in the pod's env (they
+# override the kubernetes Service's, which nothing routes here).
+export HIBERNATOR_POD_KUBERNETES_SERVICE_HOST='$real_node_ip'
+export HIBERNATOR_POD_KUBERNETES_SERVICE_PORT='$apiserver_port'
 EOF
 }
 
@@ -288,7 +304,7 @@ real_node_down() {
   if component_pid kubelet >/dev/null && component_pid kube-apiserver >/dev/null; then
     kubectl_ delete pods -A --field-selector "spec.nodeName=$real_node_name" --wait=true --timeout=30s >/dev/null 2>&1 || true
   fi
-  stop_components kubelet
+  stop_components kubelet apiserver-relay
   if component_pid containerd >/dev/null; then
     for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
     sleep 0.5
