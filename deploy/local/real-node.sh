@@ -141,9 +141,18 @@ real_node_compare() {
 
 ctr_() { ctr -a "$rn/containerd.sock" -n k8s.io "$@"; }
 
+real_node_commands=(containerd containerd-shim-runc-v2 runc ctr iptables-save nft ip gcc socat mmdebstrap
+  /usr/lib/cni/bridge /usr/lib/cni/host-local)
+
 real_node_check_machine() {
   local c
-  for c in containerd containerd-shim-runc-v2 runc ctr iptables-save nft ip gcc socat /usr/lib/cni/bridge /usr/lib/cni/host-local; do
+  for c in "${real_node_commands[@]}"; do
+    command -v "$c" >/dev/null && continue
+    log "real node: $c missing; installing the real node's Debian packages"
+    bash -c '. "$1/../../hack/lib.sh" && install_real_node_deps' _ "$here" >&2 || die "real node: cannot install its packages"
+    break
+  done
+  for c in "${real_node_commands[@]}"; do
     command -v "$c" >/dev/null || die "real node: $c missing (hack/lib.sh install_real_node_deps)"
   done
   [ -x "$bindir/kubelet" ] || die "real node: no kubelet in $bindir (deploy/local/build-binaries.sh --kubelet)"
