@@ -857,6 +857,16 @@ cmd_status() {
       rc=1
     fi
   done
+  if [ -d "$dir/real-node/before" ]; then
+    for name in apiserver-relay containerd kubelet; do
+      if pid=$(component_pid "$name"); then
+        printf '%-24s running  pid %s\n' "$name" "$pid"
+      else
+        printf '%-24s stopped\n' "$name"
+        rc=1
+      fi
+    done
+  fi
   return "$rc"
 }
 

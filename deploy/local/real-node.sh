@@ -111,10 +111,15 @@ real_node_snapshot() {
   # Counters and comments change by themselves; rules and chains are the state.
   iptables-save 2>/dev/null | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' >"$d/iptables"
   ip6tables-save 2>/dev/null | sed -e '/^#/d' -e 's/ \[[0-9]*:[0-9]*\]$//' >"$d/ip6tables"
-  awk '{print $5}' /proc/self/mountinfo | LC_ALL=C sort >"$d/mounts"
+  # Mounts and links only where the node makes them: other work on the
+  # machine (an image build, say) may mount and unmount meanwhile.
+  awk '{print $5}' /proc/self/mountinfo |
+    grep -E '^(/var)?/run/netns(/|$)|^/run/containerd(/|$)|^/var/lib/(kubelet|containerd|cni)(/|$)|/real-node(/|$)' |
+    LC_ALL=C sort >"$d/mounts" || true
   { ls -1 /run/netns 2>/dev/null || true; } | LC_ALL=C sort >"$d/netns"
   find /sys/fs/cgroup -mindepth 2 -maxdepth 2 -name 'kubepods*' 2>/dev/null | LC_ALL=C sort >"$d/cgroups"
-  ip -o link | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | LC_ALL=C sort >"$d/links"
+  ip -o link | awk -F': ' '{sub(/@.*/, "", $2); print $2}' | grep -E "^($real_node_bridge|veth.*|cni.*)$" |
+    LC_ALL=C sort >"$d/links" || true
   for p in "${real_node_paths[@]}"; do
     if [ -e "$p" ]; then echo "$p"; fi
   done | LC_ALL=C sort >"$d/paths"
