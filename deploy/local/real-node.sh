@@ -313,11 +313,12 @@ EOF
 real_node_down() {
   rn=$dir/real-node
   [ -d "$rn/before" ] || return 0
-  local rc=0 pid m n c l s v p
+  local rc=0 pid m n c l s v p t0=$SECONDS
   # The pods first, while the kubelet can still stop their sandboxes (CNI DEL).
   if component_pid kubelet >/dev/null && component_pid kube-apiserver >/dev/null; then
     kubectl_ delete pods -A --field-selector "spec.nodeName=$real_node_name" --wait=true --timeout=30s >/dev/null 2>&1 || true
   fi
+  local t_pods=$((SECONDS - t0))
   stop_components kubelet apiserver-relay
   if component_pid containerd >/dev/null; then
     for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
@@ -326,6 +327,7 @@ real_node_down() {
     for c in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$c" >/dev/null 2>&1 || true; done
   fi
   stop_components containerd
+  local t_stop=$((SECONDS - t0))
   # Shims of this containerd that outlived it.
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
@@ -383,6 +385,7 @@ real_node_down() {
   rm -rf "$rn/now"
   real_node_snapshot "$rn/now"
   real_node_compare "$rn/before" "$rn/now" || rc=1
+  log "real node: pods gone after ${t_pods} s, kubelet and containerd stopped after ${t_stop} s, state put back after $((SECONDS - t0)) s"
   ((rc == 0)) && log "real node: machine state restored as recorded"
   return "$rc"
 }
