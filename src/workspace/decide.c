@@ -1877,6 +1877,29 @@ static void decide_idle(struct decider *d)
     }
 }
 
+/* Unpaused while the application was asked for its checkpoint: the pause
+ * that asked is over, and no snapshot follows. The request is recorded as
+ * cancelled (its answer, if one still comes, is not awaited), and
+ * SnapshotReady no longer says Checkpointing. A later pause asks again
+ * under its own attempt, with a fresh record. */
+static void checkpoint_cancelled(struct decider *d)
+{
+    struct workspace_snapshot *sn = &d->st->snapshot;
+    if (!sn->checkpoint_attempt || sn->checkpoint_result)
+        return;
+    char msg[MAX_MESSAGE];
+    snprintf(msg, sizeof(msg),
+             "the pause was cancelled (spec.paused false) before the application answered; "
+             "no snapshot was taken");
+    sn->checkpoint_answered_ms = d->now;
+    set_string(d, &sn->checkpoint_result, "Cancelled");
+    set_string(d, &sn->checkpoint_message, msg);
+    condition(d, COND_SNAPSHOT, COND_FALSE, "Cancelled",
+              "the pause that asked for snapshot %s was cancelled while the application was "
+              "asked for its checkpoint; no snapshot was taken",
+              sn->checkpoint_attempt);
+}
+
 static void decide_run(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -1907,6 +1930,7 @@ static void decide_run(struct decider *d)
         st->last_pause.accelerator_released_ms = d->now;
     if (in_pause(st))
         begin_resume(d);
+    checkpoint_cancelled(d);
     adopt(d);
     if (d->keep) {
         run_with_pod(d);

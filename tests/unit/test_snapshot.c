@@ -471,6 +471,88 @@ static void test_app_checkpoint_then_snapshot(void **state)
     world_free(&w);
 }
 
+/* Unpaused while the application is asked: the pause is over. The request
+ * is recorded as cancelled, SnapshotReady no longer says Checkpointing, the
+ * pod runs on; a late answer changes nothing, and the next pause asks
+ * again under its own attempt with a fresh record. */
+static void test_app_checkpoint_cancelled_by_unpause(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+
+    static const struct {
+        const char *name;
+        int seen;     /* the request is in flight in this process */
+        int64_t wait; /* after the request, before the unpause is seen */
+    } rows[] = {
+        {"in flight", 1, 2 * SEC},
+        {"asked by a process before a restart", 0, 2 * SEC},
+        {"past its timeout, never settled", 1, 60 * SEC},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct world v;
+        world_init(&v, GKE_ASK);
+        decide(&v, &o, 1);
+        decide_output_clear(&o);
+        v.now += rows[i].wait;
+        v.has_seen = rows[i].seen;
+        v.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1"};
+        v.ws->paused = 0;
+        decide(&v, &o, 1);
+        if (find_action(&o, ACTION_APP_CHECKPOINT) || find_action(&o, ACTION_SNAPSHOT_BEGIN) ||
+            find_action(&o, ACTION_DELETE_POD))
+            fail_msg("%s: an unpaused workspace asks nothing and deletes nothing", rows[i].name);
+        const struct workspace_snapshot *sn = &o.status.snapshot;
+        assert_string_equal(sn->checkpoint_attempt, "nb-p1-1");
+        assert_string_equal(sn->checkpoint_result, "Cancelled");
+        assert_non_null(strstr(sn->checkpoint_message, "cancelled"));
+        assert_int_equal(sn->checkpoint_answered_ms, v.now);
+        assert_null(sn->attempt);
+        assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Cancelled");
+        assert_int_equal(o.status.state, WS_STATE_RUNNING);
+        assert_null(find_event(&o, "CheckpointTimeout"));
+        assert_null(find_event(&o, "PodInterrupted"));
+        decide_output_clear(&o);
+        world_free(&v);
+    }
+
+    /* A late answer to the cancelled request: nothing changes. */
+    w.ws->paused = 0;
+    w.now += 2 * SEC;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){
+        .attempt = "nb-p1-1", .answered = 1, .written = 1, .answered_ms = w.now};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_string_equal(o.status.snapshot.checkpoint_result, "Cancelled");
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Cancelled");
+    decide_output_clear(&o);
+
+    /* The next pause: its own attempt, a fresh record, asked again. */
+    w.ws->paused = 1;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    const struct action *a = find_action(&o, ACTION_APP_CHECKPOINT);
+    assert_non_null(a);
+    assert_string_equal(a->name, "nb-p2-1");
+    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p2-1");
+    assert_null(o.status.snapshot.checkpoint_result);
+    assert_null(o.status.snapshot.checkpoint_message);
+    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, w.now);
+    assert_int_equal(o.status.snapshot.checkpoint_answered_ms, 0);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* The pass that asked died before its status write: the same process sees
  * its request in flight and does not ask again; the record starts now. */
 static void test_app_checkpoint_status_lost(void **state)
@@ -2216,6 +2298,7 @@ int main(void)
         cmocka_unit_test(test_resume_during_snapshot),
         cmocka_unit_test(test_app_checkpoint_then_snapshot),
         cmocka_unit_test(test_app_checkpoint_status_lost),
+        cmocka_unit_test(test_app_checkpoint_cancelled_by_unpause),
         cmocka_unit_test(test_app_checkpoint_failures),
         cmocka_unit_test(test_app_checkpoint_on_retry),
         cmocka_unit_test(test_pod_completed_by_snapshot),
