@@ -350,6 +350,7 @@ static int snapshot_current(const struct workspace_status *st);
 static int snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
                             const struct workspace_status *st);
 static void snapshot_settle(struct decider *d);
+static void snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
 static void requeue_at(struct decider *d, int64_t at_ms);
 
 static void decide_deleting(struct decider *d)
@@ -1932,6 +1933,8 @@ static void decide_run(struct decider *d)
         begin_resume(d);
     checkpoint_cancelled(d);
     adopt(d);
+    if (d->keep)
+        snapshot_after_unpause(d, d->keep);
     if (d->keep) {
         run_with_pod(d);
         return;
@@ -2156,9 +2159,29 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
                      streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout", "%s; %s", msg,
                      !pod_kept ? "no running pod is left to snapshot: pausing without memory "
                                  "(files and the application's checkpoint)"
+                     : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
                      : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
                          ? "pausing without memory (files and the application's checkpoint)"
                          : "the pod keeps running; trying again later");
+}
+
+/* Unpaused after the pause's snapshot was asked for, its pod still
+ * running: the backend goes on taking it (a trigger is not called back;
+ * GKE's postCheckpoint: stop then ends the pod, and a new one follows).
+ * The record follows it to Ready or Failed, and while it runs
+ * SnapshotReady says the pause it was taken for is over. */
+static void snapshot_after_unpause(struct decider *d, const struct workspace_pod *p)
+{
+    const struct workspace_status *st = d->st;
+    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !snapshot_current(st) ||
+        !streq(st->snapshot.phase, "InProgress"))
+        return;
+    snapshot_follow(d, p->name, 1);
+    if (streq(st->snapshot.phase, "InProgress"))
+        condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress",
+                  "snapshot %s was asked for before the pause was cancelled; the backend goes on "
+                  "taking it (GKE stops pod %s at its checkpoint and a new pod follows)",
+                  st->snapshot.attempt, p->name);
 }
 
 /* With no pod of the pause left running, what became of its snapshot is

@@ -782,6 +782,46 @@ static void test_resumed_pod_completed_by_snapshot(void **state)
     world_free(&w);
 }
 
+/* Unpaused after the snapshot was asked for, the pod still running: the
+ * backend goes on; SnapshotReady says the pause is over, and the record
+ * follows the snapshot to its end. A failure then retries nothing and
+ * deletes nothing: the workspace runs. */
+static void test_unpaused_snapshot_followed(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.ws->paused = 0;
+    w.now += 5 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    const struct condition *c = workspace_status_condition(&o.status, "SnapshotReady");
+    assert_non_null(c);
+    assert_non_null(strstr(c->message, "before the pause was cancelled"));
+    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    decide_output_clear(&o);
+
+    w.now += 10 * SEC;
+    w.view = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_FAILED, .message = "upload failed"};
+    decide(&w, &o, 1);
+    assert_string_equal(o.status.snapshot.phase, "Failed");
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Failed");
+    const struct action *ev = find_event(&o, "SnapshotFailed");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->message, "unpaused"));
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 static int deletes(const struct decide_output *o, const char *name);
 
 /* ---- resume ---- */
@@ -2299,6 +2339,7 @@ int main(void)
         cmocka_unit_test(test_app_checkpoint_then_snapshot),
         cmocka_unit_test(test_app_checkpoint_status_lost),
         cmocka_unit_test(test_app_checkpoint_cancelled_by_unpause),
+        cmocka_unit_test(test_unpaused_snapshot_followed),
         cmocka_unit_test(test_app_checkpoint_failures),
         cmocka_unit_test(test_app_checkpoint_on_retry),
         cmocka_unit_test(test_pod_completed_by_snapshot),
