@@ -1878,27 +1878,27 @@ static void decide_idle(struct decider *d)
     }
 }
 
-/* Unpaused while the application was asked for its checkpoint: the pause
- * that asked is over, and no snapshot follows. The request is recorded as
- * cancelled (its answer, if one still comes, is not awaited), and
- * SnapshotReady no longer says Checkpointing. A later pause asks again
- * under its own attempt, with a fresh record. */
-static void checkpoint_cancelled(struct decider *d)
+/* The application was asked for its checkpoint, and what asked is over
+ * before it answered: unpaused (the pause is cancelled), or the pod
+ * stopped or went (nothing is left to snapshot). No snapshot follows. The
+ * request is recorded as cancelled, why in its message (an answer that
+ * still comes is not awaited), and SnapshotReady no longer says
+ * Checkpointing. A later pause asks again under its own attempt, with a
+ * fresh record. */
+static void checkpoint_cancelled(struct decider *d, const char *why)
 {
     struct workspace_snapshot *sn = &d->st->snapshot;
     if (!sn->checkpoint_attempt || sn->checkpoint_result)
         return;
     char msg[MAX_MESSAGE];
-    snprintf(msg, sizeof(msg),
-             "the pause was cancelled (spec.paused false) before the application answered; "
-             "no snapshot was taken");
+    snprintf(msg, sizeof(msg), "%s before the application answered; no snapshot was taken", why);
     sn->checkpoint_answered_ms = d->now;
     set_string(d, &sn->checkpoint_result, "Cancelled");
     set_string(d, &sn->checkpoint_message, msg);
     condition(d, COND_SNAPSHOT, COND_FALSE, "Cancelled",
-              "the pause that asked for snapshot %s was cancelled while the application was "
-              "asked for its checkpoint; no snapshot was taken",
-              sn->checkpoint_attempt);
+              "the application was asked for its checkpoint before snapshot %s, and %s; no "
+              "snapshot was taken",
+              sn->checkpoint_attempt, why);
 }
 
 static void decide_run(struct decider *d)
@@ -1931,7 +1931,7 @@ static void decide_run(struct decider *d)
         st->last_pause.accelerator_released_ms = d->now;
     if (in_pause(st))
         begin_resume(d);
-    checkpoint_cancelled(d);
+    checkpoint_cancelled(d, "the pause was cancelled (spec.paused false)");
     adopt(d);
     if (d->keep)
         snapshot_after_unpause(d, d->keep);
@@ -2390,6 +2390,8 @@ static void decide_pause(struct decider *d)
     }
     st->waiting_for_capacity_since_ms = 0;
     if (!p && in_pause(st))
+        checkpoint_cancelled(d, "the pod stopped or went (no running pod is left to snapshot)");
+    if (!p && in_pause(st))
         snapshot_settle(d);
     if (p && !snapshot_allows_delete(d, p)) {
         st->state = WS_STATE_PAUSING;
@@ -2423,9 +2425,11 @@ static void decide_pause(struct decider *d)
     if (done) {
         st->state = WS_STATE_PAUSING;
         condition(d, COND_READY, COND_FALSE, "Snapshotting",
-                  "pod %s completed at its snapshot's checkpoint; it is removed once the "
-                  "snapshot is ready",
-                  done->name);
+                  "pod %s completed after snapshot %s was asked for (GKE stops it at the "
+                  "checkpoint; an application that exits by itself looks the same); it is "
+                  "removed once the snapshot is settled: Ready holds the session, a failure "
+                  "pauses without memory",
+                  done->name, st->snapshot.attempt);
         return;
     }
     if (d->n_leaving) {

@@ -748,6 +748,48 @@ static void test_pod_completed_by_snapshot(void **state)
     }
 }
 
+/* The application exits with code 0 on its own during a pause. GKE marks
+ * nothing on a pod it stops (phase Succeeded, exit code 0, reason
+ * Completed, as any clean exit): only when it happened tells them apart.
+ * Before the snapshot was asked for (the application is being asked for
+ * its checkpoint) no snapshot can have stopped it: the pause goes on
+ * without memory at once. After it, the two cannot be told apart until
+ * the snapshot settles, and its outcome decides (test_pod_completed_by_
+ * snapshot): Ready holds the session, Failed pauses without memory. */
+static void test_app_exit_before_snapshot(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+    w.now += 3 * SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1"};
+    w.pod.phase = "Succeeded";
+    w.pod.ready = 0;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_null(find_event(&o, "PodInterrupted"));
+    assert_string_not_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
+    assert_string_not_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    assert_string_equal(o.status.snapshot.checkpoint_result, "Cancelled");
+    decide_output_clear(&o);
+    w.has_pod = 0;
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_string_equal(o.status.last_pause.memory, "files");
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* Unpaused while the snapshot was taken: the snapshot stops the pod all the
  * same. Its end is the snapshot's, not an interruption; a new pod follows. */
 static void test_resumed_pod_completed_by_snapshot(void **state)
@@ -2340,6 +2382,7 @@ int main(void)
         cmocka_unit_test(test_app_checkpoint_status_lost),
         cmocka_unit_test(test_app_checkpoint_cancelled_by_unpause),
         cmocka_unit_test(test_unpaused_snapshot_followed),
+        cmocka_unit_test(test_app_exit_before_snapshot),
         cmocka_unit_test(test_app_checkpoint_failures),
         cmocka_unit_test(test_app_checkpoint_on_retry),
         cmocka_unit_test(test_pod_completed_by_snapshot),
