@@ -509,6 +509,8 @@ static void test_app_checkpoint_cancelled_by_unpause(void **state)
             fail_msg("%s: an unpaused workspace asks nothing and deletes nothing", rows[i].name);
         const struct workspace_snapshot *sn = &o.status.snapshot;
         assert_string_equal(sn->checkpoint_attempt, "nb-p1-1");
+        if (!sn->checkpoint_result)
+            fail_msg("%s: the request is left without a result", rows[i].name);
         assert_string_equal(sn->checkpoint_result, "Cancelled");
         assert_non_null(strstr(sn->checkpoint_message, "cancelled"));
         assert_int_equal(sn->checkpoint_answered_ms, v.now);
@@ -778,6 +780,7 @@ static void test_app_exit_before_snapshot(void **state)
     assert_null(find_event(&o, "PodInterrupted"));
     assert_string_not_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
     assert_string_not_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    assert_non_null(o.status.snapshot.checkpoint_result);
     assert_string_equal(o.status.snapshot.checkpoint_result, "Cancelled");
     decide_output_clear(&o);
     w.has_pod = 0;
