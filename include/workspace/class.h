@@ -102,6 +102,12 @@ struct label {
     char *value;
 };
 
+/* One of spec.env: a variable of the workspace container (docs/api.md). */
+struct class_env_var {
+    char *name;
+    char *value;
+};
+
 struct workspace_class {
     char *name;
     char **allowed_images; /* glob patterns */
@@ -124,6 +130,11 @@ struct workspace_class {
     cJSON *resources;   /* corev1 ResourceRequirements or NULL */
     cJSON *tolerations; /* array or NULL */
     char *runtime_class_name;
+    /* spec.env: put into every pod's container before the Workspace's own
+     * spec.env (a Workspace variable of the same name wins); names unique,
+     * none reserved (HIBERNATOR_*, the checkpoint envVar). */
+    struct class_env_var *env;
+    size_t n_env;
 
     int64_t home_size_bytes;
     char *home_size; /* as written, e.g. "10Gi" */

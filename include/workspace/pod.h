@@ -169,7 +169,8 @@ int workspace_snapshot_group(const struct workspace *ws, int64_t pod_generation,
 /* Builds the workspace's pod: image, port, resources, accelerator request and
  * node selector (product label pinned, or for a capacity fallback node
  * affinity: required In the allowed products, preferred the class's),
- * tolerations, runtimeClassName, home volume, env (the workspace's,
+ * tolerations, runtimeClassName, home volume, env (the class's, then the
+ * workspace's, which wins over a class variable of the same name,
  * HIBERNATOR_WORKSPACE, and the checkpoint env var when from_checkpoint),
  * grace period, labels (the snapshot group's too), the from-checkpoint, restore and fallback
  * annotations and the owner reference. NULL when out of memory or without a

@@ -1,5 +1,6 @@
 #include "workspace/class.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <math.h>
@@ -43,6 +44,11 @@
 #define MAX_ACCELERATOR_COUNT CLASS_MAX_ACCELERATOR_COUNT
 #define MAX_ALTERNATIVE_PRODUCTS 8
 #define MAX_PAUSE_GRACE_SECONDS 3600
+/* spec.env, bounded as a Workspace's spec.env (deploy/crds/). */
+#define MAX_CLASS_ENV 32
+#define MAX_ENV_NAME 128
+#define MAX_ENV_VALUE 4096
+#define RESERVED_ENV_PREFIX "HIBERNATOR_"
 
 /* The first problem found, as "<field>: <what is wrong>". */
 struct decoder {
@@ -441,6 +447,78 @@ static int decode_checkpoint(struct decoder *d, const cJSON *spec, struct worksp
     return decode_checkpoint_request(d, cp, c);
 }
 
+/* An environment variable name as the CRD's pattern: [A-Za-z_][A-Za-z0-9_]*. */
+static int env_name_valid(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '_'))
+            return 0;
+    return 1;
+}
+
+/* spec.env: the same rules as a Workspace's spec.env (names of the pattern,
+ * unique, not reserved: HIBERNATOR_* and the class's checkpoint envVar are
+ * set by the controller), and bounded. After decode_checkpoint(). */
+static int decode_env(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    const cJSON *env = json_member(spec, "env");
+    if (!env || cJSON_IsNull(env))
+        return 0;
+    if (!cJSON_IsArray(env))
+        return decoder_fail(d, -EINVAL, "spec.env: must be a list");
+    size_t n = (size_t)cJSON_GetArraySize(env);
+    if (n > MAX_CLASS_ENV)
+        return decoder_fail(d, -EINVAL, "spec.env: at most %d entries", MAX_CLASS_ENV);
+    if (n == 0)
+        return 0;
+    c->env = calloc(n, sizeof(*c->env));
+    if (!c->env)
+        return decoder_oom(d);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, env)
+    {
+        size_t i = c->n_env;
+        if (!cJSON_IsObject(e))
+            return decoder_fail(d, -EINVAL, "spec.env[%zu]: must be an object", i);
+        const char *name = json_string(e, "name");
+        const cJSON *value = json_member(e, "value");
+        if (!name || !name[0])
+            return decoder_fail(d, -EINVAL, "spec.env[%zu].name: required", i);
+        if (strlen(name) > MAX_ENV_NAME || !env_name_valid(name))
+            return decoder_fail(d, -EINVAL,
+                                "spec.env[%zu].name: must match [A-Za-z_][A-Za-z0-9_]* "
+                                "(at most %d characters)",
+                                i, MAX_ENV_NAME);
+        if (strncmp(name, RESERVED_ENV_PREFIX, strlen(RESERVED_ENV_PREFIX)) == 0)
+            return decoder_fail(d, -EINVAL,
+                                "spec.env[%zu].name: \"%s\" is reserved: names starting with "
+                                "" RESERVED_ENV_PREFIX " are set by the controller",
+                                i, name);
+        if (c->checkpoint_env && strcmp(name, c->checkpoint_env) == 0)
+            return decoder_fail(d, -EINVAL,
+                                "spec.env[%zu].name: \"%s\" is reserved: spec.checkpoint.envVar "
+                                "passes the checkpoint path in it",
+                                i, name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(c->env[j].name, name) == 0)
+                return decoder_fail(d, -EINVAL, "spec.env[%zu].name: \"%s\" is set twice", i, name);
+        if (value && !cJSON_IsNull(value) && !cJSON_IsString(value))
+            return decoder_fail(d, -EINVAL, "spec.env[%zu].value: must be a string", i);
+        const char *v = cJSON_IsString(value) && value->valuestring ? value->valuestring : "";
+        if (strlen(v) > MAX_ENV_VALUE)
+            return decoder_fail(d, -EINVAL, "spec.env[%zu].value: at most %d characters", i,
+                                MAX_ENV_VALUE);
+        c->env[i].name = strdup(name);
+        c->env[i].value = strdup(v);
+        c->n_env++;
+        if (!c->env[i].name || !c->env[i].value)
+            return decoder_oom(d);
+    }
+    return 0;
+}
+
 static int decode_timing(struct decoder *d, const cJSON *spec, struct workspace_class *c)
 {
     static const char *const on_timeout[] = {"Wait", "Fail", "FallBack"};
@@ -740,8 +818,9 @@ int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class,
         get_string(&d, spec, "runtimeClassName", "spec.runtimeClassName", 0, NULL,
                    &c->runtime_class_name) < 0 ||
         decode_home(&d, spec, c) < 0 || decode_checkpoint(&d, spec, c) < 0 ||
-        decode_timing(&d, spec, c) < 0 || decode_activity(&d, spec, c) < 0 ||
-        decode_idle(&d, spec, c) < 0 || decode_snapshot(&d, spec, c) < 0)
+        decode_env(&d, spec, c) < 0 || decode_timing(&d, spec, c) < 0 ||
+        decode_activity(&d, spec, c) < 0 || decode_idle(&d, spec, c) < 0 ||
+        decode_snapshot(&d, spec, c) < 0)
         goto out;
     c->port = (int)port;
 out:
@@ -776,6 +855,11 @@ void workspace_class_free(struct workspace_class *c)
     cJSON_Delete(c->resources);
     cJSON_Delete(c->tolerations);
     free(c->runtime_class_name);
+    for (size_t i = 0; i < c->n_env; i++) {
+        free(c->env[i].name);
+        free(c->env[i].value);
+    }
+    free(c->env);
     free(c->home_size);
     free(c->home_max_size);
     free(c->storage_class_name);

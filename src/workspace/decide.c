@@ -350,6 +350,7 @@ static int snapshot_current(const struct workspace_status *st);
 static int snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
                             const struct workspace_status *st);
 static void snapshot_settle(struct decider *d);
+static void snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
 static void requeue_at(struct decider *d, int64_t at_ms);
 
 static void decide_deleting(struct decider *d)
@@ -1877,6 +1878,29 @@ static void decide_idle(struct decider *d)
     }
 }
 
+/* The application was asked for its checkpoint, and what asked is over
+ * before it answered: unpaused (the pause is cancelled), or the pod
+ * stopped or went (nothing is left to snapshot). No snapshot follows. The
+ * request is recorded as cancelled, why in its message (an answer that
+ * still comes is not awaited), and SnapshotReady no longer says
+ * Checkpointing. A later pause asks again under its own attempt, with a
+ * fresh record. */
+static void checkpoint_cancelled(struct decider *d, const char *why)
+{
+    struct workspace_snapshot *sn = &d->st->snapshot;
+    if (!sn->checkpoint_attempt || sn->checkpoint_result)
+        return;
+    char msg[MAX_MESSAGE];
+    snprintf(msg, sizeof(msg), "%s before the application answered; no snapshot was taken", why);
+    sn->checkpoint_answered_ms = d->now;
+    set_string(d, &sn->checkpoint_result, "Cancelled");
+    set_string(d, &sn->checkpoint_message, msg);
+    condition(d, COND_SNAPSHOT, COND_FALSE, "Cancelled",
+              "the application was asked for its checkpoint before snapshot %s, and %s; no "
+              "snapshot was taken",
+              sn->checkpoint_attempt, why);
+}
+
 static void decide_run(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -1907,7 +1931,10 @@ static void decide_run(struct decider *d)
         st->last_pause.accelerator_released_ms = d->now;
     if (in_pause(st))
         begin_resume(d);
+    checkpoint_cancelled(d, "the pause was cancelled (spec.paused false)");
     adopt(d);
+    if (d->keep)
+        snapshot_after_unpause(d, d->keep);
     if (d->keep) {
         run_with_pod(d);
         return;
@@ -2132,9 +2159,29 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
                      streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout", "%s; %s", msg,
                      !pod_kept ? "no running pod is left to snapshot: pausing without memory "
                                  "(files and the application's checkpoint)"
+                     : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
                      : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
                          ? "pausing without memory (files and the application's checkpoint)"
                          : "the pod keeps running; trying again later");
+}
+
+/* Unpaused after the pause's snapshot was asked for, its pod still
+ * running: the backend goes on taking it (a trigger is not called back;
+ * GKE's postCheckpoint: stop then ends the pod, and a new one follows).
+ * The record follows it to Ready or Failed, and while it runs
+ * SnapshotReady says the pause it was taken for is over. */
+static void snapshot_after_unpause(struct decider *d, const struct workspace_pod *p)
+{
+    const struct workspace_status *st = d->st;
+    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !snapshot_current(st) ||
+        !streq(st->snapshot.phase, "InProgress"))
+        return;
+    snapshot_follow(d, p->name, 1);
+    if (streq(st->snapshot.phase, "InProgress"))
+        condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress",
+                  "snapshot %s was asked for before the pause was cancelled; the backend goes on "
+                  "taking it (GKE stops pod %s at its checkpoint and a new pod follows)",
+                  st->snapshot.attempt, p->name);
 }
 
 /* With no pod of the pause left running, what became of its snapshot is
@@ -2343,6 +2390,8 @@ static void decide_pause(struct decider *d)
     }
     st->waiting_for_capacity_since_ms = 0;
     if (!p && in_pause(st))
+        checkpoint_cancelled(d, "the pod stopped or went (no running pod is left to snapshot)");
+    if (!p && in_pause(st))
         snapshot_settle(d);
     if (p && !snapshot_allows_delete(d, p)) {
         st->state = WS_STATE_PAUSING;
@@ -2376,9 +2425,11 @@ static void decide_pause(struct decider *d)
     if (done) {
         st->state = WS_STATE_PAUSING;
         condition(d, COND_READY, COND_FALSE, "Snapshotting",
-                  "pod %s completed at its snapshot's checkpoint; it is removed once the "
-                  "snapshot is ready",
-                  done->name);
+                  "pod %s completed after snapshot %s was asked for (GKE stops it at the "
+                  "checkpoint; an application that exits by itself looks the same); it is "
+                  "removed once the snapshot is settled: Ready holds the session, a failure "
+                  "pauses without memory",
+                  done->name, st->snapshot.attempt);
         return;
     }
     if (d->n_leaving) {

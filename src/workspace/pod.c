@@ -468,15 +468,30 @@ int workspace_token_secret_name(const struct workspace *ws, const struct workspa
     return url_template_expand(c->activity.token_secret_name, &vars, ret_name, NULL);
 }
 
+static int workspace_sets_env(const struct workspace *ws, const char *name)
+{
+    for (size_t i = 0; i < ws->n_env; i++)
+        if (strcmp(ws->env[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static int class_sets_env(const struct workspace_class *c, const char *name)
+{
+    for (size_t i = 0; i < c->n_env; i++)
+        if (strcmp(c->env[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
 /* The Jupyter token the controller probes with is the one the server runs
  * with: JUPYTER_TOKEN (read by Jupyter's images) from the same Secret, unless
  * the workspace sets the variable itself. */
 static void add_token_env(struct writer *w, cJSON *env, const struct workspace *ws,
                           const struct workspace_class *c)
 {
-    for (size_t i = 0; i < ws->n_env; i++)
-        if (strcmp(ws->env[i].name, TOKEN_ENV) == 0)
-            return;
+    if (workspace_sets_env(ws, TOKEN_ENV) || class_sets_env(c, TOKEN_ENV))
+        return;
     char *name = NULL;
     int r = workspace_token_secret_name(ws, c, &name);
     if (r == -ENOMEM)
@@ -506,6 +521,11 @@ static void build_container(struct writer *w, cJSON *spec, const struct workspac
     build_resources(w, ct, c);
 
     cJSON *env = add_arr(w, ct, "env");
+    /* The class's variables first; one the Workspace sets too is the
+     * Workspace's (its value, in its place). */
+    for (size_t i = 0; i < c->n_env; i++)
+        if (!workspace_sets_env(ws, c->env[i].name))
+            add_env(w, env, c->env[i].name, c->env[i].value);
     for (size_t i = 0; i < ws->n_env; i++)
         add_env(w, env, ws->env[i].name, ws->env[i].value);
     add_env(w, env, WORKSPACE_ENV, ws->name);

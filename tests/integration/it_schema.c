@@ -446,6 +446,9 @@ static const struct invalid_case invalid_cases[] = {
     {"class-missing-home.yaml", CREATE, "spec.home", "Required value"},
     {"class-bad-on-delete.yaml", CREATE, "spec.home.onDelete", "Unsupported value"},
     {"class-bad-checkpoint-env.yaml", CREATE, "spec.checkpoint.envVar", "should match"},
+    {"class-bad-env-name.yaml", CREATE, "spec.env[1].name", "should match"},
+    {"class-reserved-env.yaml", CREATE, "spec.env", "HIBERNATOR_ are reserved"},
+    {"class-env-checkpoint-var.yaml", CREATE, "spec.env", "checkpoint.envVar"},
     /* WorkspaceClass: CEL rules */
     {"class-default-image-not-allowed.yaml", CREATE, "spec.images.default",
      "matches none of images.allowed"},

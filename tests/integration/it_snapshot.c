@@ -453,6 +453,58 @@ static void test_checkpoint_hangs(void **state)
     assert_int_equal(written, 0);
 }
 
+/* Unpaused while the application is asked for its checkpoint: the pause
+ * is over. The status says so (no Checkpointing left behind, the request
+ * recorded as cancelled), and the pod runs on: never deleted, no snapshot
+ * asked for after the unpause. */
+static void test_unpause_while_checkpointing(void **state)
+{
+    (void)state;
+    apply_ws("calm", "it-cpu-ckpt-slow", 0, NULL);
+    cJSON *ws = wait_state("calm", "Running", 60000);
+    char uid[64];
+    snprintf(uid, sizeof(uid), "%s",
+             str_at(ws, "status.podUID") ? str_at(ws, "status.podUID") : "");
+    cJSON_Delete(ws);
+    set_paused("calm", 1);
+    cJSON_Delete(wait_reason("calm", "SnapshotReady", "Checkpointing", 30000));
+    set_paused("calm", 0);
+    /* Well within the request's 30 s timeout. */
+    uint64_t end = harness_now_ms() + 8000;
+    char reason[64] = "", state_[32] = "";
+    while (harness_now_ms() < end) {
+        ws = ws_json("calm");
+        const char *r = ws ? cond_field(ws, "SnapshotReady", "reason") : NULL;
+        const char *s = ws ? str_at(ws, "status.state") : NULL;
+        snprintf(reason, sizeof(reason), "%s", r ? r : "");
+        snprintf(state_, sizeof(state_), "%s", s ? s : "");
+        cJSON_Delete(ws);
+        if (strcmp(reason, "Checkpointing") != 0 && strcmp(state_, "Running") == 0)
+            break;
+        usleep(200 * 1000);
+    }
+    print_message("  after the unpause: state %s, SnapshotReady %s\n", state_, reason);
+    assert_string_equal(state_, "Running");
+    assert_string_not_equal(reason, "Checkpointing");
+    assert_string_not_equal(reason, "InProgress");
+    ws = ws_json("calm");
+    assert_non_null(ws);
+    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.attempt"), "calm-p1-1");
+    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.result"), "Cancelled");
+    cJSON_Delete(ws);
+    /* The pod runs on: a few seconds later, the same pod, no trigger. */
+    sleep(4);
+    ws = ws_json("calm");
+    assert_non_null(ws);
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_string_equal(str_at(ws, "status.podUID"), uid);
+    assert_string_not_equal(cond_field(ws, "SnapshotReady", "reason"), "Checkpointing");
+    cJSON_Delete(ws);
+    assert_int_equal(all_pods("calm"), 1);
+    assert_int_equal(trigger_exists("calm-p1-1"), 0);
+    assert_int_equal(count_events("calm", "PodInterrupted"), 0);
+}
+
 static void test_gpu_cycle(void **state)
 {
     (void)state;
@@ -1590,6 +1642,11 @@ static int group_setup(void **state)
              "method: PUT, timeout: 2s}}\n",
              s, app_hang.port);
     apply_class("it-cpu-ckpt-hang", extra);
+    snprintf(extra, sizeof(extra),
+             "%s  checkpoint: {request: {url: 'http://127.0.0.1:%d/{workspace}/checkpoint', "
+             "method: PUT, timeout: 30s}}\n",
+             s, app_hang.port);
+    apply_class("it-cpu-ckpt-slow", extra);
     /* GKE's finalizer holds a deleted PodSnapshot for 6 s: long enough to
      * see, a few times, that its trigger waits for it. */
     simulator_start("3s", "6s");
@@ -1621,6 +1678,7 @@ int main(void)
         cmocka_unit_test_setup(test_checkpoint_before_snapshot, clean_slate),
         cmocka_unit_test_setup(test_no_write_after_snapshot, clean_slate),
         cmocka_unit_test_setup(test_checkpoint_hangs, clean_slate),
+        cmocka_unit_test_setup(test_unpause_while_checkpointing, clean_slate),
         cmocka_unit_test_setup(test_checkpoint_failed, clean_slate),
         cmocka_unit_test_setup(test_cold_start_and_crash_loop, clean_slate),
         cmocka_unit_test_setup(test_restore_check, clean_slate),

@@ -203,6 +203,31 @@ static void set_path(cJSON *obj, const char *path, const char *value)
     free(copy);
 }
 
+/* spec.env: kept in order, a missing value is empty; none is no list. */
+static void test_decode_env(void **state)
+{
+    (void)state;
+    struct workspace_class *c = decode_ok(minimal_class);
+    assert_int_equal(c->n_env, 0);
+    assert_null(c->env);
+    workspace_class_free(c);
+
+    cJSON *obj = cJSON_Parse(full_class);
+    set_path(obj, "spec.env",
+             "[{\"name\":\"NOTEBOOK_ARGS\",\"value\":\"--KernelManager.transport=ipc\"},"
+             "{\"name\":\"_EMPTY\"}]");
+    char *text = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    c = decode_ok(text);
+    cJSON_free(text);
+    assert_int_equal(c->n_env, 2);
+    assert_string_equal(c->env[0].name, "NOTEBOOK_ARGS");
+    assert_string_equal(c->env[0].value, "--KernelManager.transport=ipc");
+    assert_string_equal(c->env[1].name, "_EMPTY");
+    assert_string_equal(c->env[1].value, "");
+    workspace_class_free(c);
+}
+
 static void test_decode_errors(void **state)
 {
     (void)state;
@@ -286,6 +311,28 @@ static void test_decode_errors(void **state)
         {"spec.accelerator.alternativeProducts",
          "[\"a\",\"b\",\"c\",\"d\",\"e\",\"f\",\"g\",\"h\",\"i\"]",
          "spec.accelerator.alternativeProducts: may list at most 8 products"},
+        {"spec.env", "{}", "spec.env: must be a list"},
+        {"spec.env", "[{\"value\":\"x\"}]", "spec.env[0].name: required"},
+        {"spec.env", "[{\"name\":\"A\"},{\"name\":\"1BAD\"}]",
+         "spec.env[1].name: must match [A-Za-z_][A-Za-z0-9_]*"},
+        {"spec.env", "[{\"name\":\"A-B\"}]", "spec.env[0].name: must match"},
+        {"spec.env", "[{\"name\":\"HIBERNATOR_WORKSPACE\",\"value\":\"x\"}]",
+         "spec.env[0].name: \"HIBERNATOR_WORKSPACE\" is reserved: names starting with HIBERNATOR_"},
+        {"spec.env", "[{\"name\":\"CKPT\",\"value\":\"/tmp\"}]",
+         "spec.env[0].name: \"CKPT\" is reserved: spec.checkpoint.envVar"},
+        {"spec.env", "[{\"name\":\"A\"},{\"name\":\"A\"}]", "spec.env[1].name: \"A\" is set twice"},
+        {"spec.env", "[{\"name\":\"A\",\"value\":7}]", "spec.env[0].value: must be a string"},
+        {"spec.env",
+         "[{\"name\":\"a\"},{\"name\":\"b\"},{\"name\":\"c\"},{\"name\":\"d\"},"
+         "{\"name\":\"e\"},{\"name\":\"f\"},{\"name\":\"g\"},{\"name\":\"h\"},"
+         "{\"name\":\"i\"},{\"name\":\"j\"},{\"name\":\"k\"},{\"name\":\"l\"},"
+         "{\"name\":\"m\"},{\"name\":\"n\"},{\"name\":\"o\"},{\"name\":\"p\"},"
+         "{\"name\":\"q\"},{\"name\":\"r\"},{\"name\":\"s\"},{\"name\":\"t\"},"
+         "{\"name\":\"u\"},{\"name\":\"v\"},{\"name\":\"w\"},{\"name\":\"x\"},"
+         "{\"name\":\"y\"},{\"name\":\"z\"},{\"name\":\"A\"},{\"name\":\"B\"},"
+         "{\"name\":\"C\"},{\"name\":\"D\"},{\"name\":\"E\"},{\"name\":\"F\"},"
+         "{\"name\":\"G\"}]",
+         "spec.env: at most 32 entries"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *obj = cJSON_Parse(full_class);
@@ -665,6 +712,7 @@ int main(void)
         cmocka_unit_test(test_decode_defaults),
         cmocka_unit_test(test_decode_accelerator_defaults),
         cmocka_unit_test(test_decode_alternative_products),
+        cmocka_unit_test(test_decode_env),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_decode_not_object),
         cmocka_unit_test(test_quantity),

@@ -733,6 +733,52 @@ static void test_pod_token_env(void **state)
     workspace_class_free(c);
 }
 
+/* The class's env comes first; a variable the Workspace sets too is the
+ * Workspace's (once, in the Workspace's place); the controller's follow.
+ * Neither enters the pod-spec hash (as the Workspace's env never did). */
+static void test_pod_class_env(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(
+        "{\"metadata\":{\"name\":\"cpu\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
+        "\"home\":{\"size\":\"5Gi\"},"
+        "\"env\":[{\"name\":\"NOTEBOOK_ARGS\",\"value\":\"--KernelManager.transport=ipc\"},"
+        "{\"name\":\"B\",\"value\":\"from-class\"},{\"name\":\"JUPYTER_TOKEN\",\"value\":\"c\"}]}"
+        "}");
+    struct workspace *ws = ws_from(ws_json);
+    cJSON *pod = workspace_pod_build(ws, c, "alice-nb-1", 0);
+    assert_non_null(pod);
+    cJSON *env = at(pod, "spec.containers.0.env");
+    /* NOTEBOOK_ARGS, JUPYTER_TOKEN (class); PROJECT, B (workspace);
+     * HIBERNATOR_WORKSPACE; no token Secret: the class sets the variable. */
+    assert_int_equal(cJSON_GetArraySize(env), 5);
+    assert_string_equal(str_at(env, "0.name"), "NOTEBOOK_ARGS");
+    assert_string_equal(str_at(env, "0.value"), "--KernelManager.transport=ipc");
+    assert_string_equal(str_at(env, "1.name"), "JUPYTER_TOKEN");
+    assert_string_equal(str_at(env, "2.name"), "PROJECT");
+    assert_string_equal(str_at(env, "3.name"), "B");
+    assert_string_equal(str_at(env, "3.value"), "2");
+    assert_string_equal(str_at(env, "4.name"), "HIBERNATOR_WORKSPACE");
+    int b = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, env) b += strcmp(cJSON_GetObjectItem(e, "name")->valuestring, "B") == 0;
+    assert_int_equal(b, 1);
+    cJSON_Delete(pod);
+
+    struct workspace_class *plain = class_from(
+        "{\"metadata\":{\"name\":\"cpu\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
+        "\"home\":{\"size\":\"5Gi\"}}}");
+    char with[POD_SPEC_HASH_SIZE], without[POD_SPEC_HASH_SIZE];
+    assert_int_equal(workspace_pod_spec_hash(ws, c, with), 0);
+    assert_int_equal(workspace_pod_spec_hash(ws, plain, without), 0);
+    assert_string_equal(with, without);
+    workspace_class_free(plain);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -747,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_pvc_decode),
         cmocka_unit_test(test_pod_end),
         cmocka_unit_test(test_pod_token_env),
+        cmocka_unit_test(test_pod_class_env),
         cmocka_unit_test(test_pod_build_pins_and_fallback),
         cmocka_unit_test(test_pod_spec_hash),
     };

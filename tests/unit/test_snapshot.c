@@ -471,6 +471,90 @@ static void test_app_checkpoint_then_snapshot(void **state)
     world_free(&w);
 }
 
+/* Unpaused while the application is asked: the pause is over. The request
+ * is recorded as cancelled, SnapshotReady no longer says Checkpointing, the
+ * pod runs on; a late answer changes nothing, and the next pause asks
+ * again under its own attempt with a fresh record. */
+static void test_app_checkpoint_cancelled_by_unpause(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+
+    static const struct {
+        const char *name;
+        int seen;     /* the request is in flight in this process */
+        int64_t wait; /* after the request, before the unpause is seen */
+    } rows[] = {
+        {"in flight", 1, 2 * SEC},
+        {"asked by a process before a restart", 0, 2 * SEC},
+        {"past its timeout, never settled", 1, 60 * SEC},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct world v;
+        world_init(&v, GKE_ASK);
+        decide(&v, &o, 1);
+        decide_output_clear(&o);
+        v.now += rows[i].wait;
+        v.has_seen = rows[i].seen;
+        v.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1"};
+        v.ws->paused = 0;
+        decide(&v, &o, 1);
+        if (find_action(&o, ACTION_APP_CHECKPOINT) || find_action(&o, ACTION_SNAPSHOT_BEGIN) ||
+            find_action(&o, ACTION_DELETE_POD))
+            fail_msg("%s: an unpaused workspace asks nothing and deletes nothing", rows[i].name);
+        const struct workspace_snapshot *sn = &o.status.snapshot;
+        assert_string_equal(sn->checkpoint_attempt, "nb-p1-1");
+        if (!sn->checkpoint_result)
+            fail_msg("%s: the request is left without a result", rows[i].name);
+        assert_string_equal(sn->checkpoint_result, "Cancelled");
+        assert_non_null(strstr(sn->checkpoint_message, "cancelled"));
+        assert_int_equal(sn->checkpoint_answered_ms, v.now);
+        assert_null(sn->attempt);
+        assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Cancelled");
+        assert_int_equal(o.status.state, WS_STATE_RUNNING);
+        assert_null(find_event(&o, "CheckpointTimeout"));
+        assert_null(find_event(&o, "PodInterrupted"));
+        decide_output_clear(&o);
+        world_free(&v);
+    }
+
+    /* A late answer to the cancelled request: nothing changes. */
+    w.ws->paused = 0;
+    w.now += 2 * SEC;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){
+        .attempt = "nb-p1-1", .answered = 1, .written = 1, .answered_ms = w.now};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_string_equal(o.status.snapshot.checkpoint_result, "Cancelled");
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Cancelled");
+    decide_output_clear(&o);
+
+    /* The next pause: its own attempt, a fresh record, asked again. */
+    w.ws->paused = 1;
+    w.now += MIN;
+    decide(&w, &o, 1);
+    const struct action *a = find_action(&o, ACTION_APP_CHECKPOINT);
+    assert_non_null(a);
+    assert_string_equal(a->name, "nb-p2-1");
+    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p2-1");
+    assert_null(o.status.snapshot.checkpoint_result);
+    assert_null(o.status.snapshot.checkpoint_message);
+    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, w.now);
+    assert_int_equal(o.status.snapshot.checkpoint_answered_ms, 0);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* The pass that asked died before its status write: the same process sees
  * its request in flight and does not ask again; the record starts now. */
 static void test_app_checkpoint_status_lost(void **state)
@@ -666,6 +750,49 @@ static void test_pod_completed_by_snapshot(void **state)
     }
 }
 
+/* The application exits with code 0 on its own during a pause. GKE marks
+ * nothing on a pod it stops (phase Succeeded, exit code 0, reason
+ * Completed, as any clean exit): only when it happened tells them apart.
+ * Before the snapshot was asked for (the application is being asked for
+ * its checkpoint) no snapshot can have stopped it: the pause goes on
+ * without memory at once. After it, the two cannot be told apart until
+ * the snapshot settles, and its outcome decides (test_pod_completed_by_
+ * snapshot): Ready holds the session, Failed pauses without memory. */
+static void test_app_exit_before_snapshot(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE_ASK);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    decide_output_clear(&o);
+    w.now += 3 * SEC;
+    w.has_seen = 1;
+    w.seen = (struct app_checkpoint_seen){.attempt = "nb-p1-1"};
+    w.pod.phase = "Succeeded";
+    w.pod.ready = 0;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_null(find_event(&o, "PodInterrupted"));
+    assert_string_not_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
+    assert_string_not_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
+    assert_non_null(o.status.snapshot.checkpoint_result);
+    assert_string_equal(o.status.snapshot.checkpoint_result, "Cancelled");
+    decide_output_clear(&o);
+    w.has_pod = 0;
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_string_equal(o.status.last_pause.memory, "files");
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* Unpaused while the snapshot was taken: the snapshot stops the pod all the
  * same. Its end is the snapshot's, not an interruption; a new pod follows. */
 static void test_resumed_pod_completed_by_snapshot(void **state)
@@ -696,6 +823,46 @@ static void test_resumed_pod_completed_by_snapshot(void **state)
     decide(&w, &o, 1);
     assert_non_null(find_action(&o, ACTION_CREATE_POD));
     assert_int_equal(o.status.interruptions, 0);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* Unpaused after the snapshot was asked for, the pod still running: the
+ * backend goes on; SnapshotReady says the pause is over, and the record
+ * follows the snapshot to its end. A failure then retries nothing and
+ * deletes nothing: the workspace runs. */
+static void test_unpaused_snapshot_followed(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.ws->paused = 0;
+    w.now += 5 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
+    const struct condition *c = workspace_status_condition(&o.status, "SnapshotReady");
+    assert_non_null(c);
+    assert_non_null(strstr(c->message, "before the pause was cancelled"));
+    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    decide_output_clear(&o);
+
+    w.now += 10 * SEC;
+    w.view = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_FAILED, .message = "upload failed"};
+    decide(&w, &o, 1);
+    assert_string_equal(o.status.snapshot.phase, "Failed");
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Failed");
+    const struct action *ev = find_event(&o, "SnapshotFailed");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->message, "unpaused"));
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_int_equal(o.status.state, WS_STATE_RUNNING);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -2216,6 +2383,9 @@ int main(void)
         cmocka_unit_test(test_resume_during_snapshot),
         cmocka_unit_test(test_app_checkpoint_then_snapshot),
         cmocka_unit_test(test_app_checkpoint_status_lost),
+        cmocka_unit_test(test_app_checkpoint_cancelled_by_unpause),
+        cmocka_unit_test(test_unpaused_snapshot_followed),
+        cmocka_unit_test(test_app_exit_before_snapshot),
         cmocka_unit_test(test_app_checkpoint_failures),
         cmocka_unit_test(test_app_checkpoint_on_retry),
         cmocka_unit_test(test_pod_completed_by_snapshot),
