@@ -1201,7 +1201,8 @@ static void test_long_trigger_name(void **state)
     snprintf(what, sizeof(what), "podsnapshotmanualtrigger %s", trigger);
     cJSON *tr = wait_cond(what, "Triggered", "False", "Error", 30000);
     const char *msg = condition_field(tr, "Triggered", "message");
-    print_message("64-character trigger: %s\n", msg);
+    print_message("64-character trigger: %s\n", msg ? msg : "(no message)");
+    assert_non_null(msg);
     assert_non_null(strstr(msg, "must be no more than 63 characters"));
     assert_null(str_at(tr, "status.snapshotCreated.name"));
     cJSON_Delete(tr);
