@@ -215,3 +215,28 @@ void harness_call_clear(struct harness_call *call)
     cJSON_Delete(call->body);
     memset(call, 0, sizeof(*call));
 }
+
+int harness_start_server(const char *bin, pid_t *ret_pid)
+{
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        execl(bin, bin, "--port", "0", (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    *ret_pid = pid;
+    char line[64] = "";
+    size_t n = 0;
+    while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
+        n++;
+    line[n] = '\0';
+    close(out[0]);
+    int port = 0;
+    assert_int_equal(sscanf(line, "port=%d", &port), 1);
+    return port;
+}

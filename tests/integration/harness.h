@@ -17,6 +17,8 @@
 #include <uv.h>
 
 #include "kube/client.h"
+#include <sys/types.h>
+
 #include "kube/config.h"
 
 /* Skips the whole program (exit 77, ctest SKIP) when no cluster is set up
@@ -24,6 +26,12 @@
 void harness_require_cluster(void);
 
 const char *harness_kubeconfig(void);
+
+/* Starts `bin --port 0`, a stand-in server that prints "port=N" on its
+ * first line once it listens (tests/tools/fake_activity); stores its pid
+ * and returns the port. Fails the test when it does not start. The caller
+ * stops it (SIGTERM, waitpid). */
+int harness_start_server(const char *bin, pid_t *ret_pid);
 const char *harness_cluster_dir(void);
 
 /* Runs kubectl with the admin kubeconfig; returns its exit status. When out

@@ -155,24 +155,7 @@ static int make_busy(struct server *s)
 
 static void fake_start(struct server *s)
 {
-    int out[2];
-    assert_int_equal(pipe(out), 0);
-    s->pid = fork();
-    assert_true(s->pid >= 0);
-    if (s->pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        execl(FAKE_ACTIVITY_BIN, FAKE_ACTIVITY_BIN, "--port", "0", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    char line[64] = "";
-    size_t n = 0;
-    while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
-        n++;
-    line[n] = '\0';
-    close(out[0]);
-    assert_int_equal(sscanf(line, "port=%d", &s->port), 1);
+    s->port = harness_start_server(FAKE_ACTIVITY_BIN, &s->pid);
 }
 
 static void fake_put(const char *path, const char *body)

@@ -165,24 +165,7 @@ static int count_events(const char *name, const char *reason);
 
 static void stand_in_start(struct stand_in *a)
 {
-    int out[2];
-    assert_int_equal(pipe(out), 0);
-    a->pid = fork();
-    assert_true(a->pid >= 0);
-    if (a->pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        execl(FAKE_ACTIVITY_BIN, FAKE_ACTIVITY_BIN, "--port", "0", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    char line[64] = "";
-    size_t n = 0;
-    while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
-        n++;
-    line[n] = '\0';
-    close(out[0]);
-    assert_int_equal(sscanf(line, "port=%d", &a->port), 1);
+    a->port = harness_start_server(FAKE_ACTIVITY_BIN, &a->pid);
 }
 
 static void stand_in_stop(struct stand_in *a)
@@ -672,24 +655,7 @@ static void test_cold_start_and_crash_loop(void **state)
  * by the teardown if the test could not. */
 static void app_start(void)
 {
-    int out[2];
-    assert_int_equal(pipe(out), 0);
-    app_pid = fork();
-    assert_true(app_pid >= 0);
-    if (app_pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        execl(FAKE_ACTIVITY_BIN, FAKE_ACTIVITY_BIN, "--port", "0", (char *)NULL);
-        _exit(127);
-    }
-    close(out[1]);
-    char line[64] = "";
-    size_t n = 0;
-    while (n < sizeof(line) - 1 && read(out[0], line + n, 1) == 1 && line[n] != '\n')
-        n++;
-    line[n] = '\0';
-    close(out[0]);
-    assert_int_equal(sscanf(line, "port=%d", &app_port), 1);
+    app_port = harness_start_server(FAKE_ACTIVITY_BIN, &app_pid);
 }
 
 static void app_stop(void)
