@@ -136,9 +136,8 @@ static char *app_get(const char *ip, const char *path)
 
 static void app_put_state(const char *ip, const char *value)
 {
-    assert_int_equal(sh(NULL, "curl -sf -m 3 -X PUT --data-binary '%s' http://%s:8888/state",
-                        value, ip),
-                     0);
+    assert_int_equal(
+        sh(NULL, "curl -sf -m 3 -X PUT --data-binary '%s' http://%s:8888/state", value, ip), 0);
 }
 
 /* The home volume's directory on this machine (the hostPath PV). */
@@ -149,8 +148,7 @@ static char *home_dir(const char *ws_name)
     char *pv = NULL, *path = NULL;
     assert_int_equal(
         harness_kubectl(&pv, "-n %s get pvc %s -o jsonpath={.spec.volumeName}", ns, claim), 0);
-    assert_int_equal(harness_kubectl(&path, "get pv %s -o jsonpath={.spec.hostPath.path}", pv),
-                     0);
+    assert_int_equal(harness_kubectl(&path, "get pv %s -o jsonpath={.spec.hostPath.path}", pv), 0);
     free(pv);
     assert_true(path[0] == '/');
     return path;
@@ -425,9 +423,10 @@ static void test_drill_simulated(void **state)
      * new process. The controller reports FromSnapshot, the canary says
      * the memory is gone: a cold start, and the drill must say both. */
     assert_int_equal(r, 5);
-    assert_non_null(strstr(out, "ready in"));
+    assert_non_null(strstr(out, "drill: ready in"));
     assert_non_null(strstr(out, "(restored from snapshot)"));
-    assert_non_null(strstr(out, "COLD START: "));
+    assert_non_null(strstr(out, "COLD START: the canary value changed although the controller "
+                                "reports a restore from the snapshot: the process is a new one"));
     free(out);
 }
 
