@@ -352,12 +352,21 @@ static void test_sigterm_checkpoint(void **state)
 static int cleanup(void **state)
 {
     (void)state;
+    controller_stop();
+    simulator_stop();
     if (ns) {
         harness_kubectl(NULL,
                         "-n %s get workspaces -o name 2>/dev/null | xargs -r kubectl --kubeconfig "
                         "'%s' -n %s patch --type=merge -p '{\"metadata\":{\"finalizers\":null}}' "
                         ">/dev/null 2>&1",
                         ns, harness_kubeconfig(), ns);
+        /* GKE's finalizer on PodSnapshots: no simulator is left to release it. */
+        harness_kubectl(
+            NULL,
+            "-n %s get podsnapshots -o name 2>/dev/null | xargs -r kubectl --kubeconfig "
+            "'%s' -n %s patch --type=merge -p '{\"metadata\":{\"finalizers\":null}}' "
+            ">/dev/null 2>&1",
+            ns, harness_kubeconfig(), ns);
         harness_kubectl(NULL, "delete namespace %s --wait=false >/dev/null 2>&1", ns);
         harness_kubectl(NULL,
                         "delete workspaceclass %s-gke %s-files --ignore-not-found >/dev/null 2>&1",
