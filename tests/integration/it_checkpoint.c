@@ -319,6 +319,8 @@ static void test_sigterm_checkpoint(void **state)
     assert_string_equal(str_at(ws, "status.lastPause.memory"), "files");
     assert_null(str_at(ws, "status.snapshot.appCheckpoint.result"));
     cJSON_Delete(ws);
+    fprintf(stderr, "test_sigterm_checkpoint: paused in %.1f s (grace period 60 s)\n",
+            (double)took / 1000);
     /* PID 1 handled SIGTERM: the pod went well within its 60 s. */
     if (took > 20000)
         fail_msg("the pause took %llu ms; the application did not stop on SIGTERM",
