@@ -165,6 +165,16 @@ static cJSON *checkpoint_file(const char *ws_name)
     return j;
 }
 
+/* A string field of o, by dotted path, must be want (a readable failure
+ * when it is absent, where assert_string_equal would crash on NULL). */
+static void is(const cJSON *o, const char *path, const char *want)
+{
+    const char *got = o ? str_at(o, path) : NULL;
+    if (!got || strcmp(got, want) != 0)
+        fail_msg("%s is %s%s%s, wanted \"%s\"", path, got ? "\"" : "", got ? got : "absent",
+                 got ? "\"" : "", want);
+}
+
 /* Polls the workspace until the dotted path has the value. */
 static cJSON *wait_field(const char *ws_name, const char *path, const char *want,
                          uint64_t timeout_ms)
@@ -249,7 +259,9 @@ static void test_fallback_checkpoint(void **state)
     char *ip = start_workspace("nb", cls);
     char *canary1 = app_get(ip, "/canary");
     app_put_state(ip, value);
-    cJSON_Delete(expect_state(ip, value, "set"));
+    cJSON *st = expect_state(ip, value, "set");
+    assert_null(str_at(st, "told")); /* a first start: no checkpoint to follow */
+    cJSON_Delete(st);
 
     set_paused("nb", 1);
     /* The application is asked first, and the file is on the volume when
@@ -258,32 +270,34 @@ static void test_fallback_checkpoint(void **state)
     cJSON_Delete(ws);
     cJSON *file = checkpoint_file("nb");
     assert_non_null(file);
-    assert_string_equal(str_at(file, "value"), value);
+    is(file, "value", value);
     cJSON_Delete(file);
 
     ws = wait_state("nb", "Paused", 90000);
-    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    is(ws, "status.lastPause.memory", "snapshotFailed");
     assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Failed");
-    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.result"), "Written");
+    is(ws, "status.snapshot.appCheckpoint.result", "Written");
     cJSON_Delete(ws);
     assert_int_equal(all_pods("nb"), 0);
     /* Without a snapshot to keep the files still, the pod was deleted with
      * its grace period: the application saved once more on SIGTERM. */
     file = checkpoint_file("nb");
     assert_non_null(file);
-    assert_string_equal(str_at(file, "value"), value);
-    assert_string_equal(str_at(file, "writtenBy"), "sigterm");
+    is(file, "value", value);
+    is(file, "writtenBy", "sigterm");
     cJSON_Delete(file);
 
     set_paused("nb", 0);
     cJSON_Delete(wait_state("nb", "Running", 120000));
     ws = wait_reason("nb", "Restored", "FromCheckpoint", 60000);
-    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    is(ws, "status.lastResume.restoredFrom", "FromCheckpoint");
     cJSON_Delete(ws);
     free(ip);
     ip = pod_ip("nb");
-    cJSON *st = expect_state(ip, value, "checkpoint");
-    assert_string_equal(str_at(st, "checkpoint.path"), CHECKPOINT_PATH);
+    st = expect_state(ip, value, "checkpoint");
+    is(st, "checkpoint.path", CHECKPOINT_PATH);
+    /* FromCheckpoint: the controller told the new pod where it is. */
+    is(st, "told", CHECKPOINT_PATH);
     cJSON_Delete(st);
     char *canary2 = app_get(ip, "/canary");
     assert_string_not_equal(canary1, canary2); /* the memory is gone */
@@ -316,7 +330,7 @@ static void test_sigterm_checkpoint(void **state)
     set_paused("nb", 1);
     cJSON *ws = wait_state("nb", "Paused", 90000);
     uint64_t took = harness_now_ms() - t0;
-    assert_string_equal(str_at(ws, "status.lastPause.memory"), "files");
+    is(ws, "status.lastPause.memory", "files");
     assert_null(str_at(ws, "status.snapshot.appCheckpoint.result"));
     cJSON_Delete(ws);
     fprintf(stderr, "test_sigterm_checkpoint: paused in %.1f s (grace period 60 s)\n",
@@ -327,8 +341,8 @@ static void test_sigterm_checkpoint(void **state)
                  (unsigned long long)took);
     cJSON *file = checkpoint_file("nb");
     assert_non_null(file);
-    assert_string_equal(str_at(file, "value"), value);
-    assert_string_equal(str_at(file, "writtenBy"), "sigterm");
+    is(file, "value", value);
+    is(file, "writtenBy", "sigterm");
     cJSON_Delete(file);
 
     set_paused("nb", 0);
@@ -338,7 +352,8 @@ static void test_sigterm_checkpoint(void **state)
     free(ip);
     ip = pod_ip("nb");
     cJSON *st = expect_state(ip, value, "checkpoint");
-    assert_string_equal(str_at(st, "checkpoint.writtenBy"), "sigterm");
+    is(st, "checkpoint.writtenBy", "sigterm");
+    is(st, "told", CHECKPOINT_PATH);
     cJSON_Delete(st);
     char *canary2 = app_get(ip, "/canary");
     assert_string_not_equal(canary1, canary2);
