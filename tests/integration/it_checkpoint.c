@@ -14,7 +14,9 @@
  *                              application saves on SIGTERM within the grace
  *                              period and exits at once
  *   test_drill_files           kubectl workspace drill through the API
- *                              server's pod proxy: COLD START, exit 5
+ *                              server's pod proxy: COLD START, exit 5 (the
+ *                              classes of deploy/local/canary-class.yaml,
+ *                              under names of the test's own)
  *   test_drill_simulated       the same with the simulator's "restore" in
  *                              front of the real pod: the controller reports
  *                              FromSnapshot, the process is new, the drill
@@ -97,6 +99,20 @@ static void apply_real_class(const char *name, const char *extra)
                       "%s",
                       name, CANARY_IMAGE, HOME_PATH, extra),
         0);
+}
+
+/* deploy/local/canary-class.yaml, its cluster-scoped names made the
+ * test's own: canary-real becomes <ns>-files, canary-real-snapshots
+ * <ns>-gke, the storage config canary-local <ns>-storage. */
+static void apply_class_file(void)
+{
+    assert_int_equal(sh(NULL,
+                        "sed -e 's/^  name: canary-real$/  name: %s-files/' "
+                        "-e 's/^  name: canary-real-snapshots$/  name: %s-gke/' "
+                        "-e 's/canary-local$/%s-storage/' '%s/deploy/local/canary-class.yaml' | "
+                        "kubectl --kubeconfig '%s' apply -f - >/dev/null",
+                        ns, ns, ns, SOURCE_DIR, harness_kubeconfig()),
+                     0);
 }
 
 /* The IP of the workspace's current pod, once it has one (malloc'd). */
@@ -414,9 +430,7 @@ static void test_drill_files(void **state)
     ns = harness_namespace("checkpoint-drill");
     char cls[300];
     snprintf(cls, sizeof(cls), "%s-files", ns);
-    apply_real_class(cls, "  checkpoint: {path: " CHECKPOINT_PATH
-                          ", envVar: HIBERNATOR_CHECKPOINT_PATH}\n"
-                          "  pause: {gracePeriodSeconds: 10}\n");
+    apply_class_file();
     start_controller();
     char *out = NULL;
     int r = drill(cls, &out);
@@ -430,17 +444,11 @@ static void test_drill_simulated(void **state)
 {
     (void)state;
     ns = harness_namespace("checkpoint-drillsim");
-    char cls[300], storage[300], extra[1024];
+    char cls[300], storage[300];
     snprintf(cls, sizeof(cls), "%s-gke", ns);
     snprintf(storage, sizeof(storage), "%s-storage", ns);
     install_snapshot_crds(storage);
-    snprintf(extra, sizeof(extra),
-             "  checkpoint: {path: %s, envVar: HIBERNATOR_CHECKPOINT_PATH}\n"
-             "  snapshot: {backend: GKE, storageConfigName: %s, timeout: 60s, onFailure: "
-             "PauseWithoutMemory}\n"
-             "  pause: {gracePeriodSeconds: 10}\n",
-             CHECKPOINT_PATH, storage);
-    apply_real_class(cls, extra);
+    apply_class_file();
     simulator_start("2s", NULL);
     start_controller();
     char *out = NULL;
