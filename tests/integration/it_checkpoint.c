@@ -269,7 +269,7 @@ static void test_fallback_checkpoint(void **state)
              "  pause: {gracePeriodSeconds: 30}\n",
              CHECKPOINT_PATH, storage);
     apply_real_class(cls, extra);
-    simulator_start("2s", NULL);
+    simulator_start("5s", NULL);
     start_controller();
 
     char *ip = start_workspace("nb", cls);
@@ -287,6 +287,7 @@ static void test_fallback_checkpoint(void **state)
     cJSON *file = checkpoint_file("nb");
     assert_non_null(file);
     is(file, "value", value);
+    is(file, "writtenBy", "request"); /* the trigger fails 5 s after this */
     cJSON_Delete(file);
 
     ws = wait_state("nb", "Paused", 90000);
