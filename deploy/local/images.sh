@@ -88,7 +88,9 @@ images_debian_base() {
     images_buildah inspect --type image docker.io/library/debian:bookworm-slim >/dev/null 2>&1; then
     return 0
   fi
+  # A new base: every layer cached on the old one is useless now.
   rm -f "$stamp"
+  images_buildah rmi --all --force >/dev/null 2>&1 || true
   c=$(images_buildah from --quiet scratch) || return 1
   images_buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --cmd /bin/bash "$c" &&
