@@ -70,8 +70,11 @@ images_buildah() {
   return "$rc"
 }
 
+# (With images_no_build set, as for import --cached, it is not made when
+# missing: an image on it cannot be cached then either.)
+images_no_build=
 images_debian_rootfs() {
-  real_node_minbase_archive >/dev/null
+  [ -n "$images_no_build" ] || real_node_minbase_archive >/dev/null
   echo "$images_cache/images/debian-minbase-rootfs.tar"
 }
 
@@ -133,12 +136,15 @@ images_path() {
   local name=$1 key out t0=$SECONDS
   images_load "$name"
   mkdir -p "$images_cache/images"
-  key=$(images_key "$name")
-  out=$images_cache/images/$name-$key.oci.tar
   if [ "${2:-}" = cached ]; then
+    images_no_build=1
+    key=$(images_key "$name" 2>/dev/null) || { echo; return 0; }
+    out=$images_cache/images/$name-$key.oci.tar
     if [ -f "$out" ]; then echo "$out"; else echo; fi
     return 0
   fi
+  key=$(images_key "$name")
+  out=$images_cache/images/$name-$key.oci.tar
   exec 9>"$images_cache/images/.$name.lock"
   flock 9
   if [ ! -f "$out" ]; then
