@@ -82,7 +82,17 @@ images_debian_rootfs() {
 # keeps a blob info cache in /var/lib/containers whatever --root says.)
 # Made once per rootfs (a stamp of its sha256): the same base image ID is
 # what lets buildah reuse the layers of earlier builds.
+# One at a time across images (a lock of its own): another build may be
+# making the base too.
 images_debian_base() {
+  mkdir -p "$images_cache/buildah"
+  (
+    flock 8
+    images_debian_base_locked
+  ) 8>"$images_cache/buildah/.base.lock"
+}
+
+images_debian_base_locked() {
   local rootfs c sum stamp=$images_cache/buildah/debian-base.sha256
   rootfs=$(images_debian_rootfs)
   sum=$(sha256sum "$rootfs" | cut -d' ' -f1)
