@@ -293,9 +293,12 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    simulator_stop();
-    /* The workspaces first, while the controller can still finalize them. */
+    /* The workspaces first, while the controller can still finalize them
+     * and the simulator (GKE) releases their PodSnapshots' finalizer. */
     harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s >/dev/null", ns);
+    harness_kubectl(NULL,
+                    "-n %s wait --for=delete podsnapshots --all --timeout=30s >/dev/null 2>&1", ns);
+    simulator_stop();
     if (getenv("IT_SHOW_LOGS")) {
         char *logs = all_logs();
         fprintf(stderr, "%s\n", logs);
@@ -303,10 +306,12 @@ static int group_teardown(void **state)
     }
     harness_kubectl(NULL,
                     "-n " SYSTEM_NS " delete deployment/hibernator service/hibernator-metrics "
-                    "poddisruptionbudget/hibernator lease/hibernator --ignore-not-found "
+                    "poddisruptionbudget/hibernator --ignore-not-found "
                     "--wait=true --timeout=60s >/dev/null");
     harness_kubectl(NULL, "-n " SYSTEM_NS " wait --for=delete pod -l " SELECTOR
                           " --timeout=60s >/dev/null 2>&1");
+    /* Last: a replica still stopping could write it again. */
+    harness_kubectl(NULL, "-n " SYSTEM_NS " delete lease/hibernator --ignore-not-found >/dev/null");
     harness_kubectl(NULL, "delete workspaceclass %s %s --ignore-not-found >/dev/null", cls,
                     snap_cls);
     harness_kubectl(NULL, "delete podsnapshotstorageconfig %s --ignore-not-found >/dev/null", ns);
@@ -499,7 +504,6 @@ static void test_failover(void **state)
     free(now);
     free(holder);
     free(cid);
-    simulator_stop();
     assert_nothing_forbidden();
 }
 
