@@ -115,8 +115,17 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c, const 
         }
         if (strcmp(mode, "slow") == 0)
             wait_slow(s);
-        if (strcmp(mode, "delay") == 0)
+        if (strcmp(mode, "delay") == 0) {
+            /* Counted while it is handled, and no longer before its answer
+             * is queued: a client that saw the answer cannot find its
+             * request still counted here, however the threads are run. */
+            int now = atomic_fetch_add(&s->current, 1) + 1;
+            int max = atomic_load(&s->max_current);
+            while (now > max && !atomic_compare_exchange_weak(&s->max_current, &max, now))
+                ;
             usleep(40000);
+            atomic_fetch_sub(&s->current, 1);
+        }
         if (strcmp(mode, "big") == 0)
             return reply_big(c);
         if (strcmp(ep, "/api/status") == 0)
@@ -166,13 +175,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     atomic_fetch_add(&s->requests, 1);
-    int now = atomic_fetch_add(&s->current, 1) + 1;
-    int max = atomic_load(&s->max_current);
-    while (now > max && !atomic_compare_exchange_weak(&s->max_current, &max, now))
-        ;
-    enum MHD_Result r = answer(s, c, url);
-    atomic_fetch_sub(&s->current, 1);
-    return r;
+    return answer(s, c, url);
 }
 
 static int server_start(void **state)
