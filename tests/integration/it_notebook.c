@@ -364,6 +364,10 @@ static void test_busy_kernel_then_idle_pause(void **state)
     char ip[64], pod[128], uid[64];
     ready_pod("nb", ip, sizeof(ip), pod, sizeof(pod), uid, sizeof(uid));
 
+    /* The user opens the notebook's folder (API activity, now): the pause
+     * cannot come before the cell is running. */
+    assert_int_equal(jupyter_get(ip, "/api/contents", token, NULL), 200);
+
     /* tests/tools/jupyter_busy.py inside the pod: a kernel through the REST
      * API, the cell through jupyter_client, no reply awaited. */
     char *out = NULL;
@@ -501,7 +505,10 @@ static void test_resume_from_files(void **state)
 
     ws = wait_reason("nb", "ActivityProbe", "Succeeded", 30000);
     assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
-    assert_string_equal(str_at(ws, "status.activity.lastActivitySource"), "start");
+    /* A fresh clock: nothing from before the pause. */
+    assert_true(time_at(ws, "status.activity.lastActivityTime") >=
+                time_at(ws, "status.stateSince") - 1000);
+    assert_string_equal(cond_field(ws, "Idle", "status"), "False");
     cJSON_Delete(ws);
 
     /* The one with another token: long past its idle time, never paused. */
@@ -515,8 +522,10 @@ static void test_resume_from_files(void **state)
 
     /* Tokens never reach status or events. */
     char *all = NULL, *events = NULL;
-    harness_kubectl(&all, "-n %s get workspaces -o json", ns);
+    /* ("wrong"'s own token is in its spec: the test put it there.) */
+    harness_kubectl(&all, "-n %s get workspaces -o jsonpath='{.items[*].status}'", ns);
     harness_kubectl(&events, "-n %s get events -o json", ns);
+    assert_non_null(strstr(all, "\"state\":\"Running\""));
     assert_null(strstr(all, token));
     assert_null(strstr(all, other_token));
     assert_null(strstr(events, token));
