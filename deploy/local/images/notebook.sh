@@ -61,9 +61,12 @@ notebook_build() {
     'Description: stands in for gdb in hibernator.local/notebook' >"$t/stub/DEBIAN/control"
   dpkg-deb --build --root-owner-group "$t/stub" "$t/no-gdb.deb" >/dev/null
   mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
-  # essential + the two packages and what they depend on (no recommends;
-  # usr-is-merged rather than usrmerge, which needs perl); documentation,
-  # manuals, translations and apt's lists left out.
+  # essential + the two packages and what they depend on (no recommends);
+  # documentation, manuals, translations and apt's lists left out. The
+  # essential set brings usrmerge (init-system-helpers needs usrmerge or
+  # usr-is-merged), and usrmerge brings perl, for nothing in a root
+  # filesystem that is merged already: with usr-is-merged installed, they
+  # are purged at the end.
   # The stub goes in by path: file-mirror-automount makes it visible to
   # dpkg inside the chroot. eatmydata: dpkg without fsync (a throw-away
   # root filesystem), gone again from the result.
@@ -82,6 +85,7 @@ notebook_build() {
     --customize-hook='echo "jovyan:x:1000:100:jovyan:/home/jovyan:/bin/sh" >>"$1/etc/passwd"' \
     --customize-hook='echo "jovyan:*:19000:0:99999:7:::" >>"$1/etc/shadow"' \
     --customize-hook='install -d -o 1000 -g 100 "$1/home/jovyan"' \
+    --customize-hook='chroot "$1" dpkg --purge usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl perl libperl5.36 perl-modules-5.36 >/dev/null' \
     --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/*.log' \
     bookworm "$t/rootfs.tar" "${mirror:-http://deb.debian.org/debian}" >&2 || { rm -rf "$t"; return 1; }
   oci_archive "$out" "$(notebook_ref)" "$t/rootfs.tar" /usr/local/bin/hibernator-notebook
