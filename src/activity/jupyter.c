@@ -76,12 +76,18 @@ int jupyter_parse_status(const char *body, size_t len, struct probe_result *r)
     return rc;
 }
 
-/* Kernel states in which code runs or is about to, whether or not a
- * browser is attached. */
+/* A kernel runs code, whether or not a browser is attached, while Jupyter
+ * Server reports it "busy". Any other state counts through the kernel's
+ * last_activity alone, as in Jupyter's own culler (jupyter_server
+ * services/kernels/kernelmanager.py, cull_kernel_if_idle: only "busy" keeps
+ * a kernel). "starting" in particular is no sign of work: the server sets it
+ * when it starts a kernel (with last_activity, so a kernel starting now is
+ * activity now) and learns the state only from the kernel's status
+ * messages, so a kernel that nothing talks to stays "starting" for as long
+ * as it lives. */
 static int state_is_busy(const char *state)
 {
-    return strcmp(state, "busy") == 0 || strcmp(state, "starting") == 0 ||
-           strcmp(state, "restarting") == 0;
+    return strcmp(state, "busy") == 0;
 }
 
 int jupyter_parse_kernels(const char *body, size_t len, struct probe_result *r)

@@ -136,13 +136,22 @@ static void test_jupyter_kernels(void **state)
          "[{\"id\":\"a\",\"name\":\"python3\",\"last_activity\":\"2026-01-02T03:04:05Z\","
          "\"execution_state\":\"busy\",\"connections\":0}]",
          0, T0, 1, 0, 0, 0, NULL},
-        {"starting kernel", jupyter_parse_kernels,
+        /* What Jupyter Server reports for a kernel started through the
+         * REST API that nothing talks to, for as long as it lives: its
+         * last_activity (the start) counts, it is not busy. */
+        {"starting kernel is not busy", jupyter_parse_kernels,
          "[{\"id\":\"a\",\"last_activity\":\"2026-01-02T03:04:05Z\","
          "\"execution_state\":\"starting\"}]",
-         0, T0, 1, 0, 0, 0, NULL},
-        {"restarting kernel", jupyter_parse_kernels,
+         0, T0, 0, 0, 0, 0, NULL},
+        {"restarting kernel is not busy", jupyter_parse_kernels,
          "[{\"id\":\"a\",\"last_activity\":\"2026-01-02T03:04:05Z\","
          "\"execution_state\":\"restarting\"}]",
+         0, T0, 0, 0, 0, 0, NULL},
+        {"a busy kernel beside one starting", jupyter_parse_kernels,
+         "[{\"id\":\"a\",\"last_activity\":\"2026-01-02T03:04:05Z\","
+         "\"execution_state\":\"starting\",\"connections\":0},"
+         "{\"id\":\"b\",\"last_activity\":\"2026-01-02T03:00:00Z\","
+         "\"execution_state\":\"busy\",\"connections\":0}]",
          0, T0, 1, 0, 0, 0, NULL},
         {"dead and unknown states are not busy", jupyter_parse_kernels,
          "[{\"last_activity\":\"2026-01-02T03:04:05Z\",\"execution_state\":\"dead\"},"

@@ -1,0 +1,73 @@
+# The notebook image for pods on the real node: Jupyter Server and the
+# IPython kernel from Debian's packages (no registry), as
+# hibernator.local/notebook:dev. Sourced by deploy/local/images.sh (or by
+# hand: source deploy/local/real-node.sh, then this file, then
+# notebook_build OUT.tar).
+#
+# The container starts /usr/local/bin/hibernator-notebook: as root it makes
+# the home (the class's home.mountPath, $NOTEBOOK_HOME, default /home/jovyan)
+# the user's, then runs Jupyter Server as jovyan (uid 1000, gid 100) from
+# there; started as another uid it runs Jupyter as that uid. The hostPath
+# volumes of the local StorageClass are directories the controller manager
+# creates as root with mode 0750, and fsGroup does not apply to hostPath, so
+# the one chown at start is what lets a non-root server write its home
+# (jupyter/docker-stacks' start.sh does the same when started as root).
+# Jupyter reads its token from JUPYTER_TOKEN, which the controller sets from
+# the class's tokenSecretRef (docs/idle.md).
+
+notebook_ref() { echo hibernator.local/notebook:dev; }
+
+notebook_inputs() { :; }
+
+# The start script, written into the image.
+notebook_start_script() {
+  cat <<'SCRIPT'
+#!/bin/sh
+# Runs Jupyter Server on :8888 with the token from JUPYTER_TOKEN, its root
+# directory the home volume; as root, first gives the home to jovyan and
+# drops to that user.
+set -eu
+home=${NOTEBOOK_HOME:-/home/jovyan}
+port=${NOTEBOOK_PORT:-8888}
+if [ "$(id -u)" = 0 ]; then
+  [ "$(stat -c %u:%g "$home")" = 1000:100 ] || chown 1000:100 "$home"
+  exec setpriv --reuid=1000 --regid=100 --clear-groups --inh-caps=-all \
+    env HOME="$home" USER=jovyan "$0" "$@"
+fi
+export HOME="$home"
+cd "$home"
+if [ -z "${JUPYTER_TOKEN:-}" ]; then
+  echo "hibernator-notebook: JUPYTER_TOKEN is not set; refusing to serve without a token" >&2
+  exit 1
+fi
+exec python3 -m jupyter_server --ip=0.0.0.0 --port="$port" --no-browser \
+  --ServerApp.root_dir="$home" --ServerApp.allow_remote_access=True \
+  --ServerApp.port_retries=0 "$@"
+SCRIPT
+}
+
+notebook_build() {
+  local out=$1 t mirror
+  declare -F oci_archive >/dev/null || source "$(dirname "${BASH_SOURCE[0]}")/../real-node.sh"
+  t=$(mktemp -d)
+  notebook_start_script >"$t/start"
+  mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
+  # essential + the two packages and what they depend on (no recommends);
+  # documentation, manuals, translations and apt's lists left out.
+  mmdebstrap --variant=essential --format=tar --quiet \
+    --include=python3-jupyter-server,python3-ipykernel \
+    --aptopt='APT::Install-Recommends "false"' \
+    --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/doc/*' \
+    --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --dpkgopt='path-exclude=/usr/share/info/*' \
+    --customize-hook="install -m 0755 '$t/start' \"\$1/usr/local/bin/hibernator-notebook\"" \
+    --customize-hook='echo "jovyan:x:1000:100:jovyan:/home/jovyan:/bin/sh" >>"$1/etc/passwd"' \
+    --customize-hook='echo "jovyan:*:19000:0:99999:7:::" >>"$1/etc/shadow"' \
+    --customize-hook='install -d -o 1000 -g 100 "$1/home/jovyan"' \
+    --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/* "$1"/var/log/*.log' \
+    bookworm "$t/rootfs.tar" "${mirror:-http://deb.debian.org/debian}" >&2 || { rm -rf "$t"; return 1; }
+  oci_archive "$out" "$(notebook_ref)" "$t/rootfs.tar" /usr/local/bin/hibernator-notebook
+  rm -rf "$t"
+}
