@@ -32,6 +32,20 @@ enum drill_verdict drill_judge(const char *before, const char *after, const char
     return DRILL_FAIL;
 }
 
+void drill_cold_start_why(const char *before, const char *after, const char *restored_from,
+                          char *out, size_t size)
+{
+    int changed = !before || !after || strcmp(before, after) != 0;
+    if (changed && restored_from && strcmp(restored_from, "FromSnapshot") == 0)
+        snprintf(out, size,
+                 "the canary value changed although the controller reports a restore from the "
+                 "snapshot: the process is a new one, its memory did not come back");
+    else
+        snprintf(out, size, "%s (restored from %s)",
+                 changed ? "the canary value changed" : "the same canary value",
+                 ledger_restored_words(restored_from));
+}
+
 struct drill {
     struct cli_api *api;
     const struct cli_args *a;
@@ -381,13 +395,13 @@ int cmd_drill(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *er
                     t);
             verdict_code = CLI_EXIT_OK;
             break;
-        case DRILL_COLD_START:
-            fprintf(out, "COLD START: %s (restored from %s); %s\n",
-                    strcmp(d.before, d.after) != 0 ? "the canary value changed"
-                                                   : "the same canary value",
-                    ledger_restored_words(from), t);
+        case DRILL_COLD_START: {
+            char why[256];
+            drill_cold_start_why(d.before, d.after, from, why, sizeof(why));
+            fprintf(out, "COLD START: %s; %s\n", why, t);
             verdict_code = CLI_EXIT_COLD_START;
             break;
+        }
         default:
             fprintf(out, "FAIL: the resume came back from \"%s\"; %s\n", from ? from : "?", t);
             verdict_code = CLI_EXIT_ERROR;

@@ -21,6 +21,7 @@
 #ifndef HIBERNATOR_CLI_DRILL_H
 #define HIBERNATOR_CLI_DRILL_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "cli/api.h"
@@ -35,6 +36,14 @@ enum drill_verdict {
 /* The verdict from what was seen: the two canary values and the resume's
  * restoredFrom. Pure. */
 enum drill_verdict drill_judge(const char *before, const char *after, const char *restored_from);
+
+/* The COLD START line's words (before the timings) into out: the value
+ * changed or not, and where the controller says the resume came from. A
+ * changed value with FromSnapshot says so plainly: the controller reports a
+ * restore, yet the process is new (a snapshot that brought no memory back,
+ * as the snapshot simulator's restores in front of a real pod). Pure. */
+void drill_cold_start_why(const char *before, const char *after, const char *restored_from,
+                          char *out, size_t size);
 
 int cmd_drill(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *err);
 

@@ -587,6 +587,22 @@ static void test_drill_judge(void **state)
     assert_int_equal(drill_judge("v1", "v1", "Restoring"), DRILL_FAIL);
 }
 
+static void test_drill_cold_start_why(void **state)
+{
+    (void)state;
+    char why[256];
+    drill_cold_start_why("v1", "v2", "FromSnapshot", why, sizeof(why));
+    assert_string_equal(why, "the canary value changed although the controller reports a restore "
+                             "from the snapshot: the process is a new one, its memory did not "
+                             "come back");
+    drill_cold_start_why("v1", "v2", "FromCheckpoint", why, sizeof(why));
+    assert_string_equal(why, "the canary value changed (restored from checkpoint)");
+    drill_cold_start_why("v1", "v1", "ColdStart", why, sizeof(why));
+    assert_string_equal(why, "the same canary value (restored from cold start)");
+    drill_cold_start_why("v1", "v2", "Fresh", why, sizeof(why));
+    assert_string_equal(why, "the canary value changed (restored from fresh start)");
+}
+
 static void test_percentile(void **state)
 {
     (void)state;
@@ -855,23 +871,15 @@ static void test_interrupts_are_sticky(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_args_commands),
-        cmocka_unit_test(test_args_errors),
-        cmocka_unit_test(test_args_times),
-        cmocka_unit_test(test_timetext_age),
-        cmocka_unit_test(test_timetext_parse),
-        cmocka_unit_test(test_table_layout),
-        cmocka_unit_test(test_progress_resume),
-        cmocka_unit_test(test_progress_pause_and_start),
-        cmocka_unit_test(test_drill_judge),
-        cmocka_unit_test(test_percentile),
-        cmocka_unit_test(test_canary_url),
-        cmocka_unit_test(test_report_intervals),
-        cmocka_unit_test(test_ledger_fallback),
-        cmocka_unit_test(test_golden_list),
-        cmocka_unit_test(test_golden_describe),
-        cmocka_unit_test(test_golden_report),
-        cmocka_unit_test(test_interrupts_are_sticky),
+        cmocka_unit_test(test_args_commands),    cmocka_unit_test(test_args_errors),
+        cmocka_unit_test(test_args_times),       cmocka_unit_test(test_timetext_age),
+        cmocka_unit_test(test_timetext_parse),   cmocka_unit_test(test_table_layout),
+        cmocka_unit_test(test_progress_resume),  cmocka_unit_test(test_progress_pause_and_start),
+        cmocka_unit_test(test_drill_judge),      cmocka_unit_test(test_drill_cold_start_why),
+        cmocka_unit_test(test_percentile),       cmocka_unit_test(test_canary_url),
+        cmocka_unit_test(test_report_intervals), cmocka_unit_test(test_ledger_fallback),
+        cmocka_unit_test(test_golden_list),      cmocka_unit_test(test_golden_describe),
+        cmocka_unit_test(test_golden_report),    cmocka_unit_test(test_interrupts_are_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,468 @@
+/*
+ * The resume from files on the real node, with a real application: the
+ * canary (deploy/local/images/canary.sh, hibernator.local/canary:dev) keeps
+ * model state in memory, writes it to its home volume as a checkpoint when
+ * the controller asks (the class's checkpoint.request) and on SIGTERM, and
+ * reads it back at start; GET /canary is a value drawn per process.
+ *
+ *   test_fallback_checkpoint   a snapshot that fails (the simulator's
+ *                              trigger-error, onFailure PauseWithoutMemory):
+ *                              the application is asked for its checkpoint
+ *                              first, the pod goes, the resume reads the
+ *                              state back; the status says which way it went
+ *   test_sigterm_checkpoint    a class without a backend nor a request: the
+ *                              application saves on SIGTERM within the grace
+ *                              period and exits at once
+ *   test_drill_files           kubectl workspace drill through the API
+ *                              server's pod proxy: COLD START, exit 5
+ *   test_drill_simulated       the same with the simulator's "restore" in
+ *                              front of the real pod: the controller reports
+ *                              FromSnapshot, the process is new, the drill
+ *                              says COLD START and why
+ *
+ * Needs the real node (HIBERNATOR_REAL_NODE, from the cluster's env) and
+ * the canary image imported into its containerd; skips without the node
+ * unless HIBERNATOR_REQUIRE_CLUSTER is set. Each test works in a namespace
+ * of its own and runs its controller with --namespace.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "workspace/names.h"
+#include "workspaces.h"
+
+#define CANARY_IMAGE "hibernator.local/canary:dev"
+#define HOME_PATH "/home/canary"
+#define CHECKPOINT_PATH HOME_PATH "/.hibernator/checkpoint"
+
+/* Runs a shell command; captures stdout (malloc'd) when out is not NULL.
+ * Returns its exit status. */
+static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int sh(char **out, const char *fmt, ...)
+{
+    char *cmd = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&cmd, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t len = 0, cap = 4096;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += got;
+        if (cap - len < 2) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+    }
+    buf[len] = '\0';
+    int st = pclose(p);
+    free(cmd);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A class whose pods run the canary on the real node: they tolerate its
+ * taint, and the kwok nodes' taint is not tolerated, so the real node is
+ * the only one they fit; home on the default StorageClass (hostPath: a
+ * real directory). extra: more lines of spec. */
+static void apply_real_class(const char *name, const char *extra)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+                      "metadata: {name: %s}\n"
+                      "spec:\n"
+                      "  images: {allowed: [\"hibernator.local/canary:*\"], default: \"%s\"}\n"
+                      "  port: 8888\n"
+                      "  tolerations: [{key: hibernator.dev/real-node, operator: Equal, "
+                      "value: \"true\", effect: NoSchedule}]\n"
+                      "  home: {size: 64Mi, storageClassName: standard, mountPath: %s}\n"
+                      "%s",
+                      name, CANARY_IMAGE, HOME_PATH, extra),
+        0);
+}
+
+/* The IP of the workspace's current pod, once it has one (malloc'd). */
+static char *pod_ip(const char *ws_name)
+{
+    uint64_t end = harness_now_ms() + 60000;
+    while (harness_now_ms() < end) {
+        cJSON *ws = ws_json(ws_name);
+        const char *pod = ws ? str_at(ws, "status.podName") : NULL;
+        char *ip = NULL;
+        if (pod)
+            harness_kubectl(&ip, "-n %s get pod %s -o jsonpath={.status.podIP}", ns, pod);
+        cJSON_Delete(ws);
+        if (ip && ip[0])
+            return ip;
+        free(ip);
+        usleep(200 * 1000);
+    }
+    fail_msg("workspace %s: no pod IP", ws_name);
+    return NULL;
+}
+
+/* GET http://ip:8888/path, retried until the application answers 200. */
+static char *app_get(const char *ip, const char *path)
+{
+    uint64_t end = harness_now_ms() + 30000;
+    while (harness_now_ms() < end) {
+        char *out = NULL;
+        if (sh(&out, "curl -sf -m 3 http://%s:8888%s", ip, path) == 0)
+            return out;
+        free(out);
+        usleep(300 * 1000);
+    }
+    fail_msg("GET http://%s:8888%s: no answer", ip, path);
+    return NULL;
+}
+
+static void app_put_state(const char *ip, const char *value)
+{
+    assert_int_equal(
+        sh(NULL, "curl -sf -m 3 -X PUT --data-binary '%s' http://%s:8888/state", value, ip), 0);
+}
+
+/* The home volume's directory on this machine (the hostPath PV). */
+static char *home_dir(const char *ws_name)
+{
+    char claim[NAMES_SIZE];
+    assert_true(names_home_claim(ws_name, claim) > 0);
+    char *pv = NULL, *path = NULL;
+    assert_int_equal(
+        harness_kubectl(&pv, "-n %s get pvc %s -o jsonpath={.spec.volumeName}", ns, claim), 0);
+    assert_int_equal(harness_kubectl(&path, "get pv %s -o jsonpath={.spec.hostPath.path}", pv), 0);
+    free(pv);
+    assert_true(path[0] == '/');
+    return path;
+}
+
+/* The checkpoint file as the application left it on the home volume. */
+static cJSON *checkpoint_file(const char *ws_name)
+{
+    char *dir = home_dir(ws_name), *out = NULL;
+    int r = sh(&out, "cat '%s/.hibernator/checkpoint' 2>/dev/null", dir);
+    free(dir);
+    cJSON *j = r == 0 ? cJSON_Parse(out) : NULL;
+    free(out);
+    return j;
+}
+
+/* Polls the workspace until the dotted path has the value. */
+static cJSON *wait_field(const char *ws_name, const char *path, const char *want,
+                         uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    char seen[128] = "(none)";
+    while (harness_now_ms() < end) {
+        cJSON *ws = ws_json(ws_name);
+        const char *v = ws ? str_at(ws, path) : NULL;
+        if (v && strcmp(v, want) == 0)
+            return ws;
+        snprintf(seen, sizeof(seen), "%s", v ? v : "(none)");
+        cJSON_Delete(ws);
+        usleep(200 * 1000);
+    }
+    fail_msg("workspace %s: %s is %s, wanted %s", ws_name, path, seen, want);
+    return NULL;
+}
+
+static void start_controller(void)
+{
+    static char flag[300];
+    static const char *args[2];
+    snprintf(flag, sizeof(flag), "--namespace=%s", ns);
+    args[0] = flag;
+    args[1] = NULL;
+    controller_extra_args(args);
+    controller_start(NULL);
+}
+
+/* A running workspace of cls: its pod's IP, the application answering. */
+static char *start_workspace(const char *name, const char *cls)
+{
+    apply_ws(name, cls, 0, NULL);
+    cJSON_Delete(wait_state(name, "Running", 120000));
+    char *ip = pod_ip(name);
+    free(app_get(ip, "/healthz"));
+    return ip;
+}
+
+/* GET /state, checked: value and source. Returns the JSON. */
+static cJSON *expect_state(const char *ip, const char *value, const char *source)
+{
+    char *body = app_get(ip, "/state");
+    cJSON *st = cJSON_Parse(body);
+    if (!st || !str_at(st, "value") || strcmp(str_at(st, "value"), value) != 0 ||
+        !str_at(st, "source") || strcmp(str_at(st, "source"), source) != 0)
+        fail_msg("GET /state: %s, wanted value %s from %s", body, value, source);
+    free(body);
+    return st;
+}
+
+static void test_fallback_checkpoint(void **state)
+{
+    (void)state;
+    ns = harness_namespace("checkpoint-fallback");
+    char cls[300], storage[300], extra[2048], value[300];
+    snprintf(cls, sizeof(cls), "%s-gke", ns);
+    snprintf(storage, sizeof(storage), "%s-storage", ns);
+    snprintf(value, sizeof(value), "weights-%s", ns);
+    install_snapshot_crds(storage);
+    /* Every snapshot of the namespace fails: its trigger ends in Error. */
+    assert_int_equal(harness_apply("apiVersion: v1\nkind: ConfigMap\n"
+                                   "metadata: {name: snapshot-simulator, namespace: %s}\n"
+                                   "data: {_default: trigger-error}\n",
+                                   ns),
+                     0);
+    snprintf(extra, sizeof(extra),
+             "  checkpoint:\n"
+             "    path: %s\n"
+             "    envVar: HIBERNATOR_CHECKPOINT_PATH\n"
+             "    request: {url: \"http://{podIP}:{port}/hibernator/checkpoint\", method: POST, "
+             "timeout: 10s}\n"
+             "  snapshot: {backend: GKE, storageConfigName: %s, timeout: 60s, onFailure: "
+             "PauseWithoutMemory}\n"
+             "  pause: {gracePeriodSeconds: 30}\n",
+             CHECKPOINT_PATH, storage);
+    apply_real_class(cls, extra);
+    simulator_start("2s", NULL);
+    start_controller();
+
+    char *ip = start_workspace("nb", cls);
+    char *canary1 = app_get(ip, "/canary");
+    app_put_state(ip, value);
+    cJSON_Delete(expect_state(ip, value, "set"));
+
+    set_paused("nb", 1);
+    /* The application is asked first, and the file is on the volume when
+     * it has answered. */
+    cJSON *ws = wait_field("nb", "status.snapshot.appCheckpoint.result", "Written", 30000);
+    cJSON_Delete(ws);
+    cJSON *file = checkpoint_file("nb");
+    assert_non_null(file);
+    assert_string_equal(str_at(file, "value"), value);
+    cJSON_Delete(file);
+
+    ws = wait_state("nb", "Paused", 90000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Failed");
+    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.result"), "Written");
+    cJSON_Delete(ws);
+    assert_int_equal(all_pods("nb"), 0);
+    /* Without a snapshot to keep the files still, the pod was deleted with
+     * its grace period: the application saved once more on SIGTERM. */
+    file = checkpoint_file("nb");
+    assert_non_null(file);
+    assert_string_equal(str_at(file, "value"), value);
+    assert_string_equal(str_at(file, "writtenBy"), "sigterm");
+    cJSON_Delete(file);
+
+    set_paused("nb", 0);
+    cJSON_Delete(wait_state("nb", "Running", 120000));
+    ws = wait_reason("nb", "Restored", "FromCheckpoint", 60000);
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    cJSON_Delete(ws);
+    free(ip);
+    ip = pod_ip("nb");
+    cJSON *st = expect_state(ip, value, "checkpoint");
+    assert_string_equal(str_at(st, "checkpoint.path"), CHECKPOINT_PATH);
+    cJSON_Delete(st);
+    char *canary2 = app_get(ip, "/canary");
+    assert_string_not_equal(canary1, canary2); /* the memory is gone */
+
+    free(canary1);
+    free(canary2);
+    free(ip);
+}
+
+static void test_sigterm_checkpoint(void **state)
+{
+    (void)state;
+    ns = harness_namespace("checkpoint-sigterm");
+    char cls[300], value[300];
+    snprintf(cls, sizeof(cls), "%s-files", ns);
+    snprintf(value, sizeof(value), "weights-%s", ns);
+    /* No backend, no request: the application's own save on SIGTERM is
+     * all there is. A long grace period, so a process that ignored the
+     * signal would show. */
+    apply_real_class(cls, "  checkpoint: {path: " CHECKPOINT_PATH
+                          ", envVar: HIBERNATOR_CHECKPOINT_PATH}\n"
+                          "  pause: {gracePeriodSeconds: 60}\n");
+    start_controller();
+
+    char *ip = start_workspace("nb", cls);
+    char *canary1 = app_get(ip, "/canary");
+    app_put_state(ip, value);
+
+    uint64_t t0 = harness_now_ms();
+    set_paused("nb", 1);
+    cJSON *ws = wait_state("nb", "Paused", 90000);
+    uint64_t took = harness_now_ms() - t0;
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "files");
+    assert_null(str_at(ws, "status.snapshot.appCheckpoint.result"));
+    cJSON_Delete(ws);
+    fprintf(stderr, "test_sigterm_checkpoint: paused in %.1f s (grace period 60 s)\n",
+            (double)took / 1000);
+    /* PID 1 handled SIGTERM: the pod went well within its 60 s. */
+    if (took > 20000)
+        fail_msg("the pause took %llu ms; the application did not stop on SIGTERM",
+                 (unsigned long long)took);
+    cJSON *file = checkpoint_file("nb");
+    assert_non_null(file);
+    assert_string_equal(str_at(file, "value"), value);
+    assert_string_equal(str_at(file, "writtenBy"), "sigterm");
+    cJSON_Delete(file);
+
+    set_paused("nb", 0);
+    cJSON_Delete(wait_state("nb", "Running", 120000));
+    ws = wait_reason("nb", "Restored", "FromCheckpoint", 60000);
+    cJSON_Delete(ws);
+    free(ip);
+    ip = pod_ip("nb");
+    cJSON *st = expect_state(ip, value, "checkpoint");
+    assert_string_equal(str_at(st, "checkpoint.writtenBy"), "sigterm");
+    cJSON_Delete(st);
+    char *canary2 = app_get(ip, "/canary");
+    assert_string_not_equal(canary1, canary2);
+
+    free(canary1);
+    free(canary2);
+    free(ip);
+}
+
+/* After each test, passed or not: the controller and simulator stopped, the
+ * test's workspaces (their finalizers, with no controller left to remove
+ * them), namespace, class and storage config deleted. */
+static int cleanup(void **state)
+{
+    (void)state;
+    controller_stop();
+    simulator_stop();
+    if (ns) {
+        harness_kubectl(NULL,
+                        "-n %s get workspaces -o name 2>/dev/null | xargs -r kubectl --kubeconfig "
+                        "'%s' -n %s patch --type=merge -p '{\"metadata\":{\"finalizers\":null}}' "
+                        ">/dev/null 2>&1",
+                        ns, harness_kubeconfig(), ns);
+        /* GKE's finalizer on PodSnapshots: no simulator is left to release it. */
+        harness_kubectl(
+            NULL,
+            "-n %s get podsnapshots -o name 2>/dev/null | xargs -r kubectl --kubeconfig "
+            "'%s' -n %s patch --type=merge -p '{\"metadata\":{\"finalizers\":null}}' "
+            ">/dev/null 2>&1",
+            ns, harness_kubeconfig(), ns);
+        harness_kubectl(NULL, "delete namespace %s --wait=false >/dev/null 2>&1", ns);
+        harness_kubectl(NULL,
+                        "delete workspaceclass %s-gke %s-files --ignore-not-found >/dev/null 2>&1",
+                        ns, ns);
+        harness_kubectl(NULL,
+                        "delete podsnapshotstorageconfig %s-storage --ignore-not-found >/dev/null "
+                        "2>&1",
+                        ns);
+        free(ns);
+        ns = NULL;
+    }
+    return 0;
+}
+
+/* Runs the plugin's drill of cls in ns; returns its exit status, its
+ * stdout in *out. */
+static int drill(const char *cls, char **out)
+{
+    int r = sh(out, "'%s' drill --kubeconfig '%s' -n %s --class %s --timeout 2m 2>&1",
+               KUBECTL_WORKSPACE_BIN, harness_kubeconfig(), ns, cls);
+    fprintf(stderr, "%s", *out);
+    return r;
+}
+
+static void test_drill_files(void **state)
+{
+    (void)state;
+    ns = harness_namespace("checkpoint-drill");
+    char cls[300];
+    snprintf(cls, sizeof(cls), "%s-files", ns);
+    apply_real_class(cls, "  checkpoint: {path: " CHECKPOINT_PATH
+                          ", envVar: HIBERNATOR_CHECKPOINT_PATH}\n"
+                          "  pause: {gracePeriodSeconds: 10}\n");
+    start_controller();
+    char *out = NULL;
+    int r = drill(cls, &out);
+    assert_int_equal(r, 5);
+    assert_non_null(strstr(out, "drill: canary before the pause: "));
+    assert_non_null(strstr(out, "COLD START: the canary value changed (restored from checkpoint)"));
+    free(out);
+}
+
+static void test_drill_simulated(void **state)
+{
+    (void)state;
+    ns = harness_namespace("checkpoint-drillsim");
+    char cls[300], storage[300], extra[1024];
+    snprintf(cls, sizeof(cls), "%s-gke", ns);
+    snprintf(storage, sizeof(storage), "%s-storage", ns);
+    install_snapshot_crds(storage);
+    snprintf(extra, sizeof(extra),
+             "  checkpoint: {path: %s, envVar: HIBERNATOR_CHECKPOINT_PATH}\n"
+             "  snapshot: {backend: GKE, storageConfigName: %s, timeout: 60s, onFailure: "
+             "PauseWithoutMemory}\n"
+             "  pause: {gracePeriodSeconds: 10}\n",
+             CHECKPOINT_PATH, storage);
+    apply_real_class(cls, extra);
+    simulator_start("2s", NULL);
+    start_controller();
+    char *out = NULL;
+    int r = drill(cls, &out);
+    /* The simulator restores nothing: the pod it marks restored runs a
+     * new process. The controller reports FromSnapshot, the canary says
+     * the memory is gone: a cold start, and the drill must say both. */
+    assert_int_equal(r, 5);
+    assert_non_null(strstr(out, "drill: ready in"));
+    assert_non_null(strstr(out, "(restored from snapshot)"));
+    assert_non_null(strstr(out, "COLD START: the canary value changed although the controller "
+                                "reports a restore from the snapshot: the process is a new one"));
+    free(out);
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    if (!getenv("HIBERNATOR_REAL_NODE") || !getenv("HIBERNATOR_REAL_NODE")[0]) {
+        if (getenv("HIBERNATOR_REQUIRE_CLUSTER")) {
+            fprintf(stderr, "it_checkpoint: HIBERNATOR_REAL_NODE is not set: no real node\n");
+            return 1;
+        }
+        fprintf(stderr, "it_checkpoint: skipped: no real node (HIBERNATOR_REAL_NODE)\n");
+        return 77;
+    }
+    it_deploy("it-checkpoint");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_fallback_checkpoint, cleanup),
+        cmocka_unit_test_teardown(test_sigterm_checkpoint, cleanup),
+        cmocka_unit_test_teardown(test_drill_files, cleanup),
+        cmocka_unit_test_teardown(test_drill_simulated, cleanup),
+    };
+    /* IT_ONLY=<pattern>: run only the tests whose names match. */
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
+    int r = cmocka_run_group_tests_name("real node: checkpoints", tests, NULL, NULL);
+    it_show_logs();
+    return r;
+}
