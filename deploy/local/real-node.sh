@@ -17,6 +17,8 @@ real_node_bridge=hib0
 real_node_cidr=${HIBERNATOR_REAL_NODE_CIDR:-10.231.0.0/24}
 real_node_ip=${real_node_cidr%.*}.1
 real_node_pause=hibernator.local/pause:1
+# The `kubernetes` Service's ClusterIP (cluster.sh's --service-cluster-ip-range).
+real_node_service_ip=10.96.0.1
 # Sysctls the kubelet, the bridge plugin or the runtime write.
 real_node_sysctls=(vm.overcommit_memory kernel.panic kernel.panic_on_oops
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward
@@ -146,7 +148,7 @@ real_node_compare() {
 
 ctr_() { ctr -a "$rn/containerd.sock" -n k8s.io "$@"; }
 
-real_node_commands=(containerd containerd-shim-runc-v2 runc ctr iptables-save nft ip gcc socat mmdebstrap
+real_node_commands=(containerd containerd-shim-runc-v2 runc ctr iptables iptables-save nft ip gcc socat mmdebstrap
   /usr/lib/cni/bridge /usr/lib/cni/host-local)
 
 real_node_check_machine() {
@@ -195,7 +197,8 @@ EOF
 {"cniVersion": "0.4.0", "name": "hibernator", "plugins": [{"type": "bridge", "bridge": "$real_node_bridge",
  "isGateway": true, "ipMasq": false, "hairpinMode": false,
  "ipam": {"type": "host-local", "dataDir": "$rn/cni/ipam",
-  "ranges": [[{"subnet": "$real_node_cidr", "gateway": "$real_node_ip"}]]}}]}
+  "ranges": [[{"subnet": "$real_node_cidr", "gateway": "$real_node_ip"}]],
+  "routes": [{"dst": "$real_node_service_ip/32"}]}}]}
 EOF
   cat >"$rn/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -227,7 +230,18 @@ EOF
 }
 
 # Pods cannot reach 127.0.0.1: a TCP relay on the node IP, same port, passes
-# TLS through to the API server (its certificate names the node IP).
+# TLS through to the API server (its certificate names the node IP and
+# 10.96.0.1). In-cluster clients dial the `kubernetes` Service, whose
+# KUBERNETES_SERVICE_HOST/PORT the kubelet puts in every pod; with no
+# kube-proxy, one DNAT rule sends that address from the bridge to the relay,
+# and the pods' only route beyond the bridge is to that address (the CNI
+# config above). down restores iptables from its record.
+real_node_service_rule() {
+  printf '%s\n' PREROUTING -i "$real_node_bridge" -d "$real_node_service_ip/32" -p tcp --dport 443 \
+    -m comment --comment "hibernator real node: the kubernetes Service to the API server relay" \
+    -j DNAT --to-destination "$real_node_ip:$apiserver_port"
+}
+
 cmd_apiserver-relay() {
   printf '%s\n' "$(command -v socat)" \
     "TCP-LISTEN:$apiserver_port,bind=$real_node_ip,reuseaddr,fork" "TCP:127.0.0.1:$apiserver_port"
@@ -282,6 +296,10 @@ subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
   wait_for "the API server relay on $real_node_ip" "$start_timeout" \
     curl -fsS --max-time 3 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" \
     --key "$dir/pki/admin.key" "https://$real_node_ip:$apiserver_port/readyz" || { log_tail apiserver-relay; exit 1; }
+  local rule
+  mapfile -t rule < <(real_node_service_rule)
+  iptables -t nat -A "${rule[@]}"
+  log "real node: $real_node_service_ip:443 (the kubernetes Service) from $real_node_bridge goes to the relay"
   t=$SECONDS
   cmd_containerd >"$dir/run/containerd.cmd"
   spawn containerd
@@ -292,17 +310,19 @@ subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
   cmd_kubelet >"$dir/run/kubelet.cmd"
   spawn kubelet
   wait_for "the real node to be Ready" "$start_timeout" real_node_ready || { log_tail kubelet; exit 1; }
-  log "real node: $real_node_name Ready $((SECONDS - t)) s after the kubelet started; real node set up in $((SECONDS - t0)) s"
+  log "real node: $real_node_name Ready $((SECONDS - t)) s after the kubelet started"
+  # The images deploy/local/images.sh has built for this tree; building is a
+  # step of its own (the controller's takes minutes cold).
+  t=$SECONDS
+  HIBERNATOR_CONTAINERD_SOCK=$rn/containerd.sock "$here/images.sh" import --cached \
+    $("$here/images.sh" list) || log "real node: importing the images failed"
+  log "real node: images imported in $((SECONDS - t)) s; real node set up in $((SECONDS - t0)) s"
   cat >>"$dir/env" <<EOF
 # The real node (kubelet + containerd): images go in with
 #   ctr -a \$HIBERNATOR_CONTAINERD_SOCK -n k8s.io images import IMAGE.tar
 export HIBERNATOR_REAL_NODE='$real_node_name'
 export HIBERNATOR_REAL_NODE_IP='$real_node_ip'
 export HIBERNATOR_CONTAINERD_SOCK='$rn/containerd.sock'
-# In-cluster clients on the real node: set these two in the pod's env (they
-# override the kubernetes Service's, which nothing routes here).
-export HIBERNATOR_POD_KUBERNETES_SERVICE_HOST='$real_node_ip'
-export HIBERNATOR_POD_KUBERNETES_SERVICE_PORT='$apiserver_port'
 EOF
 }
 
