@@ -266,8 +266,9 @@ static int forget_applied(void **state)
 {
     (void)state;
     for (size_t i = 0; i < n_applied; i++) {
-        harness_kubectl(NULL, "-n %s delete workspace %s --wait=true --timeout=60s", applied[i].ns,
-                        applied[i].name);
+        harness_kubectl(NULL,
+                        "-n %s delete workspace %s --ignore-not-found --wait=true --timeout=60s",
+                        applied[i].ns, applied[i].name);
         free(applied[i].ns);
         free(applied[i].name);
     }
