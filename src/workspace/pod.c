@@ -485,8 +485,9 @@ static int class_sets_env(const struct workspace_class *c, const char *name)
 }
 
 /* The Jupyter token the controller probes with is the one the server runs
- * with: JUPYTER_TOKEN (read by Jupyter's images) from the same Secret, unless
- * the workspace sets the variable itself. */
+ * with: JUPYTER_TOKEN (Jupyter Server's token when it is set, jupyter_server
+ * serverapp.py) from the same Secret, unless the workspace sets the variable
+ * itself. */
 static void add_token_env(struct writer *w, cJSON *env, const struct workspace *ws,
                           const struct workspace_class *c)
 {

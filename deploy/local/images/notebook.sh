@@ -9,9 +9,10 @@
 # the user's, then runs Jupyter Server as jovyan (uid 1000, gid 100) from
 # there; started as another uid it runs Jupyter as that uid. The hostPath
 # volumes of the local StorageClass are directories the controller manager
-# creates as root with mode 0750, and fsGroup does not apply to hostPath, so
-# the one chown at start is what lets a non-root server write its home
-# (jupyter/docker-stacks' start.sh does the same when started as root).
+# creates as root:root with mode 0750, and a WorkspaceClass sets no pod
+# securityContext (no fsGroup), so the one chown at start is what lets a
+# non-root server write its home (jupyter/docker-stacks' start.sh does the
+# same when started as root with CHOWN_HOME=yes; its jovyan is 1000:100 too).
 # Jupyter reads its token from JUPYTER_TOKEN, which the controller sets from
 # the class's tokenSecretRef (docs/idle.md).
 
@@ -51,11 +52,26 @@ notebook_build() {
   declare -F oci_archive >/dev/null || source "$(dirname "${BASH_SOURCE[0]}")/../real-node.sh"
   t=$(mktemp -d)
   notebook_start_script >"$t/start"
+  # ipykernel's debugger (python3-pydevd) depends on gdb, only to attach to
+  # a running process, which a notebook never asks for: an empty package
+  # that provides gdb keeps gdb and what it pulls in (about 30 MB) out.
+  mkdir -p "$t/stub/DEBIAN"
+  printf '%s\n' 'Package: hibernator-notebook-no-gdb' 'Version: 1' 'Architecture: all' \
+    'Maintainer: hibernator <hibernator@localhost>' 'Provides: gdb' \
+    'Description: stands in for gdb in hibernator.local/notebook' >"$t/stub/DEBIAN/control"
+  dpkg-deb --build --root-owner-group "$t/stub" "$t/no-gdb.deb" >/dev/null
   mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1)
-  # essential + the two packages and what they depend on (no recommends);
-  # documentation, manuals, translations and apt's lists left out.
+  # essential + the two packages and what they depend on (no recommends;
+  # usr-is-merged rather than usrmerge, which needs perl); documentation,
+  # manuals, translations and apt's lists left out.
+  # The stub goes in by path: file-mirror-automount makes it visible to
+  # dpkg inside the chroot. eatmydata: dpkg without fsync (a throw-away
+  # root filesystem), gone again from the result.
   mmdebstrap --variant=essential --format=tar --quiet \
-    --include=python3-jupyter-server,python3-ipykernel \
+    --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount \
+    --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata \
+    --include=python3-jupyter-server,python3-ipykernel,usr-is-merged \
+    --include="$t/no-gdb.deb" \
     --aptopt='APT::Install-Recommends "false"' \
     --dpkgopt='path-exclude=/usr/share/man/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
