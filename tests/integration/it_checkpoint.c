@@ -14,7 +14,9 @@
  *                              application saves on SIGTERM within the grace
  *                              period and exits at once
  *   test_drill_files           kubectl workspace drill through the API
- *                              server's pod proxy: COLD START, exit 5
+ *                              server's pod proxy: COLD START, exit 5 (the
+ *                              classes of deploy/local/canary-class.yaml,
+ *                              under names of the test's own)
  *   test_drill_simulated       the same with the simulator's "restore" in
  *                              front of the real pod: the controller reports
  *                              FromSnapshot, the process is new, the drill
@@ -99,6 +101,20 @@ static void apply_real_class(const char *name, const char *extra)
         0);
 }
 
+/* deploy/local/canary-class.yaml, its cluster-scoped names made the
+ * test's own: canary-real becomes <ns>-files, canary-real-snapshots
+ * <ns>-gke, the storage config canary-local <ns>-storage. */
+static void apply_class_file(void)
+{
+    assert_int_equal(sh(NULL,
+                        "sed -e 's/^  name: canary-real$/  name: %s-files/' "
+                        "-e 's/^  name: canary-real-snapshots$/  name: %s-gke/' "
+                        "-e 's/canary-local$/%s-storage/' '%s/deploy/local/canary-class.yaml' | "
+                        "kubectl --kubeconfig '%s' apply -f - >/dev/null",
+                        ns, ns, ns, SOURCE_DIR, harness_kubeconfig()),
+                     0);
+}
+
 /* The IP of the workspace's current pod, once it has one (malloc'd). */
 static char *pod_ip(const char *ws_name)
 {
@@ -163,6 +179,16 @@ static cJSON *checkpoint_file(const char *ws_name)
     cJSON *j = r == 0 ? cJSON_Parse(out) : NULL;
     free(out);
     return j;
+}
+
+/* A string field of o, by dotted path, must be want (a readable failure
+ * when it is absent, where assert_string_equal would crash on NULL). */
+static void is(const cJSON *o, const char *path, const char *want)
+{
+    const char *got = o ? str_at(o, path) : NULL;
+    if (!got || strcmp(got, want) != 0)
+        fail_msg("%s is %s%s%s, wanted \"%s\"", path, got ? "\"" : "", got ? got : "absent",
+                 got ? "\"" : "", want);
 }
 
 /* Polls the workspace until the dotted path has the value. */
@@ -243,13 +269,15 @@ static void test_fallback_checkpoint(void **state)
              "  pause: {gracePeriodSeconds: 30}\n",
              CHECKPOINT_PATH, storage);
     apply_real_class(cls, extra);
-    simulator_start("2s", NULL);
+    simulator_start("5s", NULL);
     start_controller();
 
     char *ip = start_workspace("nb", cls);
     char *canary1 = app_get(ip, "/canary");
     app_put_state(ip, value);
-    cJSON_Delete(expect_state(ip, value, "set"));
+    cJSON *st = expect_state(ip, value, "set");
+    assert_null(str_at(st, "told")); /* a first start: no checkpoint to follow */
+    cJSON_Delete(st);
 
     set_paused("nb", 1);
     /* The application is asked first, and the file is on the volume when
@@ -258,32 +286,35 @@ static void test_fallback_checkpoint(void **state)
     cJSON_Delete(ws);
     cJSON *file = checkpoint_file("nb");
     assert_non_null(file);
-    assert_string_equal(str_at(file, "value"), value);
+    is(file, "value", value);
+    is(file, "writtenBy", "request"); /* the trigger fails 5 s after this */
     cJSON_Delete(file);
 
     ws = wait_state("nb", "Paused", 90000);
-    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    is(ws, "status.lastPause.memory", "snapshotFailed");
     assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Failed");
-    assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.result"), "Written");
+    is(ws, "status.snapshot.appCheckpoint.result", "Written");
     cJSON_Delete(ws);
     assert_int_equal(all_pods("nb"), 0);
     /* Without a snapshot to keep the files still, the pod was deleted with
      * its grace period: the application saved once more on SIGTERM. */
     file = checkpoint_file("nb");
     assert_non_null(file);
-    assert_string_equal(str_at(file, "value"), value);
-    assert_string_equal(str_at(file, "writtenBy"), "sigterm");
+    is(file, "value", value);
+    is(file, "writtenBy", "sigterm");
     cJSON_Delete(file);
 
     set_paused("nb", 0);
     cJSON_Delete(wait_state("nb", "Running", 120000));
     ws = wait_reason("nb", "Restored", "FromCheckpoint", 60000);
-    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    is(ws, "status.lastResume.restoredFrom", "FromCheckpoint");
     cJSON_Delete(ws);
     free(ip);
     ip = pod_ip("nb");
-    cJSON *st = expect_state(ip, value, "checkpoint");
-    assert_string_equal(str_at(st, "checkpoint.path"), CHECKPOINT_PATH);
+    st = expect_state(ip, value, "checkpoint");
+    is(st, "checkpoint.path", CHECKPOINT_PATH);
+    /* FromCheckpoint: the controller told the new pod where it is. */
+    is(st, "told", CHECKPOINT_PATH);
     cJSON_Delete(st);
     char *canary2 = app_get(ip, "/canary");
     assert_string_not_equal(canary1, canary2); /* the memory is gone */
@@ -316,7 +347,7 @@ static void test_sigterm_checkpoint(void **state)
     set_paused("nb", 1);
     cJSON *ws = wait_state("nb", "Paused", 90000);
     uint64_t took = harness_now_ms() - t0;
-    assert_string_equal(str_at(ws, "status.lastPause.memory"), "files");
+    is(ws, "status.lastPause.memory", "files");
     assert_null(str_at(ws, "status.snapshot.appCheckpoint.result"));
     cJSON_Delete(ws);
     fprintf(stderr, "test_sigterm_checkpoint: paused in %.1f s (grace period 60 s)\n",
@@ -327,8 +358,8 @@ static void test_sigterm_checkpoint(void **state)
                  (unsigned long long)took);
     cJSON *file = checkpoint_file("nb");
     assert_non_null(file);
-    assert_string_equal(str_at(file, "value"), value);
-    assert_string_equal(str_at(file, "writtenBy"), "sigterm");
+    is(file, "value", value);
+    is(file, "writtenBy", "sigterm");
     cJSON_Delete(file);
 
     set_paused("nb", 0);
@@ -338,7 +369,8 @@ static void test_sigterm_checkpoint(void **state)
     free(ip);
     ip = pod_ip("nb");
     cJSON *st = expect_state(ip, value, "checkpoint");
-    assert_string_equal(str_at(st, "checkpoint.writtenBy"), "sigterm");
+    is(st, "checkpoint.writtenBy", "sigterm");
+    is(st, "told", CHECKPOINT_PATH);
     cJSON_Delete(st);
     char *canary2 = app_get(ip, "/canary");
     assert_string_not_equal(canary1, canary2);
@@ -399,9 +431,7 @@ static void test_drill_files(void **state)
     ns = harness_namespace("checkpoint-drill");
     char cls[300];
     snprintf(cls, sizeof(cls), "%s-files", ns);
-    apply_real_class(cls, "  checkpoint: {path: " CHECKPOINT_PATH
-                          ", envVar: HIBERNATOR_CHECKPOINT_PATH}\n"
-                          "  pause: {gracePeriodSeconds: 10}\n");
+    apply_class_file();
     start_controller();
     char *out = NULL;
     int r = drill(cls, &out);
@@ -415,17 +445,11 @@ static void test_drill_simulated(void **state)
 {
     (void)state;
     ns = harness_namespace("checkpoint-drillsim");
-    char cls[300], storage[300], extra[1024];
+    char cls[300], storage[300];
     snprintf(cls, sizeof(cls), "%s-gke", ns);
     snprintf(storage, sizeof(storage), "%s-storage", ns);
     install_snapshot_crds(storage);
-    snprintf(extra, sizeof(extra),
-             "  checkpoint: {path: %s, envVar: HIBERNATOR_CHECKPOINT_PATH}\n"
-             "  snapshot: {backend: GKE, storageConfigName: %s, timeout: 60s, onFailure: "
-             "PauseWithoutMemory}\n"
-             "  pause: {gracePeriodSeconds: 10}\n",
-             CHECKPOINT_PATH, storage);
-    apply_real_class(cls, extra);
+    apply_class_file();
     simulator_start("2s", NULL);
     start_controller();
     char *out = NULL;

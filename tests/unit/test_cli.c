@@ -871,15 +871,24 @@ static void test_interrupts_are_sticky(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_args_commands),    cmocka_unit_test(test_args_errors),
-        cmocka_unit_test(test_args_times),       cmocka_unit_test(test_timetext_age),
-        cmocka_unit_test(test_timetext_parse),   cmocka_unit_test(test_table_layout),
-        cmocka_unit_test(test_progress_resume),  cmocka_unit_test(test_progress_pause_and_start),
-        cmocka_unit_test(test_drill_judge),      cmocka_unit_test(test_drill_cold_start_why),
-        cmocka_unit_test(test_percentile),       cmocka_unit_test(test_canary_url),
-        cmocka_unit_test(test_report_intervals), cmocka_unit_test(test_ledger_fallback),
-        cmocka_unit_test(test_golden_list),      cmocka_unit_test(test_golden_describe),
-        cmocka_unit_test(test_golden_report),    cmocka_unit_test(test_interrupts_are_sticky),
+        cmocka_unit_test(test_args_commands),
+        cmocka_unit_test(test_args_errors),
+        cmocka_unit_test(test_args_times),
+        cmocka_unit_test(test_timetext_age),
+        cmocka_unit_test(test_timetext_parse),
+        cmocka_unit_test(test_table_layout),
+        cmocka_unit_test(test_progress_resume),
+        cmocka_unit_test(test_progress_pause_and_start),
+        cmocka_unit_test(test_drill_judge),
+        cmocka_unit_test(test_drill_cold_start_why), /* one test a line */
+        cmocka_unit_test(test_percentile),
+        cmocka_unit_test(test_canary_url),
+        cmocka_unit_test(test_report_intervals),
+        cmocka_unit_test(test_ledger_fallback),
+        cmocka_unit_test(test_golden_list),
+        cmocka_unit_test(test_golden_describe),
+        cmocka_unit_test(test_golden_report),
+        cmocka_unit_test(test_interrupts_are_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,9 @@ deploy/local/images/canary.sh). Python standard library only.
                                  the checkpoint file at start, "set" when it was
                                  PUT into this process, "fresh" when there is
                                  none. "checkpoint" also says who wrote the file
-                                 ("request" or "sigterm") and when.
+                                 ("request" or "sigterm") and when. "told" is
+                                 the path in $HIBERNATOR_CHECKPOINT_PATH, or
+                                 null when the controller did not set it.
     POST /hibernator/checkpoint  writes the state to the checkpoint file now and
     PUT  /hibernator/checkpoint  answers 200 once it is on disk (the class's
                                  spec.checkpoint.request; docs/snapshots.md, "The
@@ -143,7 +145,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(200, CANARY + "\n")
         elif self.path == "/state":
             with STATE.lock:
-                doc = {"value": STATE.value, "source": STATE.source}
+                doc = {"value": STATE.value, "source": STATE.source,
+                       "told": os.environ.get("HIBERNATOR_CHECKPOINT_PATH")}
                 if STATE.checkpoint:
                     doc["checkpoint"] = STATE.checkpoint
                 if STATE.error:
