@@ -70,8 +70,11 @@ images_buildah() {
   return "$rc"
 }
 
+# (With images_no_build set, as for import --cached, it is not made when
+# missing: an image on it cannot be cached then either.)
+images_no_build=
 images_debian_rootfs() {
-  real_node_minbase_archive >/dev/null
+  [ -n "$images_no_build" ] || real_node_minbase_archive >/dev/null
   echo "$images_cache/images/debian-minbase-rootfs.tar"
 }
 
@@ -79,7 +82,17 @@ images_debian_rootfs() {
 # keeps a blob info cache in /var/lib/containers whatever --root says.)
 # Made once per rootfs (a stamp of its sha256): the same base image ID is
 # what lets buildah reuse the layers of earlier builds.
+# One at a time across images (a lock of its own): another build may be
+# making the base too.
 images_debian_base() {
+  mkdir -p "$images_cache/buildah"
+  (
+    flock 8
+    images_debian_base_locked
+  ) 8>"$images_cache/buildah/.base.lock"
+}
+
+images_debian_base_locked() {
   local rootfs c sum stamp=$images_cache/buildah/debian-base.sha256
   rootfs=$(images_debian_rootfs)
   sum=$(sha256sum "$rootfs" | cut -d' ' -f1)
@@ -88,7 +101,9 @@ images_debian_base() {
     images_buildah inspect --type image docker.io/library/debian:bookworm-slim >/dev/null 2>&1; then
     return 0
   fi
+  # A new base: every layer cached on the old one is useless now.
   rm -f "$stamp"
+  images_buildah rmi --all --force >/dev/null 2>&1 || true
   c=$(images_buildah from --quiet scratch) || return 1
   images_buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --cmd /bin/bash "$c" &&
@@ -131,12 +146,15 @@ images_path() {
   local name=$1 key out t0=$SECONDS
   images_load "$name"
   mkdir -p "$images_cache/images"
-  key=$(images_key "$name")
-  out=$images_cache/images/$name-$key.oci.tar
   if [ "${2:-}" = cached ]; then
+    images_no_build=1
+    key=$(images_key "$name" 2>/dev/null) || { echo; return 0; }
+    out=$images_cache/images/$name-$key.oci.tar
     if [ -f "$out" ]; then echo "$out"; else echo; fi
     return 0
   fi
+  key=$(images_key "$name")
+  out=$images_cache/images/$name-$key.oci.tar
   exec 9>"$images_cache/images/.$name.lock"
   flock 9
   if [ ! -f "$out" ]; then

@@ -299,6 +299,9 @@ subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
   local rule
   mapfile -t rule < <(real_node_service_rule)
   iptables -t nat -A "${rule[@]}"
+  # And should that rule be gone, the pods' packets still go nowhere else.
+  iptables -A FORWARD -i "$real_node_bridge" ! -o "$real_node_bridge" \
+    -m comment --comment "hibernator real node: nothing from the pods is routed out" -j DROP
   log "real node: $real_node_service_ip:443 (the kubernetes Service) from $real_node_bridge goes to the relay"
   t=$SECONDS
   cmd_containerd >"$dir/run/containerd.cmd"

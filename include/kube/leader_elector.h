@@ -70,6 +70,11 @@ bool leader_elector_is_leader(const struct leader_elector *e);
  * control returns to the loop. */
 const char *leader_elector_leader(const struct leader_elector *e);
 
+/* Whether the API server answered a read or write of the Lease (found,
+ * not found, written, or a conflict) within the last ms milliseconds: a
+ * standby that cannot read the Lease could not take over. */
+bool leader_elector_answered_within(const struct leader_elector *e, uint64_t ms);
+
 /* For SIGTERM: stops attempting; if this process leads, calls
  * on_stopped_leading, then writes the Lease with an empty holderIdentity and
  * leaseDurationSeconds 1 so a standby takes over at its next attempt. A

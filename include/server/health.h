@@ -10,7 +10,10 @@
  *
  *   /healthz, /livez  200 while the loop's heartbeat is fresh (< 10 s), else 500
  *   /readyz           200 when leading with synced caches, or standing by
- *                     (stated in the body); 503 while leading and not yet synced
+ *                     with the Lease read within its duration (stated in the
+ *                     body); 503 while leading and not yet synced, or standing
+ *                     by without an answer on the Lease (the API server cannot
+ *                     be reached: this replica could not take over)
  */
 #ifndef HIBERNATOR_SERVER_HEALTH_H
 #define HIBERNATOR_SERVER_HEALTH_H
@@ -22,7 +25,8 @@ struct health_state {
     _Atomic int64_t heartbeat_ms; /* CLOCK_MONOTONIC ms of the loop's last beat */
     _Atomic int synced;
     _Atomic int leading;
-    _Atomic int electing; /* leader election is on: not leading means standby */
+    _Atomic int electing;   /* leader election is on: not leading means standby */
+    _Atomic int lease_read; /* the API server answered on the Lease within its duration */
 };
 
 /* Monotonic milliseconds, the clock of heartbeat_ms. */

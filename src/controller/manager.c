@@ -38,6 +38,9 @@ static void on_heartbeat(uv_timer_t *t)
 {
     struct manager *m = t->data;
     atomic_store(&m->health.heartbeat_ms, health_now_ms());
+    if (m->elector)
+        atomic_store(&m->health.lease_read,
+                     leader_elector_answered_within(m->elector, (uint64_t)m->o->lease_duration_ms));
     if (m->client)
         controller_metrics_client_dropped(m->metrics, kube_client_requests_dropped(m->client));
     if (m->reconciler) {

@@ -35,6 +35,7 @@ struct leader_elector {
     cJSON *object;         /* the Lease as last read or written: metadata for the next PUT */
     char *reported_leader; /* the holder last passed to on_new_leader */
     bool leading;          /* on_started_leading called, on_stopped_leading not yet */
+    uint64_t answered_ms;  /* loop time of the API server's last answer on the Lease; 0: none */
 
     /* At most one request at a time. The client may complete a request
      * before the call that starts it returns, so completions are matched by
@@ -320,6 +321,8 @@ static void on_deadline_timer(uv_timer_t *t)
 
 static void handle_read(struct leader_elector *e, struct kube_response *resp)
 {
+    if ((resp->status == 0 && cJSON_IsObject(resp->body)) || resp->http_code == 404)
+        e->answered_ms = uv_now(e->loop);
     if (resp->status == 0 && cJSON_IsObject(resp->body)) {
         struct lease_record rec;
         int r = lease_record_from_json(resp->body, &rec);
@@ -346,6 +349,8 @@ static void handle_read(struct leader_elector *e, struct kube_response *resp)
 
 static void handle_write(struct leader_elector *e, enum elector_op op, struct kube_response *resp)
 {
+    if (resp->status == 0 || (resp->status == -EIO && resp->http_code == 409))
+        e->answered_ms = uv_now(e->loop);
     if (resp->status == 0) {
         struct lease_record from_server = {0};
         bool parsed =
@@ -574,6 +579,11 @@ int leader_elector_start(struct leader_elector *e)
 bool leader_elector_is_leader(const struct leader_elector *e)
 {
     return e->leading;
+}
+
+bool leader_elector_answered_within(const struct leader_elector *e, uint64_t ms)
+{
+    return e->answered_ms != 0 && uv_now(e->loop) - e->answered_ms <= ms;
 }
 
 const char *leader_elector_leader(const struct leader_elector *e)

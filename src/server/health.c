@@ -35,7 +35,9 @@ void health_ready(const struct health_state *s, struct health_answer *ret)
 {
     int leading = atomic_load(&s->leading);
     int synced = atomic_load(&s->synced);
-    if (!leading && atomic_load(&s->electing))
+    if (!leading && atomic_load(&s->electing) && !atomic_load(&s->lease_read))
+        answer(ret, 503, "not ready: standby, the Lease cannot be read\n");
+    else if (!leading && atomic_load(&s->electing))
         answer(ret, 200, "ok: standby, waiting for leadership\n");
     else if (!synced)
         answer(ret, 503, "not ready: caches not synced yet\n");

@@ -32,8 +32,13 @@ static char tmpdir[256];
 static pid_t started[8];
 static int n_started;
 
+/* The kubeconfig of the next start(): the admin's unless a test names one. */
+static const char *next_kubeconfig;
+
 static void start(struct proc *p, const char *name)
 {
+    const char *kubeconfig = next_kubeconfig ? next_kubeconfig : harness_kubeconfig();
+    next_kubeconfig = NULL;
     snprintf(p->log, sizeof(p->log), "%s/%s.log", tmpdir, name);
     assert_true(n_started < 8);
     /* Distinct health ports per process; above the kernel's ephemeral range's
@@ -49,9 +54,8 @@ static void start(struct proc *p, const char *name)
         char nsflag[256], health[64];
         snprintf(nsflag, sizeof(nsflag), "--leader-election-namespace=%s", lease_ns);
         snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%d", p->port);
-        execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", harness_kubeconfig(),
-              "--leader-elect", nsflag, "--namespace", lease_ns, health, "--metrics-bind-address=0",
-              (char *)NULL);
+        execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", kubeconfig, "--leader-elect", nsflag,
+              "--namespace", lease_ns, health, "--metrics-bind-address=0", (char *)NULL);
         _exit(127);
     }
 }
@@ -217,6 +221,35 @@ static void test_release_on_sigterm(void **state)
     stop(&procs[1], SIGTERM);
 }
 
+/* A standby that cannot read the Lease is not ready, so that a rollout
+ * does not count a replica that cannot reach its API server as available
+ * (found in-cluster: without a route to the API server both replicas were
+ * Ready and nothing led). Here the API server's address is closed. */
+static void test_standby_without_api_not_ready(void **state)
+{
+    (void)state;
+    char kc[600], cmd[1400];
+    snprintf(kc, sizeof(kc), "%s/unreachable.kubeconfig", tmpdir);
+    snprintf(cmd, sizeof(cmd), "sed 's#server: .*#server: https://127.0.0.1:1#' '%s' >'%s'",
+             harness_kubeconfig(), kc);
+    assert_int_equal(system(cmd), 0);
+    struct proc p = {0};
+    next_kubeconfig = kc;
+    start(&p, "noapi");
+    assert_true(wait_for(&p, 1, "lease read failed", 15000) == 0);
+    int code;
+    char *body = probe(&p, "/readyz", &code);
+    print_message("standby without its API server /readyz: %d %s", code, body);
+    assert_int_equal(code, 503);
+    assert_non_null(strstr(body, "Lease"));
+    free(body);
+    /* Alive all the same: the loop is not stuck. */
+    body = probe(&p, "/healthz", &code);
+    assert_int_equal(code, 200);
+    free(body);
+    stop(&p, SIGTERM);
+}
+
 int main(void)
 {
     harness_require_cluster();
@@ -237,6 +270,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_failover_after_kill, kill_leftovers),
         cmocka_unit_test_teardown(test_release_on_sigterm, kill_leftovers),
+        cmocka_unit_test_teardown(test_standby_without_api_not_ready, kill_leftovers),
     };
     int r = cmocka_run_group_tests_name("leader election", tests, NULL, NULL);
     harness_kubectl(NULL, "delete namespace %s --wait=false", lease_ns);

@@ -83,6 +83,10 @@ static void test_probes(void **state)
     char body[256];
 
     assert_int_equal(get(port, "/healthz", body, sizeof(body)), 200);
+    /* A standby that has no answer on the Lease could not take over. */
+    assert_int_equal(get(port, "/readyz", body, sizeof(body)), 503);
+    assert_non_null(strstr(body, "standby, the Lease cannot be read"));
+    atomic_store(&st.lease_read, 1);
     assert_int_equal(get(port, "/readyz", body, sizeof(body)), 200);
     assert_non_null(strstr(body, "standby"));
 
@@ -92,6 +96,10 @@ static void test_probes(void **state)
     atomic_store(&st.synced, 1);
     assert_int_equal(get(port, "/readyz", body, sizeof(body)), 200);
     assert_non_null(strstr(body, "leader, caches synced"));
+    /* The leader's readiness is its caches (it stops leading when it
+     * cannot renew). */
+    atomic_store(&st.lease_read, 0);
+    assert_int_equal(get(port, "/readyz", body, sizeof(body)), 200);
 
     /* A loop that stopped beating is reported, however ready it was. */
     atomic_store(&st.heartbeat_ms, health_now_ms() - 30000);
