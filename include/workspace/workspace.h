@@ -264,15 +264,6 @@ void workspace_free(struct workspace *ws);
  * new tree (caller deletes) or NULL when out of memory. */
 cJSON *workspace_status_to_json(const struct workspace_status *s);
 
-/* The JSON merge patch (RFC 7386) that turns old's encoding into
- * new_status's: changed fields, null for fields that disappeared, the
- * conditions array whole when any condition changed. Send it as
- * {"status": <patch>} to the status subresource (application/merge-patch+json,
- * with metadata.resourceVersion for optimistic locking). Returns a new object
- * (caller deletes; empty when nothing changed) or NULL when out of memory. */
-cJSON *workspace_status_merge_patch(const struct workspace_status *old,
-                                    const struct workspace_status *new_status);
-
 /* Deep copy; returns 0 or -ENOMEM. clear releases the copy's memory. */
 int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst);
 void workspace_status_clear(struct workspace_status *s);

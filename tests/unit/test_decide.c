@@ -181,6 +181,15 @@ static void remove_pod(struct world *w, struct workspace_pod *p)
 
 /* ---- status set-up ---- */
 
+/* A status as its JSON, for a failure's message (left to the process's end). */
+static const char *status_text(const struct workspace_status *s)
+{
+    cJSON *j = workspace_status_to_json(s);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return text ? text : "?";
+}
+
 static struct workspace_status *st(struct world *w)
 {
     return &w->ws->status;
@@ -2723,10 +2732,8 @@ static void test_random_worlds(void **state)
             struct decide_output again;
             decide(&w, &again);
             if (again.status_changed) {
-                cJSON *patch = workspace_status_merge_patch(st(&w), &again.status);
-                char *text = patch ? cJSON_PrintUnformatted(patch) : NULL;
-                fail_msg("iteration %d: status changed on the second pass: %s", iter,
-                         text ? text : "?");
+                fail_msg("iteration %d: status changed on the second pass: %s -> %s", iter,
+                         status_text(st(&w)), status_text(&again.status));
             }
             for (size_t i = 0; i < again.n_actions; i++) {
                 const struct action *a = &again.actions[i];
