@@ -35,6 +35,73 @@ static const struct workspace_pod *stopped_by_snapshot(const struct decider *d)
     return NULL;
 }
 
+/* A pause begins: counted, its timeline started, its reason (the
+ * controller's own idle pause, or the user's) recorded and announced. */
+static void begin_pause(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    /* The controller's own pause names itself in annotations written with
+     * spec.paused; an older one (before the last pause or resume) is
+     * history. */
+    const struct workspace *ws = d->ws;
+    int idle = ws->auto_paused_ms && ws->auto_paused_ms > st->last_resume.requested_ms &&
+               ws->auto_paused_ms > st->last_pause.requested_ms && ws->auto_paused_ms <= d->now &&
+               ws->auto_paused_ms >= d->old->state_since_ms;
+    st->pauses++;
+    workspace_pause_timeline_clear(&st->last_pause);
+    int64_t requested = idle ? ws->auto_paused_ms : d->now;
+    st->last_pause.requested_ms = requested;
+    /* When work ended: for the controller's own pause, the last activity
+     * its decision was based on (the pass that decided it recorded it
+     * exactly); for the user's, the request. */
+    int64_t work = d->old->activity.last_activity_ms;
+    st->last_pause.work_ended_ms = !idle ? requested : work < requested ? work : requested;
+    set_string(d, &st->last_pause.reason, idle ? "IdleTimeout" : "User");
+    if (idle && ws->auto_pause_message) {
+        char msg[MAX_MESSAGE + 1];
+        snprintf(msg, sizeof(msg), "%s", ws->auto_pause_message);
+        workspace_message_one_line(msg);
+        set_string(d, &st->last_pause.message, msg);
+    }
+    char occ[OCCASION_SIZE];
+    pause_occasion(d, occ);
+    if (idle)
+        transition_event(d, occ, "Normal", "IdleTimeout", "pausing idle workspace: %s",
+                         st->last_pause.message ? st->last_pause.message : "idle");
+    else
+        transition_event(d, occ, "Normal", "Pausing", "pause requested: stopping pod %s",
+                         p ? p->name : d->leaving->name);
+}
+
+/* The pod is gone: the workspace is Paused. */
+static void pause_done(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    if (in_pause(st) && !st->last_pause.accelerator_released_ms)
+        st->last_pause.accelerator_released_ms = d->now;
+    set_string(d, &st->node_name, NULL);
+    set_string(d, &st->pod_name, NULL);
+    set_string(d, &st->pod_uid, NULL);
+    set_string(d, &st->deleted_pod, NULL);
+    /* The next resume asks for the snapshot's product (or the class's) again. */
+    st->accelerator_fallback = 0;
+    /* Capacity is not being asked for; the next resume asks again. */
+    workspace_status_remove_condition(st, COND_CAPACITY);
+    condition(d, COND_READY, COND_FALSE, "Paused",
+              "the workspace is paused; set spec.paused to false to resume");
+    st->state = WS_STATE_PAUSED;
+    if (d->old->state != WS_STATE_PAUSED) {
+        const struct workspace_pause_timeline *lp = &st->last_pause;
+        char occ[OCCASION_SIZE];
+        if (in_pause(st) && lp->requested_ms && lp->accelerator_released_ms >= lp->requested_ms)
+            transition_event(d, pause_occasion(d, occ), "Normal", "Paused",
+                             "paused; the pod was gone %.1fs after the pause request",
+                             (double)(lp->accelerator_released_ms - lp->requested_ms) / 1000.0);
+        else
+            event(d, "Normal", "Paused", "paused");
+    }
+}
+
 void decide_pause(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -44,39 +111,8 @@ void decide_pause(struct decider *d)
 
     /* A workspace created paused, or whose pod was already gone, has nothing
      * to pause: it is Paused without counting a pause. */
-    if (!in_pause(st) && any_pod) {
-        /* The controller's own pause names itself in annotations written with
-         * spec.paused; an older one (before the last pause or resume) is
-         * history. */
-        const struct workspace *ws = d->ws;
-        int idle = ws->auto_paused_ms && ws->auto_paused_ms > st->last_resume.requested_ms &&
-                   ws->auto_paused_ms > st->last_pause.requested_ms &&
-                   ws->auto_paused_ms <= d->now && ws->auto_paused_ms >= d->old->state_since_ms;
-        st->pauses++;
-        workspace_pause_timeline_clear(&st->last_pause);
-        int64_t requested = idle ? ws->auto_paused_ms : d->now;
-        st->last_pause.requested_ms = requested;
-        /* When work ended: for the controller's own pause, the last activity
-         * its decision was based on (the pass that decided it recorded it
-         * exactly); for the user's, the request. */
-        int64_t work = d->old->activity.last_activity_ms;
-        st->last_pause.work_ended_ms = !idle ? requested : work < requested ? work : requested;
-        set_string(d, &st->last_pause.reason, idle ? "IdleTimeout" : "User");
-        if (idle && ws->auto_pause_message) {
-            char msg[MAX_MESSAGE + 1];
-            snprintf(msg, sizeof(msg), "%s", ws->auto_pause_message);
-            workspace_message_one_line(msg);
-            set_string(d, &st->last_pause.message, msg);
-        }
-        char occ[OCCASION_SIZE];
-        pause_occasion(d, occ);
-        if (idle)
-            transition_event(d, occ, "Normal", "IdleTimeout", "pausing idle workspace: %s",
-                             st->last_pause.message ? st->last_pause.message : "idle");
-        else
-            transition_event(d, occ, "Normal", "Pausing", "pause requested: stopping pod %s",
-                             p ? p->name : d->leaving->name);
-    }
+    if (!in_pause(st) && any_pod)
+        begin_pause(d, p);
     st->waiting_for_capacity_since_ms = 0;
     if (!p && in_pause(st))
         checkpoint_cancelled(d, "the pod stopped or went (no running pod is left to snapshot)");
@@ -129,27 +165,5 @@ void decide_pause(struct decider *d)
         condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", d->leaving->name);
         return;
     }
-    if (in_pause(st) && !st->last_pause.accelerator_released_ms)
-        st->last_pause.accelerator_released_ms = d->now;
-    set_string(d, &st->node_name, NULL);
-    set_string(d, &st->pod_name, NULL);
-    set_string(d, &st->pod_uid, NULL);
-    set_string(d, &st->deleted_pod, NULL);
-    /* The next resume asks for the snapshot's product (or the class's) again. */
-    st->accelerator_fallback = 0;
-    /* Capacity is not being asked for; the next resume asks again. */
-    workspace_status_remove_condition(st, COND_CAPACITY);
-    condition(d, COND_READY, COND_FALSE, "Paused",
-              "the workspace is paused; set spec.paused to false to resume");
-    st->state = WS_STATE_PAUSED;
-    if (d->old->state != WS_STATE_PAUSED) {
-        const struct workspace_pause_timeline *lp = &st->last_pause;
-        char occ[OCCASION_SIZE];
-        if (in_pause(st) && lp->requested_ms && lp->accelerator_released_ms >= lp->requested_ms)
-            transition_event(d, pause_occasion(d, occ), "Normal", "Paused",
-                             "paused; the pod was gone %.1fs after the pause request",
-                             (double)(lp->accelerator_released_ms - lp->requested_ms) / 1000.0);
-        else
-            event(d, "Normal", "Paused", "paused");
-    }
+    pause_done(d);
 }

@@ -138,15 +138,11 @@ static int snapshot_pending(struct decider *d)
     return 1;
 }
 
-void create_pod(struct decider *d)
+/* No pod starts yet: the home's loss awaits acknowledgement, or a snapshot
+ * stands in the way. Returns 1 with the status saying why. */
+static int pod_held_back(struct decider *d, int resuming)
 {
     struct workspace_status *st = d->st;
-    int resuming = resume_in_progress(st);
-    /* After a pause or an interruption the application may have left a
-     * checkpoint on home; the pod is told where. */
-    int from_checkpoint = st->pauses > 0 || st->interruptions > 0;
-    int fallback = fallback_due(d);
-    char *name = NULL;
     if (home_awaits_acknowledgement(d)) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
         condition(d, COND_READY, COND_FALSE, "HomeLost",
@@ -154,7 +150,7 @@ void create_pod(struct decider *d)
                   "with " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=%s to start on a new, empty home",
                   st->home.lost_claim_uid ? st->home.lost_claim_uid : "",
                   st->home.lost_claim_uid ? st->home.lost_claim_uid : "");
-        return;
+        return 1;
     }
     if (snapshot_pending(d)) {
         st->state = WS_STATE_RESUMING;
@@ -162,7 +158,7 @@ void create_pod(struct decider *d)
                   "waiting for the snapshot backend to say whether snapshot %s is ready, so "
                   "that the new pod starts from it or from files",
                   st->snapshot.attempt);
-        return;
+        return 1;
     }
     const char *in_the_way = snapshot_in_the_way(d);
     if (in_the_way) {
@@ -171,16 +167,24 @@ void create_pod(struct decider *d)
                   "waiting for snapshot %s to be removed, so that the new pod starts from files",
                   in_the_way);
         requeue_at(d, d->now + 2000);
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/* Names the pod to create: the one the status names, or a new one.
+ * Returns 1 when the name is new, 0 when not, -ENOMEM. */
+static int name_pod(struct decider *d)
+{
+    struct workspace_status *st = d->st;
     /* A retry gets a new name: the failed pod was seen, so a cache that no
      * longer shows it is not merely behind. */
     int is_new = !st->pod_name || d->retry;
     if (is_new) {
-        name = workspace_pod_name(d->ws, st->pod_generation + 1);
+        char *name = workspace_pod_name(d->ws, st->pod_generation + 1);
         if (!name) {
             failed(d, -ENOMEM);
-            return;
+            return -ENOMEM;
         }
         st->pod_generation++;
         free(st->pod_name);
@@ -197,6 +201,73 @@ void create_pod(struct decider *d)
         if (st->home.lost_ms && !st->home.fresh_pod)
             set_string(d, &st->home.fresh_pod, name);
     }
+    return is_new;
+}
+
+/* The Restored condition (and SnapshotNotUsed) for a pod about to be
+ * created: from the snapshot, on a new home, a capacity fallback, or from
+ * files and the checkpoint, why in why. */
+static void say_how_it_starts(struct decider *d, const char *snapshot, char *why, int fresh_home,
+                              int fallback, int from_checkpoint)
+{
+    struct workspace_status *st = d->st;
+    int resuming = resume_in_progress(st);
+    if (snapshot) {
+        condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+                  "pod %s is restored from snapshot %s", st->pod_name, snapshot);
+        if (resuming)
+            set_string(d, &st->last_resume.restored_from, NULL);
+    } else if (fresh_home) {
+        set_restored(d, st->pod_name, 0);
+        char occ[OCCASION_SIZE];
+        if (why[0])
+            transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed", "%s",
+                             why);
+    } else if (fallback) {
+        char products[PRODUCTS_TEXT], timeout[32];
+        allowed_products(d->cls, ", ", products, sizeof(products));
+        format_duration(d->cls->capacity_timeout_ms, timeout, sizeof(timeout));
+        set_restored(d, st->pod_name, from_checkpoint);
+        if (from_checkpoint)
+            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                      "pod %s starts from the application's checkpoint (%s=%s), not from a "
+                      "snapshot: after the capacity timeout (%s) it may run on any of %s",
+                      st->pod_name, d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
+                      d->cls->checkpoint_path ? d->cls->checkpoint_path : "", timeout, products);
+        else
+            condition(d, COND_RESTORED, COND_TRUE, "Fresh",
+                      "pod %s starts fresh: the workspace was never paused; after the capacity "
+                      "timeout (%s) it may run on any of %s",
+                      st->pod_name, timeout, products);
+    } else {
+        set_restored(d, st->pod_name, from_checkpoint);
+        if (why[0] && from_checkpoint) {
+            workspace_message_one_line(why);
+            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                      "pod %s starts from the application's checkpoint: %s", st->pod_name, why);
+            const struct condition *before = workspace_status_condition(d->old, COND_RESTORED);
+            const struct condition *now = workspace_status_condition(st, COND_RESTORED);
+            char occ[OCCASION_SIZE];
+            if (!before || !now || !streq(before->message, now->message))
+                transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed",
+                                 "%s; starting from files and the checkpoint", why);
+        }
+    }
+}
+
+void create_pod(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    int resuming = resume_in_progress(st);
+    /* After a pause or an interruption the application may have left a
+     * checkpoint on home; the pod is told where. */
+    int from_checkpoint = st->pauses > 0 || st->interruptions > 0;
+    int fallback = fallback_due(d);
+    if (pod_held_back(d, resuming))
+        return;
+    int is_new = name_pod(d);
+    if (is_new < 0)
+        return;
     /* Nothing of the session is on a new home: no checkpoint, no snapshot
      * to lay over it. */
     int fresh_home = on_fresh_home(d, st->pod_name);
@@ -245,47 +316,7 @@ void create_pod(struct decider *d)
     st->waiting_for_capacity_since_ms = 0;
     if (resuming && !st->last_resume.pod_created_ms)
         st->last_resume.pod_created_ms = d->now;
-    if (snapshot) {
-        condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
-                  "pod %s is restored from snapshot %s", st->pod_name, snapshot);
-        if (resuming)
-            set_string(d, &st->last_resume.restored_from, NULL);
-    } else if (fresh_home) {
-        set_restored(d, st->pod_name, 0);
-        char occ[OCCASION_SIZE];
-        if (why[0])
-            transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed", "%s",
-                             why);
-    } else if (fallback) {
-        char products[PRODUCTS_TEXT], timeout[32];
-        allowed_products(d->cls, ", ", products, sizeof(products));
-        format_duration(d->cls->capacity_timeout_ms, timeout, sizeof(timeout));
-        set_restored(d, st->pod_name, from_checkpoint);
-        if (from_checkpoint)
-            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
-                      "pod %s starts from the application's checkpoint (%s=%s), not from a "
-                      "snapshot: after the capacity timeout (%s) it may run on any of %s",
-                      st->pod_name, d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
-                      d->cls->checkpoint_path ? d->cls->checkpoint_path : "", timeout, products);
-        else
-            condition(d, COND_RESTORED, COND_TRUE, "Fresh",
-                      "pod %s starts fresh: the workspace was never paused; after the capacity "
-                      "timeout (%s) it may run on any of %s",
-                      st->pod_name, timeout, products);
-    } else {
-        set_restored(d, st->pod_name, from_checkpoint);
-        if (why[0] && from_checkpoint) {
-            workspace_message_one_line(why);
-            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
-                      "pod %s starts from the application's checkpoint: %s", st->pod_name, why);
-            const struct condition *before = workspace_status_condition(d->old, COND_RESTORED);
-            const struct condition *now = workspace_status_condition(st, COND_RESTORED);
-            char occ[OCCASION_SIZE];
-            if (!before || !now || !streq(before->message, now->message))
-                transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed",
-                                 "%s; starting from files and the checkpoint", why);
-        }
-    }
+    say_how_it_starts(d, snapshot, why, fresh_home, fallback, from_checkpoint);
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
     condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
               st->pod_name);
