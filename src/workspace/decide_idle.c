@@ -107,6 +107,38 @@ static void auto_pause(struct decider *d, const struct idle_policy *pol,
         failed(d, -ENOMEM);
 }
 
+/* The record follows the verdict exactly when something is announced,
+ * cancelled or carried out, and in steps otherwise. */
+static void record_activity(struct decider *d, const struct idle_verdict *v, int64_t running_since)
+{
+    struct workspace_activity *a = &d->st->activity;
+    int exact = v->announce || v->cancelled || v->pause_now;
+    if (v->last_activity_ms > a->last_activity_ms &&
+        (exact || v->last_activity_ms - a->last_activity_ms >= ACTIVITY_RECORD_STEP_MS ||
+         a->last_activity_ms < running_since || !streq(v->source, a->last_activity_source))) {
+        a->last_activity_ms = v->last_activity_ms;
+        set_string(d, &a->last_activity_source, v->source);
+    }
+    a->idle_since_ms = v->idle_since_ms;
+    a->pause_at_ms = v->pause_at_ms;
+}
+
+/* Only on a settled world: a pass that also removes a pod decides again
+ * once it is gone. */
+static void pause_when_settled(struct decider *d, const struct idle_policy *pol,
+                               const struct idle_verdict *v)
+{
+    int settled = 1;
+    for (size_t i = 0; i < d->out->n_actions; i++)
+        if (d->out->actions[i].type == ACTION_CREATE_POD ||
+            d->out->actions[i].type == ACTION_DELETE_POD)
+            settled = 0;
+    if (settled)
+        auto_pause(d, pol, v);
+    else
+        requeue_at(d, d->now + 1000);
+}
+
 void decide_idle(struct decider *d)
 {
     const struct workspace *ws = d->ws;
@@ -164,17 +196,7 @@ void decide_idle(struct decider *d)
     else if (!pol.has_sources)
         workspace_status_remove_condition(st, COND_PROBE);
 
-    /* The record follows the verdict exactly when something is announced,
-     * cancelled or carried out, and in steps otherwise. */
-    int exact = v.announce || v.cancelled || v.pause_now;
-    if (v.last_activity_ms > a->last_activity_ms &&
-        (exact || v.last_activity_ms - a->last_activity_ms >= ACTIVITY_RECORD_STEP_MS ||
-         a->last_activity_ms < running_since || !streq(v.source, a->last_activity_source))) {
-        a->last_activity_ms = v.last_activity_ms;
-        set_string(d, &a->last_activity_source, v.source);
-    }
-    a->idle_since_ms = v.idle_since_ms;
-    a->pause_at_ms = v.pause_at_ms;
+    record_activity(d, &v, running_since);
 
     enum condition_status cs = v.state == IDLE_STATE_UNKNOWN  ? COND_UNKNOWN
                                : v.state == IDLE_STATE_ACTIVE ? COND_FALSE
@@ -190,17 +212,6 @@ void decide_idle(struct decider *d)
         event(d, "Warning", "IdleWarning", "%s", v.message);
     requeue_at(d, v.recheck_at_ms);
     d->out->probe_now = v.probe_now;
-    if (v.pause_now) {
-        /* Only on a settled world: a pass that also removes a pod decides
-         * again once it is gone. */
-        int settled = 1;
-        for (size_t i = 0; i < d->out->n_actions; i++)
-            if (d->out->actions[i].type == ACTION_CREATE_POD ||
-                d->out->actions[i].type == ACTION_DELETE_POD)
-                settled = 0;
-        if (settled)
-            auto_pause(d, &pol, &v);
-        else
-            requeue_at(d, d->now + 1000);
-    }
+    if (v.pause_now)
+        pause_when_settled(d, &pol, &v);
 }

@@ -24,6 +24,36 @@ static void begin_resume(struct decider *d)
     }
 }
 
+/* The resume's pod is ready: the resume's timeline ends and is announced. */
+static void resume_ready(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    struct workspace_resume_timeline *r = &st->last_resume;
+    /* Pod times have whole seconds; the request has milliseconds. When
+     * the pod's second cannot be told from the request's, the time we
+     * saw it ready is the better figure (later by our cache's lag). */
+    int64_t ready = p->ready_ms ? p->ready_ms : d->now;
+    if (ready < r->requested_ms + 1000)
+        ready = d->now > r->requested_ms ? d->now : r->requested_ms;
+    /* A restored session is ready when its application answered. */
+    if (restore_answered_ms(d, p) > ready)
+        ready = restore_answered_ms(d, p);
+    if (!r->pod_scheduled_ms)
+        r->pod_scheduled_ms =
+            p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
+    r->ready_ms = ready;
+    r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
+    char occ[OCCASION_SIZE];
+    const char *from = r->restored_from;
+    transition_event(d, resume_occasion(d, occ), "Normal", "Resumed",
+                     "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
+                     streq(from, "FreshHome")      ? "on a new, empty home: the old one was lost"
+                     : streq(from, "FromSnapshot") ? "from the snapshot"
+                     : streq(from, "ColdStart")    ? "cold start: from files"
+                     : p->restore_from_checkpoint  ? "from the application's checkpoint"
+                                                   : "fresh start");
+}
+
 static void run_with_pod(struct decider *d)
 {
     const struct workspace_pod *p = d->keep;
@@ -41,32 +71,8 @@ static void run_with_pod(struct decider *d)
                   node_or_unknown(p));
         condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
                   node_or_unknown(p));
-        if (resuming) {
-            struct workspace_resume_timeline *r = &st->last_resume;
-            /* Pod times have whole seconds; the request has milliseconds. When
-             * the pod's second cannot be told from the request's, the time we
-             * saw it ready is the better figure (later by our cache's lag). */
-            int64_t ready = p->ready_ms ? p->ready_ms : d->now;
-            if (ready < r->requested_ms + 1000)
-                ready = d->now > r->requested_ms ? d->now : r->requested_ms;
-            /* A restored session is ready when its application answered. */
-            if (restore_answered_ms(d, p) > ready)
-                ready = restore_answered_ms(d, p);
-            if (!r->pod_scheduled_ms)
-                r->pod_scheduled_ms =
-                    p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
-            r->ready_ms = ready;
-            r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
-            char occ[OCCASION_SIZE];
-            const char *from = r->restored_from;
-            transition_event(d, resume_occasion(d, occ), "Normal", "Resumed",
-                             "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
-                             streq(from, "FreshHome") ? "on a new, empty home: the old one was lost"
-                             : streq(from, "FromSnapshot") ? "from the snapshot"
-                             : streq(from, "ColdStart")    ? "cold start: from files"
-                             : p->restore_from_checkpoint  ? "from the application's checkpoint"
-                                                           : "fresh start");
-        }
+        if (resuming)
+            resume_ready(d, p);
         decide_idle(d);
         return;
     }
