@@ -172,6 +172,7 @@ struct workspace_class {
  * malloc'd, the caller frees it). */
 int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err);
 
+/* Releases a decoded class and everything it owns; accepts NULL. */
 void workspace_class_free(struct workspace_class *c);
 
 /* True when image matches one of the class's allowed patterns. */

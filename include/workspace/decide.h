@@ -160,8 +160,12 @@ struct decide_output {
  * left cleared. */
 int workspace_decide(const struct decide_input *in, struct decide_output *out);
 
+/* Releases what *out owns (its status and the actions' strings) and zeroes
+ * it; accepts NULL and a cleared output. */
 void decide_output_clear(struct decide_output *out);
 
+/* "CreatePod", "DeletePod", ...: the action's name in logs (static;
+ * "Unknown" for a value out of the enum). */
 const char *action_type_name(enum action_type t);
 
 #endif

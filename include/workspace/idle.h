@@ -103,6 +103,11 @@ struct idle_verdict {
     int64_t recheck_at_ms;    /* when the verdict changes without new input, 0: never */
 };
 
+/* The verdict on in, written whole into *out (nothing else is changed;
+ * in is only read, and out's strings are static or in out itself). Pure:
+ * the time is in->now_ms. Cannot fail: what it cannot judge (no source, no
+ * probe since Running, a failed probe, the windows' zone not loaded) is
+ * IDLE_STATE_UNKNOWN or a verdict that pauses nothing, with the reason. */
 void idle_evaluate(const struct idle_input *in, struct idle_verdict *out);
 
 /* A probe round's result as status.activity.lastProbeResult: "Failed",

@@ -2,7 +2,9 @@
  * workspace: the decoded Workspace: metadata, spec and status.
  *
  * The status struct is both what decide() reads and what it writes; it is
- * encoded back to JSON for the status subresource.
+ * encoded back to JSON for the status subresource. Its fields are described
+ * once, in the tables of workspace/status_fields.h, which drive its
+ * decoding, encoding, copying and clearing.
  *
  * Ownership: a decoded workspace owns all its strings; workspace_free()
  * releases it. workspace_status_copy() makes an independent copy.
@@ -254,6 +256,7 @@ struct workspace {
  * so it can be reported on the object. The status is read leniently: a
  * field of the wrong type or an unreadable time counts as unset. */
 int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err);
+/* Releases a decoded workspace and everything it owns; accepts NULL. */
 void workspace_free(struct workspace *ws);
 
 /* Encodes a status as the JSON of the status subresource's "status" field.
@@ -264,16 +267,9 @@ void workspace_free(struct workspace *ws);
  * new tree (caller deletes) or NULL when out of memory. */
 cJSON *workspace_status_to_json(const struct workspace_status *s);
 
-/* The JSON merge patch (RFC 7386) that turns old's encoding into
- * new_status's: changed fields, null for fields that disappeared, the
- * conditions array whole when any condition changed. Send it as
- * {"status": <patch>} to the status subresource (application/merge-patch+json,
- * with metadata.resourceVersion for optimistic locking). Returns a new object
- * (caller deletes; empty when nothing changed) or NULL when out of memory. */
-cJSON *workspace_status_merge_patch(const struct workspace_status *old,
-                                    const struct workspace_status *new_status);
-
-/* Deep copy; returns 0 or -ENOMEM. clear releases the copy's memory. */
+/* Deep copy into *dst (which is overwritten, not released: clear it first
+ * if it owned anything); returns 0 or -ENOMEM (*dst untouched). clear
+ * releases what a status owns and zeroes it; it accepts NULL. */
 int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst);
 void workspace_status_clear(struct workspace_status *s);
 

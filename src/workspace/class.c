@@ -904,7 +904,8 @@ int workspace_class_allows_product(const struct workspace_class *c, const char *
 
 /* Exact arithmetic on a decimal mantissa of at most 19 significant digits
  * times a binary or decimal multiplier: 1.5Gi is 1610612736, not whatever a
- * double makes of it. Fractions of a byte round up, as Kubernetes does. */
+ * double makes of it. Fractions of a byte round up, as Kubernetes does.
+ * Long: one scan of the text, its suffix table and the overflow checks read best together. */
 int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
 {
     static const struct {

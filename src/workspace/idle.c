@@ -123,15 +123,13 @@ static int first_allowed(const struct idle_input *in, int64_t t, int64_t *ret_ms
     return 0;
 }
 
-void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
+/* The latest activity. Entering Running counts as activity, and nothing
+ * from before it counts at all: a resumed session starts a fresh clock.
+ * Sets out's last activity, its source, active_now and idle_since_ms. */
+static struct latest latest_activity(const struct idle_input *in, struct idle_verdict *out)
 {
     const struct idle_policy *p = in->policy;
     const int64_t now = in->now_ms;
-    char t1[TIMEFMT_RFC3339_SIZE], t2[TIMEFMT_RFC3339_SIZE], d1[32];
-    *out = (struct idle_verdict){.state = IDLE_STATE_UNKNOWN};
-
-    /* The latest activity. Entering Running counts as activity, and nothing
-     * from before it counts at all: a resumed session starts a fresh clock. */
     struct latest last = {in->running_since_ms, "start"};
     if (in->recorded_activity_ms >= in->running_since_ms && in->recorded_source)
         consider(&last, in->recorded_activity_ms, in->recorded_source);
@@ -167,27 +165,78 @@ void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
     out->idle_since_ms = out->active_now ? 0 : last.ms;
     if (!fresh || !obs->result.ok)
         out->idle_since_ms = 0;
+    return last;
+}
 
+/* Nothing to judge by: no source, no probe since Running, or a failed one.
+ * Returns 1 with out's reason and message set, 0 when there is. */
+static int cannot_judge(const struct idle_input *in, struct idle_verdict *out)
+{
+    const struct idle_policy *p = in->policy;
+    const struct activity_observation *obs = in->obs;
     if (!p->has_sources) {
         out->reason = "NoActivitySource";
         snprintf(out->message, sizeof(out->message),
                  "the class has no activity probe or GPU metrics; nothing is paused automatically");
-        return;
+        return 1;
     }
-    if (!fresh) {
+    if (!obs || obs->probed_at_ms < in->running_since_ms) {
         out->reason = "Probing";
-        out->recheck_at_ms = now + p->probe_interval_ms;
+        out->recheck_at_ms = in->now_ms + p->probe_interval_ms;
         snprintf(out->message, sizeof(out->message), "waiting for the first activity probe");
-        return;
+        return 1;
     }
     if (!obs->result.ok) {
         out->reason = "ProbeFailed";
         out->cancelled = in->announced;
-        out->recheck_at_ms = now + p->probe_interval_ms;
+        out->recheck_at_ms = in->now_ms + p->probe_interval_ms;
         snprintf(out->message, sizeof(out->message), "activity unknown, not pausing: %s",
                  obs->result.error);
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/* Not idle long enough to announce a pause: in use, kept alive, or
+ * recently started. */
+static void still_active(const struct idle_input *in, struct latest last, int64_t announce_from,
+                         struct idle_verdict *out)
+{
+    const struct idle_policy *p = in->policy;
+    char t1[TIMEFMT_RFC3339_SIZE], d1[32];
+    out->state = IDLE_STATE_ACTIVE;
+    out->cancelled = in->announced;
+    out->recheck_at_ms = announce_from;
+    fmt_duration(p->after_ms, d1);
+    if (in->keep_alive_until_ms > in->now_ms) {
+        /* The keep-alive counts as activity now until it ends, so nothing
+         * changes before then. */
+        out->reason = "KeepAlive";
+        out->recheck_at_ms = in->keep_alive_until_ms;
+        timefmt_rfc3339_text(in->keep_alive_until_ms, t1);
+        snprintf(out->message, sizeof(out->message), "kept alive until %s (spec.keepAliveUntil)",
+                 t1);
+    } else if (in->running_since_ms + p->min_running_ms > last.ms + p->after_ms) {
+        out->reason = "MinRunning";
+        timefmt_rfc3339_text(in->running_since_ms + p->min_running_ms, t1);
+        snprintf(out->message, sizeof(out->message), "recently started; not paused before %s", t1);
+    } else {
+        out->reason = "Active";
+        snprintf(out->message, sizeof(out->message),
+                 "in use (%s); paused after %s without activity", last.source, d1);
+    }
+}
+
+static void schedule_pause(const struct idle_input *in, struct latest last, int64_t eligible,
+                           int announced, struct idle_verdict *out);
+
+void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
+{
+    const struct idle_policy *p = in->policy;
+    *out = (struct idle_verdict){.state = IDLE_STATE_UNKNOWN};
+    struct latest last = latest_activity(in, out);
+    if (cannot_judge(in, out))
+        return;
 
     /* An announced pause stands only while no activity came after the
      * idle-since it was announced for. The status keeps whole seconds, so
@@ -204,32 +253,21 @@ void idle_evaluate(const struct idle_input *in, struct idle_verdict *out)
         eligible = in->running_since_ms + p->min_running_ms;
     int64_t announce_from = eligible - p->warn_before_ms;
 
-    if (now < announce_from && !announced) {
-        out->state = IDLE_STATE_ACTIVE;
-        out->cancelled = in->announced;
-        out->recheck_at_ms = announce_from;
-        fmt_duration(p->after_ms, d1);
-        if (in->keep_alive_until_ms > now) {
-            /* The keep-alive counts as activity now until it ends, so nothing
-             * changes before then. */
-            out->reason = "KeepAlive";
-            out->recheck_at_ms = in->keep_alive_until_ms;
-            timefmt_rfc3339_text(in->keep_alive_until_ms, t1);
-            snprintf(out->message, sizeof(out->message),
-                     "kept alive until %s (spec.keepAliveUntil)", t1);
-        } else if (in->running_since_ms + p->min_running_ms > last.ms + p->after_ms) {
-            out->reason = "MinRunning";
-            timefmt_rfc3339_text(in->running_since_ms + p->min_running_ms, t1);
-            snprintf(out->message, sizeof(out->message), "recently started; not paused before %s",
-                     t1);
-        } else {
-            out->reason = "Active";
-            snprintf(out->message, sizeof(out->message),
-                     "in use (%s); paused after %s without activity", last.source, d1);
-        }
-        return;
-    }
+    if (in->now_ms < announce_from && !announced)
+        still_active(in, last, announce_from, out);
+    else
+        schedule_pause(in, last, eligible, announced, out);
+}
 
+/* Idle long enough: a pause is announced, held back by the windows, or
+ * due; or, with automatic pausing off, only reported. */
+static void schedule_pause(const struct idle_input *in, struct latest last, int64_t eligible,
+                           int announced, struct idle_verdict *out)
+{
+    const struct idle_policy *p = in->policy;
+    const struct activity_observation *obs = in->obs;
+    const int64_t now = in->now_ms;
+    char t1[TIMEFMT_RFC3339_SIZE], t2[TIMEFMT_RFC3339_SIZE];
     timefmt_rfc3339_text(last.ms, t1);
     if (!p->auto_pause) {
         out->state = IDLE_STATE_IDLE;

@@ -181,6 +181,15 @@ static void remove_pod(struct world *w, struct workspace_pod *p)
 
 /* ---- status set-up ---- */
 
+/* A status as its JSON, for a failure's message (left to the process's end). */
+static const char *status_text(const struct workspace_status *s)
+{
+    cJSON *j = workspace_status_to_json(s);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return text ? text : "?";
+}
+
 static struct workspace_status *st(struct world *w)
 {
     return &w->ws->status;
@@ -278,32 +287,35 @@ static void failed_for_capacity(struct world *w)
     set_cond(w, "CapacityAvailable", COND_FALSE, "CapacityTimeout", "no capacity after 30m: x");
 }
 
+/* What decide() is given of the world; pods is filled with w's pods. */
+static struct decide_input world_input(struct world *w, const struct workspace_pod **pods)
+{
+    for (size_t i = 0; i < w->n_pods; i++)
+        pods[i] = &w->pods[i];
+    return (struct decide_input){
+        .ws = w->ws,
+        .cls = w->cls,
+        .pods = pods,
+        .n_pods = w->n_pods,
+        .pvc = w->has_pvc ? &w->pvc : NULL,
+        .now_ms = w->now,
+        .activity = w->has_obs ? &w->obs : NULL,
+        .zone = w->zone,
+        .accelerator_taker = w->taker,
+        .nodes = w->nodes,
+        .n_nodes = w->n_nodes,
+        .pause_node_absent = w->pause_node_absent,
+        .class_error = w->class_error,
+        .gone_pod = w->gone,
+        .pod_node_absent = w->pod_node_absent,
+    };
+}
+
 /* Runs decide() and keeps its status, as a pass that went well would. */
 static void settle(struct world *w)
 {
     const struct workspace_pod *pods[MAX_PODS];
-    for (size_t i = 0; i < w->n_pods; i++)
-        pods[i] = &w->pods[i];
-    struct decide_input in = {w->ws,
-                              w->cls,
-                              pods,
-                              w->n_pods,
-                              w->has_pvc ? &w->pvc : NULL,
-                              w->now,
-                              w->has_obs ? &w->obs : NULL,
-                              w->zone,
-                              NULL,
-                              NULL,
-                              0,
-                              w->taker,
-                              w->nodes,
-                              w->n_nodes,
-                              w->pause_node_absent,
-                              w->class_error,
-                              w->gone,
-                              w->pod_node_absent,
-                              NULL,
-                              NULL};
+    struct decide_input in = world_input(w, pods);
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
     workspace_status_clear(st(w));
@@ -317,28 +329,7 @@ static void settle(struct world *w)
 static void decide(struct world *w, struct decide_output *out)
 {
     const struct workspace_pod *pods[MAX_PODS];
-    for (size_t i = 0; i < w->n_pods; i++)
-        pods[i] = &w->pods[i];
-    struct decide_input in = {w->ws,
-                              w->cls,
-                              pods,
-                              w->n_pods,
-                              w->has_pvc ? &w->pvc : NULL,
-                              w->now,
-                              w->has_obs ? &w->obs : NULL,
-                              w->zone,
-                              NULL,
-                              NULL,
-                              0,
-                              w->taker,
-                              w->nodes,
-                              w->n_nodes,
-                              w->pause_node_absent,
-                              w->class_error,
-                              w->gone,
-                              w->pod_node_absent,
-                              NULL,
-                              NULL};
+    struct decide_input in = world_input(w, pods);
     int r = workspace_decide(&in, out);
     if (r != 0)
         fail_msg("workspace_decide: %d", r);
@@ -2465,8 +2456,8 @@ static void random_activity(struct world *w)
         set_str(&c->activity.prometheus_url, "http://prometheus:9090");
     c->idle.auto_pause = rnd(5) != 0;
     if (rnd(4) == 0) {
-        c->idle.schedule.windows[0] =
-            (struct pause_window){rnd(128), (int)rnd(1440), (int)rnd(1440)};
+        c->idle.schedule.windows[0] = (struct pause_window){
+            .days = rnd(128), .start_minute = (int)rnd(1440), .end_minute = (int)rnd(1440)};
         c->idle.schedule.n_windows = 1;
     }
     if (rnd(6) == 0)
@@ -2723,10 +2714,8 @@ static void test_random_worlds(void **state)
             struct decide_output again;
             decide(&w, &again);
             if (again.status_changed) {
-                cJSON *patch = workspace_status_merge_patch(st(&w), &again.status);
-                char *text = patch ? cJSON_PrintUnformatted(patch) : NULL;
-                fail_msg("iteration %d: status changed on the second pass: %s", iter,
-                         text ? text : "?");
+                fail_msg("iteration %d: status changed on the second pass: %s -> %s", iter,
+                         status_text(st(&w)), status_text(&again.status));
             }
             for (size_t i = 0; i < again.n_actions; i++) {
                 const struct action *a = &again.actions[i];

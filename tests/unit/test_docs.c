@@ -2,7 +2,7 @@
  * The operator's documentation against the code, so neither drifts:
  *
  * - every condition reason and event reason decide() can write
- *   (src/workspace/decide.c, and the Idle reasons of src/workspace/idle.c)
+ *   (src/workspace/decide*.c, and the Idle reasons of src/workspace/idle*.c)
  *   is explained in docs/operations.md;
  * - every metric the Grafana dashboard queries
  *   (deploy/grafana/hibernator-dashboard.json), and every label value it
@@ -53,6 +53,52 @@ static char *slurp(const char *path)
         fail_msg("%s: larger than %d bytes", path, MAX_FILE);
     s[n] = '\0';
     return s;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int is_part(const struct dirent *e, const char *stem)
+{
+    size_t n = strlen(stem), len = strlen(e->d_name);
+    return strncmp(e->d_name, stem, n) == 0 && len > 2 && strcmp(e->d_name + len - 2, ".c") == 0 &&
+           (e->d_name[n] == '.' || e->d_name[n] == '_');
+}
+
+static int is_decide_part(const struct dirent *e)
+{
+    return is_part(e, "decide");
+}
+
+static int is_idle_part(const struct dirent *e)
+{
+    return is_part(e, "idle");
+}
+
+/* A module written in parts (decide.c, decide_*.c), read as one text. */
+static char *slurp_parts(int (*filter)(const struct dirent *))
+{
+    struct dirent **list = NULL;
+    int n = scandir(SOURCE_DIR "/src/workspace", &list, filter, by_name);
+    if (n <= 0)
+        fail_msg("src/workspace: no parts found");
+    char *all = calloc(1, 1);
+    assert_non_null(all);
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/src/workspace/%s", SOURCE_DIR, list[i]->d_name);
+        char *part = slurp(path);
+        char *joined = NULL;
+        assert_true(asprintf(&joined, "%s\n%s", all, part) > 0);
+        free(all);
+        free(part);
+        all = joined;
+        free(list[i]);
+    }
+    free(list);
+    return all;
 }
 
 static char *dup_range(const char *p, size_t n)
@@ -319,18 +365,18 @@ static size_t scan_assignments(const char *src, const char *lhs, struct names *o
 /* Where the values of a reason argument that is not a literal come from. A
  * new kind of argument fails the test until it is listed here. */
 static const struct {
-    const char *expr; /* the argument as written in decide.c */
-    const char *file; /* where its values are set, under the source dir */
-    const char *lhs;  /* assigned there as "lhs = <literal>" */
-    const char *call; /* or passed there as the reason of this function */
+    const char *expr;                    /* the argument as written in decide.c */
+    int (*parts)(const struct dirent *); /* where its values are set, in src/workspace/ */
+    const char *lhs;                     /* assigned there as "lhs = <literal>" */
+    const char *call;                    /* or passed there as the reason of this function */
     size_t call_arg;
 } indirect_reasons[] = {
     /* SnapshotReady=False: Failed or Timeout. */
-    {"reason", "/src/workspace/decide.c", "reason", NULL, 0},
+    {"reason", is_decide_part, "reason", NULL, 0},
     /* The Idle condition: idle_evaluate()'s verdict. */
-    {"v.reason", "/src/workspace/idle.c", "out->reason", NULL, 0},
+    {"v.reason", is_idle_part, "out->reason", NULL, 0},
     /* Valid=False and its Warning event: the validation's reasons. */
-    {"d->invalid_reason", "/src/workspace/decide.c", NULL, "invalid", 1},
+    {"d->invalid_reason", is_decide_part, NULL, "invalid", 1},
 };
 
 struct reasons {
@@ -348,12 +394,10 @@ static void resolve_indirect(const struct names *indirect, struct names *out)
         while (k < n && strcmp(indirect_reasons[k].expr, expr) != 0)
             k++;
         if (k == n)
-            fail_msg("src/workspace/decide.c:%s: a reason given as \"%s\", not a literal: add "
+            fail_msg("src/workspace/decide*.c:%s: a reason given as \"%s\", not a literal: add "
                      "where its values come from to indirect_reasons in tests/unit/test_docs.c",
                      at + 1, expr);
-        char path[4096];
-        snprintf(path, sizeof(path), "%s%s", SOURCE_DIR, indirect_reasons[k].file);
-        char *src = slurp(path);
+        char *src = slurp_parts(indirect_reasons[k].parts);
         char *code = without_comments(src);
         struct names values = {0}, none = {0};
         size_t found = indirect_reasons[k].lhs
@@ -361,7 +405,7 @@ static void resolve_indirect(const struct names *indirect, struct names *out)
                            : scan_calls(code, indirect_reasons[k].call,
                                         indirect_reasons[k].call_arg, &values, &none);
         if (found == 0 || values.n == 0)
-            fail_msg("%s: no literal values for the reason \"%s\" found", path, expr);
+            fail_msg("src/workspace: no literal values for the reason \"%s\" found", expr);
         for (size_t v = 0; v < values.n; v++)
             names_add(out, values.v[v]);
         names_clear(&values);
@@ -453,7 +497,7 @@ static void missing_from_doc(const char *doc, const struct names *reasons, const
 static void test_reasons_are_documented(void **state)
 {
     (void)state;
-    char *src = slurp(SOURCE_DIR "/src/workspace/decide.c");
+    char *src = slurp_parts(is_decide_part);
     struct reasons r = {0};
     scan_reasons(src, &r);
     /* The scan sees decide()'s whole vocabulary, not a part of it. */

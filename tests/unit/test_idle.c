@@ -60,12 +60,12 @@ enum {
 };
 
 static const struct pause_window windows[][1] = {
-    [W_NONE] = {{0, 0, 0}},
-    [W_NIGHT] = {{0, 19 * 60, 8 * 60}},
-    [W_GAP] = {{0, 2 * 60 + 30, 4 * 60}},
-    [W_WEEKEND] = {{(1u << 0) | (1u << 6), 0, 0}},
-    [W_WED] = {{1u << 3, 13 * 60, 14 * 60}},
-    [W_THU] = {{1u << 4, 13 * 60, 14 * 60}},
+    [W_NONE] = {{.days = 0, .start_minute = 0, .end_minute = 0}},
+    [W_NIGHT] = {{.days = 0, .start_minute = 19 * 60, .end_minute = 8 * 60}},
+    [W_GAP] = {{.days = 0, .start_minute = 2 * 60 + 30, .end_minute = 4 * 60}},
+    [W_WEEKEND] = {{.days = (1u << 0) | (1u << 6), .start_minute = 0, .end_minute = 0}},
+    [W_WED] = {{.days = 1u << 3, .start_minute = 13 * 60, .end_minute = 14 * 60}},
+    [W_THU] = {{.days = 1u << 4, .start_minute = 13 * 60, .end_minute = 14 * 60}},
 };
 
 struct obs_spec {

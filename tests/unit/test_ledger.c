@@ -312,7 +312,9 @@ static void test_bound_table(void **state)
         s.accelerator_seconds_released = r->released;
         s.accelerator_held_since_ms = at(r->held_since);
         s.last_pause.accelerator_released_ms = at(r->released_at);
-        struct ledger_limits l = {r->age_ms ? T0 - r->age_ms : 0, r->generation, r->count};
+        struct ledger_limits l = {.created_ms = r->age_ms ? T0 - r->age_ms : 0,
+                                  .generation = r->generation,
+                                  .accelerator_count = r->count};
         unsigned fixed = ledger_bound(&s, &l, T0);
         if (fixed != r->fixed || s.pauses != r->want_pauses || s.resumes != r->want_resumes ||
             s.accelerator_seconds_held != r->want_held ||
@@ -399,7 +401,8 @@ static void test_bound_keeps_real_ledgers(void **state)
             }
         }
 #undef HOLD
-        struct ledger_limits l = {created, gen, count};
+        struct ledger_limits l = {
+            .created_ms = created, .generation = gen, .accelerator_count = count};
         unsigned fixed = ledger_bound(&s, &l, last + rnd(HOUR));
         if (fixed)
             fail_msg("life %d: a real ledger was corrected (%#x): pauses %lld, resumes %lld, "

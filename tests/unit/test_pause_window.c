@@ -422,7 +422,8 @@ static void test_invalid_schedules(void **state)
     /* Sixteen windows, the most allowed, every weekday and minute used. */
     s.n_windows = PAUSE_SCHEDULE_MAX_WINDOWS;
     for (int i = 0; i < PAUSE_SCHEDULE_MAX_WINDOWS; i++)
-        s.windows[i] = (struct pause_window){1u << (i % 7), i * 90, i * 90 + 45};
+        s.windows[i] = (struct pause_window){
+            .days = 1u << (i % 7), .start_minute = i * 90, .end_minute = i * 90 + 45};
     assert_int_equal(pause_schedule_next(&s, tz_utc(), now, &allowed, &change), 0);
 }
 

@@ -1726,6 +1726,15 @@ static const char *event_occasion(const struct decide_output *o, const char *rea
     return a ? a->occasion : NULL;
 }
 
+/* A status as its JSON, for a failure's message (left to the process's end). */
+static const char *status_text(const struct workspace_status *s)
+{
+    cJSON *j = workspace_status_to_json(s);
+    char *text = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return text ? text : "?";
+}
+
 /* Decides, writes the status, and decides again on it: nothing changes. */
 static void decide_settled(struct world *w, struct decide_output *o)
 {
@@ -1733,11 +1742,8 @@ static void decide_settled(struct world *w, struct decide_output *o)
     struct decide_output again;
     decide(w, &again, 0);
     if (again.status_changed) {
-        cJSON *patch = workspace_status_merge_patch(&w->ws->status, &again.status);
-        char *text = patch ? cJSON_PrintUnformatted(patch) : NULL;
-        fail_msg("the status changed on the same world: %s (was pod %s deleted %s uid %s)",
-                 text ? text : "?", w->ws->status.pod_name, w->ws->status.deleted_pod,
-                 w->ws->status.pod_uid);
+        fail_msg("the status changed on the same world: %s -> %s", status_text(&w->ws->status),
+                 status_text(&again.status));
     }
     for (size_t i = 0; i < again.n_actions; i++)
         if (again.actions[i].type == ACTION_EVENT)

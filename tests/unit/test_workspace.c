@@ -439,83 +439,6 @@ static void test_set_condition(void **state)
     workspace_status_clear(&s);
 }
 
-/* RFC 7386, applied: what the API server does with a merge patch. */
-static void apply_merge_patch(cJSON *target, const cJSON *patch)
-{
-    const cJSON *p;
-    cJSON_ArrayForEach(p, patch)
-    {
-        cJSON *t = cJSON_GetObjectItemCaseSensitive(target, p->string);
-        if (cJSON_IsNull(p)) {
-            cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
-        } else if (cJSON_IsObject(p) && cJSON_IsObject(t)) {
-            apply_merge_patch(t, p);
-        } else {
-            cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
-            cJSON_AddItemToObject(target, p->string, cJSON_Duplicate(p, 1));
-        }
-    }
-}
-
-static void test_status_merge_patch(void **state)
-{
-    (void)state;
-    struct workspace_status old, new_status;
-    full_status(&old);
-    assert_int_equal(workspace_status_copy(&old, &new_status), 0);
-
-    /* nothing changed: an empty patch */
-    cJSON *patch = workspace_status_merge_patch(&old, &new_status);
-    assert_non_null(patch);
-    assert_null(patch->child);
-    cJSON_Delete(patch);
-
-    /* running -> paused */
-    new_status.state = WS_STATE_PAUSED;
-    free(new_status.pod_name);
-    new_status.pod_name = NULL;
-    free(new_status.node_name);
-    new_status.node_name = NULL;
-    new_status.waiting_for_capacity_since_ms = 0;
-    new_status.last_pause.accelerator_released_ms += 60000;
-    new_status.pauses++;
-    assert_int_equal(workspace_status_remove_condition(&new_status, "CapacityAvailable"), 1);
-    patch = workspace_status_merge_patch(&old, &new_status);
-    assert_non_null(patch);
-    assert_string_equal(cJSON_GetObjectItem(patch, "state")->valuestring, "Paused");
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "podName")));
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "nodeName")));
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "waitingForCapacitySince")));
-    assert_null(cJSON_GetObjectItem(patch, "podGeneration"));
-    assert_null(cJSON_GetObjectItem(patch, "lastResume"));
-    cJSON *lp = cJSON_GetObjectItem(patch, "lastPause");
-    assert_int_equal(cJSON_GetArraySize(lp), 1);
-    assert_string_equal(cJSON_GetObjectItem(lp, "acceleratorReleasedAt")->valuestring,
-                        "2027-01-01T00:02:05Z");
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(patch, "conditions")), 5);
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(patch, "accounting")), 1);
-
-    /* applying it to the old status gives the new one */
-    cJSON *target = workspace_status_to_json(&old);
-    apply_merge_patch(target, patch);
-    cJSON *want = workspace_status_to_json(&new_status);
-    assert_true(cJSON_Compare(target, want, 1)); /* key order aside */
-    cJSON_Delete(target);
-    cJSON_Delete(want);
-    cJSON_Delete(patch);
-
-    /* from nothing: the whole status */
-    struct workspace_status empty = {0};
-    patch = workspace_status_merge_patch(&empty, &new_status);
-    want = workspace_status_to_json(&new_status);
-    assert_true(cJSON_Compare(patch, want, 1));
-    cJSON_Delete(patch);
-    cJSON_Delete(want);
-
-    workspace_status_clear(&old);
-    workspace_status_clear(&new_status);
-}
-
 /* ---- the GPU-hours ledger: lastPause, accounting, history ---- */
 
 /* Every field of a pause's ledger set, in whole seconds from base. */
@@ -655,12 +578,6 @@ static void test_status_ledger_round_trip(void **state)
     assert_false(workspace_status_equal(&s, &c));
     assert_string_equal(s.history[1].pause.accelerator_taken_by, "team-b/bob-1");
 
-    /* the history travels whole in a merge patch */
-    cJSON *patch = workspace_status_merge_patch(&s, &c);
-    assert_non_null(patch);
-    assert_int_equal(cJSON_GetArraySize(patch), 1);
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(patch, "history")), 2);
-    cJSON_Delete(patch);
     workspace_status_clear(&c);
     workspace_status_clear(&s);
 }
@@ -984,103 +901,6 @@ static void test_status_activity_lenient(void **state)
     workspace_free(ws);
 }
 
-static void test_status_activity_merge_patch(void **state)
-{
-    (void)state;
-    struct workspace_status old, new_status;
-    idle_status(&old);
-    assert_int_equal(workspace_status_copy(&old, &new_status), 0);
-
-    /* a cancelled announcement: new activity, no pause time, probe ok */
-    struct workspace_activity *a = &new_status.activity;
-    a->last_activity_ms += 30 * 60000;
-    free(a->last_activity_source);
-    a->last_activity_source = strdup("gpu");
-    a->pause_at_ms = 0;
-    a->idle_since_ms = 0;
-    free(a->last_probe_result);
-    a->last_probe_result = strdup("Active");
-    free(a->last_probe_error);
-    a->last_probe_error = NULL;
-    cJSON *patch = workspace_status_merge_patch(&old, &new_status);
-    assert_non_null(patch);
-    assert_int_equal(cJSON_GetArraySize(patch), 1); /* nothing but activity */
-    cJSON *pa = cJSON_GetObjectItem(patch, "activity");
-    assert_non_null(pa);
-    assert_int_equal(cJSON_GetArraySize(pa), 6);
-    assert_string_equal(cJSON_GetObjectItem(pa, "lastActivityTime")->valuestring,
-                        "2027-01-01T02:30:00Z");
-    assert_string_equal(cJSON_GetObjectItem(pa, "lastActivitySource")->valuestring, "gpu");
-    assert_string_equal(cJSON_GetObjectItem(pa, "lastProbeResult")->valuestring, "Active");
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "pauseAt")));
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "idleSince")));
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "lastProbeError")));
-    cJSON *target = workspace_status_to_json(&old);
-    apply_merge_patch(target, patch);
-    cJSON *want = workspace_status_to_json(&new_status);
-    assert_true(cJSON_Compare(target, want, 1));
-    cJSON_Delete(target);
-    cJSON_Delete(want);
-    cJSON_Delete(patch);
-
-    /* leaving Running with nothing left to record but the last activity */
-    struct workspace_status gone;
-    assert_int_equal(workspace_status_copy(&new_status, &gone), 0);
-    free(gone.activity.last_probe_result);
-    gone.activity.last_probe_result = NULL;
-    gone.activity.last_probe_ms = 0;
-    patch = workspace_status_merge_patch(&new_status, &gone);
-    pa = cJSON_GetObjectItem(patch, "activity");
-    assert_int_equal(cJSON_GetArraySize(pa), 2);
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "lastProbeTime")));
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(pa, "lastProbeResult")));
-    cJSON_Delete(patch);
-
-    /* the whole record going away nulls it */
-    struct workspace_status none;
-    assert_int_equal(workspace_status_copy(&gone, &none), 0);
-    workspace_status_clear(&none);
-    assert_int_equal(workspace_status_copy(&old, &none), 0);
-    free(none.activity.last_activity_source);
-    free(none.activity.last_probe_result);
-    free(none.activity.last_probe_error);
-    none.activity = (struct workspace_activity){0};
-    patch = workspace_status_merge_patch(&old, &none);
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(patch, "activity")));
-    target = workspace_status_to_json(&old);
-    apply_merge_patch(target, patch);
-    want = workspace_status_to_json(&none);
-    assert_true(cJSON_Compare(target, want, 1));
-    cJSON_Delete(target);
-    cJSON_Delete(want);
-    cJSON_Delete(patch);
-
-    /* the pause reason */
-    free(none.last_pause.reason);
-    none.last_pause.reason = strdup("User");
-    free(none.last_pause.message);
-    none.last_pause.message = NULL;
-    struct workspace_status before;
-    assert_int_equal(workspace_status_copy(&old, &before), 0);
-    free(before.activity.last_activity_source);
-    free(before.activity.last_probe_result);
-    free(before.activity.last_probe_error);
-    before.activity = (struct workspace_activity){0};
-    patch = workspace_status_merge_patch(&before, &none);
-    cJSON *lp = cJSON_GetObjectItem(patch, "lastPause");
-    assert_int_equal(cJSON_GetArraySize(patch), 1);
-    assert_int_equal(cJSON_GetArraySize(lp), 2);
-    assert_string_equal(cJSON_GetObjectItem(lp, "reason")->valuestring, "User");
-    assert_true(cJSON_IsNull(cJSON_GetObjectItem(lp, "message")));
-    cJSON_Delete(patch);
-
-    workspace_status_clear(&before);
-    workspace_status_clear(&none);
-    workspace_status_clear(&gone);
-    workspace_status_clear(&old);
-    workspace_status_clear(&new_status);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1094,13 +914,11 @@ int main(void)
         cmocka_unit_test(test_status_lenient_decode),
         cmocka_unit_test(test_status_equal_and_copy),
         cmocka_unit_test(test_set_condition),
-        cmocka_unit_test(test_status_merge_patch),
         cmocka_unit_test(test_decode_idle_spec),
         cmocka_unit_test(test_decode_unreadable_annotations),
         cmocka_unit_test(test_decode_idle_errors),
         cmocka_unit_test(test_status_activity_round_trip),
         cmocka_unit_test(test_status_activity_lenient),
-        cmocka_unit_test(test_status_activity_merge_patch),
         cmocka_unit_test(test_status_ledger_round_trip),
         cmocka_unit_test(test_status_history),
         cmocka_unit_test(test_status_history_lenient),

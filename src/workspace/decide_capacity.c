@@ -1,0 +1,106 @@
+#include "decide_internal.h"
+
+/* 5b: never two pods, not even for a moment: a new one waits until the
+ * leaving one is gone. */
+void wait_for_leaving(struct decider *d, const char *leaving)
+{
+    struct workspace_status *st = d->st;
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    set_string(d, &st->node_name, NULL);
+    condition(d, COND_READY, COND_FALSE, "PodTerminating",
+              "waiting for pod %s to stop before starting a new one", leaving);
+}
+
+/* Rule 5a with onCapacityTimeout FallBack: the waiting pod (pinned to one
+ * product, holding no GPU) goes at once; once it is gone, create_pod()
+ * starts one from files and the checkpoint that may run on any product the
+ * class allows, the class's own preferred. status.accelerator.fallback
+ * carries the decision to that pass. */
+static void fall_back(struct decider *d, const struct workspace_pod *p, const char *timeout,
+                      const char *sched)
+{
+    char products[PRODUCTS_TEXT];
+    allowed_products(d->cls, ", ", products, sizeof(products));
+    const char *wanted = pod_product(d, p);
+    if (!wanted)
+        wanted = d->cls->product;
+    own_delete_pod(d, p, 0);
+    d->st->accelerator_fallback = 1;
+    condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+              "no %s free within %s (capacity timeout); falling back to any of %s: %s", wanted,
+              timeout, products, sched);
+    char occ[OCCASION_SIZE];
+    if (!d->old->accelerator_fallback)
+        transition_event(
+            d, pod_occasion(p->name, occ), "Warning", "CapacityFallback",
+            "no %s free within %s (capacity timeout): %s; replacing pod %s with one from files "
+            "and the application's checkpoint that may run on any of %s",
+            wanted, timeout, sched, p->name, products);
+    wait_for_leaving(d, p->name);
+}
+
+void waiting_for_capacity(struct decider *d)
+{
+    const struct workspace_pod *p = d->keep;
+    struct workspace_status *st = d->st;
+    const struct workspace_class *c = d->cls;
+    const char *sched = p->unschedulable_message && p->unschedulable_message[0]
+                            ? p->unschedulable_message
+                            : "the scheduler found no node for the pod";
+    if (!st->waiting_for_capacity_since_ms)
+        st->waiting_for_capacity_since_ms = d->now;
+    int64_t since = st->waiting_for_capacity_since_ms;
+    int64_t left = since + c->capacity_timeout_ms - d->now;
+    if (left > 0) {
+        st->state = WS_STATE_WAITING_FOR_CAPACITY;
+        condition(d, COND_CAPACITY, COND_FALSE, "Unschedulable", "%s", sched);
+        condition(d, COND_READY, COND_FALSE, "WaitingForCapacity", "pod %s is waiting for capacity",
+                  p->name);
+        d->out->requeue_after_ms = left < c->capacity_timeout_ms ? left : c->capacity_timeout_ms;
+        return;
+    }
+
+    char timeout[32], occ[OCCASION_SIZE];
+    format_duration(c->capacity_timeout_ms, timeout, sizeof(timeout));
+    const char *old_reason = condition_reason(d->old, COND_CAPACITY);
+    /* A fallback pod is never replaced again: it waits like any other. */
+    if (falls_back(c) && !p->capacity_fallback) {
+        fall_back(d, p, timeout, sched);
+        return;
+    }
+    if (c->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL) {
+        st->state = WS_STATE_FAILED;
+        condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout", "no capacity after %s: %s",
+                  timeout, sched);
+        condition(d, COND_READY, COND_FALSE, "CapacityTimeout", "no capacity after %s", timeout);
+        /* A pending pod would take a GPU whenever one frees up, long after
+         * the user was told the workspace failed. */
+        own_delete_pod(d, p, 0);
+        if (!(d->old->state == WS_STATE_FAILED && streq(old_reason, "CapacityTimeout")))
+            transition_event(d, pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
+                             "no capacity after %s: %s", timeout, sched);
+        return;
+    }
+    char t[TIMEFMT_RFC3339_SIZE] = "";
+    timefmt_format_rfc3339(since, t, sizeof(t));
+    st->state = WS_STATE_WAITING_FOR_CAPACITY;
+    condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+              "still waiting for capacity after %s (since %s): %s", timeout, t, sched);
+    condition(d, COND_READY, COND_FALSE, "WaitingForCapacity", "pod %s is waiting for capacity",
+              p->name);
+    if (!streq(old_reason, "CapacityTimeout"))
+        transition_event(d, pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
+                         "still waiting for capacity after %s: %s", timeout, sched);
+}
+
+/* The wait for capacity ran out (fall_back() decided, or the pass that did
+ * was lost before its status write). */
+int fallback_due(const struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    if (!falls_back(d->cls))
+        return 0;
+    return st->accelerator_fallback ||
+           (st->waiting_for_capacity_since_ms &&
+            d->now >= st->waiting_for_capacity_since_ms + d->cls->capacity_timeout_ms);
+}

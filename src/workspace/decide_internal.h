@@ -1,0 +1,176 @@
+/*
+ * decide_internal: what the parts of decide() share: the decider (one
+ * decision's state), the names of the conditions it writes and the rules'
+ * functions that other parts call. Private to src/workspace/decide*.c;
+ * workspace_decide() (workspace/decide.h) is the only entry.
+ */
+#ifndef HIBERNATOR_WORKSPACE_DECIDE_INTERNAL_H
+#define HIBERNATOR_WORKSPACE_DECIDE_INTERNAL_H
+
+#include "workspace/decide.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/duration.h"
+#include "util/timefmt.h"
+#include "workspace/ledger.h"
+#include "workspace/names.h"
+
+/* The rules are written out, with a table, in docs/state-machine.md; the
+ * comments here point at them by number. */
+
+#define COND_VALID "Valid"
+#define COND_READY "Ready"
+#define COND_CAPACITY "CapacityAvailable"
+#define COND_RESTORED "Restored"
+#define COND_HOME "Home"
+
+#define RESERVED_ENV_PREFIX "HIBERNATOR_"
+#define MAX_LABEL_VALUE 63
+/* Grace for pods of a workspace whose class is gone: Kubernetes' default. */
+#define DEFAULT_GRACE_SECONDS 30
+/* Extra pods (duplicates, stopped ones) deleted per pass: the rest go in the
+ * next pass, which the deletions themselves trigger. */
+#define MAX_EXTRA_DELETES 3
+/* Messages are one line of bounded length: a scheduler message naming every
+ * node of a large cluster must not bloat the status. */
+#define MAX_MESSAGE WORKSPACE_MESSAGE_MAX
+#define COND_SNAPSHOT "SnapshotReady"
+#define COND_IDLE "Idle"
+#define COND_PROBE "ActivityProbe"
+#define COND_IDLE_POLICY "IdlePolicy"
+/* status.activity is a record for people, not the input of the next
+ * decision (the probe results in memory are): lastActivityTime moves when it
+ * advanced by this much, lastProbeTime when the result changed or it is this
+ * old, so a busy workspace costs about one status write a minute. */
+#define ACTIVITY_RECORD_STEP_MS (60 * 1000)
+#define PROBE_RECORD_STEP_MS (5 * 60 * 1000)
+/* A class's products in a message: at most 9 label values of 63 characters. */
+#define PRODUCTS_TEXT 640
+/* A snapshot backend that cannot say yet (its caches are syncing) is asked
+ * again this soon. */
+#define SNAPSHOT_UNKNOWN_RECHECK_MS 1000
+
+/* A workspace applied together with its class (one kubectl apply of a
+ * folder) may reach the controller's workspace cache before its class
+ * reaches the class cache: two watches, no order between them. A workspace
+ * younger than this waits for its class before reporting it missing. */
+#define CLASS_GRACE_MS 5000
+/* "pause-<n>", "resume-<n>", "pod-<name>": the occasions of transition_event(). */
+#define OCCASION_SIZE 300
+
+struct decider {
+    const struct decide_input *in;
+    const struct workspace *ws;
+    const struct workspace_class *cls;
+    const struct workspace_status *old;
+    struct workspace_status *st; /* the output status */
+    struct decide_output *out;
+    int64_t now;
+    int rc; /* first error; everything below is a no-op after it */
+
+    /* The pods, sorted out (rule 4). */
+    const struct workspace_pod *keep;    /* the live pod, or NULL */
+    const struct workspace_pod *leaving; /* a terminating or stopped pod, or NULL */
+    size_t n_leaving;
+
+    /* The spec changed after a capacity timeout failed the workspace. */
+    int retry;
+
+    /* Validation (rule 2): NULL reason when valid. */
+    const char *invalid_reason;
+    char *invalid_message;
+};
+
+/* decide_common.c */
+void allowed_products(const struct workspace_class *c, const char *sep, char *out, size_t size);
+void condition(struct decider *d, const char *type, enum condition_status status,
+               const char *reason, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+const char *condition_reason(const struct workspace_status *s, const char *type);
+void delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace);
+void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int failed(struct decider *d, int rc);
+int falls_back(const struct workspace_class *c);
+void format_duration(int64_t ms, char *out, size_t size);
+int64_t grace_seconds(const struct decider *d);
+int in_pause(const struct workspace_status *s);
+const char *node_or_unknown(const struct workspace_pod *p);
+void own_delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace);
+const char *pause_occasion(const struct decider *d, char *buf);
+int64_t pod_generation_of(const struct workspace *ws, const char *pod_name);
+int pod_has_stopped(const struct workspace_pod *p);
+int pod_is_scheduled(const struct workspace_pod *p);
+const char *pod_occasion(const char *pod_name, char *buf);
+const char *pod_product(const struct decider *d, const struct workspace_pod *p);
+struct action *push(struct decider *d, enum action_type type, const char *name);
+int resume_in_progress(const struct workspace_status *s);
+const char *resume_occasion(const struct decider *d, char *buf);
+void set_accelerator(struct decider *d, const char *product, int fallback);
+void set_string(struct decider *d, char **field, const char *value);
+int streq(const char *a, const char *b);
+void transition_event(struct decider *d, const char *occasion, const char *type, const char *reason,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+char *vformat(struct decider *d, const char *fmt, va_list ap);
+
+/* decide_validate.c */
+int class_not_yet_seen(const struct decider *d);
+int unreadable(struct decider *d);
+void validate(struct decider *d);
+
+/* decide_pods.c */
+void adopt(struct decider *d);
+void note_interruption(struct decider *d);
+int on_fresh_home(const struct decider *d, const char *pod_name);
+void set_restored(struct decider *d, const char *pod_name, int from_checkpoint);
+void sort_pods(struct decider *d, int may_delete);
+
+/* decide_home.c */
+void decide_home(struct decider *d, const char *claim);
+int home_awaits_acknowledgement(const struct decider *d);
+
+/* decide_run.c */
+void checkpoint_cancelled(struct decider *d, const char *why);
+void create_pod(struct decider *d);
+void decide_run(struct decider *d);
+
+/* decide_capacity.c */
+int fallback_due(const struct decider *d);
+void wait_for_leaving(struct decider *d, const char *leaving);
+void waiting_for_capacity(struct decider *d);
+
+/* decide_restore.c */
+int crash_looping(const struct workspace_pod *p);
+int judge_restore(struct decider *d, const struct workspace_pod *p);
+int judge_unwanted_restore(struct decider *d, const struct workspace_pod *p);
+int64_t restore_answered_ms(const struct decider *d, const struct workspace_pod *p);
+const char *restore_snapshot(struct decider *d, char *why, size_t size);
+const char *snapshot_in_the_way(struct decider *d);
+int snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v);
+
+/* decide_idle.c */
+void clear_idle(struct decider *d);
+void decide_idle(struct decider *d);
+void requeue_at(struct decider *d, int64_t at_ms);
+
+/* decide_pause.c */
+void decide_pause(struct decider *d);
+
+/* decide_snapshot.c */
+void snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
+int snapshot_allows_delete(struct decider *d, const struct workspace_pod *p);
+int snapshot_current(const struct workspace_status *st);
+size_t snapshot_retention(struct decider *d, int deleting);
+void snapshot_settle(struct decider *d);
+int snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
+                     const struct workspace_status *st);
+
+/* decide_ledger.c */
+void bound_ledger(struct decider *d);
+void keep_ledger(struct decider *d);
+
+#endif

@@ -1,0 +1,381 @@
+#include "decide_internal.h"
+
+/* A restore that crash-loops is not left looping: the pod goes, once, and
+ * the next one starts from files and the checkpoint. */
+#define RESTORE_CRASH_RESTARTS 2
+/* PodRestored may come after Ready; a pod ready this long without it was
+ * cold-started. */
+#define RESTORE_CONDITION_GRACE_MS (30 * 1000)
+
+/* ---- the restored application: does the session answer? ---- */
+
+/* After restoreCheckTimeout without an answer, the check waits this much
+ * longer (beyond the class's probe timeout) for a round started after it:
+ * a controller started late, or a round in flight, still gets its word. */
+#define RESTORE_CHECK_LAST_ROUND_MS (5 * 1000)
+
+/* The restored pod's rounds, when the input has them for this pod. */
+static const struct restore_check *restore_check_of(const struct decider *d,
+                                                    const struct workspace_pod *p)
+{
+    const struct restore_check *rc = d->in->restore_check;
+    return rc && rc->pod && streq(rc->pod, p->name) ? rc : NULL;
+}
+
+/* When the application of a pod restored (or to be) from a snapshot
+ * answered; 0: not known. */
+int64_t restore_answered_ms(const struct decider *d, const struct workspace_pod *p)
+{
+    const struct restore_check *rc = p->snapshot ? restore_check_of(d, p) : NULL;
+    return rc ? rc->answered_ms : 0;
+}
+
+static int checks_application(const struct decider *d)
+{
+    return d->cls && d->cls->activity.application != ACTIVITY_APP_NONE;
+}
+
+/* The workspace waits for the application of pod p (snapshot named). */
+static void await_application(struct decider *d, const struct workspace_pod *p, const char *fmt,
+                              ...) __attribute__((format(printf, 3, 4)));
+
+static void await_application(struct decider *d, const struct workspace_pod *p, const char *fmt,
+                              ...)
+{
+    struct workspace_status *st = d->st;
+    d->out->restore_check_wanted = 1;
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    st->waiting_for_capacity_since_ms = 0;
+    condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
+              node_or_unknown(p));
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vformat(d, fmt, ap);
+    va_end(ap);
+    if (msg)
+        condition(d, COND_READY, COND_FALSE, "AwaitingApplication", "%s", msg);
+    free(msg);
+}
+
+/* The restored application did not answer in time: the same path as a
+ * restore that crash-loops (judge_restore): the pod goes, once, the
+ * snapshot is marked and deleted, the next pod starts from files. */
+static void restore_unresponsive(struct decider *d, const struct workspace_pod *p,
+                                 const struct restore_check *rc)
+{
+    struct workspace_status *st = d->st;
+    int again = streq(condition_reason(st, COND_RESTORED), "RestoreUnresponsive");
+    if (!st->snapshot.restore_failed_ms)
+        st->snapshot.restore_failed_ms = d->now;
+    own_delete_pod(d, p, 0);
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+    if (again) /* decided before; the delete again, in case it was lost */
+        return;
+    char timeout[32];
+    format_duration(d->cls->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
+    const char *why = rc && rc->error ? rc->error : "no probe round could be made";
+    condition(d, COND_RESTORED, COND_FALSE, "RestoreUnresponsive",
+              "pod %s was restored from snapshot %s, but its application did not answer within "
+              "%s (%s); a fresh pod starts from files and the checkpoint",
+              p->name, p->snapshot, timeout, why);
+    char occ[OCCASION_SIZE];
+    if (!streq(condition_reason(d->old, COND_RESTORED), "RestoreUnresponsive"))
+        transition_event(d, pod_occasion(p->name, occ), "Warning", "RestoreUnresponsive",
+                         "the application of pod %s, restored from snapshot %s, did not answer "
+                         "within %s (%s); replacing it with a fresh pod from files and the "
+                         "checkpoint",
+                         p->name, p->snapshot, timeout, why);
+}
+
+/*
+ * A pod GKE reports restored (PodRestored=True) counts as FromSnapshot only
+ * once its application answers the class's application probe; a class
+ * without one counts PodRestored alone. The check's clock starts at
+ * PodRestored (the pod's own time, so a controller started anew counts from
+ * the same moment). Returns 1 when the pod is not counted yet: waiting for
+ * the answer, or replaced because none came.
+ */
+static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    const struct workspace_class *c = d->cls;
+    const char *reason = condition_reason(st, COND_RESTORED);
+    if (!checks_application(d) || streq(reason, "FromSnapshot"))
+        return 0;
+    const struct restore_check *rc = restore_check_of(d, p);
+    if (streq(reason, "RestoreUnresponsive") && st->snapshot.restore_failed_ms) {
+        restore_unresponsive(d, p, rc);
+        return 1;
+    }
+    if (rc && rc->answered_ms)
+        return 0;
+    int64_t since = p->restored_ms ? p->restored_ms : p->ready_ms ? p->ready_ms : p->created_ms;
+    int64_t deadline = since + c->snapshot.restore_check_timeout_ms;
+    int64_t last_word = deadline + c->activity.timeout_ms + RESTORE_CHECK_LAST_ROUND_MS;
+    if (d->now >= last_word || (d->now >= deadline && rc && rc->last_round_ms >= deadline)) {
+        restore_unresponsive(d, p, rc);
+        return 1;
+    }
+    if (d->now >= deadline)
+        d->out->probe_now = 1; /* one more round, started after the deadline */
+    requeue_at(d, d->now < deadline ? deadline : last_word);
+    char timeout[32];
+    format_duration(c->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
+    condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+              "pod %s was restored from snapshot %s; waiting for its application to answer "
+              "(at most %s)",
+              p->name, p->snapshot, timeout);
+    await_application(d, p,
+                      "pod %s was restored from snapshot %s; its application has not "
+                      "answered yet",
+                      p->name, p->snapshot);
+    return 1;
+}
+
+int crash_looping(const struct workspace_pod *p)
+{
+    return p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS;
+}
+
+/* Whether the snapshot is one a pod was restored from unasked (or could have
+ * been): status.snapshot.rejectedGroup. */
+int snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v)
+{
+    if (!sn->rejected_ms || !sn->rejected_group || v->phase != SNAPSHOT_PHASE_READY ||
+        (v->ready_ms && v->ready_ms > sn->rejected_ms))
+        return 0;
+    return streq(sn->rejected_group, "*") || streq(sn->rejected_group, v->group);
+}
+
+/* A pod that was to start from files (no restore asked for) and that the
+ * backend restored all the same (PodRestored=True: a policy without the
+ * snapshot group, a group label removed), crash-looping or not: its memory
+ * is older than the files, so it is not kept. It goes (grace 0); the
+ * snapshots it could come from — its group's, or every one when no snapshot
+ * has its group (the grouping did not hold) — are rejected and deleted, and
+ * the next pod starts from files once they are gone. Returns 1 when the pod
+ * is being replaced. */
+int judge_unwanted_restore(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    if (p->snapshot || !p->restored)
+        return 0;
+    char occ[OCCASION_SIZE];
+    if (!p->group && !crash_looping(p)) {
+        /* Made by an earlier version, restored back then: the session has
+         * gone on in it since, so it is kept and only said. */
+        condition(d, COND_RESTORED, COND_TRUE, "UnwantedRestore",
+                  "pod %s (made by an earlier version) was restored from a snapshot though it was "
+                  "to start from files: its memory was older than its files when it started; it "
+                  "is kept, the session went on in it",
+                  p->name);
+        if (!streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore"))
+            transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+                             "pod %s was restored from a snapshot though it was to start from "
+                             "files (an earlier version's pod); it is kept",
+                             p->name);
+        return 0;
+    }
+    int again = streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore") &&
+                st->snapshot.rejected_ms;
+    if (!again) {
+        const char *group = "*";
+        for (size_t i = 0; p->group && i < d->in->n_snapshots; i++)
+            if (streq(d->in->snapshots[i].group, p->group))
+                group = p->group;
+        set_string(d, &st->snapshot.rejected_group, group);
+        st->snapshot.rejected_ms = d->now;
+    }
+    own_delete_pod(d, p, 0);
+    condition(d, COND_RESTORED, COND_FALSE, "UnwantedRestore",
+              "pod %s was restored from a snapshot by the snapshot backend though it was to "
+              "start from files%s; its memory is older than the files: it is replaced by a pod "
+              "from files and the checkpoint once the snapshots it could come from are deleted",
+              p->name, crash_looping(p) ? ", and crash-loops" : "");
+    if (!again)
+        transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+                         "pod %s was restored from a snapshot though it was to start from files "
+                         "(the snapshot backend's policy or the pod's snapshot group did not "
+                         "hold); replacing it with a pod from files and deleting the snapshots "
+                         "it could come from",
+                         p->name);
+    if (resume_in_progress(st))
+        set_string(d, &st->last_resume.restored_from, NULL);
+    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+    return 1;
+}
+
+/* Returns 1 when the pod is being replaced (nothing more to decide). */
+int judge_restore(struct decider *d, const struct workspace_pod *p)
+{
+    struct workspace_status *st = d->st;
+    if (!p->snapshot)
+        return 0;
+    /* Restored or not: a session that crashes as it comes back is not one
+     * to keep restarting from the same memory. */
+    if (crash_looping(p)) {
+        if (!st->snapshot.restore_failed_ms)
+            st->snapshot.restore_failed_ms = d->now;
+        own_delete_pod(d, p, 0);
+        condition(d, COND_RESTORED, COND_FALSE, "RestoreCrashed",
+                  "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
+                  "starts from files and the checkpoint",
+                  p->name, p->snapshot, p->restart_count);
+        char occ[OCCASION_SIZE];
+        if (!streq(condition_reason(d->old, COND_RESTORED), "RestoreCrashed"))
+            transition_event(
+                d, pod_occasion(p->name, occ), "Warning", "RestoreCrashLoop",
+                "pod %s crash-loops after its restore from snapshot %s; replacing it with a "
+                "fresh pod from files and the checkpoint",
+                p->name, p->snapshot);
+        st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+        condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+        return 1;
+    }
+    if (p->restored) {
+        if (judge_restored_app(d, p))
+            return 1;
+        condition(d, COND_RESTORED, COND_TRUE, "FromSnapshot",
+                  "pod %s was restored from snapshot %s: memory and GPU state are back", p->name,
+                  p->snapshot);
+        if (st->last_resume.requested_ms)
+            set_string(d, &st->last_resume.restored_from, "FromSnapshot");
+        return 0;
+    }
+    if (!p->ready)
+        return 0;
+    int64_t ready = p->ready_ms ? p->ready_ms : d->now;
+    if (d->now < ready + RESTORE_CONDITION_GRACE_MS) {
+        requeue_at(d, ready + RESTORE_CONDITION_GRACE_MS);
+        /* Whether restored or cold-started, the session is there once the
+         * application answers (the class has a probe for it). */
+        if (!checks_application(d) || restore_answered_ms(d, p))
+            return 0;
+        await_application(d, p,
+                          "pod %s is ready; waiting for its application to answer and for the "
+                          "backend to say whether it was restored from snapshot %s",
+                          p->name, p->snapshot);
+        return 1;
+    }
+    condition(d, COND_RESTORED, COND_TRUE, "ColdStart",
+              "pod %s started without the state of snapshot %s; it has the files and %s to "
+              "recover from the application's checkpoint",
+              p->name, p->snapshot,
+              d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
+    char occ[OCCASION_SIZE];
+    if (!streq(condition_reason(d->old, COND_RESTORED), "ColdStart"))
+        transition_event(
+            d, pod_occasion(p->name, occ), "Warning", "ColdStart",
+            "pod %s was not restored from snapshot %s (the backend cold-started it); the "
+            "session's memory is lost, files and the application's checkpoint remain",
+            p->name, p->snapshot);
+    if (st->last_resume.requested_ms)
+        set_string(d, &st->last_resume.restored_from, "ColdStart");
+    return 0;
+}
+
+/* The snapshot a resume restores from, or NULL with why (empty when the
+ * class has no backend: nothing to explain). docs/snapshots.md. */
+const char *restore_snapshot(struct decider *d, char *why, size_t size)
+{
+    const struct workspace_status *st = d->st;
+    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct snapshot_config *sc = &d->cls->snapshot;
+    why[0] = '\0';
+    if (sc->backend == SNAPSHOT_BACKEND_NONE)
+        return NULL;
+    if (!sn->attempt || sn->requested_ms < st->last_pause.requested_ms ||
+        !streq(sn->phase, "Ready")) {
+        snprintf(why, size, "the last pause has no snapshot%s%s", sn->message ? ": " : "",
+                 sn->message ? sn->message : "");
+        return NULL;
+    }
+    const char *name = sn->name ? sn->name : sn->attempt;
+    if (sn->restore_failed_ms) {
+        if (streq(condition_reason(st, COND_RESTORED), "RestoreUnresponsive"))
+            snprintf(why, size, "the application restored from snapshot %s did not answer", name);
+        else
+            snprintf(why, size, "the restore from snapshot %s crashed", name);
+        return NULL;
+    }
+    const struct snapshot_view *v = d->in->snapshot;
+    if (v && streq(v->attempt, sn->attempt) && v->phase == SNAPSHOT_PHASE_NONE) {
+        snprintf(why, size, "snapshot %s no longer exists", name);
+        return NULL;
+    }
+    if (v && streq(v->attempt, sn->attempt) && snapshot_rejected(sn, v)) {
+        snprintf(why, size, "snapshot %s is deleted: a pod was restored from it unasked", name);
+        return NULL;
+    }
+    if (sn->ready_ms && d->now - sn->ready_ms > sc->last_access_timeout_ms) {
+        snprintf(why, size, "snapshot %s expired", name);
+        return NULL;
+    }
+    /* The restore is pinned to the snapshot's product: any the class still
+     * allows. */
+    const struct workspace_class *c = d->cls;
+    if (c->has_accelerator ? !workspace_class_allows_product(c, sn->gpu_product)
+                           : sn->gpu_product != NULL) {
+        char products[PRODUCTS_TEXT];
+        allowed_products(c, " or ", products, sizeof(products));
+        snprintf(why, size, "snapshot %s was taken on %s, the class now asks for %s", name,
+                 sn->gpu_product ? sn->gpu_product : "no GPU",
+                 c->has_accelerator ? products : "no GPU");
+        return NULL;
+    }
+    char hash[POD_SPEC_HASH_SIZE], with_product[POD_SPEC_HASH_SIZE];
+    if (workspace_pod_spec_hash(d->ws, c, hash) < 0 ||
+        workspace_pod_spec_hash_with_product(d->ws, c, sn->gpu_product, with_product) < 0) {
+        failed(d, -ENOMEM);
+        return NULL;
+    }
+    if (!streq(hash, sn->pod_spec_hash) && !streq(with_product, sn->pod_spec_hash)) {
+        snprintf(why, size,
+                 "the pod template changed since snapshot %s (image, resources or class)", name);
+        return NULL;
+    }
+    if (sn->home_claim_uid && !streq(sn->home_claim_uid, st->home.claim_uid)) {
+        snprintf(why, size, "snapshot %s was taken with home claim %s, which is gone", name,
+                 sn->home_claim_uid);
+        return NULL;
+    }
+    /* A pod of the workspace was ready since the resume: the session went
+     * on from the snapshot, and its memory is older than the files. */
+    if (!resume_in_progress(st)) {
+        snprintf(why, size, "the session went on after snapshot %s was restored", name);
+        return NULL;
+    }
+    return name;
+}
+
+/* A backend may restore any new pod of the workspace from a snapshot that
+ * matches it (GKE does). A pod from files has a snapshot group no snapshot
+ * has, so after a restore crashed it need not wait — unless the snapshot was
+ * taken without a group (by an earlier version, under a policy without
+ * grouping): then the new pod waits until that snapshot is gone, or it
+ * would come back crashing. After a pod was restored unasked, the grouping
+ * did not hold: the next one waits until every rejected snapshot is gone.
+ * Returns the snapshot waited for, NULL: none. */
+const char *snapshot_in_the_way(struct decider *d)
+{
+    const struct workspace_snapshot *sn = &d->st->snapshot;
+    for (size_t i = 0; i < d->in->n_snapshots; i++) {
+        const struct snapshot_view *v = &d->in->snapshots[i];
+        const char *name = v->name ? v->name : v->attempt;
+        if (snapshot_rejected(sn, v))
+            return name;
+        /* Deleting: rejected when it was still Ready. */
+        if (sn->rejected_ms && v->deleting_ms && v->ready_ms && v->ready_ms <= sn->rejected_ms &&
+            (streq(sn->rejected_group, "*") || streq(sn->rejected_group, v->group)))
+            return name;
+    }
+    if (!sn->restore_failed_ms || sn->group || !d->cls ||
+        d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE)
+        return NULL;
+    for (size_t i = 0; i < d->in->n_snapshots; i++)
+        if (streq(d->in->snapshots[i].attempt, sn->attempt))
+            return sn->name ? sn->name : sn->attempt;
+    return NULL;
+}

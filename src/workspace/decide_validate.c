@@ -1,0 +1,122 @@
+#include "decide_internal.h"
+
+/* ---- rule 2: validation ---- */
+
+static void invalid(struct decider *d, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void invalid(struct decider *d, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    d->invalid_message = vformat(d, fmt, ap);
+    va_end(ap);
+    d->invalid_reason = reason;
+}
+
+static void validate_image(struct decider *d)
+{
+    const struct workspace_class *c = d->cls;
+    if (!d->ws->image || workspace_class_allows_image(c, d->ws->image))
+        return;
+    size_t len = 1;
+    for (size_t i = 0; i < c->n_allowed_images; i++)
+        len += strlen(c->allowed_images[i]) + 2;
+    char *list = calloc(1, len);
+    if (!list) {
+        failed(d, -ENOMEM);
+        return;
+    }
+    for (size_t i = 0; i < c->n_allowed_images; i++) {
+        if (i)
+            strcat(list, ", ");
+        strcat(list, c->allowed_images[i]);
+    }
+    invalid(d, "ImageNotAllowed", "spec.image: \"%s\" is not allowed by class \"%s\" (allowed: %s)",
+            d->ws->image, c->name, list);
+    free(list);
+}
+
+static void validate_home(struct decider *d)
+{
+    const char *size = d->ws->home_size;
+    int64_t bytes;
+    if (!size)
+        return;
+    if (quantity_parse_bytes(size, &bytes) < 0 || bytes <= 0)
+        invalid(d, "InvalidHomeSize", "spec.home.size: \"%s\" is not a size such as \"20Gi\"",
+                size);
+    else if (bytes > d->cls->home_max_bytes)
+        invalid(d, "HomeTooLarge", "spec.home.size: %s is larger than the class maximum %s", size,
+                d->cls->home_max_size ? d->cls->home_max_size : d->cls->home_size);
+}
+
+static void validate_env(struct decider *d)
+{
+    const struct workspace *ws = d->ws;
+    for (size_t i = 0; i < ws->n_env; i++) {
+        const char *name = ws->env[i].name;
+        if (strncmp(name, RESERVED_ENV_PREFIX, strlen(RESERVED_ENV_PREFIX)) == 0) {
+            invalid(
+                d, "ReservedEnv",
+                "spec.env[%zu].name: \"%s\" is reserved: names starting with " RESERVED_ENV_PREFIX
+                " are set by the controller",
+                i, name);
+            return;
+        }
+        if (d->cls->checkpoint_env && strcmp(name, d->cls->checkpoint_env) == 0) {
+            invalid(d, "ReservedEnv",
+                    "spec.env[%zu].name: \"%s\" is reserved: class \"%s\" passes the checkpoint "
+                    "path in it",
+                    i, name, d->cls->name);
+            return;
+        }
+    }
+}
+
+/* The spec or the class could not be read at all: report it, and touch
+ * nothing (not even a pause the spec may ask for: what was asked cannot be
+ * known). */
+int unreadable(struct decider *d)
+{
+    if (d->ws->spec_error) {
+        invalid(d, "InvalidSpec", "%s", d->ws->spec_error);
+        return 1;
+    }
+    if (d->in->class_error) {
+        invalid(d, "InvalidClass", "spec.className: WorkspaceClass \"%s\" cannot be used: %s",
+                d->ws->class_name ? d->ws->class_name : "", d->in->class_error);
+        return 1;
+    }
+    return 0;
+}
+
+int class_not_yet_seen(const struct decider *d)
+{
+    const struct workspace *ws = d->ws;
+    return !d->cls && !d->in->class_error && ws->created_ms && d->now >= ws->created_ms &&
+           d->now - ws->created_ms < CLASS_GRACE_MS &&
+           !workspace_status_condition(d->old, COND_VALID);
+}
+
+void validate(struct decider *d)
+{
+    const struct workspace *ws = d->ws;
+    if (!d->cls) {
+        invalid(d, "ClassNotFound", "spec.className: WorkspaceClass \"%s\" not found",
+                ws->class_name);
+        return;
+    }
+    /* The name is a label value on everything the workspace owns. */
+    if (strlen(ws->name) > MAX_LABEL_VALUE) {
+        invalid(d, "NameTooLong",
+                "metadata.name: \"%s\" is longer than %d characters, the limit of a label value",
+                ws->name, MAX_LABEL_VALUE);
+        return;
+    }
+    validate_image(d);
+    if (!d->invalid_reason)
+        validate_home(d);
+    if (!d->invalid_reason)
+        validate_env(d);
+}

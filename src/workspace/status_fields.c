@@ -1,0 +1,636 @@
+#include "workspace/status_fields.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/json.h"
+#include "util/timefmt.h"
+#include "workspace/workspace.h"
+
+/* ---- the tables: one line a field, in the order they are written ---- */
+
+#define CONDITION(m) offsetof(struct condition, m)
+const struct status_field workspace_condition_fields[] = {
+    {.key = "type", .kind = SF_STR, .off = CONDITION(type)},
+    {.key = "status", .kind = SF_COND_STATUS, .off = CONDITION(status)},
+    {.key = "observedGeneration", .kind = SF_INT64, .off = CONDITION(observed_generation)},
+    {.key = "lastTransitionTime", .kind = SF_TIME, .off = CONDITION(last_transition_ms)},
+    /* metav1.Condition requires reason and message, even when empty. */
+    {.key = "reason", .kind = SF_TEXT, .off = CONDITION(reason)},
+    {.key = "message", .kind = SF_TEXT, .off = CONDITION(message)},
+    {.kind = SF_END},
+};
+
+/* The fields a pause's timeline and its history record share, after the
+ * request, reason and message. */
+#define PAUSE(m) offsetof(struct workspace_pause_timeline, m)
+static const struct status_field pause_ledger_fields[] = {
+    {.key = "workEndedAt", .kind = SF_TIME, .off = PAUSE(work_ended_ms)},
+    {.key = "heldSince", .kind = SF_TIME, .off = PAUSE(held_since_ms)},
+    {.key = "snapshotReadyAt", .kind = SF_TIME, .off = PAUSE(snapshot_ready_ms)},
+    {.key = "snapshotSeconds",
+     .kind = SF_FIGURE,
+     .off = PAUSE(snapshot_seconds),
+     .when = PAUSE(snapshot_ready_ms)},
+    {.key = "memory", .kind = SF_STR, .off = PAUSE(memory)},
+    {.key = "nodeName", .kind = SF_STR, .off = PAUSE(node_name)},
+    {.key = "product", .kind = SF_STR, .off = PAUSE(product)},
+    {.key = "acceleratorTakenAt", .kind = SF_TIME, .off = PAUSE(accelerator_taken_ms)},
+    {.key = "acceleratorTakenBy", .kind = SF_STR, .off = PAUSE(accelerator_taken_by)},
+    {.key = "nodeRemovedAt", .kind = SF_TIME, .off = PAUSE(node_removed_ms)},
+    {.kind = SF_END},
+};
+
+const struct status_field workspace_pause_fields[] = {
+    {.key = "requestedAt", .kind = SF_TIME, .off = PAUSE(requested_ms)},
+    {.key = "podDeletedAt", .kind = SF_TIME, .off = PAUSE(pod_deleted_ms)},
+    {.key = "acceleratorReleasedAt", .kind = SF_TIME, .off = PAUSE(accelerator_released_ms)},
+    {.key = "reason", .kind = SF_STR, .off = PAUSE(reason)},
+    {.key = "message", .kind = SF_STR, .off = PAUSE(message)},
+    {.key = NULL, .kind = SF_INLINE, .off = 0, .sub = pause_ledger_fields},
+    {.kind = SF_END},
+};
+
+#define RESUME(m) offsetof(struct workspace_resume_timeline, m)
+static const struct status_field resume_fields[] = {
+    {.key = "requestedAt", .kind = SF_TIME, .off = RESUME(requested_ms)},
+    {.key = "podCreatedAt", .kind = SF_TIME, .off = RESUME(pod_created_ms)},
+    {.key = "podScheduledAt", .kind = SF_TIME, .off = RESUME(pod_scheduled_ms)},
+    {.key = "readyAt", .kind = SF_TIME, .off = RESUME(ready_ms)},
+    {.key = "secondsToReady",
+     .kind = SF_FIGURE,
+     .off = RESUME(seconds_to_ready),
+     .when = RESUME(ready_ms)},
+    {.key = "restoredFrom", .kind = SF_STR, .off = RESUME(restored_from)},
+    {.kind = SF_END},
+};
+
+/* A history record: the pause's timeline without its message, the resume's
+ * without podCreatedAt. */
+#define RECORD(m) offsetof(struct workspace_pause_record, m)
+const struct status_field workspace_record_fields[] = {
+    {.key = "pausedAt", .kind = SF_TIME, .off = RECORD(pause.requested_ms)},
+    {.key = "reason", .kind = SF_STR, .off = RECORD(pause.reason)},
+    {.key = "podDeletedAt", .kind = SF_TIME, .off = RECORD(pause.pod_deleted_ms)},
+    {.key = "acceleratorReleasedAt", .kind = SF_TIME, .off = RECORD(pause.accelerator_released_ms)},
+    {.key = NULL, .kind = SF_INLINE, .off = RECORD(pause), .sub = pause_ledger_fields},
+    {.key = "resumeRequestedAt", .kind = SF_TIME, .off = RECORD(resume.requested_ms)},
+    {.key = "podScheduledAt", .kind = SF_TIME, .off = RECORD(resume.pod_scheduled_ms)},
+    {.key = "readyAt", .kind = SF_TIME, .off = RECORD(resume.ready_ms)},
+    {.key = "secondsToReady",
+     .kind = SF_FIGURE,
+     .off = RECORD(resume.seconds_to_ready),
+     .when = RECORD(resume.ready_ms)},
+    {.key = "restoredFrom", .kind = SF_STR, .off = RECORD(resume.restored_from)},
+    {.key = NULL,
+     .kind = SF_STR,
+     .off = RECORD(pause.message)}, /* never set in a record; owned if it were */
+    {.kind = SF_END},
+};
+
+#define SNAPSHOT(m) offsetof(struct workspace_snapshot, m)
+static const struct status_field app_checkpoint_fields[] = {
+    {.key = "attempt", .kind = SF_STR, .off = SNAPSHOT(checkpoint_attempt)},
+    {.key = "requestedAt", .kind = SF_TIME, .off = SNAPSHOT(checkpoint_requested_ms)},
+    {.key = "answeredAt", .kind = SF_TIME, .off = SNAPSHOT(checkpoint_answered_ms)},
+    {.key = "result", .kind = SF_STR, .off = SNAPSHOT(checkpoint_result)},
+    {.key = "message", .kind = SF_STR, .off = SNAPSHOT(checkpoint_message)},
+    {.kind = SF_END},
+};
+
+static const struct status_field snapshot_fields[] = {
+    {.key = "attempt", .kind = SF_STR, .off = SNAPSHOT(attempt)},
+    {.key = "attempts", .kind = SF_INT64, .off = SNAPSHOT(attempts)},
+    {.key = "name", .kind = SF_STR, .off = SNAPSHOT(name)},
+    {.key = "phase", .kind = SF_STR, .off = SNAPSHOT(phase)},
+    {.key = "requestedAt", .kind = SF_TIME, .off = SNAPSHOT(requested_ms)},
+    {.key = "readyAt", .kind = SF_TIME, .off = SNAPSHOT(ready_ms)},
+    {.key = "failedAt", .kind = SF_TIME, .off = SNAPSHOT(failed_ms)},
+    {.key = "restoreFailedAt", .kind = SF_TIME, .off = SNAPSHOT(restore_failed_ms)},
+    {.key = "seconds", .kind = SF_FIGURE, .off = SNAPSHOT(seconds), .when = SNAPSHOT(ready_ms)},
+    {.key = "nodeName", .kind = SF_STR, .off = SNAPSHOT(node_name)},
+    {.key = "gpuProduct", .kind = SF_STR, .off = SNAPSHOT(gpu_product)},
+    {.key = "podSpecHash", .kind = SF_STR, .off = SNAPSHOT(pod_spec_hash)},
+    {.key = "message", .kind = SF_STR, .off = SNAPSHOT(message)},
+    {.key = "homeClaimUID", .kind = SF_STR, .off = SNAPSHOT(home_claim_uid)},
+    {.key = "appCheckpoint", .kind = SF_OBJECT, .off = 0, .sub = app_checkpoint_fields},
+    {.key = "group", .kind = SF_STR, .off = SNAPSHOT(group)},
+    {.key = "rejectedGroup", .kind = SF_STR, .off = SNAPSHOT(rejected_group)},
+    {.key = "rejectedAt", .kind = SF_TIME, .off = SNAPSHOT(rejected_ms)},
+    {.kind = SF_END},
+};
+
+#define ACTIVITY(m) offsetof(struct workspace_activity, m)
+static const struct status_field activity_fields[] = {
+    {.key = "lastActivityTime", .kind = SF_TIME, .off = ACTIVITY(last_activity_ms)},
+    {.key = "lastActivitySource", .kind = SF_STR, .off = ACTIVITY(last_activity_source)},
+    {.key = "lastProbeTime", .kind = SF_TIME, .off = ACTIVITY(last_probe_ms)},
+    {.key = "lastProbeResult", .kind = SF_STR, .off = ACTIVITY(last_probe_result)},
+    {.key = "lastProbeError", .kind = SF_STR, .off = ACTIVITY(last_probe_error)},
+    {.key = "idleSince", .kind = SF_TIME, .off = ACTIVITY(idle_since_ms)},
+    {.key = "pauseAt", .kind = SF_TIME_MICRO, .off = ACTIVITY(pause_at_ms)},
+    {.key = "idleAfterSeconds", .kind = SF_INT64, .off = ACTIVITY(idle_after_seconds)},
+    {.key = "keepAliveUntil", .kind = SF_TIME, .off = ACTIVITY(keep_alive_until_ms)},
+    {.key = "keepAliveRequested", .kind = SF_TIME, .off = ACTIVITY(keep_alive_requested_ms)},
+    {.kind = SF_END},
+};
+
+#define HOME(m) offsetof(struct workspace_home, m)
+static const struct status_field home_fields[] = {
+    {.key = "claimUID", .kind = SF_STR, .off = HOME(claim_uid)},
+    {.key = "since", .kind = SF_TIME, .off = HOME(since_ms)},
+    {.key = "lostClaimUID", .kind = SF_STR, .off = HOME(lost_claim_uid)},
+    {.key = "lostAt", .kind = SF_TIME, .off = HOME(lost_ms)},
+    {.key = "acknowledgedAt", .kind = SF_TIME, .off = HOME(acknowledged_ms)},
+    {.key = "freshPod", .kind = SF_STR, .off = HOME(fresh_pod)},
+    {.kind = SF_END},
+};
+
+#define INTERRUPTION(m) offsetof(struct workspace_interruption, m)
+static const struct status_field interruption_fields[] = {
+    {.key = "at", .kind = SF_TIME, .off = INTERRUPTION(at_ms)},
+    {.key = "pod", .kind = SF_STR, .off = INTERRUPTION(pod)},
+    {.key = "podUID", .kind = SF_STR, .off = INTERRUPTION(pod_uid)},
+    {.key = "nodeName", .kind = SF_STR, .off = INTERRUPTION(node_name)},
+    {.key = "reason", .kind = SF_STR, .off = INTERRUPTION(reason)},
+    {.key = "message", .kind = SF_STR, .off = INTERRUPTION(message)},
+    {.key = "replacedBy", .kind = SF_STR, .off = INTERRUPTION(replaced_by)},
+    {.kind = SF_END},
+};
+
+/* The sub-objects below hold fields that live flat in the status. */
+#define STATUS(m) offsetof(struct workspace_status, m)
+static const struct status_field accelerator_fields[] = {
+    {.key = "resourceName", .kind = SF_STR, .off = STATUS(accelerator_resource)},
+    {.key = "count", .kind = SF_INT, .off = STATUS(accelerator_count)},
+    {.key = "product", .kind = SF_STR, .off = STATUS(accelerator_product)},
+    {.key = "fallback", .kind = SF_BOOL, .off = STATUS(accelerator_fallback)},
+    {.kind = SF_END},
+};
+
+static const struct status_field accounting_fields[] = {
+    {.key = "pauses", .kind = SF_INT64, .off = STATUS(pauses)},
+    {.key = "resumes", .kind = SF_INT64, .off = STATUS(resumes)},
+    {.key = "acceleratorSecondsReleased",
+     .kind = SF_DOUBLE,
+     .off = STATUS(accelerator_seconds_released)},
+    {.key = "acceleratorSecondsHeld", .kind = SF_DOUBLE, .off = STATUS(accelerator_seconds_held)},
+    {.key = "acceleratorHeldSince", .kind = SF_TIME, .off = STATUS(accelerator_held_since_ms)},
+    {.kind = SF_END},
+};
+
+static const struct status_field interruptions_fields[] = {
+    {.key = "count", .kind = SF_INT64, .off = STATUS(interruptions)},
+    {.key = "last",
+     .kind = SF_OBJECT,
+     .off = STATUS(last_interruption),
+     .sub = interruption_fields},
+    {.kind = SF_END},
+};
+
+const struct status_field workspace_status_fields[] = {
+    {.key = "observedGeneration", .kind = SF_INT64, .off = STATUS(observed_generation)},
+    {.key = "state", .kind = SF_STATE, .off = STATUS(state)},
+    {.key = "message", .kind = SF_STR, .off = STATUS(message)},
+    {.key = "podName", .kind = SF_STR, .off = STATUS(pod_name)},
+    {.key = "podUID", .kind = SF_STR, .off = STATUS(pod_uid)},
+    {.key = "deletedPod", .kind = SF_STR, .off = STATUS(deleted_pod)},
+    {.key = "podGeneration", .kind = SF_INT64, .off = STATUS(pod_generation)},
+    {.key = "nodeName", .kind = SF_STR, .off = STATUS(node_name)},
+    {.key = "homeClaimName", .kind = SF_STR, .off = STATUS(home_claim_name)},
+    {.key = "accelerator", .kind = SF_OBJECT, .off = 0, .sub = accelerator_fields},
+    {.key = "conditions",
+     .kind = SF_CONDITIONS,
+     .off = STATUS(conditions),
+     .count = STATUS(n_conditions),
+     .size = sizeof(struct condition),
+     .sub = workspace_condition_fields},
+    {.key = "lastPause",
+     .kind = SF_OBJECT,
+     .off = STATUS(last_pause),
+     .sub = workspace_pause_fields},
+    {.key = "lastResume", .kind = SF_OBJECT, .off = STATUS(last_resume), .sub = resume_fields},
+    {.key = "waitingForCapacitySince",
+     .kind = SF_TIME,
+     .off = STATUS(waiting_for_capacity_since_ms)},
+    {.key = "stateSince", .kind = SF_TIME, .off = STATUS(state_since_ms)},
+    {.key = "snapshot", .kind = SF_OBJECT, .off = STATUS(snapshot), .sub = snapshot_fields},
+    {.key = "activity", .kind = SF_OBJECT, .off = STATUS(activity), .sub = activity_fields},
+    {.key = "accounting", .kind = SF_OBJECT, .off = 0, .sub = accounting_fields},
+    {.key = "history",
+     .kind = SF_LIST,
+     .off = STATUS(history),
+     .count = STATUS(n_history),
+     .size = sizeof(struct workspace_pause_record),
+     .max = WORKSPACE_HISTORY_MAX,
+     .sub = workspace_record_fields},
+    {.key = "home", .kind = SF_OBJECT, .off = STATUS(home), .sub = home_fields},
+    {.key = "interruptions", .kind = SF_OBJECT, .off = 0, .sub = interruptions_fields},
+    {.kind = SF_END},
+};
+
+/* ---- access ---- */
+
+#define AT(base, off, type) ((type *)((char *)(base) + (off)))
+#define AT_CONST(base, off, type) ((const type *)((const char *)(base) + (off)))
+
+static int is_list(const struct status_field *f)
+{
+    return f->kind == SF_LIST || f->kind == SF_CONDITIONS;
+}
+
+static int is_string(const struct status_field *f)
+{
+    return f->kind == SF_STR || f->kind == SF_TEXT;
+}
+
+/* ---- decoding ---- */
+
+static enum condition_status condition_status_from_name(const char *s)
+{
+    if (s && strcmp(s, "True") == 0)
+        return COND_TRUE;
+    if (s && strcmp(s, "False") == 0)
+        return COND_FALSE;
+    return COND_UNKNOWN;
+}
+
+/* A condition's type once, and never empty. */
+static int condition_wanted(const struct condition *have, size_t n, const cJSON *c)
+{
+    const char *type = json_string(c, "type");
+    if (!type || !type[0])
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (have[i].type && strcmp(have[i].type, type) == 0)
+            return 0;
+    return 1;
+}
+
+static int decode_list(const struct status_field *f, const cJSON *arr, void *base)
+{
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+        return 0;
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    if (f->max && n > f->max)
+        n = f->max;
+    char *items = calloc(n, f->size);
+    if (!items)
+        return -ENOMEM;
+    *AT(base, f->off, void *) = items;
+    size_t *count = AT(base, f->count, size_t);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, arr)
+    {
+        if (*count == n)
+            break;
+        if (!cJSON_IsObject(o))
+            continue;
+        if (f->kind == SF_CONDITIONS && !condition_wanted((const void *)items, *count, o))
+            continue;
+        if (status_fields_decode(f->sub, o, items + (*count)++ * f->size) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+int status_fields_decode(const struct status_field *t, const cJSON *o, void *base)
+{
+    for (; t->kind != SF_END; t++) {
+        if (t->kind == SF_INLINE) {
+            if (status_fields_decode(t->sub, o, AT(base, t->off, char)) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        if (!t->key)
+            continue;
+        switch (t->kind) {
+        case SF_STR:
+        case SF_TEXT:
+            if (json_dup_optional(json_string(o, t->key), AT(base, t->off, char *)) < 0)
+                return -ENOMEM;
+            break;
+        case SF_TIME:
+        case SF_TIME_MICRO:
+            *AT(base, t->off, int64_t) = json_time_ms(o, t->key);
+            break;
+        case SF_INT64:
+            *AT(base, t->off, int64_t) = json_int(o, t->key);
+            break;
+        case SF_INT:
+            *AT(base, t->off, int) = (int)json_int(o, t->key);
+            break;
+        case SF_BOOL:
+            *AT(base, t->off, int) = cJSON_IsTrue(json_member(o, t->key));
+            break;
+        case SF_DOUBLE:
+        case SF_FIGURE:
+            *AT(base, t->off, double) = json_double(o, t->key);
+            break;
+        case SF_STATE:
+            *AT(base, t->off, enum workspace_state) =
+                workspace_state_from_name(json_string(o, t->key));
+            break;
+        case SF_COND_STATUS:
+            *AT(base, t->off, enum condition_status) =
+                condition_status_from_name(json_string(o, t->key));
+            break;
+        case SF_OBJECT:
+            if (status_fields_decode(t->sub, json_member(o, t->key), AT(base, t->off, char)) < 0)
+                return -ENOMEM;
+            break;
+        case SF_LIST:
+        case SF_CONDITIONS:
+            if (decode_list(t, json_member(o, t->key), base) < 0)
+                return -ENOMEM;
+            break;
+        case SF_END:
+        case SF_INLINE:
+            break;
+        }
+    }
+    return 0;
+}
+
+/* ---- encoding ---- */
+
+/* Builds an object field by field; the first allocation failure sticks and
+ * the caller checks once at the end. */
+struct writer {
+    int oom;
+};
+
+static void put_str(struct writer *w, cJSON *o, const char *k, const char *v)
+{
+    if (v && v[0] && !cJSON_AddStringToObject(o, k, v))
+        w->oom = 1;
+}
+
+static void put_text(struct writer *w, cJSON *o, const char *k, const char *v)
+{
+    if (!cJSON_AddStringToObject(o, k, v ? v : ""))
+        w->oom = 1;
+}
+
+static void put_int(struct writer *w, cJSON *o, const char *k, int64_t v)
+{
+    if (v && !cJSON_AddNumberToObject(o, k, (double)v))
+        w->oom = 1;
+}
+
+static void put_double(struct writer *w, cJSON *o, const char *k, double v)
+{
+    if (v != 0 && isfinite(v) && !cJSON_AddNumberToObject(o, k, v))
+        w->oom = 1;
+}
+
+static void put_number(struct writer *w, cJSON *o, const char *k, double v)
+{
+    if (isfinite(v) && !cJSON_AddNumberToObject(o, k, v))
+        w->oom = 1;
+}
+
+static void put_time(struct writer *w, cJSON *o, const char *k, int64_t ms)
+{
+    char t[TIMEFMT_RFC3339_SIZE];
+    if (ms && timefmt_format_rfc3339(ms, t, sizeof(t)) == 0)
+        put_str(w, o, k, t);
+}
+
+/* A time a decision is made on to the millisecond (when an announced pause
+ * is due): kept as it was, so what is read back is what was decided. */
+static void put_time_precise(struct writer *w, cJSON *o, const char *k, int64_t ms)
+{
+    char t[TIMEFMT_RFC3339_MICRO_SIZE];
+    if (ms && timefmt_format_rfc3339_micro(ms, t, sizeof(t)) == 0)
+        put_str(w, o, k, t);
+}
+
+static const char *condition_status_name(enum condition_status s)
+{
+    switch (s) {
+    case COND_TRUE:
+        return "True";
+    case COND_FALSE:
+        return "False";
+    default:
+        return "Unknown";
+    }
+}
+
+static int condition_rank(const char *type)
+{
+    static const char *const order[] = {"Valid", "Ready", "CapacityAvailable", "Restored"};
+    for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+        if (strcmp(type, order[i]) == 0)
+            return (int)i;
+    return (int)(sizeof(order) / sizeof(order[0]));
+}
+
+/* Valid, Ready, CapacityAvailable, Restored, then the rest by type. */
+static int condition_cmp(const void *a, const void *b)
+{
+    const struct condition *x = *(const struct condition *const *)a;
+    const struct condition *y = *(const struct condition *const *)b;
+    int rx = condition_rank(x->type), ry = condition_rank(y->type);
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    return strcmp(x->type, y->type);
+}
+
+static void encode_fields(struct writer *w, const struct status_field *t, const void *base,
+                          cJSON *o);
+
+static void encode_list(struct writer *w, const struct status_field *f, const void *base, cJSON *o)
+{
+    size_t n = *AT_CONST(base, f->count, size_t);
+    if (f->max && n > f->max)
+        n = f->max;
+    if (n == 0)
+        return;
+    const char *items = *AT_CONST(base, f->off, const char *);
+    const void **order = calloc(n, sizeof(*order));
+    cJSON *arr = cJSON_AddArrayToObject(o, f->key);
+    if (!order || !arr) {
+        free(order);
+        w->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = items + i * f->size;
+    if (f->kind == SF_CONDITIONS)
+        qsort(order, n, sizeof(*order), condition_cmp);
+    for (size_t i = 0; i < n; i++) {
+        cJSON *j = cJSON_CreateObject();
+        if (!j || !cJSON_AddItemToArray(arr, j)) {
+            cJSON_Delete(j);
+            w->oom = 1;
+            break;
+        }
+        encode_fields(w, f->sub, order[i], j);
+    }
+    free(order);
+}
+
+/* An object that ended up empty is dropped: unset means absent. */
+static void encode_object(struct writer *w, const struct status_field *f, const void *base,
+                          cJSON *o)
+{
+    cJSON *c = cJSON_AddObjectToObject(o, f->key);
+    if (!c) {
+        w->oom = 1;
+        return;
+    }
+    encode_fields(w, f->sub, AT_CONST(base, f->off, char), c);
+    if (!c->child)
+        cJSON_DeleteItemFromObjectCaseSensitive(o, f->key);
+}
+
+static void encode_fields(struct writer *w, const struct status_field *t, const void *base,
+                          cJSON *o)
+{
+    for (; t->kind != SF_END; t++) {
+        if (t->kind == SF_INLINE) {
+            encode_fields(w, t->sub, AT_CONST(base, t->off, char), o);
+            continue;
+        }
+        if (!t->key)
+            continue;
+        switch (t->kind) {
+        case SF_STR:
+            put_str(w, o, t->key, *AT_CONST(base, t->off, char *));
+            break;
+        case SF_TEXT:
+            put_text(w, o, t->key, *AT_CONST(base, t->off, char *));
+            break;
+        case SF_TIME:
+            put_time(w, o, t->key, *AT_CONST(base, t->off, int64_t));
+            break;
+        case SF_TIME_MICRO:
+            put_time_precise(w, o, t->key, *AT_CONST(base, t->off, int64_t));
+            break;
+        case SF_INT64:
+            put_int(w, o, t->key, *AT_CONST(base, t->off, int64_t));
+            break;
+        case SF_INT:
+            put_int(w, o, t->key, *AT_CONST(base, t->off, int));
+            break;
+        case SF_BOOL:
+            if (*AT_CONST(base, t->off, int) && !cJSON_AddTrueToObject(o, t->key))
+                w->oom = 1;
+            break;
+        case SF_DOUBLE:
+            put_double(w, o, t->key, *AT_CONST(base, t->off, double));
+            break;
+        case SF_FIGURE:
+            if (*AT_CONST(base, t->when, int64_t))
+                put_number(w, o, t->key, *AT_CONST(base, t->off, double));
+            break;
+        case SF_STATE:
+            put_str(w, o, t->key,
+                    workspace_state_name(*AT_CONST(base, t->off, enum workspace_state)));
+            break;
+        case SF_COND_STATUS:
+            put_text(w, o, t->key,
+                     condition_status_name(*AT_CONST(base, t->off, enum condition_status)));
+            break;
+        case SF_OBJECT:
+            encode_object(w, t, base, o);
+            break;
+        case SF_LIST:
+        case SF_CONDITIONS:
+            encode_list(w, t, base, o);
+            break;
+        case SF_END:
+        case SF_INLINE:
+            break;
+        }
+    }
+}
+
+int status_fields_encode(const struct status_field *t, const void *base, cJSON *o)
+{
+    struct writer w = {0};
+    encode_fields(&w, t, base, o);
+    return w.oom ? -ENOMEM : 0;
+}
+
+/* ---- memory ---- */
+
+void status_fields_clear(const struct status_field *t, void *base)
+{
+    for (; t->kind != SF_END; t++) {
+        if (is_string(t)) {
+            free(*AT(base, t->off, char *));
+        } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
+            status_fields_clear(t->sub, AT(base, t->off, char));
+        } else if (is_list(t)) {
+            char *items = *AT(base, t->off, char *);
+            size_t n = *AT(base, t->count, size_t);
+            for (size_t i = 0; i < n; i++)
+                status_fields_clear(t->sub, items + i * t->size);
+            free(items);
+        }
+    }
+}
+
+/* Forgets (without freeing) every string and list t names in base. */
+static void detach(const struct status_field *t, void *base)
+{
+    for (; t->kind != SF_END; t++) {
+        if (is_string(t)) {
+            *AT(base, t->off, char *) = NULL;
+        } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
+            detach(t->sub, AT(base, t->off, char));
+        } else if (is_list(t)) {
+            *AT(base, t->off, void *) = NULL;
+            *AT(base, t->count, size_t) = 0;
+        }
+    }
+}
+
+/* dst is detached: copies src's strings and lists into it. On -ENOMEM dst
+ * holds what was copied so far, which status_fields_clear() releases. */
+static int copy_owned(const struct status_field *t, const void *src, void *dst)
+{
+    for (; t->kind != SF_END; t++) {
+        if (is_string(t)) {
+            if (json_dup_optional(*AT_CONST(src, t->off, char *), AT(dst, t->off, char *)) < 0)
+                return -ENOMEM;
+        } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
+            if (copy_owned(t->sub, AT_CONST(src, t->off, char), AT(dst, t->off, char)) < 0)
+                return -ENOMEM;
+        } else if (is_list(t)) {
+            size_t n = *AT_CONST(src, t->count, size_t);
+            if (n == 0)
+                continue;
+            const char *from = *AT_CONST(src, t->off, const char *);
+            char *to = calloc(n, t->size);
+            if (!to)
+                return -ENOMEM;
+            *AT(dst, t->off, char *) = to;
+            size_t *count = AT(dst, t->count, size_t);
+            for (size_t i = 0; i < n; i++) {
+                memcpy(to + i * t->size, from + i * t->size, t->size);
+                detach(t->sub, to + i * t->size);
+                (*count)++;
+                if (copy_owned(t->sub, from + i * t->size, to + i * t->size) < 0)
+                    return -ENOMEM;
+            }
+        }
+    }
+    return 0;
+}
+
+int status_fields_deepen(const struct status_field *t, const void *src, void *dst)
+{
+    detach(t, dst);
+    if (copy_owned(t, src, dst) < 0) {
+        status_fields_clear(t, dst);
+        return -ENOMEM;
+    }
+    return 0;
+}
