@@ -179,10 +179,18 @@ static uint64_t take_notice(struct reconciler *r, const char *key)
     return v;
 }
 
+/* A key the queue could not take is not reconciled until its next change:
+ * say so (-ESHUTDOWN while closing is expected and quiet). */
+static void requeue_result(const char *key, const char *how, int e)
+{
+    if (e < 0 && e != -ESHUTDOWN)
+        log_warn("workspace not queued again", "key", key, "how", how, "error", log_errno_str(e));
+}
+
 static void queue_key(struct reconciler *r, const char *key)
 {
     notice(r, key);
-    workqueue_driver_add(r->queue, key);
+    requeue_result(key, "now", workqueue_driver_add(r->queue, key));
 }
 
 static void enqueue(struct reconciler *r, const char *ns, const char *name)
@@ -487,11 +495,14 @@ static void job_finish(struct job *j, int error)
                                       (double)(uv_hrtime() - j->started_ns) / 1e9);
         if (error) {
             r->stats.errors++;
-            workqueue_driver_add_rate_limited(r->queue, j->key);
+            requeue_result(j->key, "after a failure",
+                           workqueue_driver_add_rate_limited(r->queue, j->key));
         } else {
             workqueue_driver_forget(r->queue, j->key);
             if (j->out.requeue_after_ms > 0)
-                workqueue_driver_add_after(r->queue, j->key, (uint64_t)j->out.requeue_after_ms);
+                requeue_result(j->key, "after a delay",
+                               workqueue_driver_add_after(r->queue, j->key,
+                                                          (uint64_t)j->out.requeue_after_ms));
         }
         workqueue_driver_done(r->queue, j->key);
     }
@@ -515,8 +526,10 @@ static void wrote_workspace(struct job *j, const cJSON *obj)
         j->rv = copy;
     }
     /* Out of memory: nothing is recorded, and the next pass decides at once. */
-    (void)expectations_record(&j->r->own_writes, j->key, rv->valuestring,
-                              (int64_t)uv_now(j->r->loop));
+    int e = expectations_record(&j->r->own_writes, j->key, rv->valuestring,
+                                (int64_t)uv_now(j->r->loop));
+    if (e < 0)
+        log_warn("own write not recorded", "key", j->key, "error", log_errno_str(e));
 }
 
 static void run_next(struct job *j);
@@ -1080,7 +1093,8 @@ static void reconcile(struct reconciler *r, const char *key)
     if (!j || !(j->key = strdup(key))) {
         free(j);
         r->in_flight--;
-        workqueue_driver_add_rate_limited(r->queue, key);
+        log_warn("reconcile not started", "key", key, "error", log_errno_str(-ENOMEM));
+        requeue_result(key, "after a failure", workqueue_driver_add_rate_limited(r->queue, key));
         workqueue_driver_done(r->queue, key);
         return;
     }

@@ -75,6 +75,7 @@ struct exec_run {
     bool exited;
     bool out_done;
     bool err_done;
+    bool err_lost;
     bool draining;
     bool finished;
     int64_t exit_status;
@@ -577,7 +578,9 @@ static void exec_run_finish(struct exec_run *run)
         err = strprintf("exec plugin %s: reading its output failed: %s", cmd,
                         uv_strerror(run->failure));
     } else if (run->term_signal || run->exit_status != 0) {
-        char *line = first_line(&run->err);
+        char *line = run->err_lost && run->err.len == 0
+                         ? strdup("(its error output was lost: out of memory)")
+                         : first_line(&run->err);
         status = -EIO;
         if (run->term_signal)
             err = strprintf("exec plugin %s was killed by signal %d%s%s", cmd, run->term_signal,
@@ -678,7 +681,8 @@ static void on_exec_stderr(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     /* Past the limit the rest is dropped; reading on keeps the plugin from
      * blocking on a full pipe. */
     size_t room = run->err.max - run->err.len;
-    buf_append(&run->err, run->chunk, (size_t)n < room ? (size_t)n : room);
+    if (buf_append(&run->err, run->chunk, (size_t)n < room ? (size_t)n : room) < 0)
+        run->err_lost = true; /* out of memory: the message says its words are missing */
 }
 
 /* The parent's environment, minus what the config sets, plus the config's

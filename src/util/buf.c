@@ -82,6 +82,14 @@ void buf_consume(struct buf *b, size_t n)
     b->data[b->len] = '\0';
 }
 
+void buf_truncate(struct buf *b, size_t n)
+{
+    if (n < b->len) {
+        b->len = n;
+        b->data[n] = '\0';
+    }
+}
+
 void buf_reset(struct buf *b)
 {
     b->len = 0;

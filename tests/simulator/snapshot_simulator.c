@@ -551,6 +551,13 @@ static const char *pod_gpu_product(struct sim *s, const cJSON *pod)
 
 /* ---- the queue and writes ------------------------------------------------------ */
 
+/* A key the queue could not take is not simulated again until it changes. */
+static void queue_result(const char *key, int e)
+{
+    if (e < 0 && e != -ESHUTDOWN)
+        log_warn("key not queued", "key", key, "error", log_errno_str(e));
+}
+
 static void enqueue(struct sim *s, char kind, const char *ns, const char *name)
 {
     if (s->closing || !name)
@@ -560,7 +567,7 @@ static void enqueue(struct sim *s, char kind, const char *ns, const char *name)
                       : asprintf(&key, "%c:%s", kind, name);
     if (r < 0)
         return;
-    workqueue_driver_add(s->queue, key);
+    queue_result(key, workqueue_driver_add(s->queue, key));
     free(key);
 }
 
@@ -569,14 +576,14 @@ static void finish(struct sim *s, const char *key, int64_t requeue_ms)
 {
     workqueue_driver_forget(s->queue, key);
     if (requeue_ms > 0)
-        workqueue_driver_add_after(s->queue, key, (uint64_t)requeue_ms);
+        queue_result(key, workqueue_driver_add_after(s->queue, key, (uint64_t)requeue_ms));
     workqueue_driver_done(s->queue, key);
 }
 
 /* Ends the processing of key as a failure: it comes back after the backoff. */
 static void retry(struct sim *s, const char *key)
 {
-    workqueue_driver_add_rate_limited(s->queue, key);
+    queue_result(key, workqueue_driver_add_rate_limited(s->queue, key));
     workqueue_driver_done(s->queue, key);
 }
 
@@ -1174,7 +1181,8 @@ static void snapshot_deleting(struct sim *s, const char *key, const char *ns, co
         if (uid && !strmap_get(&s->stuck_logged, uid)) {
             log_info("holding the finalizer for good (stuck-finalizer)", "namespace", ns,
                      "snapshot", name);
-            strmap_put(&s->stuck_logged, uid, (void *)"", NULL);
+            if (strmap_put(&s->stuck_logged, uid, (void *)"", NULL) < 0)
+                log_warn("out of memory: the hold may be logged again", "snapshot", name);
         }
         finish(s, key, 0);
         return;
@@ -1707,7 +1715,8 @@ static void pod_restore(struct sim *s, const char *key, const char *ns, const ch
         log_info("restore skipped: cold start", "namespace", ns, "pod", name, "snapshot", snap_name,
                  "reason", problem);
         post_pod_event(s, ns, name, pod_uid, "Warning", "cold-start", msg);
-        strmap_put(&s->skipped_restores, pod_uid, (void *)"", NULL);
+        if (strmap_put(&s->skipped_restores, pod_uid, (void *)"", NULL) < 0)
+            log_warn("out of memory: the skipped restore is not remembered", "pod", name);
         finish(s, key, 0);
         return;
     }
