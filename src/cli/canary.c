@@ -195,9 +195,10 @@ int canary_read(struct canary *c, const struct canary_target *t, char **ret_valu
         if (r < 0 && g && !rd->done)
             http_get_cancel(g);
     } else if (r == 0) {
-        struct kube_request *req =
-            kube_get_path(c->api->client, rd->url, CANARY_MAX_BODY, on_proxy, rd);
-        r = req ? cli_api_run_until(c->api, read_done, rd, deadline, NULL) : -ENOMEM;
+        struct kube_request *req = NULL;
+        r = kube_get_path(c->api->client, rd->url, CANARY_MAX_BODY, on_proxy, rd, &req);
+        if (r == 0)
+            r = cli_api_run_until(c->api, read_done, rd, deadline, NULL);
         if (r < 0 && req && !rd->done)
             kube_request_cancel(req);
     }

@@ -266,8 +266,11 @@ static int token_ready(struct record *rec, const char *ns, const char *name, con
                   ((rec->token_state == TOKEN_FAILED || rec->token_refused) &&
                    now - rec->token_read_ms >= TOKEN_RETRY_MS);
     if (refetch && !rec->req) {
-        rec->req = kube_get(t->client, &KUBE_RESOURCE_SECRETS, ns, name, on_secret, rec);
-        if (rec->req && rec->token_state != TOKEN_OK)
+        int e = kube_get(t->client, &KUBE_RESOURCE_SECRETS, ns, name, on_secret, rec, &rec->req);
+        if (e < 0)
+            log_warn("token secret read could not start", "namespace", ns, "secret", name, "error",
+                     log_errno_str(e));
+        else if (rec->token_state != TOKEN_OK)
             rec->token_state = TOKEN_FETCHING;
     }
     return rec->token_state == TOKEN_OK;

@@ -172,7 +172,9 @@ static char *fresh_list(struct fixture *f)
 {
     struct harness_call call = {0};
     struct kube_list_options o = {.label_selector = LABEL};
-    kube_list(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &o, harness_call_cb, &call);
+    assert_int_equal(
+        kube_list(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &o, harness_call_cb, &call, NULL),
+        0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     /* Items come sorted by name from etcd; the text is comparable. */

@@ -639,11 +639,12 @@ static struct job *job_new(struct sim *s, const char *key, const char *what, int
 }
 
 /* The request could not start: count a failure and retry later. */
-static void job_start_failed(struct job *j)
+static void job_start_failed(struct job *j, int e)
 {
     struct sim *s = j->s;
     const char *key = j->key;
-    log_warn("could not start a request; retrying", "what", j->what, "key", key);
+    log_warn("could not start a request; retrying", "what", j->what, "key", key, "error",
+             log_errno_str(e));
     job_unlink(j);
     free(j);
     retry(s, key);
@@ -662,10 +663,10 @@ static void write_patch(struct sim *s, const char *key, const char *what,
         retry(s, key);
         return;
     }
-    j->req = kube_patch(s->client, res, ns, name, sub, type, text, on_job_done, j);
+    int e = kube_patch(s->client, res, ns, name, sub, type, text, on_job_done, j, &j->req);
     free(text);
-    if (!j->req)
-        job_start_failed(j);
+    if (e < 0)
+        job_start_failed(j, e);
 }
 
 static void write_create(struct sim *s, const char *key, const char *what,
@@ -678,10 +679,10 @@ static void write_create(struct sim *s, const char *key, const char *what,
         return;
     }
     j->create = 1;
-    j->req = kube_create(s->client, res, ns, body, on_job_done, j);
+    int e = kube_create(s->client, res, ns, body, on_job_done, j, &j->req);
     cJSON_Delete(body);
-    if (!j->req)
-        job_start_failed(j);
+    if (e < 0)
+        job_start_failed(j, e);
 }
 
 static void write_delete(struct sim *s, const char *key, const char *what,
@@ -694,9 +695,9 @@ static void write_delete(struct sim *s, const char *key, const char *what,
         return;
     }
     struct kube_delete_options o = {.precondition_uid = uid, .grace_period_seconds = -1};
-    j->req = kube_delete(s->client, res, ns, name, &o, on_job_done, j);
-    if (!j->req)
-        job_start_failed(j);
+    int e = kube_delete(s->client, res, ns, name, &o, on_job_done, j, &j->req);
+    if (e < 0)
+        job_start_failed(j, e);
 }
 
 /* Writes whose outcome no reconcile waits for (events, lastAccessTime). */
@@ -752,7 +753,8 @@ static void post_pod_event(struct sim *s, const char *ns, const char *pod, const
     put_str(&failed, ev, "reportingComponent", COMPONENT);
     put_str(&failed, ev, "reportingInstance", s->instance);
     ev = built(failed, ev);
-    if (!ev || !kube_create(s->client, &KUBE_RESOURCE_EVENTS, ns, ev, on_aside_done, "event"))
+    if (!ev ||
+        kube_create(s->client, &KUBE_RESOURCE_EVENTS, ns, ev, on_aside_done, "event", NULL) < 0)
         log_warn("event not posted", "pod", pod, "message", message);
     cJSON_Delete(ev);
 }
@@ -1525,8 +1527,8 @@ static void pod_terminating(struct sim *s, const char *ns, const cJSON *pod)
         cJSON_Delete(p);
         log_info("the application saves on SIGTERM: its volume is written", "namespace", ns, "pod",
                  STR(pod, "metadata", "name"), "claim", claim);
-        if (!text || !kube_patch(s->client, &KUBE_RESOURCE_PVCS, ns, claim, NULL, KUBE_PATCH_MERGE,
-                                 text, on_aside_done, "home-written-at"))
+        if (!text || kube_patch(s->client, &KUBE_RESOURCE_PVCS, ns, claim, NULL, KUBE_PATCH_MERGE,
+                                text, on_aside_done, "home-written-at", NULL) < 0)
             log_warn("home-written-at not written", "claim", claim);
         free(text);
     }
@@ -1645,8 +1647,8 @@ static void touch_snapshot(struct sim *s, const char *ns, const char *snap_name,
     put_str(&failed, put_obj(&failed, la, "status"), "lastAccessTime", when);
     char *text = failed ? NULL : cJSON_PrintUnformatted(la);
     cJSON_Delete(la);
-    if (!text || !kube_patch(s->client, &res_snapshots, ns, snap_name, "status", KUBE_PATCH_MERGE,
-                             text, on_aside_done, "lastAccessTime"))
+    if (!text || kube_patch(s->client, &res_snapshots, ns, snap_name, "status", KUBE_PATCH_MERGE,
+                            text, on_aside_done, "lastAccessTime", NULL) < 0)
         log_warn("lastAccessTime not written", "snapshot", snap_name);
     free(text);
 }
