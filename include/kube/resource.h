@@ -36,10 +36,6 @@ char *kube_resource_api_version(const struct kube_resource *res);
 char *kube_resource_path(const struct kube_resource *res, const char *ns, const char *name,
                          const char *subresource);
 
-/* Appends s percent-encoded (everything outside RFC 3986's unreserved set).
- * Returns 0 or the buf error. */
-MUST_USE int kube_append_escaped(struct buf *b, const char *s);
-
 /* Appends "&key=value" (or "?key=value" when b holds no '?' yet), value
  * percent-encoded; does nothing when value is NULL or "". */
 MUST_USE int kube_append_query(struct buf *b, const char *key, const char *value);

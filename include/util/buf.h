@@ -37,6 +37,12 @@ MUST_USE int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((form
 /* Drops the first n bytes, keeping the rest (n > len drops all). */
 void buf_consume(struct buf *b, size_t n);
 
+/* Appends s percent-encoded: every byte outside RFC 3986's unreserved
+ * characters (letters, digits, "-._~") as %XX, so that a name or a query
+ * value from outside can never change a URL's path or query. Same results
+ * as buf_append() (the buffer may hold part of s on failure). */
+MUST_USE int buf_append_escaped(struct buf *b, const char *s);
+
 /* Drops everything after the first n bytes (n >= len changes nothing). */
 void buf_truncate(struct buf *b, size_t n);
 

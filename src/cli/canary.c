@@ -89,7 +89,7 @@ char *canary_url(const char *tpl, const struct canary_target *t)
         const char *close = *p == '{' ? strchr(p, '}') : NULL;
         const char *v = close ? var(t, p + 1, (size_t)(close - p - 1)) : NULL;
         if (v) {
-            e = kube_append_escaped(&b, v);
+            e = buf_append_escaped(&b, v);
             p = close + 1;
         } else {
             e = buf_append(&b, p, 1);
@@ -161,11 +161,11 @@ static char *proxy_path(const struct canary_target *t)
     snprintf(port, sizeof(port), ":%d", t->port);
     int e = buf_append_str(&b, "/api/v1/namespaces/");
     if (e == 0)
-        e = kube_append_escaped(&b, t->ns);
+        e = buf_append_escaped(&b, t->ns);
     if (e == 0)
         e = buf_append_str(&b, "/pods/");
     if (e == 0)
-        e = kube_append_escaped(&b, t->pod);
+        e = buf_append_escaped(&b, t->pod);
     if (e == 0)
         e = buf_append_str(&b, port);
     if (e == 0)
