@@ -15,6 +15,7 @@
 #include <yaml.h>
 
 #include "util/secret.h"
+#include "util/text.h"
 
 #define KUBECONFIG_MAX_BYTES (4u << 20)
 #define REFERENCED_FILE_MAX_BYTES (1u << 20)
@@ -35,15 +36,7 @@ static char *quote(const char *s)
     bool cut = n > QUOTE_MAX;
     if (cut)
         n = QUOTE_MAX;
-    char *q = malloc(n + 4);
-    if (!q)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        q[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    strcpy(q + n, cut ? "..." : "");
-    return q;
+    return text_printable_copy(s, n, cut, '?');
 }
 
 static char *vformat(const char *fmt, va_list ap)

@@ -18,6 +18,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/secret.h"
+#include "util/text.h"
 #include "util/timefmt.h"
 
 #define TOKEN_FILE_MAX_BYTES (1u << 20)
@@ -153,15 +154,7 @@ static char *first_line(const struct buf *b)
         n = STDERR_QUOTE_MAX;
     while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
         n--;
-    char *s = malloc(n + 4);
-    if (!s)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        s[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    strcpy(s + n, cut ? "..." : "");
-    return s;
+    return text_printable_copy(p, n, cut, '?');
 }
 
 static bool is_space(char ch)
