@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "util/base64.h"
 #include "util/secret.h"
 #include "util/text.h"
 
@@ -158,39 +158,6 @@ static const char *read_error_str(int r)
     default:
         return strerror(-r);
     }
-}
-
-/* Decodes base64, tolerating line breaks or their absence. Returns a
- * NUL-terminated buffer or -EINVAL. */
-static int base64_decode(const char *in, size_t in_len, char **ret_data, size_t *ret_len)
-{
-    if (in_len > INT_MAX)
-        return -EINVAL;
-    /* Decoding never yields more than 3 bytes per 4 characters. */
-    size_t cap = in_len / 4 * 3 + 3 + 1;
-    unsigned char *out = malloc(cap);
-    EVP_ENCODE_CTX *ctx = EVP_ENCODE_CTX_new();
-    int r = -ENOMEM, n1 = 0, n2 = 0;
-    if (!out || !ctx)
-        goto out;
-    EVP_DecodeInit(ctx);
-    r = -EINVAL;
-    if (EVP_DecodeUpdate(ctx, out, &n1, (const unsigned char *)in, (int)in_len) < 0)
-        goto out;
-    if (EVP_DecodeFinal(ctx, out + n1, &n2) < 0)
-        goto out;
-    if (n1 + n2 <= 0)
-        goto out;
-    out[n1 + n2] = '\0';
-    *ret_data = (char *)out;
-    *ret_len = (size_t)(n1 + n2);
-    out = NULL;
-    r = 0;
-out:
-    if (out)
-        secret_free(out, cap);
-    EVP_ENCODE_CTX_free(ctx);
-    return r;
 }
 
 static bool looks_like_pem(const char *data, size_t len)

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
@@ -776,16 +776,6 @@ static int exec_run_start(struct kube_credentials *c, char **ret_err)
 }
 
 /* ---- setup ---------------------------------------------------------------- */
-
-static char *base64_encode(const char *data, size_t len)
-{
-    if (len > (size_t)INT32_MAX / 2)
-        return NULL;
-    char *out = malloc(4 * ((len + 2) / 3) + 1);
-    if (out)
-        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
-    return out;
-}
 
 /* KUBERNETES_EXEC_INFO: what client-go passes a plugin. Never interactive. */
 static char *exec_info_new(const struct kube_config *cfg)
