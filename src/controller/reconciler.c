@@ -909,6 +909,74 @@ static void app_checkpoint_run(struct job *j, const struct action *a)
     action_succeeded(j);
 }
 
+/* Every action was carried out (or none is needed any more): a failure
+ * reported before is over. Not once the finalizer is gone: the Workspace
+ * goes with it. The status is written if it changed. */
+static void actions_done(struct job *j)
+{
+    forget_failure(j->r, j->key);
+    if (!(j->out.n_actions &&
+          j->out.actions[j->out.n_actions - 1].type == ACTION_REMOVE_FINALIZER) &&
+        action_failure_resolved(&j->out.status))
+        j->out.status_changed = 1;
+    if (j->out.status_changed)
+        write_status(j);
+    else
+        job_finish(j, 0);
+}
+
+/* Starts the API call of action a (one that the API server carries out).
+ * Returns 0 and *ret_req, or a negative errno (kube_get() and friends). */
+static int start_api_call(struct job *j, const struct action *a, struct kube_request **ret_req)
+{
+    struct reconciler *r = j->r;
+    switch (a->type) {
+    case ACTION_ADD_FINALIZER:
+    case ACTION_REMOVE_FINALIZER:
+        j->finalizer_add = a->type == ACTION_ADD_FINALIZER;
+        return kube_get(r->client, &workspaces, j->ns, j->name, on_ws_for_finalizer, j, ret_req);
+    case ACTION_CREATE_PVC:
+        return kube_create(r->client, &KUBE_RESOURCE_PVCS, j->ns, j->bodies[j->next],
+                           on_action_done, j, ret_req);
+    case ACTION_CREATE_POD:
+        return kube_create(r->client, &KUBE_RESOURCE_PODS, j->ns, j->bodies[j->next],
+                           on_action_done, j, ret_req);
+    case ACTION_DELETE_POD: {
+        struct kube_delete_options o = {.precondition_uid = j->pod_uids[j->next],
+                                        .grace_period_seconds = a->grace_seconds,
+                                        .propagation_policy = "Background"};
+        return kube_delete(r->client, &KUBE_RESOURCE_PODS, j->ns, a->name, &o, on_action_done, j,
+                           ret_req);
+    }
+    case ACTION_DELETE_PVC: {
+        struct kube_delete_options o = {.grace_period_seconds = -1,
+                                        .propagation_policy = "Background"};
+        return kube_delete(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, &o, on_action_done, j,
+                           ret_req);
+    }
+    case ACTION_RELEASE_PVC:
+        return kube_patch(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, NULL, KUBE_PATCH_MERGE,
+                          "{\"metadata\":{\"ownerReferences\":null}}", on_action_done, j, ret_req);
+    case ACTION_AUTO_PAUSE:
+        return auto_pause(j, a, ret_req);
+    default:
+        return -EINVAL; /* not an API call: run_next() starts it */
+    }
+}
+
+/* Posts action a, an Event. Named after its transition, or else the object
+ * version it was decided on: decided again after a crash, it is posted once. */
+static void post_event(struct job *j, const struct action *a)
+{
+    struct reconciler *r = j->r;
+    struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
+    char version[200];
+    snprintf(version, sizeof(version), "rv-%s", j->rv);
+    events_post(r->client, &subject, a->event_type, a->reason, a->message,
+                a->occasion ? a->occasion : version, r->identity, r->now_ms(r->now_data));
+}
+
+/* Starts the job's next action; its callback runs the one after. */
 static void run_next(struct job *j)
 {
     struct reconciler *r = j->r;
@@ -917,73 +985,18 @@ static void run_next(struct job *j)
         return;
     }
     if (j->next >= j->out.n_actions) {
-        /* Every action was carried out (or none is needed any more): a
-         * failure reported before is over. Not once the finalizer is gone:
-         * the Workspace goes with it. */
-        forget_failure(r, j->key);
-        if (!(j->out.n_actions &&
-              j->out.actions[j->out.n_actions - 1].type == ACTION_REMOVE_FINALIZER) &&
-            action_failure_resolved(&j->out.status))
-            j->out.status_changed = 1;
-        if (j->out.status_changed)
-            write_status(j);
-        else
-            job_finish(j, 0);
+        actions_done(j);
         return;
     }
     const struct action *a = &j->out.actions[j->next];
-    struct kube_request *req = NULL;
-    int e = -EINVAL;
     failpoint_before(r, a->type);
     transition_latency(j, a);
-    struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
     switch (a->type) {
-    case ACTION_EVENT: {
-        /* Named after its transition, or else the object version it was
-         * decided on: decided again after a crash, it is posted once. */
-        char version[200];
-        snprintf(version, sizeof(version), "rv-%s", j->rv);
-        events_post(r->client, &subject, a->event_type, a->reason, a->message,
-                    a->occasion ? a->occasion : version, r->identity, r->now_ms(r->now_data));
+    case ACTION_EVENT:
+        post_event(j, a);
         j->next++;
         run_next(j);
         return;
-    }
-    case ACTION_ADD_FINALIZER:
-    case ACTION_REMOVE_FINALIZER:
-        j->finalizer_add = a->type == ACTION_ADD_FINALIZER;
-        e = kube_get(r->client, &workspaces, j->ns, j->name, on_ws_for_finalizer, j, &req);
-        break;
-    case ACTION_CREATE_PVC:
-        e = kube_create(r->client, &KUBE_RESOURCE_PVCS, j->ns, j->bodies[j->next], on_action_done,
-                        j, &req);
-        break;
-    case ACTION_CREATE_POD:
-        e = kube_create(r->client, &KUBE_RESOURCE_PODS, j->ns, j->bodies[j->next], on_action_done,
-                        j, &req);
-        break;
-    case ACTION_DELETE_POD: {
-        struct kube_delete_options o = {.precondition_uid = j->pod_uids[j->next],
-                                        .grace_period_seconds = a->grace_seconds,
-                                        .propagation_policy = "Background"};
-        e = kube_delete(r->client, &KUBE_RESOURCE_PODS, j->ns, a->name, &o, on_action_done, j,
-                        &req);
-        break;
-    }
-    case ACTION_DELETE_PVC: {
-        struct kube_delete_options o = {.grace_period_seconds = -1,
-                                        .propagation_policy = "Background"};
-        e = kube_delete(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, &o, on_action_done, j,
-                        &req);
-        break;
-    }
-    case ACTION_RELEASE_PVC:
-        e = kube_patch(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, NULL, KUBE_PATCH_MERGE,
-                       "{\"metadata\":{\"ownerReferences\":null}}", on_action_done, j, &req);
-        break;
-    case ACTION_AUTO_PAUSE:
-        e = auto_pause(j, a, &req);
-        break;
     case ACTION_SNAPSHOT_BEGIN:
         j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j);
         if (!j->begin)
@@ -998,7 +1011,11 @@ static void run_next(struct job *j)
         if (!j->gdel)
             action_failed(j, NULL, "cannot start the request");
         return;
+    default:
+        break;
     }
+    struct kube_request *req = NULL;
+    int e = start_api_call(j, a, &req);
     if (e < 0) {
         action_not_started(j, e);
         return;

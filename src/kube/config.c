@@ -457,6 +457,7 @@ static int load_cluster(struct loader *l, const yaml_node_t *root, const char *c
     return 0;
 }
 
+/* Long: one check per field of the exec section, each naming its field. */
 static int load_exec(struct loader *l, const yaml_node_t *exec, const struct where *w,
                      struct kube_config *cfg)
 {
@@ -851,6 +852,7 @@ int kube_config_load_file(const char *path, const char *context, struct kube_con
     return r;
 }
 
+/* Long: each file of the service account is read and checked in turn. */
 int kube_config_in_cluster(const char *root, struct kube_config **ret_config, char **ret_err)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST");

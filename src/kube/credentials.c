@@ -446,7 +446,8 @@ static void exec_run_kill(struct exec_run *run)
         uv_process_kill(&run->process, SIGKILL);
 }
 
-/* Turns the plugin's stdout into a credential; *ret_err on failure. */
+/* Turns the plugin's stdout into a credential; *ret_err on failure.
+ * Long: one check per field of the ExecCredential, each with its message. */
 static int parse_exec_credential(struct kube_credentials *c, const struct buf *out, char **ret_err)
 {
     const char *cmd = c->exec_command;
