@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,7 +79,7 @@ struct reconciler {
     struct controller_metrics *metrics;
     struct expectations own_writes; /* our last Workspace write per key, until the cache shows it */
     unsigned in_flight;
-    struct job *jobs; /* in flight */
+    LIST_HEAD(job_list, job) jobs; /* in flight */
     int closing;
     struct reconciler_stats stats;
 };
@@ -104,7 +105,8 @@ struct job {
     struct kube_request *req; /* the call in flight, cancelled on close */
     struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
     struct gke_delete *gdel;  /* a snapshot being deleted, cancelled on close */
-    struct job *prev, *next_job;
+    LIST_ENTRY(job) link;     /* in the reconciler's jobs while linked */
+    int linked;
     int released; /* gave its worker back: only the status write is left */
 
     /* Metrics: the reconcile's time, and what its status write records. */
@@ -480,14 +482,9 @@ static void pull(void *data);
  * with backoff. The queue learns the key is done either way. */
 static void job_unlink(struct job *j)
 {
-    struct reconciler *r = j->r;
-    if (j->prev)
-        j->prev->next_job = j->next_job;
-    else if (r->jobs == j)
-        r->jobs = j->next_job;
-    if (j->next_job)
-        j->next_job->prev = j->prev;
-    j->prev = j->next_job = NULL;
+    if (j->linked)
+        LIST_REMOVE(j, link);
+    j->linked = 0;
 }
 
 static void job_finish(struct job *j, int error)
@@ -1103,10 +1100,8 @@ static struct job *job_new(struct reconciler *r, const char *key)
     }
     j->r = r;
     j->started_ns = uv_hrtime();
-    j->next_job = r->jobs;
-    if (r->jobs)
-        r->jobs->prev = j;
-    r->jobs = j;
+    LIST_INSERT_HEAD(&r->jobs, j, link);
+    j->linked = 1;
     return j;
 }
 
@@ -1434,6 +1429,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     struct reconciler *r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
+    LIST_INIT(&r->jobs);
     r->loop = loop;
     r->client = client;
     r->ns = o->ns ? strdup(o->ns) : NULL;
@@ -1554,8 +1550,8 @@ void reconciler_close(struct reconciler *r)
     }
     strmap_free(&r->failures);
     expectations_free(&r->own_writes);
-    while (r->jobs) {
-        struct job *j = r->jobs;
+    while (!LIST_EMPTY(&r->jobs)) {
+        struct job *j = LIST_FIRST(&r->jobs);
         kube_request_cancel(j->req); /* no callback follows */
         gke_begin_cancel(j->begin);
         gke_delete_cancel(j->gdel);
