@@ -42,6 +42,7 @@
 #ifndef HIBERNATOR_ACTIVITY_PROBER_H
 #define HIBERNATOR_ACTIVITY_PROBER_H
 
+#include "util/must_use.h"
 #include <stdint.h>
 #include <uv.h>
 
@@ -100,7 +101,7 @@ void prober_close(struct prober *p);
  * unknown kind bits, interval or timeout <= 0, an url that is missing or not
  * http(s) for Jupyter or code-server, a prometheus_url or gpu_query missing
  * for PROBE_GPU. */
-int prober_set(struct prober *p, const char *key, const struct probe_target *t);
+MUST_USE int prober_set(struct prober *p, const char *key, const struct probe_target *t);
 
 /* Stops probing key; a round in flight is cancelled, its result dropped. */
 void prober_remove(struct prober *p, const char *key);

@@ -19,6 +19,7 @@
 #ifndef HIBERNATOR_CONTROLLER_APP_CHECKPOINT_H
 #define HIBERNATOR_CONTROLLER_APP_CHECKPOINT_H
 
+#include "util/must_use.h"
 #include <stdint.h>
 #include <uv.h>
 
@@ -46,7 +47,7 @@ int app_checkpoints_new(uv_loop_t *loop, int64_t (*now_ms)(void *), void *now_da
 /* Starts the request unless one for the same key and attempt is in flight
  * or answered (a repeated ask is harmless). A request of the key for
  * another attempt is cancelled. Returns 0, -EINVAL (a bad URL) or -ENOMEM. */
-int app_checkpoints_ask(struct app_checkpoints *c, const struct app_checkpoint_call *call);
+MUST_USE int app_checkpoints_ask(struct app_checkpoints *c, const struct app_checkpoint_call *call);
 
 /* A request the application could not be asked at all (no pod IP, the URL
  * template wrong): recorded as answered, not written, with why. */

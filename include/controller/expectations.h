@@ -31,6 +31,7 @@
 #ifndef HIBERNATOR_CONTROLLER_EXPECTATIONS_H
 #define HIBERNATOR_CONTROLLER_EXPECTATIONS_H
 
+#include "util/must_use.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,7 +59,8 @@ void expectations_free(struct expectations *x);
  * Replaces what was recorded for the key (the last write is the one to
  * wait for). Returns 0, -EINVAL (no key or rv) or -ENOMEM (then nothing is
  * recorded and the next pass does not wait). */
-int expectations_record(struct expectations *x, const char *key, const char *rv, int64_t now_ms);
+MUST_USE int expectations_record(struct expectations *x, const char *key, const char *rv,
+                                 int64_t now_ms);
 
 /* The informer applied a watch event (add or update) for key whose object
  * carries rv: drops the record when rv is the one recorded. */

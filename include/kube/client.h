@@ -31,6 +31,7 @@
 #include "kube/api_error.h"
 #include "kube/config.h"
 #include "kube/resource.h"
+#include "util/must_use.h"
 
 /* Who goes first when the token bucket is short. A request is NORMAL unless
  * kube_request_set_priority() says otherwise. CRITICAL requests take any
@@ -122,42 +123,55 @@ struct kube_watch_options {
     int allow_bookmarks;
 };
 
-/* name may be NULL for the collection; namespace NULL or "" for cluster-scoped
- * objects or all namespaces. subresource is NULL or e.g. "status". */
-struct kube_request *kube_get(struct kube_client *c, const struct kube_resource *res,
-                              const char *ns, const char *name, kube_response_cb cb, void *data);
-struct kube_request *kube_list(struct kube_client *c, const struct kube_resource *res,
-                               const char *ns, const struct kube_list_options *opts,
-                               kube_response_cb cb, void *data);
-struct kube_request *kube_create(struct kube_client *c, const struct kube_resource *res,
-                                 const char *ns, const cJSON *obj, kube_response_cb cb, void *data);
+/*
+ * Starting a call. Each returns 0 and, when ret_req is not NULL, the request
+ * in *ret_req (written only on success): the client owns it; it stays valid
+ * until its callback has returned or kube_request_cancel(). On failure the
+ * callback is never called and the result says why:
+ *   -EINVAL     a NULL client or resource, a missing name, patch, object or
+ *               stream callback, a path that is not absolute;
+ *   -ESHUTDOWN  the client is closing;
+ *   -ENOBUFS    the path or query is over its limit (a name from outside);
+ *   -ENOMEM     out of memory.
+ * A request is queued at least until the loop comes round: set its priority
+ * right after the call that made it.
+ *
+ * name may be NULL for the collection; namespace NULL or "" for cluster-scoped
+ * objects or all namespaces. subresource is NULL or e.g. "status".
+ */
+MUST_USE int kube_get(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                      const char *name, kube_response_cb cb, void *data,
+                      struct kube_request **ret_req);
+MUST_USE int kube_list(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                       const struct kube_list_options *opts, kube_response_cb cb, void *data,
+                       struct kube_request **ret_req);
+MUST_USE int kube_create(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                         const cJSON *obj, kube_response_cb cb, void *data,
+                         struct kube_request **ret_req);
 /* PUT of a whole object (with metadata.resourceVersion for optimistic locking). */
-struct kube_request *kube_replace(struct kube_client *c, const struct kube_resource *res,
-                                  const char *ns, const char *name, const char *subresource,
-                                  const cJSON *obj, kube_response_cb cb, void *data);
-struct kube_request *kube_patch(struct kube_client *c, const struct kube_resource *res,
-                                const char *ns, const char *name, const char *subresource,
-                                enum kube_patch_type type, const char *patch, kube_response_cb cb,
-                                void *data);
-struct kube_request *kube_delete(struct kube_client *c, const struct kube_resource *res,
-                                 const char *ns, const char *name,
-                                 const struct kube_delete_options *opts, kube_response_cb cb,
-                                 void *data);
+MUST_USE int kube_replace(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                          const char *name, const char *subresource, const cJSON *obj,
+                          kube_response_cb cb, void *data, struct kube_request **ret_req);
+MUST_USE int kube_patch(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                        const char *name, const char *subresource, enum kube_patch_type type,
+                        const char *patch, kube_response_cb cb, void *data,
+                        struct kube_request **ret_req);
+MUST_USE int kube_delete(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                         const char *name, const struct kube_delete_options *opts,
+                         kube_response_cb cb, void *data, struct kube_request **ret_req);
 /* Streams the watch; done is called once when it ends (server timeout: status 0). */
-struct kube_request *kube_watch(struct kube_client *c, const struct kube_resource *res,
-                                const char *ns, const struct kube_watch_options *opts,
-                                kube_stream_cb on_bytes, kube_response_cb done, void *data);
+MUST_USE int kube_watch(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                        const struct kube_watch_options *opts, kube_stream_cb on_bytes,
+                        kube_response_cb done, void *data, struct kube_request **ret_req);
 
 /* GET of a path on the API server that does not answer with an API object
  * (a pod's proxy, /healthz): path is absolute and already escaped. The
  * answer is passed as bytes (resp->raw), at most max_bytes (more: -EFBIG);
  * a non-2xx answer is an error as for the other calls. */
-struct kube_request *kube_get_path(struct kube_client *c, const char *path, size_t max_bytes,
-                                   kube_response_cb cb, void *data);
+MUST_USE int kube_get_path(struct kube_client *c, const char *path, size_t max_bytes,
+                           kube_response_cb cb, void *data, struct kube_request **ret_req);
 
-/* Any call failed to start (bad arguments, no memory) returns NULL and calls
- * no callback. A request is queued at least until the loop comes round:
- * set its priority right after the call that made it (no-op for NULL). */
+/* No-op for NULL. */
 void kube_request_set_priority(struct kube_request *req, enum kube_priority priority);
 
 void kube_request_cancel(struct kube_request *req);
@@ -168,5 +182,8 @@ const char *kube_response_error_text(const struct kube_response *resp);
 /* The API server answered 404, or 409 AlreadyExists. */
 int kube_response_not_found(const struct kube_response *resp);
 int kube_response_already_exists(const struct kube_response *resp);
+/* The API server answered 409 Conflict (kube_api_error_is_conflict): the
+ * object changed since it was read; read again and decide again. */
+int kube_response_conflict(const struct kube_response *resp);
 
 #endif

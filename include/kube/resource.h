@@ -9,6 +9,7 @@
 #define HIBERNATOR_KUBE_RESOURCE_H
 
 #include "util/buf.h"
+#include "util/must_use.h"
 
 struct kube_resource {
     const char *group; /* "" for the core group */
@@ -35,12 +36,8 @@ char *kube_resource_api_version(const struct kube_resource *res);
 char *kube_resource_path(const struct kube_resource *res, const char *ns, const char *name,
                          const char *subresource);
 
-/* Appends s percent-encoded (everything outside RFC 3986's unreserved set).
- * Returns 0 or the buf error. */
-int kube_append_escaped(struct buf *b, const char *s);
-
 /* Appends "&key=value" (or "?key=value" when b holds no '?' yet), value
  * percent-encoded; does nothing when value is NULL or "". */
-int kube_append_query(struct buf *b, const char *key, const char *value);
+MUST_USE int kube_append_query(struct buf *b, const char *key, const char *value);
 
 #endif

@@ -30,6 +30,7 @@
 #ifndef HIBERNATOR_KUBE_WORKQUEUE_H
 #define HIBERNATOR_KUBE_WORKQUEUE_H
 
+#include "util/must_use.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -64,19 +65,20 @@ struct workqueue *workqueue_free(struct workqueue *q);
 /* Queues key now. Returns 0 (also when the key was already queued or is
  * being processed), -ESHUTDOWN after workqueue_shutdown() (nothing queued),
  * -EINVAL for a NULL key, or -ENOMEM. */
-int workqueue_add(struct workqueue *q, const char *key);
+MUST_USE int workqueue_add(struct workqueue *q, const char *key);
 
 /* Queues key once delay_ms has passed since now_ms; a delay of 0 is
  * workqueue_add(). If key is already waiting, the earlier deadline wins.
  * Returns as workqueue_add(). */
-int workqueue_add_after(struct workqueue *q, const char *key, uint64_t delay_ms, uint64_t now_ms);
+MUST_USE int workqueue_add_after(struct workqueue *q, const char *key, uint64_t delay_ms,
+                                 uint64_t now_ms);
 
 /* Counts a failure of key and queues it after the rate limiter's delay:
  * max(base * 2^failures capped at max_delay, token bucket wait). Every call
  * takes a token from the bucket. Returns as workqueue_add(); ret_delay_ms,
  * if not NULL, receives the delay on success. */
-int workqueue_add_rate_limited(struct workqueue *q, const char *key, uint64_t now_ms,
-                               uint64_t *ret_delay_ms);
+MUST_USE int workqueue_add_rate_limited(struct workqueue *q, const char *key, uint64_t now_ms,
+                                        uint64_t *ret_delay_ms);
 
 /* Forgets key's failures (after a successful reconcile), so the next
  * rate-limited add starts again at the base delay. Does not unqueue it. */
@@ -171,9 +173,10 @@ void workqueue_driver_close(struct workqueue_driver *d);
 struct workqueue *workqueue_driver_queue(struct workqueue_driver *d);
 
 /* As the workqueue_* functions, with now_ms = uv_now(loop). */
-int workqueue_driver_add(struct workqueue_driver *d, const char *key);
-int workqueue_driver_add_after(struct workqueue_driver *d, const char *key, uint64_t delay_ms);
-int workqueue_driver_add_rate_limited(struct workqueue_driver *d, const char *key);
+MUST_USE int workqueue_driver_add(struct workqueue_driver *d, const char *key);
+MUST_USE int workqueue_driver_add_after(struct workqueue_driver *d, const char *key,
+                                        uint64_t delay_ms);
+MUST_USE int workqueue_driver_add_rate_limited(struct workqueue_driver *d, const char *key);
 int workqueue_driver_get(struct workqueue_driver *d, const char **ret_key);
 void workqueue_driver_done(struct workqueue_driver *d, const char *key);
 void workqueue_driver_forget(struct workqueue_driver *d, const char *key);

@@ -27,6 +27,7 @@
 #ifndef HIBERNATOR_NET_CURL_LOOP_H
 #define HIBERNATOR_NET_CURL_LOOP_H
 
+#include "util/must_use.h"
 #include <curl/curl.h>
 #include <uv.h>
 
@@ -63,8 +64,8 @@ CURLM *curl_loop_multi(struct curl_loop *cl);
  * Returns 0 and takes easy and headers, or -ENOMEM/-EINVAL and takes
  * nothing (the caller still owns both; no callback).
  */
-int curl_loop_add(struct curl_loop *cl, CURL *easy, struct curl_slist *headers,
-                  curl_loop_write_cb on_write, curl_loop_done_cb done, void *data);
+MUST_USE int curl_loop_add(struct curl_loop *cl, CURL *easy, struct curl_slist *headers,
+                           curl_loop_write_cb on_write, curl_loop_done_cb done, void *data);
 
 /* Stops a transfer started with curl_loop_add() whose done callback has not
  * started yet: no callback of any kind follows, and the easy handle is

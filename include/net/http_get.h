@@ -29,6 +29,7 @@
 #ifndef HIBERNATOR_NET_HTTP_GET_H
 #define HIBERNATOR_NET_HTTP_GET_H
 
+#include "util/must_use.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,8 +65,8 @@ struct http_get;
 
 /* Returns 0 and a handle, or -EINVAL (no URL, a scheme other than http or
  * https, a timeout <= 0, max_body 0) or -ENOMEM; no callback then. */
-int http_get_start(struct curl_loop *cl, const struct http_get_request *req, http_get_cb cb,
-                   void *data, struct http_get **ret_get);
+MUST_USE int http_get_start(struct curl_loop *cl, const struct http_get_request *req,
+                            http_get_cb cb, void *data, struct http_get **ret_get);
 
 /* Aborts the exchange; no callback follows. Accepts NULL. Not for a handle
  * whose callback has started. */

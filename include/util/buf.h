@@ -13,6 +13,8 @@
 
 #include <stddef.h>
 
+#include "util/must_use.h"
+
 struct buf {
     char *data;
     size_t len;
@@ -24,16 +26,25 @@ struct buf {
 void buf_init(struct buf *b, size_t max);
 
 /* Appends n bytes. Returns 0, -ENOBUFS past the limit, or -ENOMEM. */
-int buf_append(struct buf *b, const void *p, size_t n);
+MUST_USE int buf_append(struct buf *b, const void *p, size_t n);
 
 /* Appends a NUL-terminated string. Same results as buf_append(). */
-int buf_append_str(struct buf *b, const char *s);
+MUST_USE int buf_append_str(struct buf *b, const char *s);
 
 /* Appends printf-style text. Same results as buf_append(), -EINVAL on a bad format. */
-int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+MUST_USE int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Drops the first n bytes, keeping the rest (n > len drops all). */
 void buf_consume(struct buf *b, size_t n);
+
+/* Appends s percent-encoded: every byte outside RFC 3986's unreserved
+ * characters (letters, digits, "-._~") as %XX, so that a name or a query
+ * value from outside can never change a URL's path or query. Same results
+ * as buf_append() (the buffer may hold part of s on failure). */
+MUST_USE int buf_append_escaped(struct buf *b, const char *s);
+
+/* Drops everything after the first n bytes (n >= len changes nothing). */
+void buf_truncate(struct buf *b, size_t n);
 
 /* Empties the buffer but keeps its memory for reuse. */
 void buf_reset(struct buf *b);
@@ -43,7 +54,7 @@ const char *buf_str(const struct buf *b);
 
 /* Hands the data to the caller (free() it) and leaves the buffer empty.
  * Returns a NUL-terminated string ("" allocated when empty), NULL on ENOMEM. */
-char *buf_steal(struct buf *b);
+MUST_USE char *buf_steal(struct buf *b);
 
 /* Releases the memory; the buffer may be reused after buf_init(). */
 void buf_free(struct buf *b);

@@ -41,7 +41,10 @@ int log_format_parse(const char *s, enum log_format *ret_format);
 int log_enabled(enum log_level level);
 
 /* Writes one line. The variadic part is key, value string pairs ending in NULL;
- * a NULL value is written as an empty string. Use the macros below. */
+ * a NULL value is written as an empty string. Use the macros below.
+ * A line holds at most 64 KiB: a field that does not fit is left out whole
+ * and the line ends with log_fields_dropped=<how many>; a message that does
+ * not fit (or no memory) gives a line "log line dropped" with the error. */
 void log_event(enum log_level level, const char *msg, ...);
 
 #define log_debug(...) log_event(LOG_LEVEL_DEBUG, __VA_ARGS__, (const char *)NULL)

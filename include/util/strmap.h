@@ -9,6 +9,7 @@
 #ifndef HIBERNATOR_UTIL_STRMAP_H
 #define HIBERNATOR_UTIL_STRMAP_H
 
+#include "util/must_use.h"
 #include <stddef.h>
 
 struct strmap_slot {
@@ -30,7 +31,7 @@ void *strmap_get(const struct strmap *m, const char *key);
 
 /* Sets key to value. When the key was present, its old value is written to
  * *ret_old (if given) and 1 is returned; 0 for a new key; -ENOMEM. */
-int strmap_put(struct strmap *m, const char *key, void *value, void **ret_old);
+MUST_USE int strmap_put(struct strmap *m, const char *key, void *value, void **ret_old);
 
 /* Removes key and returns its value, or NULL when absent. */
 void *strmap_remove(struct strmap *m, const char *key);

@@ -173,22 +173,6 @@ static char *join_url(const char *base, const char *path)
     return s;
 }
 
-/* Percent-encodes everything but RFC 3986's unreserved characters, so a
- * PromQL query ({, }, ", =~, spaces, +) survives as one query value. */
-static int append_query_value(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        int plain = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
-                    (*c >= '0' && *c <= '9') || *c == '-' || *c == '.' || *c == '_' || *c == '~';
-        char enc[3] = {'%', hex[*c >> 4], hex[*c & 15]};
-        int e = plain ? buf_append(b, c, 1) : buf_append(b, enc, 3);
-        if (e < 0)
-            return e;
-    }
-    return 0;
-}
-
 static char *gpu_url(const char *prometheus_url, const char *query)
 {
     char *base = join_url(prometheus_url, "/api/v1/query?query=");
@@ -197,7 +181,7 @@ static char *gpu_url(const char *prometheus_url, const char *query)
     struct buf b;
     buf_init(&b, URL_MAX);
     char *s = NULL;
-    if (buf_append_str(&b, base) == 0 && append_query_value(&b, query) == 0)
+    if (buf_append_str(&b, base) == 0 && buf_append_escaped(&b, query) == 0)
         s = buf_steal(&b);
     buf_free(&b);
     free(base);

@@ -176,12 +176,14 @@ static int call_done(void *data)
     return ((struct call *)data)->done;
 }
 
-static int finish(struct cli_api *api, struct kube_request *req, struct call *c)
+/* Waits for the call that start (0 or a negative errno) began as req. */
+static int finish(struct cli_api *api, int start, struct kube_request *req, struct call *c)
 {
     struct cli_reply *r = c->reply;
-    if (!req) {
-        r->status = -ENOMEM;
-        r->error = strdup("could not start the request");
+    if (start < 0) {
+        r->status = start;
+        if (asprintf(&r->error, "could not start the request: %s", log_errno_str(start)) < 0)
+            r->error = NULL;
         return r->status;
     }
     int e = cli_api_run_until(api, call_done, c, 0, NULL);
@@ -198,7 +200,8 @@ int cli_api_get(struct cli_api *api, const struct kube_resource *res, const char
 {
     *reply = (struct cli_reply){0};
     struct call c = {0, reply};
-    return finish(api, kube_get(api->client, res, ns, name, on_response, &c), &c);
+    struct kube_request *req = NULL;
+    return finish(api, kube_get(api->client, res, ns, name, on_response, &c, &req), req, &c);
 }
 
 int cli_api_list(struct cli_api *api, const struct kube_resource *res, const char *ns,
@@ -206,7 +209,8 @@ int cli_api_list(struct cli_api *api, const struct kube_resource *res, const cha
 {
     *reply = (struct cli_reply){0};
     struct call c = {0, reply};
-    return finish(api, kube_list(api->client, res, ns, opts, on_response, &c), &c);
+    struct kube_request *req = NULL;
+    return finish(api, kube_list(api->client, res, ns, opts, on_response, &c, &req), req, &c);
 }
 
 int cli_api_patch(struct cli_api *api, const struct kube_resource *res, const char *ns,
@@ -214,9 +218,10 @@ int cli_api_patch(struct cli_api *api, const struct kube_resource *res, const ch
 {
     *reply = (struct cli_reply){0};
     struct call c = {0, reply};
-    return finish(
-        api, kube_patch(api->client, res, ns, name, NULL, KUBE_PATCH_MERGE, patch, on_response, &c),
-        &c);
+    struct kube_request *req = NULL;
+    int e = kube_patch(api->client, res, ns, name, NULL, KUBE_PATCH_MERGE, patch, on_response, &c,
+                       &req);
+    return finish(api, e, req, &c);
 }
 
 int cli_api_create(struct cli_api *api, const struct kube_resource *res, const char *ns,
@@ -224,7 +229,8 @@ int cli_api_create(struct cli_api *api, const struct kube_resource *res, const c
 {
     *reply = (struct cli_reply){0};
     struct call c = {0, reply};
-    return finish(api, kube_create(api->client, res, ns, obj, on_response, &c), &c);
+    struct kube_request *req = NULL;
+    return finish(api, kube_create(api->client, res, ns, obj, on_response, &c, &req), req, &c);
 }
 
 int cli_api_delete(struct cli_api *api, const struct kube_resource *res, const char *ns,
@@ -234,7 +240,8 @@ int cli_api_delete(struct cli_api *api, const struct kube_resource *res, const c
     struct call c = {0, reply};
     struct kube_delete_options o = {
         .precondition_uid = uid, .propagation_policy = "Background", .grace_period_seconds = -1};
-    return finish(api, kube_delete(api->client, res, ns, name, &o, on_response, &c), &c);
+    struct kube_request *req = NULL;
+    return finish(api, kube_delete(api->client, res, ns, name, &o, on_response, &c, &req), req, &c);
 }
 
 int cli_api_list_all(struct cli_api *api, const struct kube_resource *res, const char *ns,

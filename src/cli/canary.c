@@ -89,7 +89,7 @@ char *canary_url(const char *tpl, const struct canary_target *t)
         const char *close = *p == '{' ? strchr(p, '}') : NULL;
         const char *v = close ? var(t, p + 1, (size_t)(close - p - 1)) : NULL;
         if (v) {
-            e = kube_append_escaped(&b, v);
+            e = buf_append_escaped(&b, v);
             p = close + 1;
         } else {
             e = buf_append(&b, p, 1);
@@ -161,11 +161,11 @@ static char *proxy_path(const struct canary_target *t)
     snprintf(port, sizeof(port), ":%d", t->port);
     int e = buf_append_str(&b, "/api/v1/namespaces/");
     if (e == 0)
-        e = kube_append_escaped(&b, t->ns);
+        e = buf_append_escaped(&b, t->ns);
     if (e == 0)
         e = buf_append_str(&b, "/pods/");
     if (e == 0)
-        e = kube_append_escaped(&b, t->pod);
+        e = buf_append_escaped(&b, t->pod);
     if (e == 0)
         e = buf_append_str(&b, port);
     if (e == 0)
@@ -195,9 +195,10 @@ int canary_read(struct canary *c, const struct canary_target *t, char **ret_valu
         if (r < 0 && g && !rd->done)
             http_get_cancel(g);
     } else if (r == 0) {
-        struct kube_request *req =
-            kube_get_path(c->api->client, rd->url, CANARY_MAX_BODY, on_proxy, rd);
-        r = req ? cli_api_run_until(c->api, read_done, rd, deadline, NULL) : -ENOMEM;
+        struct kube_request *req = NULL;
+        r = kube_get_path(c->api->client, rd->url, CANARY_MAX_BODY, on_proxy, rd, &req);
+        if (r == 0)
+            r = cli_api_run_until(c->api, read_done, rd, deadline, NULL);
         if (r < 0 && req && !rd->done)
             kube_request_cancel(req);
     }

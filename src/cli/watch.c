@@ -164,11 +164,11 @@ int watch_workspace(struct cli_api *api, const char *ns, const char *name, int64
                                        .timeout_seconds = WATCH_SECONDS,
                                        .allow_bookmarks = 1};
         f.ended = f.relist = 0;
-        f.req =
-            kube_watch(api->client, &CLI_RESOURCE_WORKSPACES, ns, &o, on_bytes, on_watch_done, &f);
-        if (!f.req) {
+        f.req = NULL;
+        r = kube_watch(api->client, &CLI_RESOURCE_WORKSPACES, ns, &o, on_bytes, on_watch_done, &f,
+                       &f.req);
+        if (r < 0) {
             watch_stream_free(&f.stream);
-            r = -ENOMEM;
             break;
         }
         r = cli_api_run_until(api, watch_over, &f, deadline, follower_tick);

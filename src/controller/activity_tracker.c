@@ -2,7 +2,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 
 #include "activity/url_template.h"
 #include "kube/resource.h"
+#include "util/base64.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/secret.h"
@@ -175,33 +175,29 @@ static int decode_token(const char *b64, char **ret, const char **why)
         *why = "is empty, too long or not base64";
         return -EINVAL;
     }
-    unsigned char *out = malloc(len / 4 * 3 + 1);
-    if (!out)
-        return -ENOMEM;
-    int n = EVP_DecodeBlock(out, (const unsigned char *)b64, (int)len);
-    if (n < 0) {
-        secret_free(out, len / 4 * 3 + 1);
+    char *text = NULL;
+    size_t decoded = 0;
+    int e = base64_decode(b64, len, &text, &decoded);
+    if (e == -ENOMEM)
+        return e;
+    if (e < 0) {
         *why = "is not base64";
         return -EINVAL;
     }
-    /* EVP_DecodeBlock counts the padding as zero bytes. */
-    if (len >= 1 && b64[len - 1] == '=')
-        n--;
-    if (len >= 2 && b64[len - 2] == '=')
-        n--;
-    out[n] = '\0';
+    unsigned char *out = (unsigned char *)text;
+    int n = (int)decoded;
     /* Trailing newlines are common in hand-made Secrets; anything else that
      * is not printable could split an HTTP header. */
     while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r'))
         out[--n] = '\0';
     for (int i = 0; i < n; i++)
         if (!isprint(out[i]) || out[i] == ' ') {
-            secret_free(out, len / 4 * 3 + 1);
+            secret_free(out, decoded + 1);
             *why = "holds characters a token cannot have";
             return -EINVAL;
         }
     if (n == 0) {
-        secret_free(out, len / 4 * 3 + 1);
+        secret_free(out, decoded + 1);
         *why = "is empty";
         return -EINVAL;
     }
@@ -266,8 +262,11 @@ static int token_ready(struct record *rec, const char *ns, const char *name, con
                   ((rec->token_state == TOKEN_FAILED || rec->token_refused) &&
                    now - rec->token_read_ms >= TOKEN_RETRY_MS);
     if (refetch && !rec->req) {
-        rec->req = kube_get(t->client, &KUBE_RESOURCE_SECRETS, ns, name, on_secret, rec);
-        if (rec->req && rec->token_state != TOKEN_OK)
+        int e = kube_get(t->client, &KUBE_RESOURCE_SECRETS, ns, name, on_secret, rec, &rec->req);
+        if (e < 0)
+            log_warn("token secret read could not start", "namespace", ns, "secret", name, "error",
+                     log_errno_str(e));
+        else if (rec->token_state != TOKEN_OK)
             rec->token_state = TOKEN_FETCHING;
     }
     return rec->token_state == TOKEN_OK;

@@ -9,6 +9,7 @@
 #include "net/http_get.h"
 #include "util/clock.h"
 #include "util/strmap.h"
+#include "util/text.h"
 
 #define MESSAGE_MAX 512
 
@@ -63,14 +64,8 @@ static struct call *call_new(struct app_checkpoints *c, const char *key, const c
  * printable (the application's words end up in an Event). */
 static void answered(struct call *k, int written, char *msg)
 {
-    for (char *p = msg; *p; p++) {
-        if (*p == '\n' || *p == '\r') {
-            *p = '\0';
-            break;
-        }
-        if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f)
-            *p = ' ';
-    }
+    msg[strcspn(msg, "\r\n")] = '\0';
+    text_sanitize(msg, strlen(msg), ' ');
     free(k->message);
     k->message = strdup(msg); /* NULL: decide() says "no reason given" */
     k->seen.answered = 1;

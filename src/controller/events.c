@@ -104,10 +104,12 @@ void events_post(struct kube_client *c, const struct event_subject *s, const cha
     cJSON_AddStringToObject(src, "component", "hibernator");
     cJSON_AddStringToObject(ev, "reportingComponent", "hibernator.dev/controller");
     cJSON_AddStringToObject(ev, "reportingInstance", reporting_instance);
-    struct kube_request *req = kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, on_posted, NULL);
+    struct kube_request *req = NULL;
+    int e = kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, on_posted, NULL, &req);
     /* Events only inform: they never hold up what pauses or resumes. */
-    kube_request_set_priority(req, KUBE_PRIORITY_LOW);
-    if (!req)
-        log_warn("event not recorded", "reason", reason, "error", "could not start the request");
+    if (e == 0)
+        kube_request_set_priority(req, KUBE_PRIORITY_LOW);
+    else
+        log_warn("event not recorded", "reason", reason, "error", log_errno_str(e));
     cJSON_Delete(ev);
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include "controller/app_checkpoint.h"
 #include "controller/events.h"
 #include "controller/expectations.h"
+#include "controller/writes.h"
 #include "kube/informer.h"
 #include "kube/node_cache.h"
 #include "kube/workqueue.h"
@@ -38,6 +40,9 @@ static const struct kube_resource classes = {"hibernator.dev", "v1alpha1", "work
 /* Snapshots of one workspace looked at per decision; retention keeps 10 at
  * most, so more only means some wait for the next pass. */
 #define MAX_SNAPSHOTS_SEEN 32
+/* Pods of one workspace looked at per decision: the controller makes one
+ * at a time, so more are someone else's doing (said in the log). */
+#define MAX_PODS_SEEN 16
 
 /* The pod keys ("ns/pod") that carry one workspace's label, by workspace key. */
 struct pod_keys {
@@ -74,7 +79,7 @@ struct reconciler {
     struct controller_metrics *metrics;
     struct expectations own_writes; /* our last Workspace write per key, until the cache shows it */
     unsigned in_flight;
-    struct job *jobs; /* in flight */
+    LIST_HEAD(job_list, job) jobs; /* in flight */
     int closing;
     struct reconciler_stats stats;
 };
@@ -100,7 +105,8 @@ struct job {
     struct kube_request *req; /* the call in flight, cancelled on close */
     struct gke_begin *begin;  /* a snapshot being started, cancelled on close */
     struct gke_delete *gdel;  /* a snapshot being deleted, cancelled on close */
-    struct job *prev, *next_job;
+    LIST_ENTRY(job) link;     /* in the reconciler's jobs while linked */
+    int linked;
     int released; /* gave its worker back: only the status write is left */
 
     /* Metrics: the reconcile's time, and what its status write records. */
@@ -179,10 +185,18 @@ static uint64_t take_notice(struct reconciler *r, const char *key)
     return v;
 }
 
+/* A key the queue could not take is not reconciled until its next change:
+ * say so (-ESHUTDOWN while closing is expected and quiet). */
+static void requeue_result(const char *key, const char *how, int e)
+{
+    if (e < 0 && e != -ESHUTDOWN)
+        log_warn("workspace not queued again", "key", key, "how", how, "error", log_errno_str(e));
+}
+
 static void queue_key(struct reconciler *r, const char *key)
 {
     notice(r, key);
-    workqueue_driver_add(r->queue, key);
+    requeue_result(key, "now", workqueue_driver_add(r->queue, key));
 }
 
 static void enqueue(struct reconciler *r, const char *ns, const char *name)
@@ -468,14 +482,9 @@ static void pull(void *data);
  * with backoff. The queue learns the key is done either way. */
 static void job_unlink(struct job *j)
 {
-    struct reconciler *r = j->r;
-    if (j->prev)
-        j->prev->next_job = j->next_job;
-    else if (r->jobs == j)
-        r->jobs = j->next_job;
-    if (j->next_job)
-        j->next_job->prev = j->prev;
-    j->prev = j->next_job = NULL;
+    if (j->linked)
+        LIST_REMOVE(j, link);
+    j->linked = 0;
 }
 
 static void job_finish(struct job *j, int error)
@@ -487,11 +496,14 @@ static void job_finish(struct job *j, int error)
                                       (double)(uv_hrtime() - j->started_ns) / 1e9);
         if (error) {
             r->stats.errors++;
-            workqueue_driver_add_rate_limited(r->queue, j->key);
+            requeue_result(j->key, "after a failure",
+                           workqueue_driver_add_rate_limited(r->queue, j->key));
         } else {
             workqueue_driver_forget(r->queue, j->key);
             if (j->out.requeue_after_ms > 0)
-                workqueue_driver_add_after(r->queue, j->key, (uint64_t)j->out.requeue_after_ms);
+                requeue_result(j->key, "after a delay",
+                               workqueue_driver_add_after(r->queue, j->key,
+                                                          (uint64_t)j->out.requeue_after_ms));
         }
         workqueue_driver_done(r->queue, j->key);
     }
@@ -515,8 +527,10 @@ static void wrote_workspace(struct job *j, const cJSON *obj)
         j->rv = copy;
     }
     /* Out of memory: nothing is recorded, and the next pass decides at once. */
-    (void)expectations_record(&j->r->own_writes, j->key, rv->valuestring,
-                              (int64_t)uv_now(j->r->loop));
+    int e = expectations_record(&j->r->own_writes, j->key, rv->valuestring,
+                                (int64_t)uv_now(j->r->loop));
+    if (e < 0)
+        log_warn("own write not recorded", "key", j->key, "error", log_errno_str(e));
 }
 
 static void run_next(struct job *j);
@@ -546,7 +560,7 @@ static void failpoint_before(const struct reconciler *r, enum action_type t)
  * may not write status at all, since nothing else can report that. */
 static void status_write_failed(const struct job *j, const struct kube_response *resp)
 {
-    if (resp->status == -EIO && resp->http_code == 409)
+    if (kube_response_conflict(resp))
         return;
     if (resp->status == -EIO && resp->http_code == 403)
         log_error("cannot write the Workspace's status: forbidden; the controller needs update "
@@ -576,24 +590,17 @@ static void on_status_written(void *data, struct kube_response *resp)
  * read (or last wrote); cb ends the job. */
 static void put_status(struct job *j, const struct workspace_status *st, kube_response_cb cb)
 {
-    cJSON *obj = cJSON_CreateObject();
-    cJSON *meta = cJSON_AddObjectToObject(obj, "metadata");
-    cJSON *status = workspace_status_to_json(st);
-    if (!obj || !meta || !status) {
-        cJSON_Delete(obj);
-        cJSON_Delete(status);
+    cJSON *obj = NULL;
+    int e = writes_status_object(j->name, j->ns, j->rv, st, &obj);
+    if (e < 0) {
+        log_warn("status write not built", "workspace", j->key, "error", log_errno_str(e));
         job_finish(j, 1);
         return;
     }
-    cJSON_AddStringToObject(obj, "apiVersion", API_VERSION);
-    cJSON_AddStringToObject(obj, "kind", "Workspace");
-    cJSON_AddStringToObject(meta, "name", j->name);
-    cJSON_AddStringToObject(meta, "namespace", j->ns);
-    cJSON_AddStringToObject(meta, "resourceVersion", j->rv);
-    cJSON_AddItemToObject(obj, "status", status);
-    j->req = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj, cb, j);
+    e = kube_replace(j->r->client, &workspaces, j->ns, j->name, "status", obj, cb, j, &j->req);
     cJSON_Delete(obj);
-    if (!j->req) {
+    if (e < 0) {
+        log_warn("status write could not start", "workspace", j->key, "error", log_errno_str(e));
         job_finish(j, 1);
         return;
     }
@@ -638,13 +645,15 @@ static void on_failure_reported(void *data, struct kube_response *resp)
  * A conflict only means the world moved: decide again. Anything else is
  * remembered and reported in the status as read, with ActionFailed (why
  * not the decided status: workspace/action_failure.h); the key is retried
- * with backoff either way. */
-static void action_failed(struct job *j, long http_code, const char *message)
+ * with backoff either way. resp: the API server's answer, NULL when there
+ * is none (a backend's failure, a call that could not start). */
+static void action_failed(struct job *j, const struct kube_response *resp, const char *message)
 {
     struct reconciler *r = j->r;
     const struct action *a = &j->out.actions[j->next];
     const char *type = action_type_name(a->type);
-    if (http_code == 409) {
+    long http_code = resp ? resp->http_code : 0;
+    if (resp && kube_response_conflict(resp)) {
         log_warn("action failed", "workspace", j->key, "action", type, "name", a->name, "code",
                  LOG_INT(http_code), "error", message);
         job_finish(j, 1);
@@ -675,9 +684,12 @@ static void action_failed(struct job *j, long http_code, const char *message)
     put_status(j, j->read, on_failure_reported);
 }
 
-static void action_not_started(struct job *j)
+/* The current action's call could not start; e says why (a negative errno). */
+static void action_not_started(struct job *j, int e)
 {
-    action_failed(j, 0, "cannot start the request");
+    char why[128];
+    snprintf(why, sizeof(why), "cannot start the request: %s", log_errno_str(e));
+    action_failed(j, NULL, why);
 }
 
 /* The current action succeeded: the crash tests' failpoint, then the next. */
@@ -714,7 +726,7 @@ static void on_action_done(void *data, struct kube_response *resp)
             ok = 1;
     }
     if (!ok) {
-        action_failed(j, resp->http_code, kube_response_error_text(resp));
+        action_failed(j, resp, kube_response_error_text(resp));
         return;
     }
     action_succeeded(j);
@@ -727,10 +739,10 @@ static void on_finalizer_patched(void *data, struct kube_response *resp)
     if (resp->status < 0) {
         /* 404: the Workspace is gone already, nothing left to do; 409: it
          * changed, decide again. */
-        if (resp->status == -EIO && (resp->http_code == 409 || resp->http_code == 404))
+        if (kube_response_conflict(resp) || kube_response_not_found(resp))
             job_finish(j, !kube_response_not_found(resp));
         else
-            action_failed(j, resp->http_code, kube_response_error_text(resp));
+            action_failed(j, resp, kube_response_error_text(resp));
         return;
     }
     wrote_workspace(j, resp->body);
@@ -747,7 +759,7 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
         if (kube_response_not_found(resp))
             job_finish(j, 0);
         else
-            action_failed(j, resp->http_code, kube_response_error_text(resp));
+            action_failed(j, resp, kube_response_error_text(resp));
         return;
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(resp->body, "metadata");
@@ -756,39 +768,18 @@ static void on_ws_for_finalizer(void *data, struct kube_response *resp)
         job_finish(j, 0); /* a new object with the same name: its own reconcile will come */
         return;
     }
-    const cJSON *rv = cJSON_GetObjectItemCaseSensitive(meta, "resourceVersion");
-    cJSON *patch = cJSON_CreateObject();
-    cJSON *pmeta = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *list = cJSON_AddArrayToObject(pmeta, "finalizers");
-    if (!list || !cJSON_IsString(rv)) {
-        cJSON_Delete(patch);
+    char *text = NULL;
+    int e = writes_finalizer_patch(meta, j->finalizer_add, &text);
+    if (e < 0) {
+        log_warn("finalizer patch not built", "workspace", j->key, "error", log_errno_str(e));
         job_finish(j, 1);
         return;
     }
-    cJSON_AddStringToObject(pmeta, "resourceVersion", rv->valuestring);
-    const cJSON *f;
-    int have = 0;
-    cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(meta, "finalizers"))
-    {
-        if (!cJSON_IsString(f))
-            continue;
-        if (strcmp(f->valuestring, WORKSPACE_FINALIZER) == 0) {
-            have = 1;
-            if (!j->finalizer_add)
-                continue;
-        }
-        cJSON_AddItemToArray(list, cJSON_CreateString(f->valuestring));
-    }
-    if (j->finalizer_add && !have)
-        cJSON_AddItemToArray(list, cJSON_CreateString(WORKSPACE_FINALIZER));
-    char *text = cJSON_PrintUnformatted(patch);
-    cJSON_Delete(patch);
-    j->req = text ? kube_patch(j->r->client, &workspaces, j->ns, j->name, NULL, KUBE_PATCH_MERGE,
-                               text, on_finalizer_patched, j)
-                  : NULL;
+    e = kube_patch(j->r->client, &workspaces, j->ns, j->name, NULL, KUBE_PATCH_MERGE, text,
+                   on_finalizer_patched, j, &j->req);
     free(text);
-    if (!j->req)
-        action_not_started(j);
+    if (e < 0)
+        action_not_started(j, e);
 }
 
 /* A snapshot backend's call (begin or delete) is over. */
@@ -798,7 +789,7 @@ static void on_backend_done(void *data, int status, const char *error)
     j->begin = NULL;
     j->gdel = NULL;
     if (status < 0) {
-        action_failed(j, 0, error ? error : log_errno_str(status));
+        action_failed(j, NULL, error ? error : log_errno_str(status));
         return;
     }
     action_succeeded(j);
@@ -811,10 +802,10 @@ static void on_auto_paused(void *data, struct kube_response *resp)
     if (resp->status < 0) {
         /* 409: the workspace changed since the decision (a user's edit
          * wins); decide again on what it is now. 404: it is gone. */
-        if (resp->status == -EIO && (resp->http_code == 409 || resp->http_code == 404))
+        if (kube_response_conflict(resp) || kube_response_not_found(resp))
             job_finish(j, !kube_response_not_found(resp));
         else
-            action_failed(j, resp->http_code, kube_response_error_text(resp));
+            action_failed(j, resp, kube_response_error_text(resp));
         return;
     }
     wrote_workspace(j, resp->body);
@@ -826,30 +817,16 @@ static void on_auto_paused(void *data, struct kube_response *resp)
 
 /* spec.paused and the annotations that say why, in one write that only
  * lands on the object the decision was made for. */
-static struct kube_request *auto_pause(struct job *j, const struct action *a)
+static int auto_pause(struct job *j, const struct action *a, struct kube_request **ret_req)
 {
-    /* To the millisecond: the decision's own time, compared with the
-     * announced pauseAt, which has the same precision. */
-    char at[TIMEFMT_RFC3339_MICRO_SIZE];
-    if (timefmt_format_rfc3339_micro(a->time_ms, at, sizeof(at)) < 0)
-        return NULL;
-    cJSON *patch = cJSON_CreateObject();
-    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
-    cJSON *spec = cJSON_AddObjectToObject(patch, "spec");
     char *text = NULL;
-    if (ann && spec && cJSON_AddStringToObject(meta, "resourceVersion", j->rv) &&
-        cJSON_AddStringToObject(ann, AUTO_PAUSED_AT_ANNOTATION, at) &&
-        cJSON_AddStringToObject(ann, AUTO_PAUSE_REASON_ANNOTATION,
-                                a->message ? a->message : "idle") &&
-        cJSON_AddTrueToObject(spec, "paused"))
-        text = cJSON_PrintUnformatted(patch);
-    cJSON_Delete(patch);
-    struct kube_request *req = text ? kube_patch(j->r->client, &workspaces, j->ns, j->name, NULL,
-                                                 KUBE_PATCH_MERGE, text, on_auto_paused, j)
-                                    : NULL;
+    int e = writes_auto_pause_patch(j->rv, a->time_ms, a->message, &text);
+    if (e < 0)
+        return e;
+    e = kube_patch(j->r->client, &workspaces, j->ns, j->name, NULL, KUBE_PATCH_MERGE, text,
+                   on_auto_paused, j, ret_req);
     free(text);
-    return req;
+    return e;
 }
 
 static int has_event(const struct job *j, const char *reason)
@@ -923,12 +900,80 @@ static void app_checkpoint_run(struct job *j, const struct action *a)
                      "attempt", a->name);
     }
     if (e < 0) {
-        action_failed(j, 0, log_errno_str(e));
+        action_failed(j, NULL, log_errno_str(e));
         return;
     }
     action_succeeded(j);
 }
 
+/* Every action was carried out (or none is needed any more): a failure
+ * reported before is over. Not once the finalizer is gone: the Workspace
+ * goes with it. The status is written if it changed. */
+static void actions_done(struct job *j)
+{
+    forget_failure(j->r, j->key);
+    if (!(j->out.n_actions &&
+          j->out.actions[j->out.n_actions - 1].type == ACTION_REMOVE_FINALIZER) &&
+        action_failure_resolved(&j->out.status))
+        j->out.status_changed = 1;
+    if (j->out.status_changed)
+        write_status(j);
+    else
+        job_finish(j, 0);
+}
+
+/* Starts the API call of action a (one that the API server carries out).
+ * Returns 0 and *ret_req, or a negative errno (kube_get() and friends). */
+static int start_api_call(struct job *j, const struct action *a, struct kube_request **ret_req)
+{
+    struct reconciler *r = j->r;
+    switch (a->type) {
+    case ACTION_ADD_FINALIZER:
+    case ACTION_REMOVE_FINALIZER:
+        j->finalizer_add = a->type == ACTION_ADD_FINALIZER;
+        return kube_get(r->client, &workspaces, j->ns, j->name, on_ws_for_finalizer, j, ret_req);
+    case ACTION_CREATE_PVC:
+        return kube_create(r->client, &KUBE_RESOURCE_PVCS, j->ns, j->bodies[j->next],
+                           on_action_done, j, ret_req);
+    case ACTION_CREATE_POD:
+        return kube_create(r->client, &KUBE_RESOURCE_PODS, j->ns, j->bodies[j->next],
+                           on_action_done, j, ret_req);
+    case ACTION_DELETE_POD: {
+        struct kube_delete_options o = {.precondition_uid = j->pod_uids[j->next],
+                                        .grace_period_seconds = a->grace_seconds,
+                                        .propagation_policy = "Background"};
+        return kube_delete(r->client, &KUBE_RESOURCE_PODS, j->ns, a->name, &o, on_action_done, j,
+                           ret_req);
+    }
+    case ACTION_DELETE_PVC: {
+        struct kube_delete_options o = {.grace_period_seconds = -1,
+                                        .propagation_policy = "Background"};
+        return kube_delete(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, &o, on_action_done, j,
+                           ret_req);
+    }
+    case ACTION_RELEASE_PVC:
+        return kube_patch(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, NULL, KUBE_PATCH_MERGE,
+                          "{\"metadata\":{\"ownerReferences\":null}}", on_action_done, j, ret_req);
+    case ACTION_AUTO_PAUSE:
+        return auto_pause(j, a, ret_req);
+    default:
+        return -EINVAL; /* not an API call: run_next() starts it */
+    }
+}
+
+/* Posts action a, an Event. Named after its transition, or else the object
+ * version it was decided on: decided again after a crash, it is posted once. */
+static void post_event(struct job *j, const struct action *a)
+{
+    struct reconciler *r = j->r;
+    struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
+    char version[200];
+    snprintf(version, sizeof(version), "rv-%s", j->rv);
+    events_post(r->client, &subject, a->event_type, a->reason, a->message,
+                a->occasion ? a->occasion : version, r->identity, r->now_ms(r->now_data));
+}
+
+/* Starts the job's next action; its callback runs the one after. */
 static void run_next(struct job *j)
 {
     struct reconciler *r = j->r;
@@ -937,74 +982,22 @@ static void run_next(struct job *j)
         return;
     }
     if (j->next >= j->out.n_actions) {
-        /* Every action was carried out (or none is needed any more): a
-         * failure reported before is over. Not once the finalizer is gone:
-         * the Workspace goes with it. */
-        forget_failure(r, j->key);
-        if (!(j->out.n_actions &&
-              j->out.actions[j->out.n_actions - 1].type == ACTION_REMOVE_FINALIZER) &&
-            action_failure_resolved(&j->out.status))
-            j->out.status_changed = 1;
-        if (j->out.status_changed)
-            write_status(j);
-        else
-            job_finish(j, 0);
+        actions_done(j);
         return;
     }
     const struct action *a = &j->out.actions[j->next];
-    struct kube_request *req = NULL;
     failpoint_before(r, a->type);
     transition_latency(j, a);
-    struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
     switch (a->type) {
-    case ACTION_EVENT: {
-        /* Named after its transition, or else the object version it was
-         * decided on: decided again after a crash, it is posted once. */
-        char version[200];
-        snprintf(version, sizeof(version), "rv-%s", j->rv);
-        events_post(r->client, &subject, a->event_type, a->reason, a->message,
-                    a->occasion ? a->occasion : version, r->identity, r->now_ms(r->now_data));
+    case ACTION_EVENT:
+        post_event(j, a);
         j->next++;
         run_next(j);
         return;
-    }
-    case ACTION_ADD_FINALIZER:
-    case ACTION_REMOVE_FINALIZER:
-        j->finalizer_add = a->type == ACTION_ADD_FINALIZER;
-        req = kube_get(r->client, &workspaces, j->ns, j->name, on_ws_for_finalizer, j);
-        break;
-    case ACTION_CREATE_PVC:
-        req = kube_create(r->client, &KUBE_RESOURCE_PVCS, j->ns, j->bodies[j->next], on_action_done,
-                          j);
-        break;
-    case ACTION_CREATE_POD:
-        req = kube_create(r->client, &KUBE_RESOURCE_PODS, j->ns, j->bodies[j->next], on_action_done,
-                          j);
-        break;
-    case ACTION_DELETE_POD: {
-        struct kube_delete_options o = {.precondition_uid = j->pod_uids[j->next],
-                                        .grace_period_seconds = a->grace_seconds,
-                                        .propagation_policy = "Background"};
-        req = kube_delete(r->client, &KUBE_RESOURCE_PODS, j->ns, a->name, &o, on_action_done, j);
-        break;
-    }
-    case ACTION_DELETE_PVC: {
-        struct kube_delete_options o = {.grace_period_seconds = -1,
-                                        .propagation_policy = "Background"};
-        req = kube_delete(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, &o, on_action_done, j);
-        break;
-    }
-    case ACTION_RELEASE_PVC:
-        req = kube_patch(r->client, &KUBE_RESOURCE_PVCS, j->ns, a->name, NULL, KUBE_PATCH_MERGE,
-                         "{\"metadata\":{\"ownerReferences\":null}}", on_action_done, j);
-        break;
-    case ACTION_AUTO_PAUSE:
-        req = auto_pause(j, a);
-        break;
     case ACTION_SNAPSHOT_BEGIN:
         j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j);
         if (!j->begin)
-            action_not_started(j);
+            action_failed(j, NULL, "cannot start the request");
         return;
     case ACTION_APP_CHECKPOINT:
         app_checkpoint_run(j, a);
@@ -1013,13 +1006,19 @@ static void run_next(struct job *j)
         /* The PodSnapshot only: its trigger goes when it is gone. */
         j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j);
         if (!j->gdel)
-            action_not_started(j);
+            action_failed(j, NULL, "cannot start the request");
+        return;
+    default:
+        break;
+    }
+    struct kube_request *req = NULL;
+    int e = start_api_call(j, a, &req);
+    if (e < 0) {
+        action_not_started(j, e);
         return;
     }
     j->req = req;
     kube_request_set_priority(req, action_priority(a->type));
-    if (!req)
-        action_not_started(j);
 }
 
 struct taker_search {
@@ -1071,8 +1070,22 @@ static int64_t own_write_wait(struct reconciler *r, const char *key, const struc
     return 0;
 }
 
-/* Reads the caches for key and decides; the output's actions then run. */
-static void reconcile(struct reconciler *r, const char *key)
+/* What one pass decides on, read from the caches (pointers into them,
+ * valid until the loop turns). */
+struct gathered {
+    const struct workspace *ws;
+    const struct workspace_class *cls;
+    const struct workspace_pod *pods[MAX_PODS_SEEN];
+    size_t n_pods;
+    struct decide_node nodes[MAX_PODS_SEEN];
+    size_t n_nodes;
+    struct snapshot_view snap_view, snap_list[MAX_SNAPSHOTS_SEEN];
+    struct decide_input in;
+};
+
+/* A new job for key, linked into r's jobs; NULL (said in the log, key
+ * queued again with backoff) out of memory. */
+static struct job *job_new(struct reconciler *r, const char *key)
 {
     r->stats.reconciles++;
     r->in_flight++;
@@ -1080,32 +1093,254 @@ static void reconcile(struct reconciler *r, const char *key)
     if (!j || !(j->key = strdup(key))) {
         free(j);
         r->in_flight--;
-        workqueue_driver_add_rate_limited(r->queue, key);
+        log_warn("reconcile not started", "key", key, "error", log_errno_str(-ENOMEM));
+        requeue_result(key, "after a failure", workqueue_driver_add_rate_limited(r->queue, key));
         workqueue_driver_done(r->queue, key);
-        return;
+        return NULL;
     }
     j->r = r;
     j->started_ns = uv_hrtime();
-    j->next_job = r->jobs;
-    if (r->jobs)
-        r->jobs->prev = j;
-    r->jobs = j;
+    LIST_INSERT_HEAD(&r->jobs, j, link);
+    j->linked = 1;
+    return j;
+}
+
+/* The Workspace key named is gone: everything kept for it goes too. name
+ * is the part of key after the namespace, NULL when key has none. */
+static void workspace_gone(struct job *j, const char *name)
+{
+    struct reconciler *r = j->r;
+    take_notice(r, j->key);
+    forget_failure(r, j->key);
+    workspace_pod_free(strmap_remove(&r->gone_pods, j->key));
+    expectations_forget(&r->own_writes, j->key);
+    activity_tracker_update(r->activity, j->key, NULL, NULL, NULL, 0, 0);
+    app_checkpoints_forget(r->checkpoints, j->key);
+    /* Deleted: the garbage collector takes what it owned; snapshot
+     * triggers go as their PodSnapshots do. */
+    if (j->ns && name)
+        gke_snapshots_workspace_deleted(r->gke, j->ns, name);
+    job_finish(j, 0);
+}
+
+/* The cached pods that carry key's label, at most MAX_PODS_SEEN of them
+ * (more is not the controller's doing: the rest are left out, and said so). */
+static void gather_pods(struct reconciler *r, const char *key, struct gathered *g)
+{
+    struct pod_keys *set = strmap_get(&r->pods_by_ws, key);
+    if (set && set->n > MAX_PODS_SEEN)
+        log_warn("more pods carry the workspace's label than are looked at", "workspace", key,
+                 "pods", LOG_INT(set->n), "looked_at", LOG_INT(MAX_PODS_SEEN));
+    for (size_t i = 0; set && i < set->n && g->n_pods < MAX_PODS_SEEN; i++) {
+        const char *s = strchr(set->keys[i], '/');
+        char *pns = s ? strndup(set->keys[i], (size_t)(s - set->keys[i])) : NULL;
+        const struct cache_entry *pe = pns ? informer_get(r->pod_inf, pns, s + 1) : NULL;
+        free(pns);
+        if (pe)
+            g->pods[g->n_pods++] = pe->obj;
+    }
+}
+
+/* The accelerator product label of each pod's node (accelerator classes only). */
+static void gather_nodes(struct reconciler *r, const char *key, struct gathered *g)
+{
+    if (!g->cls || !g->cls->has_accelerator)
+        return;
+    if (node_cache_start(r->nodes) < 0)
+        log_warn("cannot watch Nodes", "workspace", key);
+    for (size_t i = 0; i < g->n_pods; i++)
+        if (g->pods[i]->node_name)
+            g->nodes[g->n_nodes++] = (struct decide_node){
+                g->pods[i]->node_name,
+                node_cache_label(r->nodes, g->pods[i]->node_name, g->cls->product_label)};
+}
+
+/* The GKE Pod Snapshots of the workspace, and the backend told whether it
+ * still lives. A deleted workspace's class may be gone or changed: its
+ * snapshots still go, if the backend ever ran. */
+static void gather_snapshots(struct reconciler *r, const char *key, struct gathered *g)
+{
+    const struct workspace *ws = g->ws;
+    int gke = g->cls && g->cls->snapshot.backend == SNAPSHOT_BACKEND_GKE;
+    if (!gke && !ws->deletion_ms)
+        return;
+    if (gke && gke_snapshots_start(r->gke) < 0)
+        log_warn("cannot watch GKE Pod Snapshots", "workspace", key);
+    if (ws->status.snapshot.attempt) {
+        gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot.attempt, &g->snap_view);
+        g->in.snapshot = &g->snap_view;
+    }
+    g->in.n_snapshots =
+        gke_snapshots_list(r->gke, ws->ns, ws->name, g->snap_list, MAX_SNAPSHOTS_SEEN);
+    /* Once no pod is left, no trigger can still be served. */
+    if (ws->deletion_ms && g->n_pods == 0)
+        gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);
+    else if (!ws->deletion_ms)
+        gke_snapshots_workspace_live(r->gke, ws->ns, ws->name);
+}
+
+/* Everything decide() reads about the cached Workspace we, from r's caches
+ * and trackers, into g. */
+static void gather(struct reconciler *r, const char *key, const struct cache_entry *we,
+                   struct gathered *g)
+{
+    const struct workspace *ws = we->obj;
+    const struct cache_entry *ce =
+        ws->class_name ? informer_get(r->class_inf, NULL, ws->class_name) : NULL;
+    g->ws = ws;
+    g->cls = ce ? ce->obj : NULL;
+    gather_pods(r, key, g);
+    char *claim = workspace_home_claim_name(ws);
+    const struct cache_entry *pvce = claim ? informer_get(r->pvc_inf, ws->ns, claim) : NULL;
+    free(claim);
+    gather_nodes(r, key, g);
+    gather_snapshots(r, key, g);
+    int64_t now = r->now_ms(r->now_data);
+    struct decide_input *in = &g->in;
+    in->ws = ws;
+    in->cls = g->cls;
+    in->class_error = ce && !ce->obj ? ce->error : NULL;
+    in->pods = g->pods;
+    in->n_pods = g->n_pods;
+    in->pvc = pvce ? pvce->obj : NULL;
+    in->now_ms = now;
+    in->activity = activity_tracker_observation(r->activity, key);
+    in->zone = g->cls && g->cls->idle.schedule.n_windows
+                   ? activity_tracker_zone(r->activity, g->cls->idle.time_zone)
+                   : NULL;
+    in->snapshots = g->snap_list;
+    in->accelerator_taker = accelerator_taker(r, ws, now);
+    in->pause_node_absent =
+        ledger_awaits_node_removal(&ws->status, now) &&
+        node_cache_lookup(r->nodes, ws->status.last_pause.node_name) == NODE_ABSENT;
+    in->nodes = g->nodes;
+    in->n_nodes = g->n_nodes;
+    in->gone_pod = strmap_get(&r->gone_pods, key);
+    in->pod_node_absent =
+        ws->status.node_name && node_cache_lookup(r->nodes, ws->status.node_name) == NODE_ABSENT;
+    in->restore_check = activity_tracker_restore_check(r->activity, key);
+    in->app_checkpoint = app_checkpoints_seen(r->checkpoints, key);
+}
+
+/* The pod of g named name, NULL: none; live_only skips pods being deleted. */
+static const struct workspace_pod *gathered_pod(const struct gathered *g, const char *name,
+                                                int live_only)
+{
+    const struct workspace_pod *found = NULL;
+    for (size_t i = 0; i < g->n_pods && name; i++)
+        if (strcmp(g->pods[i]->name, name) == 0 && (!live_only || !g->pods[i]->deletion_ms))
+            found = g->pods[i];
+    return found;
+}
+
+/* The AppCheckpoint action i's URL (j->urls[i]) or why there is none
+ * (j->errs[i]). Returns 0 or -ENOMEM. */
+static int build_checkpoint_url(struct job *j, size_t i, const struct gathered *g)
+{
+    const struct workspace_class *cls = g->cls;
+    const struct workspace_pod *pod = gathered_pod(g, j->out.status.pod_name, 0);
+    struct template_vars vars = {pod ? pod->pod_ip : NULL, cls->port, g->ws->ns, g->ws->name,
+                                 pod ? pod->name : NULL};
+    int e = pod ? url_template_expand(cls->checkpoint_request.url_template, &vars, &j->urls[i],
+                                      &j->errs[i])
+                : -ENOENT;
+    if (e == -ENOMEM)
+        return e;
+    if (e == -EAGAIN || e == -ENOENT)
+        j->errs[i] = strdup(e == -EAGAIN ? "the pod has no IP yet" : "the pod is gone");
+    return 0;
+}
+
+/* The uid precondition of DELETE_POD action i: the pod's uid as cached. A
+ * pod the cache does not know is deleted by name alone, as before; one it
+ * knows never loses its precondition. Returns 0 or -ENOMEM. */
+static int build_delete_uid(struct job *j, size_t i, const struct gathered *g)
+{
+    const struct action *a = &j->out.actions[i];
+    for (size_t k = 0; k < g->n_pods; k++)
+        if (strcmp(g->pods[k]->name, a->name) == 0 && g->pods[k]->uid) {
+            free(j->pod_uids[i]);
+            if (!(j->pod_uids[i] = strdup(g->pods[k]->uid)))
+                return -ENOMEM;
+        }
+    return 0;
+}
+
+/* Builds every action's body now: the cache entries may change before the
+ * calls run. Returns 0 or -ENOMEM (nothing is sent then). */
+static int build_bodies(struct job *j, const struct gathered *g)
+{
+    const struct workspace *ws = g->ws;
+    for (size_t i = 0; i < j->out.n_actions; i++) {
+        const struct action *a = &j->out.actions[i];
+        int e = 0;
+        if (a->type == ACTION_CREATE_PVC)
+            j->bodies[i] = workspace_pvc_build(ws, g->cls);
+        else if (a->type == ACTION_CREATE_POD)
+            j->bodies[i] = workspace_pod_build_with(
+                ws, g->cls,
+                &(struct pod_build){a->name, a->from_checkpoint, a->snapshot, a->product,
+                                    a->capacity_fallback, a->group});
+        else if (a->type == ACTION_SNAPSHOT_BEGIN)
+            j->bodies[i] =
+                gke_snapshot_begin_bodies(ws, g->cls, a->name, j->out.status.pod_name, a->group);
+        else if (a->type == ACTION_APP_CHECKPOINT && g->cls)
+            e = build_checkpoint_url(j, i, g);
+        else if (a->type == ACTION_DELETE_POD)
+            e = build_delete_uid(j, i, g);
+        if (e == 0 &&
+            (a->type == ACTION_CREATE_PVC || a->type == ACTION_CREATE_POD ||
+             a->type == ACTION_SNAPSHOT_BEGIN) &&
+            !j->bodies[i])
+            e = -ENOMEM;
+        if (e < 0)
+            return e;
+    }
+    return 0;
+}
+
+/* Decides on g into j->out, keeps what the job needs of the Workspace as
+ * read, and tells the activity tracker what to watch. Returns 0 or -ENOMEM. */
+static int decide(struct job *j, const struct gathered *g)
+{
+    struct reconciler *r = j->r;
+    const struct workspace *ws = g->ws;
+    if (!j->name || !j->uid || !j->rv)
+        return -ENOMEM;
+    int e = workspace_decide(&g->in, &j->out);
+    if (e < 0)
+        return e;
+    j->generation = ws->generation;
+    int acts = 0;
+    for (size_t i = 0; i < j->out.n_actions; i++)
+        acts |= j->out.actions[i].type != ACTION_EVENT;
+    if (acts && (!(j->read = calloc(1, sizeof(*j->read))) ||
+                 workspace_status_copy(&ws->status, j->read) < 0))
+        return -ENOMEM;
+    workspace_outcome_diff(&ws->status, &j->out.status, g->in.now_ms, &j->outcome);
+    if (workspace_outcome_any(&j->outcome) && ws->class_name)
+        j->class_name = strdup(ws->class_name);
+    const struct workspace_pod *current = gathered_pod(g, j->out.status.pod_name, 1);
+    if (j->out.restore_check_wanted)
+        activity_tracker_check_restore(r->activity, j->key, ws, g->cls, current, j->out.probe_now);
+    else
+        activity_tracker_update(r->activity, j->key, ws, g->cls, current, j->out.probe_wanted,
+                                j->out.probe_now);
+    return 0;
+}
+
+/* Reads the caches for key and decides; the output's actions then run. */
+static void reconcile(struct reconciler *r, const char *key)
+{
+    struct job *j = job_new(r, key);
+    if (!j)
+        return;
     const char *slash = strchr(key, '/');
     const struct cache_entry *we =
         slash ? informer_get(r->ws_inf, (j->ns = strndup(key, (size_t)(slash - key))), slash + 1)
               : NULL;
     if (!we) {
-        take_notice(r, key);
-        forget_failure(r, key);
-        workspace_pod_free(strmap_remove(&r->gone_pods, key));
-        expectations_forget(&r->own_writes, key);
-        activity_tracker_update(r->activity, key, NULL, NULL, NULL, 0, 0);
-        app_checkpoints_forget(r->checkpoints, key);
-        /* Deleted: the garbage collector takes what it owned; snapshot
-         * triggers go as their PodSnapshots do. */
-        if (j->ns)
-            gke_snapshots_workspace_deleted(r->gke, j->ns, slash + 1);
-        job_finish(j, 0);
+        workspace_gone(j, slash ? slash + 1 : NULL);
         return;
     }
     int64_t wait_ms = own_write_wait(r, key, we);
@@ -1127,149 +1362,16 @@ static void reconcile(struct reconciler *r, const char *key)
     j->name = strdup(ws->name);
     j->uid = strdup(ws->uid);
     j->rv = strdup(we->resource_version);
-
-    const struct cache_entry *ce =
-        ws->class_name ? informer_get(r->class_inf, NULL, ws->class_name) : NULL;
-    const struct workspace_pod *pods[16];
-    size_t n_pods = 0;
-    struct pod_keys *set = strmap_get(&r->pods_by_ws, key);
-    for (size_t i = 0; set && i < set->n && n_pods < 16; i++) {
-        const char *s = strchr(set->keys[i], '/');
-        char *pns = s ? strndup(set->keys[i], (size_t)(s - set->keys[i])) : NULL;
-        const struct cache_entry *pe = pns ? informer_get(r->pod_inf, pns, s + 1) : NULL;
-        free(pns);
-        if (pe)
-            pods[n_pods++] = pe->obj;
-    }
-    char *claim = workspace_home_claim_name(ws);
-    const struct cache_entry *pvce = claim ? informer_get(r->pvc_inf, ws->ns, claim) : NULL;
-    free(claim);
-
-    const struct workspace_class *cls = ce ? ce->obj : NULL;
-    const char *class_error = ce && !ce->obj ? ce->error : NULL;
-    struct decide_node nodes[16];
-    size_t n_nodes = 0;
-    if (cls && cls->has_accelerator) {
-        if (node_cache_start(r->nodes) < 0)
-            log_warn("cannot watch Nodes", "workspace", key);
-        for (size_t i = 0; i < n_pods; i++)
-            if (pods[i]->node_name)
-                nodes[n_nodes++] = (struct decide_node){
-                    pods[i]->node_name,
-                    node_cache_label(r->nodes, pods[i]->node_name, cls->product_label)};
-    }
-    struct snapshot_view snap_view, snap_list[MAX_SNAPSHOTS_SEEN];
-    const struct snapshot_view *snap = NULL;
-    size_t n_snaps = 0;
-    /* A deleted workspace's class may be gone or changed: its snapshots
-     * still go, if the backend ever ran. */
-    if ((cls && cls->snapshot.backend == SNAPSHOT_BACKEND_GKE) || ws->deletion_ms) {
-        if (cls && cls->snapshot.backend == SNAPSHOT_BACKEND_GKE && gke_snapshots_start(r->gke) < 0)
-            log_warn("cannot watch GKE Pod Snapshots", "workspace", key);
-        if (ws->status.snapshot.attempt) {
-            gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot.attempt, &snap_view);
-            snap = &snap_view;
-        }
-        n_snaps = gke_snapshots_list(r->gke, ws->ns, ws->name, snap_list, MAX_SNAPSHOTS_SEEN);
-        /* Once no pod is left, no trigger can still be served. */
-        if (ws->deletion_ms && n_pods == 0)
-            gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);
-        else if (!ws->deletion_ms)
-            gke_snapshots_workspace_live(r->gke, ws->ns, ws->name);
-    }
-    int64_t now = r->now_ms(r->now_data);
-    struct decide_input in = {
-        .ws = ws,
-        .cls = cls,
-        .class_error = class_error,
-        .pods = pods,
-        .n_pods = n_pods,
-        .pvc = pvce ? pvce->obj : NULL,
-        .now_ms = now,
-        .activity = activity_tracker_observation(r->activity, key),
-        .zone = cls && cls->idle.schedule.n_windows
-                    ? activity_tracker_zone(r->activity, cls->idle.time_zone)
-                    : NULL,
-        .snapshot = snap,
-        .snapshots = snap_list,
-        .n_snapshots = n_snaps,
-        .accelerator_taker = accelerator_taker(r, ws, now),
-        .pause_node_absent =
-            ledger_awaits_node_removal(&ws->status, now) &&
-            node_cache_lookup(r->nodes, ws->status.last_pause.node_name) == NODE_ABSENT,
-        .nodes = nodes,
-        .n_nodes = n_nodes,
-        .gone_pod = strmap_get(&r->gone_pods, key),
-        .pod_node_absent = ws->status.node_name &&
-                           node_cache_lookup(r->nodes, ws->status.node_name) == NODE_ABSENT,
-        .restore_check = activity_tracker_restore_check(r->activity, key),
-        .app_checkpoint = app_checkpoints_seen(r->checkpoints, key),
-    };
-    if (!j->name || !j->uid || !j->rv || workspace_decide(&in, &j->out) < 0) {
+    struct gathered g = {0};
+    gather(r, key, we, &g);
+    int e = decide(j, &g);
+    if (e == 0)
+        e = build_bodies(j, &g);
+    if (e < 0) {
+        log_warn("reconcile stopped before its writes", "workspace", key, "error",
+                 log_errno_str(e));
         job_finish(j, 1);
         return;
-    }
-    j->generation = ws->generation;
-    int acts = 0;
-    for (size_t i = 0; i < j->out.n_actions; i++)
-        acts |= j->out.actions[i].type != ACTION_EVENT;
-    if (acts && (!(j->read = calloc(1, sizeof(*j->read))) ||
-                 workspace_status_copy(&ws->status, j->read) < 0)) {
-        job_finish(j, 1);
-        return;
-    }
-    workspace_outcome_diff(&ws->status, &j->out.status, in.now_ms, &j->outcome);
-    if (workspace_outcome_any(&j->outcome) && ws->class_name)
-        j->class_name = strdup(ws->class_name);
-    const struct workspace_pod *current = NULL;
-    for (size_t i = 0; i < n_pods && j->out.status.pod_name; i++)
-        if (strcmp(pods[i]->name, j->out.status.pod_name) == 0 && !pods[i]->deletion_ms)
-            current = pods[i];
-    if (j->out.restore_check_wanted)
-        activity_tracker_check_restore(r->activity, key, ws, cls, current, j->out.probe_now);
-    else
-        activity_tracker_update(r->activity, key, ws, cls, current, j->out.probe_wanted,
-                                j->out.probe_now);
-    /* Build every body now: the cache entries may change before the calls run. */
-    for (size_t i = 0; i < j->out.n_actions; i++) {
-        const struct action *a = &j->out.actions[i];
-        if (a->type == ACTION_CREATE_PVC)
-            j->bodies[i] = workspace_pvc_build(ws, in.cls);
-        else if (a->type == ACTION_CREATE_POD)
-            j->bodies[i] = workspace_pod_build_with(
-                ws, in.cls,
-                &(struct pod_build){a->name, a->from_checkpoint, a->snapshot, a->product,
-                                    a->capacity_fallback, a->group});
-        else if (a->type == ACTION_SNAPSHOT_BEGIN)
-            j->bodies[i] =
-                gke_snapshot_begin_bodies(ws, in.cls, a->name, j->out.status.pod_name, a->group);
-        else if (a->type == ACTION_APP_CHECKPOINT && cls) {
-            const struct workspace_pod *pod = NULL;
-            for (size_t k = 0; k < n_pods && j->out.status.pod_name; k++)
-                if (strcmp(pods[k]->name, j->out.status.pod_name) == 0)
-                    pod = pods[k];
-            struct template_vars vars = {pod ? pod->pod_ip : NULL, cls->port, ws->ns, ws->name,
-                                         pod ? pod->name : NULL};
-            int e = pod ? url_template_expand(cls->checkpoint_request.url_template, &vars,
-                                              &j->urls[i], &j->errs[i])
-                        : -ENOENT;
-            if (e == -ENOMEM) {
-                job_finish(j, 1);
-                return;
-            }
-            if (e == -EAGAIN || e == -ENOENT)
-                j->errs[i] = strdup(e == -EAGAIN ? "the pod has no IP yet" : "the pod is gone");
-        } else if (a->type == ACTION_DELETE_POD) {
-            for (size_t k = 0; k < n_pods; k++)
-                if (strcmp(pods[k]->name, a->name) == 0 && pods[k]->uid)
-                    j->pod_uids[i] = strdup(pods[k]->uid);
-        }
-        if ((a->type == ACTION_CREATE_PVC || a->type == ACTION_CREATE_POD ||
-             a->type == ACTION_SNAPSHOT_BEGIN) &&
-            !j->bodies[i]) {
-            job_finish(j, 1);
-            return;
-        }
     }
     if (j->out.n_actions || j->out.status_changed)
         log_debug("reconcile", "workspace", key, "state", workspace_state_name(j->out.status.state),
@@ -1327,6 +1429,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     struct reconciler *r = calloc(1, sizeof(*r));
     if (!r)
         return -ENOMEM;
+    LIST_INIT(&r->jobs);
     r->loop = loop;
     r->client = client;
     r->ns = o->ns ? strdup(o->ns) : NULL;
@@ -1447,8 +1550,8 @@ void reconciler_close(struct reconciler *r)
     }
     strmap_free(&r->failures);
     expectations_free(&r->own_writes);
-    while (r->jobs) {
-        struct job *j = r->jobs;
+    while (!LIST_EMPTY(&r->jobs)) {
+        struct job *j = LIST_FIRST(&r->jobs);
         kube_request_cancel(j->req); /* no callback follows */
         gke_begin_cancel(j->begin);
         gke_delete_cancel(j->gdel);

@@ -640,16 +640,17 @@ unsigned kube_client_requests_in_flight(const struct kube_client *c)
 
 /* ---- calls --------------------------------------------------------------- */
 
-/* Creates a request for METHOD on path+query; body is copied. */
-static struct kube_request *request_new(struct kube_client *c, const char *method,
-                                        struct buf *path_and_query, const char *body,
-                                        const char *content_type, kube_response_cb cb, void *data)
+/* Creates a request for METHOD on path+query; body is copied. Returns 0
+ * and *ret_req, -ESHUTDOWN once the client is closing, or -ENOMEM. */
+static int request_new(struct kube_client *c, const char *method, struct buf *path_and_query,
+                       const char *body, const char *content_type, kube_response_cb cb, void *data,
+                       struct kube_request **ret_req)
 {
-    if (!c || c->closing)
-        return NULL;
+    if (c->closing)
+        return -ESHUTDOWN;
     struct kube_request *r = calloc(1, sizeof(*r));
     if (!r)
-        return NULL;
+        return -ENOMEM;
     r->client = c;
     r->method = method;
     r->cb = cb;
@@ -660,22 +661,26 @@ static struct kube_request *request_new(struct kube_client *c, const char *metho
     buf_init(&r->response, c->opts.max_response_bytes);
     struct buf url;
     buf_init(&url, 64 * 1024);
-    if (buf_append_str(&url, c->server) < 0 ||
-        buf_append(&url, path_and_query->data, path_and_query->len) < 0 ||
-        !(r->url = buf_steal(&url))) {
+    int e = buf_append_str(&url, c->server);
+    if (e == 0)
+        e = buf_append(&url, path_and_query->data, path_and_query->len);
+    if (e == 0 && !(r->url = buf_steal(&url)))
+        e = -ENOMEM;
+    if (e < 0) {
         buf_free(&url);
         free(r);
-        return NULL;
+        return e;
     }
     if (body) {
         r->body_len = strlen(body);
         r->body = strdup(body);
         if (!r->body) {
             request_free(r);
-            return NULL;
+            return -ENOMEM;
         }
     }
-    return r;
+    *ret_req = r;
+    return 0;
 }
 
 /* Path for res plus the query; returns 0 or a negative errno. */
@@ -690,32 +695,48 @@ static int build_path(struct buf *b, const struct kube_resource *res, const char
     return r;
 }
 
-static struct kube_request *submit(struct kube_request *r)
+/* Queues a request that request_new() made and hands it to the caller. */
+static int submit(int e, struct kube_request *r, struct kube_request **ret_req)
 {
-    if (r)
-        request_submit(r);
-    return r;
+    if (e < 0)
+        return e;
+    request_submit(r);
+    if (ret_req)
+        *ret_req = r;
+    return 0;
 }
 
-struct kube_request *kube_get(struct kube_client *c, const struct kube_resource *res,
-                              const char *ns, const char *name, kube_response_cb cb, void *data)
+/* Builds the request for path p (freed here) and queues it. */
+static int start(struct kube_client *c, const char *method, struct buf *p, int e, const char *body,
+                 const char *content_type, kube_response_cb cb, void *data,
+                 struct kube_request **ret_req)
 {
-    struct buf p;
-    buf_init(&p, 16 * 1024);
     struct kube_request *r = NULL;
-    if (build_path(&p, res, ns, name, NULL) == 0)
-        r = request_new(c, "GET", &p, NULL, NULL, cb, data);
-    buf_free(&p);
-    return submit(r);
+    if (e == 0)
+        e = request_new(c, method, p, body, content_type, cb, data, &r);
+    buf_free(p);
+    return submit(e, r, ret_req);
 }
 
-struct kube_request *kube_list(struct kube_client *c, const struct kube_resource *res,
-                               const char *ns, const struct kube_list_options *o,
-                               kube_response_cb cb, void *data)
+int kube_get(struct kube_client *c, const struct kube_resource *res, const char *ns,
+             const char *name, kube_response_cb cb, void *data, struct kube_request **ret_req)
 {
+    if (!c || !res)
+        return -EINVAL;
     struct buf p;
     buf_init(&p, 16 * 1024);
-    struct kube_request *r = NULL;
+    int e = build_path(&p, res, ns, name, NULL);
+    return start(c, "GET", &p, e, NULL, NULL, cb, data, ret_req);
+}
+
+int kube_list(struct kube_client *c, const struct kube_resource *res, const char *ns,
+              const struct kube_list_options *o, kube_response_cb cb, void *data,
+              struct kube_request **ret_req)
+{
+    if (!c || !res)
+        return -EINVAL;
+    struct buf p;
+    buf_init(&p, 16 * 1024);
     char limit[24];
     snprintf(limit, sizeof(limit), "%ld", o ? o->limit : 0);
     int e = build_path(&p, res, ns, NULL, NULL);
@@ -731,89 +752,78 @@ struct kube_request *kube_list(struct kube_client *c, const struct kube_resource
         if (e == 0)
             e = kube_append_query(&p, "resourceVersion", o->resource_version);
     }
-    if (e == 0)
-        r = request_new(c, "GET", &p, NULL, NULL, cb, data);
-    buf_free(&p);
-    return submit(r);
+    return start(c, "GET", &p, e, NULL, NULL, cb, data, ret_req);
 }
 
-struct kube_request *kube_get_path(struct kube_client *c, const char *path, size_t max_bytes,
-                                   kube_response_cb cb, void *data)
+int kube_get_path(struct kube_client *c, const char *path, size_t max_bytes, kube_response_cb cb,
+                  void *data, struct kube_request **ret_req)
 {
-    if (!path || path[0] != '/' || max_bytes == 0)
-        return NULL;
+    if (!c || !path || path[0] != '/' || max_bytes == 0)
+        return -EINVAL;
     struct buf p;
     buf_init(&p, 64 * 1024);
     struct kube_request *r = NULL;
-    if (buf_append_str(&p, path) == 0)
-        r = request_new(c, "GET", &p, NULL, NULL, cb, data);
+    int e = buf_append_str(&p, path);
+    if (e == 0)
+        e = request_new(c, "GET", &p, NULL, NULL, cb, data, &r);
     buf_free(&p);
-    if (r) {
+    if (e == 0) {
         r->raw = 1;
         buf_free(&r->response);
         buf_init(&r->response, max_bytes);
     }
-    return submit(r);
+    return submit(e, r, ret_req);
 }
 
-static struct kube_request *send_object(struct kube_client *c, const char *method,
-                                        const struct kube_resource *res, const char *ns,
-                                        const char *name, const char *subresource, const cJSON *obj,
-                                        kube_response_cb cb, void *data)
+static int send_object(struct kube_client *c, const char *method, const struct kube_resource *res,
+                       const char *ns, const char *name, const char *subresource, const cJSON *obj,
+                       kube_response_cb cb, void *data, struct kube_request **ret_req)
 {
+    if (!c || !res || !obj)
+        return -EINVAL;
     char *body = cJSON_PrintUnformatted(obj);
     if (!body)
-        return NULL;
+        return -ENOMEM;
     struct buf p;
     buf_init(&p, 16 * 1024);
-    struct kube_request *r = NULL;
-    if (build_path(&p, res, ns, name, subresource) == 0)
-        r = request_new(c, method, &p, body, "application/json", cb, data);
-    buf_free(&p);
+    int e = build_path(&p, res, ns, name, subresource);
+    e = start(c, method, &p, e, body, "application/json", cb, data, ret_req);
     free(body);
-    return submit(r);
+    return e;
 }
 
-struct kube_request *kube_create(struct kube_client *c, const struct kube_resource *res,
-                                 const char *ns, const cJSON *obj, kube_response_cb cb, void *data)
+int kube_create(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                const cJSON *obj, kube_response_cb cb, void *data, struct kube_request **ret_req)
 {
-    return send_object(c, "POST", res, ns, NULL, NULL, obj, cb, data);
+    return send_object(c, "POST", res, ns, NULL, NULL, obj, cb, data, ret_req);
 }
 
-struct kube_request *kube_replace(struct kube_client *c, const struct kube_resource *res,
-                                  const char *ns, const char *name, const char *subresource,
-                                  const cJSON *obj, kube_response_cb cb, void *data)
+int kube_replace(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                 const char *name, const char *subresource, const cJSON *obj, kube_response_cb cb,
+                 void *data, struct kube_request **ret_req)
 {
     if (!name || !name[0])
-        return NULL;
-    return send_object(c, "PUT", res, ns, name, subresource, obj, cb, data);
+        return -EINVAL;
+    return send_object(c, "PUT", res, ns, name, subresource, obj, cb, data, ret_req);
 }
 
-struct kube_request *kube_patch(struct kube_client *c, const struct kube_resource *res,
-                                const char *ns, const char *name, const char *subresource,
-                                enum kube_patch_type type, const char *patch, kube_response_cb cb,
-                                void *data)
+int kube_patch(struct kube_client *c, const struct kube_resource *res, const char *ns,
+               const char *name, const char *subresource, enum kube_patch_type type,
+               const char *patch, kube_response_cb cb, void *data, struct kube_request **ret_req)
 {
-    if (!name || !name[0] || !patch)
-        return NULL;
+    if (!c || !res || !name || !name[0] || !patch)
+        return -EINVAL;
     struct buf p;
     buf_init(&p, 16 * 1024);
-    struct kube_request *r = NULL;
     const char *ct =
         type == KUBE_PATCH_JSON ? "application/json-patch+json" : "application/merge-patch+json";
-    if (build_path(&p, res, ns, name, subresource) == 0)
-        r = request_new(c, "PATCH", &p, patch, ct, cb, data);
-    buf_free(&p);
-    return submit(r);
+    int e = build_path(&p, res, ns, name, subresource);
+    return start(c, "PATCH", &p, e, patch, ct, cb, data, ret_req);
 }
 
-struct kube_request *kube_delete(struct kube_client *c, const struct kube_resource *res,
-                                 const char *ns, const char *name,
-                                 const struct kube_delete_options *o, kube_response_cb cb,
-                                 void *data)
+/* The DeleteOptions body for o (NULL: none). Returns NULL out of memory. */
+static cJSON *delete_options(const struct kube_delete_options *o)
 {
-    if (!name || !name[0])
-        return NULL;
     cJSON *opts = cJSON_CreateObject();
     if (!opts)
         return NULL;
@@ -833,19 +843,33 @@ struct kube_request *kube_delete(struct kube_client *c, const struct kube_resour
     if (ok && o && o->grace_period_seconds >= 0)
         ok = cJSON_AddNumberToObject(opts, "gracePeriodSeconds", (double)o->grace_period_seconds) !=
              NULL;
-    struct kube_request *r = NULL;
-    if (ok)
-        r = send_object(c, "DELETE", res, ns, name, NULL, opts, cb, data);
-    cJSON_Delete(opts);
-    return r;
+    if (!ok) {
+        cJSON_Delete(opts);
+        return NULL;
+    }
+    return opts;
 }
 
-struct kube_request *kube_watch(struct kube_client *c, const struct kube_resource *res,
-                                const char *ns, const struct kube_watch_options *o,
-                                kube_stream_cb on_bytes, kube_response_cb done, void *data)
+int kube_delete(struct kube_client *c, const struct kube_resource *res, const char *ns,
+                const char *name, const struct kube_delete_options *o, kube_response_cb cb,
+                void *data, struct kube_request **ret_req)
 {
-    if (!on_bytes)
-        return NULL;
+    if (!name || !name[0])
+        return -EINVAL;
+    cJSON *opts = delete_options(o);
+    if (!opts)
+        return -ENOMEM;
+    int e = send_object(c, "DELETE", res, ns, name, NULL, opts, cb, data, ret_req);
+    cJSON_Delete(opts);
+    return e;
+}
+
+int kube_watch(struct kube_client *c, const struct kube_resource *res, const char *ns,
+               const struct kube_watch_options *o, kube_stream_cb on_bytes, kube_response_cb done,
+               void *data, struct kube_request **ret_req)
+{
+    if (!c || !res || !on_bytes)
+        return -EINVAL;
     struct buf p;
     buf_init(&p, 16 * 1024);
     struct kube_request *r = NULL;
@@ -867,10 +891,10 @@ struct kube_request *kube_watch(struct kube_client *c, const struct kube_resourc
     if (e == 0)
         e = kube_append_query(&p, "timeoutSeconds", timeout);
     if (e == 0)
-        r = request_new(c, "GET", &p, NULL, NULL, done, data);
+        e = request_new(c, "GET", &p, NULL, NULL, done, data, &r);
     buf_free(&p);
-    if (!r)
-        return NULL;
+    if (e < 0)
+        return e;
     r->is_watch = 1;
     r->on_bytes = on_bytes;
     /* The server ends the watch after timeoutSeconds; past that (plus slack)
@@ -878,7 +902,7 @@ struct kube_request *kube_watch(struct kube_client *c, const struct kube_resourc
     r->timeout_ms = (timeout_s + 30) * 1000;
     buf_free(&r->response);
     buf_init(&r->response, ERROR_BODY_MAX);
-    return submit(r);
+    return submit(0, r, ret_req);
 }
 
 const char *kube_response_error_text(const struct kube_response *resp)
@@ -891,6 +915,11 @@ const char *kube_response_error_text(const struct kube_response *resp)
 int kube_response_not_found(const struct kube_response *resp)
 {
     return resp->status == -EIO && resp->http_code == 404;
+}
+
+int kube_response_conflict(const struct kube_response *resp)
+{
+    return resp->status == -EIO && kube_api_error_is_conflict(&resp->error);
 }
 
 int kube_response_already_exists(const struct kube_response *resp)

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -14,7 +13,9 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "util/base64.h"
 #include "util/secret.h"
+#include "util/text.h"
 
 #define KUBECONFIG_MAX_BYTES (4u << 20)
 #define REFERENCED_FILE_MAX_BYTES (1u << 20)
@@ -35,15 +36,7 @@ static char *quote(const char *s)
     bool cut = n > QUOTE_MAX;
     if (cut)
         n = QUOTE_MAX;
-    char *q = malloc(n + 4);
-    if (!q)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        q[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    strcpy(q + n, cut ? "..." : "");
-    return q;
+    return text_printable_copy(s, n, cut, '?');
 }
 
 static char *vformat(const char *fmt, va_list ap)
@@ -165,39 +158,6 @@ static const char *read_error_str(int r)
     default:
         return strerror(-r);
     }
-}
-
-/* Decodes base64, tolerating line breaks or their absence. Returns a
- * NUL-terminated buffer or -EINVAL. */
-static int base64_decode(const char *in, size_t in_len, char **ret_data, size_t *ret_len)
-{
-    if (in_len > INT_MAX)
-        return -EINVAL;
-    /* Decoding never yields more than 3 bytes per 4 characters. */
-    size_t cap = in_len / 4 * 3 + 3 + 1;
-    unsigned char *out = malloc(cap);
-    EVP_ENCODE_CTX *ctx = EVP_ENCODE_CTX_new();
-    int r = -ENOMEM, n1 = 0, n2 = 0;
-    if (!out || !ctx)
-        goto out;
-    EVP_DecodeInit(ctx);
-    r = -EINVAL;
-    if (EVP_DecodeUpdate(ctx, out, &n1, (const unsigned char *)in, (int)in_len) < 0)
-        goto out;
-    if (EVP_DecodeFinal(ctx, out + n1, &n2) < 0)
-        goto out;
-    if (n1 + n2 <= 0)
-        goto out;
-    out[n1 + n2] = '\0';
-    *ret_data = (char *)out;
-    *ret_len = (size_t)(n1 + n2);
-    out = NULL;
-    r = 0;
-out:
-    if (out)
-        secret_free(out, cap);
-    EVP_ENCODE_CTX_free(ctx);
-    return r;
 }
 
 static bool looks_like_pem(const char *data, size_t len)
@@ -497,6 +457,7 @@ static int load_cluster(struct loader *l, const yaml_node_t *root, const char *c
     return 0;
 }
 
+/* Long: one check per field of the exec section, each naming its field. */
 static int load_exec(struct loader *l, const yaml_node_t *exec, const struct where *w,
                      struct kube_config *cfg)
 {
@@ -891,6 +852,7 @@ int kube_config_load_file(const char *path, const char *context, struct kube_con
     return r;
 }
 
+/* Long: each file of the service account is read and checked in turn. */
 int kube_config_in_cluster(const char *root, struct kube_config **ret_config, char **ret_err)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST");

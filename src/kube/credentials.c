@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -14,10 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/base64.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/secret.h"
+#include "util/text.h"
 #include "util/timefmt.h"
 
 #define TOKEN_FILE_MAX_BYTES (1u << 20)
@@ -75,6 +76,7 @@ struct exec_run {
     bool exited;
     bool out_done;
     bool err_done;
+    bool err_lost;
     bool draining;
     bool finished;
     int64_t exit_status;
@@ -152,15 +154,7 @@ static char *first_line(const struct buf *b)
         n = STDERR_QUOTE_MAX;
     while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
         n--;
-    char *s = malloc(n + 4);
-    if (!s)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        s[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-    }
-    strcpy(s + n, cut ? "..." : "");
-    return s;
+    return text_printable_copy(p, n, cut, '?');
 }
 
 static bool is_space(char ch)
@@ -452,7 +446,8 @@ static void exec_run_kill(struct exec_run *run)
         uv_process_kill(&run->process, SIGKILL);
 }
 
-/* Turns the plugin's stdout into a credential; *ret_err on failure. */
+/* Turns the plugin's stdout into a credential; *ret_err on failure.
+ * Long: one check per field of the ExecCredential, each with its message. */
 static int parse_exec_credential(struct kube_credentials *c, const struct buf *out, char **ret_err)
 {
     const char *cmd = c->exec_command;
@@ -577,7 +572,9 @@ static void exec_run_finish(struct exec_run *run)
         err = strprintf("exec plugin %s: reading its output failed: %s", cmd,
                         uv_strerror(run->failure));
     } else if (run->term_signal || run->exit_status != 0) {
-        char *line = first_line(&run->err);
+        char *line = run->err_lost && run->err.len == 0
+                         ? strdup("(its error output was lost: out of memory)")
+                         : first_line(&run->err);
         status = -EIO;
         if (run->term_signal)
             err = strprintf("exec plugin %s was killed by signal %d%s%s", cmd, run->term_signal,
@@ -678,7 +675,8 @@ static void on_exec_stderr(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     /* Past the limit the rest is dropped; reading on keeps the plugin from
      * blocking on a full pipe. */
     size_t room = run->err.max - run->err.len;
-    buf_append(&run->err, run->chunk, (size_t)n < room ? (size_t)n : room);
+    if (buf_append(&run->err, run->chunk, (size_t)n < room ? (size_t)n : room) < 0)
+        run->err_lost = true; /* out of memory: the message says its words are missing */
 }
 
 /* The parent's environment, minus what the config sets, plus the config's
@@ -779,16 +777,6 @@ static int exec_run_start(struct kube_credentials *c, char **ret_err)
 }
 
 /* ---- setup ---------------------------------------------------------------- */
-
-static char *base64_encode(const char *data, size_t len)
-{
-    if (len > (size_t)INT32_MAX / 2)
-        return NULL;
-    char *out = malloc(4 * ((len + 2) / 3) + 1);
-    if (out)
-        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
-    return out;
-}
 
 /* KUBERNETES_EXEC_INFO: what client-go passes a plugin. Never interactive. */
 static char *exec_info_new(const struct kube_config *cfg)

@@ -335,8 +335,11 @@ static void list_page(struct informer *inf, const char *continue_token)
         .limit = inf->page_size,
         .continue_token = continue_token,
     };
-    inf->req = kube_list(inf->client, inf->resource, inf->ns, &o, on_list, inf);
-    if (!inf->req) {
+    int e = kube_list(inf->client, inf->resource, inf->ns, &o, on_list, inf, &inf->req);
+    if (e < 0) {
+        log_warn("list could not start", "resource", inf->resource->plural, "error",
+                 log_errno_str(e));
+        inf->req = NULL;
         discard_next(inf);
         retry_with_backoff(inf, start_list);
     }
@@ -447,10 +450,14 @@ static void start_watch(struct informer *inf)
         .allow_bookmarks = 1,
     };
     inf->stats.watches++;
-    inf->req =
-        kube_watch(inf->client, inf->resource, inf->ns, &o, on_watch_bytes, on_watch_done, inf);
-    if (!inf->req)
+    int e = kube_watch(inf->client, inf->resource, inf->ns, &o, on_watch_bytes, on_watch_done, inf,
+                       &inf->req);
+    if (e < 0) {
+        log_warn("watch could not start", "resource", inf->resource->plural, "error",
+                 log_errno_str(e));
+        inf->req = NULL;
         retry_with_backoff(inf, start_watch);
+    }
 }
 
 /* ---- lifecycle ----------------------------------------------------------- */

@@ -172,17 +172,18 @@ static void start_request(struct leader_elector *e, enum elector_op op, const cJ
     uint64_t seq = ++e->op_seq;
     e->op = op;
     struct kube_request *req = NULL;
+    int err = -EINVAL;
     switch (op) {
     case OP_GET:
-        req = kube_get(e->client, &KUBE_RESOURCE_LEASES, e->ns, e->name, on_response, e);
+        err = kube_get(e->client, &KUBE_RESOURCE_LEASES, e->ns, e->name, on_response, e, &req);
         break;
     case OP_CREATE:
-        req = kube_create(e->client, &KUBE_RESOURCE_LEASES, e->ns, obj, on_response, e);
+        err = kube_create(e->client, &KUBE_RESOURCE_LEASES, e->ns, obj, on_response, e, &req);
         break;
     case OP_UPDATE:
     case OP_RELEASE:
-        req = kube_replace(e->client, &KUBE_RESOURCE_LEASES, e->ns, e->name, NULL, obj, on_response,
-                           e);
+        err = kube_replace(e->client, &KUBE_RESOURCE_LEASES, e->ns, e->name, NULL, obj, on_response,
+                           e, &req);
         break;
     case OP_NONE:
         break;
@@ -195,9 +196,10 @@ static void start_request(struct leader_elector *e, enum elector_op op, const cJ
     if (!req) {
         e->op = OP_NONE;
         e->op_done_seq = seq;
-        log_warn("lease request could not start", "lease", e->lease_ref);
+        log_warn("lease request could not start", "lease", e->lease_ref, "error",
+                 log_errno_str(err));
         if (op == OP_RELEASE) {
-            e->release_status = -ENOMEM;
+            e->release_status = err;
             release_continue(e);
         } else if (e->releasing) {
             release_continue(e);
@@ -387,7 +389,7 @@ static void handle_write(struct leader_elector *e, enum elector_op op, struct ku
         return;
     }
 
-    bool conflict = resp->status == -EIO && resp->http_code == 409;
+    bool conflict = kube_response_conflict(resp) || kube_response_already_exists(resp);
     if (op == OP_RELEASE) {
         e->release_status = conflict ? 0 : resp->status;
         if (conflict)

@@ -16,26 +16,6 @@ const struct kube_resource KUBE_RESOURCE_SECRETS = {"", "v1", "secrets", "Secret
 const struct kube_resource KUBE_RESOURCE_LEASES = {"coordination.k8s.io", "v1", "leases", "Lease",
                                                    1};
 
-/* Object names are DNS labels in practice, but names come from users: encode
- * everything outside the unreserved set so a name can never change the path. */
-int kube_append_escaped(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        int r;
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-            r = buf_append(b, p, 1);
-        } else {
-            char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
-            r = buf_append(b, enc, 3);
-        }
-        if (r < 0)
-            return r;
-    }
-    return 0;
-}
-
 char *kube_resource_path(const struct kube_resource *res, const char *ns, const char *name,
                          const char *subresource)
 {
@@ -49,14 +29,14 @@ char *kube_resource_path(const struct kube_resource *res, const char *ns, const 
     if (r == 0 && res->namespaced && ns && ns[0]) {
         r = buf_append_str(&b, "/namespaces/");
         if (r == 0)
-            r = kube_append_escaped(&b, ns);
+            r = buf_append_escaped(&b, ns);
     }
     if (r == 0)
         r = buf_printf(&b, "/%s", res->plural);
     if (r == 0 && name && name[0]) {
         r = buf_append_str(&b, "/");
         if (r == 0)
-            r = kube_append_escaped(&b, name);
+            r = buf_append_escaped(&b, name);
         if (r == 0 && subresource && subresource[0])
             r = buf_printf(&b, "/%s", subresource);
     }
@@ -87,5 +67,5 @@ int kube_append_query(struct buf *b, const char *key, const char *value)
     int r = buf_printf(b, "%c%s=", strchr(buf_str(b), '?') ? '&' : '?', key);
     if (r < 0)
         return r;
-    return kube_append_escaped(b, value);
+    return buf_append_escaped(b, value);
 }

@@ -784,11 +784,13 @@ static void on_trigger_created(void *data, struct kube_response *resp)
 
 static void create_trigger(struct gke_begin *b)
 {
-    b->req = kube_create(b->g->client, &triggers, b->ns, b->trigger, on_trigger_created, b);
+    b->req = NULL;
+    int e = kube_create(b->g->client, &triggers, b->ns, b->trigger, on_trigger_created, b, &b->req);
     /* The snapshot is the first step of a pause with memory. */
-    kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
-    if (!b->req)
-        begin_finish(b, -ENOMEM, "cannot start the request");
+    if (e < 0)
+        begin_finish(b, e, "cannot start the request");
+    else
+        kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
 }
 
 static void on_policy_patched(void *data, struct kube_response *resp)
@@ -817,11 +819,13 @@ static void on_policy_created(void *data, struct kube_response *resp)
     /* It exists: made by an earlier version (no snapshot groups, an owner
      * reference), or for an earlier Workspace of the name, or with another
      * class. It is brought to the desired spec. */
-    b->req = kube_patch(b->g->client, &policies, b->ns, b->policy_name, NULL, KUBE_PATCH_MERGE,
-                        b->policy_patch, on_policy_patched, b);
-    kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
-    if (!b->req)
-        begin_finish(b, -ENOMEM, "cannot start the request");
+    b->req = NULL;
+    int e = kube_patch(b->g->client, &policies, b->ns, b->policy_name, NULL, KUBE_PATCH_MERGE,
+                       b->policy_patch, on_policy_patched, b, &b->req);
+    if (e < 0)
+        begin_finish(b, e, "cannot start the request");
+    else
+        kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
 }
 
 cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
@@ -886,8 +890,10 @@ struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, c
     b->g = g;
     b->cb = cb;
     b->data = data;
-    b->req = kube_create(g->client, &policies, ns, policy, on_policy_created, b);
-    if (!b->req) {
+    int e = kube_create(g->client, &policies, ns, policy, on_policy_created, b, &b->req);
+    if (e < 0) {
+        log_warn("snapshot policy create could not start", "namespace", ns, "error",
+                 log_errno_str(e));
         begin_free(b);
         return NULL;
     }
@@ -929,7 +935,10 @@ struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns,
     x->cb = cb;
     x->data = data;
     struct kube_delete_options o = {.grace_period_seconds = -1, .propagation_policy = "Background"};
-    if (!(x->req = kube_delete(g->client, &snapshots, ns, name, &o, on_snapshot_deleted, x))) {
+    int e = kube_delete(g->client, &snapshots, ns, name, &o, on_snapshot_deleted, x, &x->req);
+    if (e < 0) {
+        log_warn("snapshot delete could not start", "namespace", ns, "snapshot", name, "error",
+                 log_errno_str(e));
         free(x);
         return NULL;
     }
@@ -994,7 +1003,10 @@ static const char *removal_kind(const struct removal *x)
     return x->policy ? "policy" : "trigger";
 }
 
-static void removal_retry(struct removal *x, const char *what, const struct kube_response *resp)
+/* resp: the answer that refused the step, or NULL when its request could
+ * not start, start_err saying why. */
+static void removal_retry(struct removal *x, const char *what, const struct kube_response *resp,
+                          int start_err)
 {
     x->delay_ms = x->delay_ms ? x->delay_ms * 2 : REMOVAL_RETRY_MIN_MS;
     if (x->delay_ms > REMOVAL_RETRY_MAX_MS)
@@ -1002,7 +1014,7 @@ static void removal_retry(struct removal *x, const char *what, const struct kube
     x->due_ms = uv_now(x->g->loop) + x->delay_ms;
     log_warn("cannot remove a snapshot object yet; retrying", "namespace", x->ns, removal_kind(x),
              x->name, "step", what, "code", LOG_INT(resp ? resp->http_code : 0), "error",
-             resp ? kube_response_error_text(resp) : "cannot start the request", "retry_ms",
+             resp ? kube_response_error_text(resp) : log_errno_str(start_err), "retry_ms",
              LOG_INT(x->delay_ms));
     removals_schedule(x->g);
 }
@@ -1013,7 +1025,7 @@ static void on_trigger_removed(void *data, struct kube_response *resp)
     x->req = NULL;
     /* 409: the uid precondition failed, the trigger of that name is a new one. */
     if (resp->status < 0 && !kube_response_not_found(resp) && resp->http_code != 409) {
-        removal_retry(x, "delete", resp);
+        removal_retry(x, "delete", resp, 0);
         return;
     }
     removal_drop(x);
@@ -1025,10 +1037,11 @@ static void removal_delete(struct removal *x)
         .precondition_uid = x->uid, .grace_period_seconds = -1, .propagation_policy = "Background"};
     log_info(x->policy ? "deleting a snapshot policy" : "deleting a snapshot trigger", "namespace",
              x->ns, removal_kind(x), x->name, "why", x->why);
-    x->req = kube_delete(x->g->client, x->policy ? &policies : &triggers, x->ns, x->name, &o,
-                         on_trigger_removed, x);
-    if (!x->req)
-        removal_retry(x, "delete", NULL);
+    x->req = NULL;
+    int e = kube_delete(x->g->client, x->policy ? &policies : &triggers, x->ns, x->name, &o,
+                        on_trigger_removed, x, &x->req);
+    if (e < 0)
+        removal_retry(x, "delete", NULL, e);
 }
 
 /* The PodSnapshot the trigger names, asked for by name: the cache may be
@@ -1044,7 +1057,7 @@ static void on_snapshot_checked(void *data, struct kube_response *resp)
     } else if (resp->status == 0) {
         removal_drop(x); /* it exists: the trigger stays until it goes */
     } else {
-        removal_retry(x, "check", resp);
+        removal_retry(x, "check", resp, 0);
     }
 }
 
@@ -1071,9 +1084,10 @@ static void removal_run(struct removal *x)
         removal_delete(x);
         return;
     }
-    x->req = kube_get(x->g->client, &snapshots, x->ns, x->check, on_snapshot_checked, x);
-    if (!x->req)
-        removal_retry(x, "check", NULL);
+    x->req = NULL;
+    int e = kube_get(x->g->client, &snapshots, x->ns, x->check, on_snapshot_checked, x, &x->req);
+    if (e < 0)
+        removal_retry(x, "check", NULL, e);
 }
 
 static void on_removal_timer(uv_timer_t *timer)
@@ -1155,9 +1169,13 @@ static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe)
     if (!key)
         return;
     log_info("dropping the owner reference of a snapshot policy", "policy", pe->key);
-    if (!kube_patch(g->client, &policies, pe->ns, pe->name, NULL, KUBE_PATCH_MERGE, patch,
-                    on_disowned, key))
+    int e = kube_patch(g->client, &policies, pe->ns, pe->name, NULL, KUBE_PATCH_MERGE, patch,
+                       on_disowned, key, NULL);
+    if (e < 0) {
+        log_warn("cannot drop the owner reference of a snapshot policy", "policy", key, "error",
+                 log_errno_str(e));
         free(key);
+    }
 }
 
 /* ---- lifetime ---- */

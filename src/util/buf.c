@@ -82,6 +82,28 @@ void buf_consume(struct buf *b, size_t n)
     b->data[b->len] = '\0';
 }
 
+int buf_append_escaped(struct buf *b, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~';
+        char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+        int r = plain ? buf_append(b, p, 1) : buf_append(b, enc, 3);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+void buf_truncate(struct buf *b, size_t n)
+{
+    if (n < b->len) {
+        b->len = n;
+        b->data[n] = '\0';
+    }
+}
+
 void buf_reset(struct buf *b)
 {
     b->len = 0;

@@ -75,57 +75,87 @@ static int is_secret_key(const char *key)
     return 0;
 }
 
-static void put_json_string(struct buf *b, const char *s)
+static int put_json_string(struct buf *b, const char *s)
 {
-    buf_append_str(b, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    int e = buf_append_str(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p && e == 0; p++) {
         switch (*p) {
         case '"':
-            buf_append_str(b, "\\\"");
+            e = buf_append_str(b, "\\\"");
             break;
         case '\\':
-            buf_append_str(b, "\\\\");
+            e = buf_append_str(b, "\\\\");
             break;
         case '\n':
-            buf_append_str(b, "\\n");
+            e = buf_append_str(b, "\\n");
             break;
         case '\t':
-            buf_append_str(b, "\\t");
+            e = buf_append_str(b, "\\t");
             break;
         default:
             if (*p < 0x20)
-                buf_printf(b, "\\u%04x", *p);
+                e = buf_printf(b, "\\u%04x", *p);
             else
-                buf_append(b, p, 1);
+                e = buf_append(b, p, 1);
         }
     }
-    buf_append_str(b, "\"");
+    return e ? e : buf_append_str(b, "\"");
 }
 
 /* Text values are bare unless they hold a space, quote, '=' or control byte. */
-static void put_text_value(struct buf *b, const char *s)
+static int put_text_value(struct buf *b, const char *s)
 {
     int plain = *s != '\0';
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         if (*p <= ' ' || *p == '"' || *p == '=' || *p == '\\')
             plain = 0;
     if (plain)
-        buf_append_str(b, s);
-    else
-        put_json_string(b, s);
+        return buf_append_str(b, s);
+    return put_json_string(b, s);
 }
 
-static void put_field(struct buf *b, const char *key, const char *value)
+static int put_field(struct buf *b, const char *key, const char *value)
 {
+    int e;
     if (log_fmt == LOG_FORMAT_JSON) {
-        buf_append_str(b, ",");
-        put_json_string(b, key);
-        buf_append_str(b, ":");
-        put_json_string(b, value);
-    } else {
-        buf_printf(b, " %s=", key);
-        put_text_value(b, value);
+        if ((e = buf_append_str(b, ",")) == 0 && (e = put_json_string(b, key)) == 0 &&
+            (e = buf_append_str(b, ":")) == 0)
+            e = put_json_string(b, value);
+    } else if ((e = buf_printf(b, " %s=", key)) == 0) {
+        e = put_text_value(b, value);
     }
+    return e;
+}
+
+/* The line's head: time, level and message. */
+static int put_head(struct buf *b, const char *when, const char *level, const char *msg)
+{
+    int e;
+    if (log_fmt == LOG_FORMAT_JSON) {
+        if ((e = buf_append_str(b, "{\"ts\":")) == 0 && (e = put_json_string(b, when)) == 0 &&
+            (e = buf_append_str(b, ",\"level\":")) == 0 && (e = put_json_string(b, level)) == 0 &&
+            (e = buf_append_str(b, ",\"msg\":")) == 0)
+            e = put_json_string(b, msg);
+    } else if ((e = buf_printf(b, "ts=%s level=%s msg=", when, level)) == 0) {
+        e = put_json_string(b, msg);
+    }
+    return e;
+}
+
+/* The most a line may take, and the room kept back so that a line whose
+ * fields did not all fit can still say how many it dropped. */
+#define LOG_LINE_MAX (64 * 1024)
+#define LOG_TAIL_ROOM 128
+
+/* A line whose head did not fit (out of memory, or a message over the
+ * limit) is replaced by one that says so, with its level and time. */
+static void put_dropped(struct buf *b, const char *when, const char *level, int e)
+{
+    buf_reset(b);
+    b->max = LOG_LINE_MAX;
+    if (put_head(b, when, level, "log line dropped") < 0 ||
+        put_field(b, "error", log_errno_str(e)) < 0)
+        buf_reset(b); /* not even that fits: nothing is written */
 }
 
 void log_event(enum log_level level, const char *msg, ...)
@@ -143,18 +173,9 @@ void log_event(enum log_level level, const char *msg, ...)
     snprintf(when + n, sizeof(when) - n, ".%03ldZ", ts.tv_nsec / 1000000);
 
     struct buf line;
-    buf_init(&line, 64 * 1024);
-    if (log_fmt == LOG_FORMAT_JSON) {
-        buf_append_str(&line, "{\"ts\":");
-        put_json_string(&line, when);
-        buf_append_str(&line, ",\"level\":");
-        put_json_string(&line, level_names[level]);
-        buf_append_str(&line, ",\"msg\":");
-        put_json_string(&line, msg);
-    } else {
-        buf_printf(&line, "ts=%s level=%s msg=", when, level_names[level]);
-        put_json_string(&line, msg);
-    }
+    buf_init(&line, LOG_LINE_MAX - LOG_TAIL_ROOM);
+    int e = put_head(&line, when, level_names[level], msg);
+    int dropped = 0;
 
     va_list ap;
     va_start(ap, msg);
@@ -163,11 +184,22 @@ void log_event(enum log_level level, const char *msg, ...)
         if (!key)
             break;
         const char *value = va_arg(ap, const char *);
-        put_field(&line, key, is_secret_key(key) ? "[redacted]" : (value ? value : ""));
+        size_t before = line.len;
+        if (e == 0 &&
+            put_field(&line, key, is_secret_key(key) ? "[redacted]" : (value ? value : "")) < 0) {
+            buf_truncate(&line, before); /* a field that does not fit is left out whole */
+            dropped++;
+        }
     }
     va_end(ap);
 
-    buf_append_str(&line, log_fmt == LOG_FORMAT_JSON ? "}\n" : "\n");
+    if (e < 0)
+        put_dropped(&line, when, level_names[level], e);
+    line.max = LOG_LINE_MAX;
+    if (line.len > 0 && dropped > 0 && put_field(&line, "log_fields_dropped", LOG_INT(dropped)) < 0)
+        buf_reset(&line);
+    if (line.len > 0 && buf_append_str(&line, log_fmt == LOG_FORMAT_JSON ? "}\n" : "\n") < 0)
+        buf_reset(&line);
     FILE *out = log_out ? log_out : stderr;
     fwrite(buf_str(&line), 1, line.len, out);
     fflush(out);

@@ -66,7 +66,9 @@ static void write_one(struct writer *w)
         char patch[96];
         snprintf(patch, sizeof(patch), "{\"spec\":{\"size\":%d,\"color\":\"c%ld\"}}", w->next,
                  (long)getpid());
-        kube_patch(w->client, &widgets, w->ns, name, NULL, KUBE_PATCH_MERGE, patch, on_written, w);
+        if (kube_patch(w->client, &widgets, w->ns, name, NULL, KUBE_PATCH_MERGE, patch, on_written,
+                       w, NULL) < 0)
+            fprintf(stderr, "cannot start a patch\n");
         return;
     }
     cJSON *o = cJSON_CreateObject();
@@ -78,7 +80,8 @@ static void write_one(struct writer *w)
     cJSON *spec = cJSON_AddObjectToObject(o, "spec");
     cJSON_AddNumberToObject(spec, "size", w->next);
     cJSON_AddStringToObject(spec, "color", (w->next % 2) ? "blue" : "green");
-    kube_create(w->client, &widgets, w->ns, o, on_written, w);
+    if (kube_create(w->client, &widgets, w->ns, o, on_written, w, NULL) < 0)
+        fprintf(stderr, "cannot start a create\n");
     cJSON_Delete(o);
 }
 
@@ -178,7 +181,8 @@ int main(int argc, char **argv)
         kube_client_close(client);
     } else {
         /* The baseline: libraries loaded, TLS connection up, nothing cached. */
-        kube_get(client, &KUBE_RESOURCE_NAMESPACES, NULL, ns, on_baseline, &loop);
+        if (kube_get(client, &KUBE_RESOURCE_NAMESPACES, NULL, ns, on_baseline, &loop, NULL) < 0)
+            fprintf(stderr, "cannot start a get\n");
         uv_run(&loop, UV_RUN_DEFAULT);
         long rss0 = process_status_kib("VmRSS");
         struct watcher w = {.loop = &loop, .want = n};

@@ -195,8 +195,8 @@ static void start_pauses(struct bench *b)
     char name[256];
     for (int i = 0; i < b->n; i++) {
         snprintf(name, sizeof(name), "%s%d", b->prefix, i);
-        if (!kube_patch(b->client, &workspaces, b->ns, name, NULL, KUBE_PATCH_MERGE,
-                        "{\"spec\":{\"paused\":true}}", on_patched, b)) {
+        if (kube_patch(b->client, &workspaces, b->ns, name, NULL, KUBE_PATCH_MERGE,
+                       "{\"spec\":{\"paused\":true}}", on_patched, b, NULL) < 0) {
             fprintf(stderr, "cannot start a patch\n");
             b->answered++;
             b->failed++;

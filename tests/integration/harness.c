@@ -47,7 +47,7 @@ static int run_capture(const char *cmd, char **out)
     char chunk[4096];
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-        buf_append(&b, chunk, n);
+        assert_int_equal(buf_append(&b, chunk, n), 0);
     int st = pclose(p);
     if (out)
         *out = buf_steal(&b);
@@ -59,7 +59,7 @@ int harness_kubectl(char **out, const char *fmt, ...)
 {
     struct buf cmd;
     buf_init(&cmd, 1u << 20);
-    buf_printf(&cmd, "kubectl --kubeconfig '%s' ", harness_kubeconfig());
+    assert_int_equal(buf_printf(&cmd, "kubectl --kubeconfig '%s' ", harness_kubeconfig()), 0);
     va_list ap;
     va_start(ap, fmt);
     char *args = NULL;
@@ -67,10 +67,10 @@ int harness_kubectl(char **out, const char *fmt, ...)
         args = NULL;
     va_end(ap);
     assert_non_null(args);
-    buf_append_str(&cmd, args);
+    assert_int_equal(buf_append_str(&cmd, args), 0);
     free(args);
     if (!out)
-        buf_append_str(&cmd, " >/dev/null");
+        assert_int_equal(buf_append_str(&cmd, " >/dev/null"), 0);
     int st = run_capture(buf_str(&cmd), out);
     buf_free(&cmd);
     return st;

@@ -72,7 +72,8 @@ static void list_with(const char *kubeconfig, struct harness_call *call)
     struct kube_config *config = harness_config(kubeconfig);
     struct kube_client *client = harness_client(&loop, config);
     memset(call, 0, sizeof(*call));
-    assert_non_null(kube_list(client, &KUBE_RESOURCE_CONFIGMAPS, ns, NULL, harness_call_cb, call));
+    assert_int_equal(
+        kube_list(client, &KUBE_RESOURCE_CONFIGMAPS, ns, NULL, harness_call_cb, call, NULL), 0);
     harness_call_wait(&loop, call);
     kube_client_close(client);
     harness_loop_close(&loop);

@@ -324,7 +324,9 @@ static struct kube_client *client;
 static int create(const struct kube_resource *res, const cJSON *obj, char *why, size_t size)
 {
     struct harness_call call = {0};
-    kube_create(client, res, res->namespaced ? ns : NULL, obj, harness_call_cb, &call);
+    assert_int_equal(
+        kube_create(client, res, res->namespaced ? ns : NULL, obj, harness_call_cb, &call, NULL),
+        0);
     harness_call_wait(&loop, &call);
     int st = call.status;
     snprintf(why, size, "%ld %s", call.http_code, call.message);
@@ -337,7 +339,9 @@ static int create(const struct kube_resource *res, const cJSON *obj, char *why, 
 static void delete_obj(const struct kube_resource *res, const char *name)
 {
     struct harness_call call = {0};
-    kube_delete(client, res, res->namespaced ? ns : NULL, name, NULL, harness_call_cb, &call);
+    assert_int_equal(kube_delete(client, res, res->namespaced ? ns : NULL, name, NULL,
+                                 harness_call_cb, &call, NULL),
+                     0);
     harness_call_wait(&loop, &call);
     harness_call_clear(&call);
 }
@@ -349,7 +353,7 @@ static cJSON *wait_valid(const char *name)
     uint64_t t0 = harness_now_ms();
     for (;;) {
         struct harness_call call = {0};
-        kube_get(client, &workspaces, ns, name, harness_call_cb, &call);
+        assert_int_equal(kube_get(client, &workspaces, ns, name, harness_call_cb, &call, NULL), 0);
         harness_call_wait(&loop, &call);
         assert_int_equal(call.status, 0);
         cJSON *ws = call.body;

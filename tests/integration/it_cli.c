@@ -51,7 +51,7 @@ static char *slurp(const char *path)
     char chunk[4096];
     size_t n;
     while (f && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        buf_append(&b, chunk, n);
+        assert_int_equal(buf_append(&b, chunk, n), 0);
     if (f)
         fclose(f);
     char *s = buf_steal(&b);
@@ -67,7 +67,7 @@ static int run(char **out, char **err, const char *cmdline)
     snprintf(errfile, sizeof(errfile), "%s/cli-stderr", tmpdir);
     struct buf cmd;
     buf_init(&cmd, 1u << 20);
-    buf_printf(&cmd, "timeout -s KILL 900 %s 2>'%s'", cmdline, errfile);
+    assert_int_equal(buf_printf(&cmd, "timeout -s KILL 900 %s 2>'%s'", cmdline, errfile), 0);
     FILE *p = popen(buf_str(&cmd), "r");
     buf_free(&cmd);
     assert_non_null(p);
@@ -76,7 +76,7 @@ static int run(char **out, char **err, const char *cmdline)
     char chunk[4096];
     size_t n;
     while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
-        buf_append(&b, chunk, n);
+        assert_int_equal(buf_append(&b, chunk, n), 0);
     int st = pclose(p);
     char *text = buf_steal(&b);
     buf_free(&b);
@@ -211,10 +211,11 @@ static char *normalise_table(const char *text)
             } else {
                 p += strlen(p);
             }
-            buf_printf(&b, "%s%s", first ? "" : " | ", is_age(cell) ? "<age>" : cell);
+            assert_int_equal(
+                buf_printf(&b, "%s%s", first ? "" : " | ", is_age(cell) ? "<age>" : cell), 0);
             first = 0;
         }
-        buf_append_str(&b, "\n");
+        assert_int_equal(buf_append_str(&b, "\n"), 0);
         free(copy);
         line = eol ? eol + 1 : NULL;
     }

@@ -73,8 +73,9 @@ static void create_cm(struct fixture *f, const char *name, const char *value,
                       struct harness_call *call)
 {
     cJSON *cm = configmap(name, value);
-    assert_non_null(
-        kube_create(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, cm, harness_call_cb, call));
+    assert_int_equal(
+        kube_create(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, cm, harness_call_cb, call, NULL),
+        0);
     cJSON_Delete(cm);
     harness_call_wait(&f->loop, call);
     assert_int_equal(call->status, 0);
@@ -88,8 +89,9 @@ static void test_create_get_delete(void **state)
     create_cm(f, "one", "1", &call);
     harness_call_clear(&call);
 
-    assert_non_null(
-        kube_get(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", harness_call_cb, &call));
+    assert_int_equal(
+        kube_get(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", harness_call_cb, &call, NULL),
+        0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     assert_string_equal(json_str(call.body, "data", "v"), "1");
@@ -97,7 +99,9 @@ static void test_create_get_delete(void **state)
 
     /* Creating it again: AlreadyExists, a 409 that is not a conflict to retry. */
     cJSON *cm = configmap("one", "again");
-    kube_create(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, cm, harness_call_cb, &call);
+    assert_int_equal(
+        kube_create(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, cm, harness_call_cb, &call, NULL),
+        0);
     cJSON_Delete(cm);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, -EIO);
@@ -107,12 +111,16 @@ static void test_create_get_delete(void **state)
 
     struct kube_delete_options del = {.propagation_policy = "Background",
                                       .grace_period_seconds = 0};
-    kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", &del, harness_call_cb, &call);
+    assert_int_equal(kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", &del,
+                                 harness_call_cb, &call, NULL),
+                     0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     harness_call_clear(&call);
 
-    kube_get(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", harness_call_cb, &call);
+    assert_int_equal(
+        kube_get(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "one", harness_call_cb, &call, NULL),
+        0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.http_code, 404);
     assert_string_equal(call.reason, "NotFound");
@@ -131,14 +139,18 @@ static void test_delete_preconditions(void **state)
 
     struct kube_delete_options wrong = {.precondition_uid = "00000000-0000-0000-0000-000000000000",
                                         .grace_period_seconds = -1};
-    kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "pre", &wrong, harness_call_cb, &call);
+    assert_int_equal(kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "pre", &wrong,
+                                 harness_call_cb, &call, NULL),
+                     0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.http_code, 409);
     assert_string_equal(call.reason, "Conflict");
     harness_call_clear(&call);
 
     struct kube_delete_options right = {.precondition_uid = uid, .grace_period_seconds = -1};
-    kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "pre", &right, harness_call_cb, &call);
+    assert_int_equal(kube_delete(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "pre", &right,
+                                 harness_call_cb, &call, NULL),
+                     0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     harness_call_clear(&call);
@@ -153,8 +165,10 @@ static void test_patches_and_conflicts(void **state)
     snprintf(rv, sizeof(rv), "%s", json_str(call.body, "metadata", "resourceVersion"));
     harness_call_clear(&call);
 
-    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_MERGE,
-               "{\"data\":{\"v\":\"b\"}}", harness_call_cb, &call);
+    assert_int_equal(kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL,
+                                KUBE_PATCH_MERGE, "{\"data\":{\"v\":\"b\"}}", harness_call_cb,
+                                &call, NULL),
+                     0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     assert_string_equal(json_str(call.body, "data", "v"), "b");
@@ -164,27 +178,32 @@ static void test_patches_and_conflicts(void **state)
     char patch[256];
     snprintf(patch, sizeof(patch),
              "{\"metadata\":{\"resourceVersion\":\"%s\"},\"data\":{\"v\":\"c\"}}", rv);
-    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_MERGE, patch,
-               harness_call_cb, &call);
+    assert_int_equal(kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL,
+                                KUBE_PATCH_MERGE, patch, harness_call_cb, &call, NULL),
+                     0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.http_code, 409);
     assert_string_equal(call.reason, "Conflict");
     harness_call_clear(&call);
 
     /* JSON patch: a failing "test" leaves the object alone. */
-    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_JSON,
-               "[{\"op\":\"test\",\"path\":\"/data/v\",\"value\":\"zzz\"},"
-               "{\"op\":\"replace\",\"path\":\"/data/v\",\"value\":\"d\"}]",
-               harness_call_cb, &call);
+    assert_int_equal(kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL,
+                                KUBE_PATCH_JSON,
+                                "[{\"op\":\"test\",\"path\":\"/data/v\",\"value\":\"zzz\"},"
+                                "{\"op\":\"replace\",\"path\":\"/data/v\",\"value\":\"d\"}]",
+                                harness_call_cb, &call, NULL),
+                     0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, -EIO);
     assert_true(call.http_code == 422 || call.http_code == 409 || call.http_code == 500);
     harness_call_clear(&call);
 
-    kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, KUBE_PATCH_JSON,
-               "[{\"op\":\"test\",\"path\":\"/data/v\",\"value\":\"b\"},"
-               "{\"op\":\"replace\",\"path\":\"/data/v\",\"value\":\"d\"}]",
-               harness_call_cb, &call);
+    assert_int_equal(kube_patch(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL,
+                                KUBE_PATCH_JSON,
+                                "[{\"op\":\"test\",\"path\":\"/data/v\",\"value\":\"b\"},"
+                                "{\"op\":\"replace\",\"path\":\"/data/v\",\"value\":\"d\"}]",
+                                harness_call_cb, &call, NULL),
+                     0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     assert_string_equal(json_str(call.body, "data", "v"), "d");
@@ -195,8 +214,9 @@ static void test_patches_and_conflicts(void **state)
     harness_call_clear(&call);
     cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
     cJSON_ReplaceItemInObjectCaseSensitive(meta, "resourceVersion", cJSON_CreateString(rv));
-    kube_replace(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, obj, harness_call_cb,
-                 &call);
+    assert_int_equal(kube_replace(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, "p", NULL, obj,
+                                  harness_call_cb, &call, NULL),
+                     0);
     cJSON_Delete(obj);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.http_code, 409);
@@ -220,8 +240,9 @@ static void test_pagination(void **state)
         struct harness_call call = {0};
         struct kube_list_options o = {
             .label_selector = "suite=it-client", .limit = 5, .continue_token = cont};
-        assert_non_null(
-            kube_list(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &o, harness_call_cb, &call));
+        assert_int_equal(kube_list(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &o, harness_call_cb,
+                                   &call, NULL),
+                         0);
         harness_call_wait(&f->loop, &call);
         assert_int_equal(call.status, 0);
         const cJSON *items = cJSON_GetObjectItemCaseSensitive(call.body, "items");
@@ -242,13 +263,17 @@ static void test_status_subresource(void **state)
     struct fixture *f = *state;
     struct harness_call call = {0};
     /* Namespaces have a status subresource on every cluster. */
-    kube_get(f->client, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, harness_call_cb, &call);
+    assert_int_equal(
+        kube_get(f->client, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, harness_call_cb, &call, NULL),
+        0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     harness_call_clear(&call);
-    kube_patch(f->client, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, "status", KUBE_PATCH_MERGE,
-               "{\"status\":{\"conditions\":[{\"type\":\"Probe\",\"status\":\"True\"}]}}",
-               harness_call_cb, &call);
+    assert_int_equal(
+        kube_patch(f->client, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, "status", KUBE_PATCH_MERGE,
+                   "{\"status\":{\"conditions\":[{\"type\":\"Probe\",\"status\":\"True\"}]}}",
+                   harness_call_cb, &call, NULL),
+        0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     const cJSON *conds = cJSON_GetObjectItemCaseSensitive(
@@ -279,15 +304,17 @@ static void test_limits_and_cancel(void **state)
     struct kube_client *small = NULL;
     assert_int_equal(kube_client_new(&f->loop, f->config, &o, &small, NULL), 0);
     struct harness_call call = {0};
-    kube_list(small, &KUBE_RESOURCE_NAMESPACES, NULL, NULL, harness_call_cb, &call);
+    assert_int_equal(
+        kube_list(small, &KUBE_RESOURCE_NAMESPACES, NULL, NULL, harness_call_cb, &call, NULL), 0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, -EFBIG);
     harness_call_clear(&call);
 
     /* A cancelled request never calls back. */
     struct harness_call never = {0};
-    struct kube_request *r =
-        kube_get(small, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, harness_call_cb, &never);
+    struct kube_request *r = NULL;
+    assert_int_equal(
+        kube_get(small, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, harness_call_cb, &never, &r), 0);
     kube_request_cancel(r);
     harness_run_for(&f->loop, 300);
     assert_int_equal(never.done, 0);
@@ -326,8 +353,9 @@ static void test_priorities(void **state)
     struct answer a[4];
     for (int i = 0; i < 4; i++) {
         a[i] = (struct answer){&all, i};
-        struct kube_request *r =
-            kube_get(c, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, on_answer, &a[i]);
+        struct kube_request *r = NULL;
+        assert_int_equal(kube_get(c, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, on_answer, &a[i], &r),
+                         0);
         assert_non_null(r);
         kube_request_set_priority(r, made[i]);
     }
@@ -351,8 +379,9 @@ static void test_priorities(void **state)
     all = (struct answers){0};
     for (int i = 0; i < 3; i++) {
         a[i] = (struct answer){&all, i};
-        struct kube_request *r =
-            kube_get(c, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, on_answer, &a[i]);
+        struct kube_request *r = NULL;
+        assert_int_equal(kube_get(c, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, on_answer, &a[i], &r),
+                         0);
         kube_request_set_priority(r, i == 0 ? KUBE_PRIORITY_CRITICAL : KUBE_PRIORITY_LOW);
     }
     for (int i = 0; i < 100 && all.n < 3; i++)
@@ -373,7 +402,7 @@ static void test_get_path(void **state)
     struct fixture *f = *state;
     struct harness_call call = {0};
     struct raw_read rr = {&call, ""};
-    assert_non_null(kube_get_path(f->client, "/healthz", 1024, raw_cb, &rr));
+    assert_int_equal(kube_get_path(f->client, "/healthz", 1024, raw_cb, &rr, NULL), 0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     assert_int_equal(call.http_code, 200);
@@ -383,7 +412,7 @@ static void test_get_path(void **state)
     /* More than allowed: -EFBIG, nothing passed on. */
     call = (struct harness_call){0};
     rr.text[0] = '\0';
-    assert_non_null(kube_get_path(f->client, "/openapi/v2", 512, raw_cb, &rr));
+    assert_int_equal(kube_get_path(f->client, "/openapi/v2", 512, raw_cb, &rr, NULL), 0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, -EFBIG);
     assert_string_equal(rr.text, "");
@@ -393,14 +422,14 @@ static void test_get_path(void **state)
     call = (struct harness_call){0};
     char path[256];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/nobody:8080/proxy/canary", f->ns);
-    assert_non_null(kube_get_path(f->client, path, 1024, raw_cb, &rr));
+    assert_int_equal(kube_get_path(f->client, path, 1024, raw_cb, &rr, NULL), 0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, -EIO);
     assert_int_equal(call.http_code, 404);
     harness_call_clear(&call);
 
     /* Not a path. */
-    assert_null(kube_get_path(f->client, "healthz", 1024, raw_cb, &rr));
+    assert_int_equal(kube_get_path(f->client, "healthz", 1024, raw_cb, &rr, NULL), -EINVAL);
 }
 
 int main(void)

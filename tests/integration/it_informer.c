@@ -172,7 +172,9 @@ static char *fresh_list(struct fixture *f)
 {
     struct harness_call call = {0};
     struct kube_list_options o = {.label_selector = LABEL};
-    kube_list(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &o, harness_call_cb, &call);
+    assert_int_equal(
+        kube_list(f->client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &o, harness_call_cb, &call, NULL),
+        0);
     harness_call_wait(&f->loop, &call);
     assert_int_equal(call.status, 0);
     /* Items come sorted by name from etcd; the text is comparable. */
@@ -182,8 +184,10 @@ static char *fresh_list(struct fixture *f)
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(call.body, "items"))
     {
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(item, "metadata");
-        buf_printf(&b, "%s=%s;", cJSON_GetObjectItemCaseSensitive(m, "name")->valuestring,
-                   cJSON_GetObjectItemCaseSensitive(m, "resourceVersion")->valuestring);
+        assert_int_equal(
+            buf_printf(&b, "%s=%s;", cJSON_GetObjectItemCaseSensitive(m, "name")->valuestring,
+                       cJSON_GetObjectItemCaseSensitive(m, "resourceVersion")->valuestring),
+            0);
     }
     harness_call_clear(&call);
     return buf_steal(&b);
@@ -215,7 +219,7 @@ static char *cache_text(struct fixture *f)
     struct buf b;
     buf_init(&b, 1 << 20);
     for (int i = 0; i < c.n; i++) {
-        buf_append_str(&b, c.items[i]);
+        assert_int_equal(buf_append_str(&b, c.items[i]), 0);
         free(c.items[i]);
     }
     return buf_steal(&b);

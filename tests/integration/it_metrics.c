@@ -296,11 +296,13 @@ static void test_health_under_load(void **state)
     struct buf doc;
     buf_init(&doc, 1 << 20);
     for (int i = 0; i < LOAD_WORKSPACES; i++)
-        buf_printf(&doc,
-                   "---\napiVersion: hibernator.dev/v1alpha1\nkind: Workspace\n"
-                   "metadata: {name: load-%02d, namespace: %s, labels: {it-metrics: load}}\n"
-                   "spec: {className: " CPU "}\n",
-                   i, ns);
+        assert_int_equal(
+            buf_printf(&doc,
+                       "---\napiVersion: hibernator.dev/v1alpha1\nkind: Workspace\n"
+                       "metadata: {name: load-%02d, namespace: %s, labels: {it-metrics: load}}\n"
+                       "spec: {className: " CPU "}\n",
+                       i, ns),
+            0);
     uint64_t start = harness_now_ms();
     assert_int_equal(harness_apply("%s", buf_str(&doc)), 0);
     buf_free(&doc);

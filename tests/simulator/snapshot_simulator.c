@@ -551,6 +551,13 @@ static const char *pod_gpu_product(struct sim *s, const cJSON *pod)
 
 /* ---- the queue and writes ------------------------------------------------------ */
 
+/* A key the queue could not take is not simulated again until it changes. */
+static void queue_result(const char *key, int e)
+{
+    if (e < 0 && e != -ESHUTDOWN)
+        log_warn("key not queued", "key", key, "error", log_errno_str(e));
+}
+
 static void enqueue(struct sim *s, char kind, const char *ns, const char *name)
 {
     if (s->closing || !name)
@@ -560,7 +567,7 @@ static void enqueue(struct sim *s, char kind, const char *ns, const char *name)
                       : asprintf(&key, "%c:%s", kind, name);
     if (r < 0)
         return;
-    workqueue_driver_add(s->queue, key);
+    queue_result(key, workqueue_driver_add(s->queue, key));
     free(key);
 }
 
@@ -569,14 +576,14 @@ static void finish(struct sim *s, const char *key, int64_t requeue_ms)
 {
     workqueue_driver_forget(s->queue, key);
     if (requeue_ms > 0)
-        workqueue_driver_add_after(s->queue, key, (uint64_t)requeue_ms);
+        queue_result(key, workqueue_driver_add_after(s->queue, key, (uint64_t)requeue_ms));
     workqueue_driver_done(s->queue, key);
 }
 
 /* Ends the processing of key as a failure: it comes back after the backoff. */
 static void retry(struct sim *s, const char *key)
 {
-    workqueue_driver_add_rate_limited(s->queue, key);
+    queue_result(key, workqueue_driver_add_rate_limited(s->queue, key));
     workqueue_driver_done(s->queue, key);
 }
 
@@ -632,11 +639,12 @@ static struct job *job_new(struct sim *s, const char *key, const char *what, int
 }
 
 /* The request could not start: count a failure and retry later. */
-static void job_start_failed(struct job *j)
+static void job_start_failed(struct job *j, int e)
 {
     struct sim *s = j->s;
     const char *key = j->key;
-    log_warn("could not start a request; retrying", "what", j->what, "key", key);
+    log_warn("could not start a request; retrying", "what", j->what, "key", key, "error",
+             log_errno_str(e));
     job_unlink(j);
     free(j);
     retry(s, key);
@@ -655,10 +663,10 @@ static void write_patch(struct sim *s, const char *key, const char *what,
         retry(s, key);
         return;
     }
-    j->req = kube_patch(s->client, res, ns, name, sub, type, text, on_job_done, j);
+    int e = kube_patch(s->client, res, ns, name, sub, type, text, on_job_done, j, &j->req);
     free(text);
-    if (!j->req)
-        job_start_failed(j);
+    if (e < 0)
+        job_start_failed(j, e);
 }
 
 static void write_create(struct sim *s, const char *key, const char *what,
@@ -671,10 +679,10 @@ static void write_create(struct sim *s, const char *key, const char *what,
         return;
     }
     j->create = 1;
-    j->req = kube_create(s->client, res, ns, body, on_job_done, j);
+    int e = kube_create(s->client, res, ns, body, on_job_done, j, &j->req);
     cJSON_Delete(body);
-    if (!j->req)
-        job_start_failed(j);
+    if (e < 0)
+        job_start_failed(j, e);
 }
 
 static void write_delete(struct sim *s, const char *key, const char *what,
@@ -687,9 +695,9 @@ static void write_delete(struct sim *s, const char *key, const char *what,
         return;
     }
     struct kube_delete_options o = {.precondition_uid = uid, .grace_period_seconds = -1};
-    j->req = kube_delete(s->client, res, ns, name, &o, on_job_done, j);
-    if (!j->req)
-        job_start_failed(j);
+    int e = kube_delete(s->client, res, ns, name, &o, on_job_done, j, &j->req);
+    if (e < 0)
+        job_start_failed(j, e);
 }
 
 /* Writes whose outcome no reconcile waits for (events, lastAccessTime). */
@@ -745,7 +753,8 @@ static void post_pod_event(struct sim *s, const char *ns, const char *pod, const
     put_str(&failed, ev, "reportingComponent", COMPONENT);
     put_str(&failed, ev, "reportingInstance", s->instance);
     ev = built(failed, ev);
-    if (!ev || !kube_create(s->client, &KUBE_RESOURCE_EVENTS, ns, ev, on_aside_done, "event"))
+    if (!ev ||
+        kube_create(s->client, &KUBE_RESOURCE_EVENTS, ns, ev, on_aside_done, "event", NULL) < 0)
         log_warn("event not posted", "pod", pod, "message", message);
     cJSON_Delete(ev);
 }
@@ -1174,7 +1183,8 @@ static void snapshot_deleting(struct sim *s, const char *key, const char *ns, co
         if (uid && !strmap_get(&s->stuck_logged, uid)) {
             log_info("holding the finalizer for good (stuck-finalizer)", "namespace", ns,
                      "snapshot", name);
-            strmap_put(&s->stuck_logged, uid, (void *)"", NULL);
+            if (strmap_put(&s->stuck_logged, uid, (void *)"", NULL) < 0)
+                log_warn("out of memory: the hold may be logged again", "snapshot", name);
         }
         finish(s, key, 0);
         return;
@@ -1517,8 +1527,8 @@ static void pod_terminating(struct sim *s, const char *ns, const cJSON *pod)
         cJSON_Delete(p);
         log_info("the application saves on SIGTERM: its volume is written", "namespace", ns, "pod",
                  STR(pod, "metadata", "name"), "claim", claim);
-        if (!text || !kube_patch(s->client, &KUBE_RESOURCE_PVCS, ns, claim, NULL, KUBE_PATCH_MERGE,
-                                 text, on_aside_done, "home-written-at"))
+        if (!text || kube_patch(s->client, &KUBE_RESOURCE_PVCS, ns, claim, NULL, KUBE_PATCH_MERGE,
+                                text, on_aside_done, "home-written-at", NULL) < 0)
             log_warn("home-written-at not written", "claim", claim);
         free(text);
     }
@@ -1637,8 +1647,8 @@ static void touch_snapshot(struct sim *s, const char *ns, const char *snap_name,
     put_str(&failed, put_obj(&failed, la, "status"), "lastAccessTime", when);
     char *text = failed ? NULL : cJSON_PrintUnformatted(la);
     cJSON_Delete(la);
-    if (!text || !kube_patch(s->client, &res_snapshots, ns, snap_name, "status", KUBE_PATCH_MERGE,
-                             text, on_aside_done, "lastAccessTime"))
+    if (!text || kube_patch(s->client, &res_snapshots, ns, snap_name, "status", KUBE_PATCH_MERGE,
+                            text, on_aside_done, "lastAccessTime", NULL) < 0)
         log_warn("lastAccessTime not written", "snapshot", snap_name);
     free(text);
 }
@@ -1707,7 +1717,8 @@ static void pod_restore(struct sim *s, const char *key, const char *ns, const ch
         log_info("restore skipped: cold start", "namespace", ns, "pod", name, "snapshot", snap_name,
                  "reason", problem);
         post_pod_event(s, ns, name, pod_uid, "Warning", "cold-start", msg);
-        strmap_put(&s->skipped_restores, pod_uid, (void *)"", NULL);
+        if (strmap_put(&s->skipped_restores, pod_uid, (void *)"", NULL) < 0)
+            log_warn("out of memory: the skipped restore is not remembered", "pod", name);
         finish(s, key, 0);
         return;
     }

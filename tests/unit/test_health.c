@@ -21,8 +21,7 @@
 
 static size_t collect(char *p, size_t size, size_t n, void *data)
 {
-    buf_append(data, p, size * n);
-    return size * n;
+    return buf_append(data, p, size * n) == 0 ? size * n : 0;
 }
 
 static long get(int port, const char *path, char *body, size_t size)

@@ -24,8 +24,7 @@ struct reply {
 
 static size_t collect(char *p, size_t size, size_t n, void *data)
 {
-    buf_append(data, p, size * n);
-    return size * n;
+    return buf_append(data, p, size * n) == 0 ? size * n : 0;
 }
 
 static long request(int port, const char *method, const char *path, struct reply *ret)
