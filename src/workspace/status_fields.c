@@ -451,7 +451,7 @@ static void encode_list(struct writer *w, const struct status_field *f, const vo
         n = f->max;
     if (n == 0)
         return;
-    const char *items = *AT_CONST(base, f->off, const char *);
+    const char *items = *AT_CONST(base, f->off, char *);
     const void **order = calloc(n, sizeof(*order));
     cJSON *arr = cJSON_AddArrayToObject(o, f->key);
     if (!order || !arr) {
@@ -607,7 +607,7 @@ static int copy_owned(const struct status_field *t, const void *src, void *dst)
             size_t n = *AT_CONST(src, t->count, size_t);
             if (n == 0)
                 continue;
-            const char *from = *AT_CONST(src, t->off, const char *);
+            const char *from = *AT_CONST(src, t->off, char *);
             char *to = calloc(n, t->size);
             if (!to)
                 return -ENOMEM;

@@ -231,6 +231,7 @@ static void write_overlay(void)
     for (const char *p = tmpdir; *p; p++)
         if (*p == '/')
             strncat(up, "../", sizeof(up) - strlen(up) - 1);
+    const char *source = SOURCE_DIR;
     char path[600];
     snprintf(path, sizeof(path), "%s/kustomization.yaml", tmpdir);
     FILE *f = fopen(path, "w");
@@ -246,7 +247,7 @@ static void write_overlay(void)
             "    - op: add\n"
             "      path: /spec/template/spec/containers/0/args/-\n"
             "      value: --namespace=%s\n",
-            up, SOURCE_DIR + 1, ns);
+            up, source + 1, ns); /* SOURCE_DIR without its leading '/' */
     assert_int_equal(fclose(f), 0);
 }
 
