@@ -201,7 +201,8 @@ int cli_api_get(struct cli_api *api, const struct kube_resource *res, const char
     *reply = (struct cli_reply){0};
     struct call c = {0, reply};
     struct kube_request *req = NULL;
-    return finish(api, kube_get(api->client, res, ns, name, on_response, &c, &req), req, &c);
+    int e = kube_get(api->client, res, ns, name, on_response, &c, &req);
+    return finish(api, e, req, &c);
 }
 
 int cli_api_list(struct cli_api *api, const struct kube_resource *res, const char *ns,
@@ -210,7 +211,8 @@ int cli_api_list(struct cli_api *api, const struct kube_resource *res, const cha
     *reply = (struct cli_reply){0};
     struct call c = {0, reply};
     struct kube_request *req = NULL;
-    return finish(api, kube_list(api->client, res, ns, opts, on_response, &c, &req), req, &c);
+    int e = kube_list(api->client, res, ns, opts, on_response, &c, &req);
+    return finish(api, e, req, &c);
 }
 
 int cli_api_patch(struct cli_api *api, const struct kube_resource *res, const char *ns,
@@ -230,7 +232,8 @@ int cli_api_create(struct cli_api *api, const struct kube_resource *res, const c
     *reply = (struct cli_reply){0};
     struct call c = {0, reply};
     struct kube_request *req = NULL;
-    return finish(api, kube_create(api->client, res, ns, obj, on_response, &c, &req), req, &c);
+    int e = kube_create(api->client, res, ns, obj, on_response, &c, &req);
+    return finish(api, e, req, &c);
 }
 
 int cli_api_delete(struct cli_api *api, const struct kube_resource *res, const char *ns,
@@ -241,7 +244,8 @@ int cli_api_delete(struct cli_api *api, const struct kube_resource *res, const c
     struct kube_delete_options o = {
         .precondition_uid = uid, .propagation_policy = "Background", .grace_period_seconds = -1};
     struct kube_request *req = NULL;
-    return finish(api, kube_delete(api->client, res, ns, name, &o, on_response, &c, &req), req, &c);
+    int e = kube_delete(api->client, res, ns, name, &o, on_response, &c, &req);
+    return finish(api, e, req, &c);
 }
 
 int cli_api_list_all(struct cli_api *api, const struct kube_resource *res, const char *ns,
