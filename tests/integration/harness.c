@@ -27,6 +27,21 @@ void harness_require_cluster(void)
     exit(77);
 }
 
+const char *harness_require_real_node(void)
+{
+    harness_require_cluster();
+    const char *node = getenv("HIBERNATOR_REAL_NODE");
+    if (node && node[0] && getenv("HIBERNATOR_CONTAINERD_SOCK"))
+        return node;
+    if (getenv("HIBERNATOR_REQUIRE_CLUSTER")) {
+        fprintf(stderr, "HIBERNATOR_REAL_NODE unset: the cluster has no real node "
+                        "(deploy/local/cluster.sh up --real-node)\n");
+        exit(1);
+    }
+    fprintf(stderr, "no real node (HIBERNATOR_REAL_NODE unset): skipping\n");
+    exit(77);
+}
+
 const char *harness_kubeconfig(void)
 {
     return getenv("HIBERNATOR_KUBECONFIG");

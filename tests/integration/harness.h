@@ -24,6 +24,11 @@
 /* Skips the whole program (exit 77, ctest SKIP) when no cluster is set up
  * and HIBERNATOR_REQUIRE_CLUSTER is unset; fails when it is set. */
 void harness_require_cluster(void);
+/* harness_require_cluster(), and a cluster with the real node
+ * (HIBERNATOR_REAL_NODE, HIBERNATOR_CONTAINERD_SOCK from its env file):
+ * exits 77 (skipped) without one, 1 when HIBERNATOR_REQUIRE_CLUSTER is set.
+ * Returns the real node's name (the environment's; not to be freed). */
+const char *harness_require_real_node(void);
 
 const char *harness_kubeconfig(void);
 

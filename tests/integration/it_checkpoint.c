@@ -467,15 +467,7 @@ static void test_drill_simulated(void **state)
 
 int main(void)
 {
-    harness_require_cluster();
-    if (!getenv("HIBERNATOR_REAL_NODE") || !getenv("HIBERNATOR_REAL_NODE")[0]) {
-        if (getenv("HIBERNATOR_REQUIRE_CLUSTER")) {
-            fprintf(stderr, "it_checkpoint: HIBERNATOR_REAL_NODE is not set: no real node\n");
-            return 1;
-        }
-        fprintf(stderr, "it_checkpoint: skipped: no real node (HIBERNATOR_REAL_NODE)\n");
-        return 77;
-    }
+    harness_require_real_node();
     it_deploy("it-checkpoint");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_fallback_checkpoint, cleanup),

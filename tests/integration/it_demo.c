@@ -140,15 +140,7 @@ static int cleanup(void **state)
 
 int main(void)
 {
-    harness_require_cluster();
-    if (!getenv("HIBERNATOR_REAL_NODE") || !getenv("HIBERNATOR_REAL_NODE")[0]) {
-        if (getenv("HIBERNATOR_REQUIRE_CLUSTER")) {
-            fprintf(stderr, "it_demo: HIBERNATOR_REAL_NODE is not set: no real node\n");
-            return 1;
-        }
-        fprintf(stderr, "it_demo: skipped: no real node (HIBERNATOR_REAL_NODE)\n");
-        return 77;
-    }
+    harness_require_real_node();
     it_deploy("it-demo");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_idle_cycle, cleanup),

@@ -52,17 +52,7 @@ static char cls[128], snap_cls[128];
 
 static void require_real_node(void)
 {
-    harness_require_cluster();
-    real_node = getenv("HIBERNATOR_REAL_NODE");
-    if (real_node && real_node[0] && getenv("HIBERNATOR_CONTAINERD_SOCK"))
-        return;
-    if (getenv("HIBERNATOR_REQUIRE_CLUSTER")) {
-        fprintf(stderr, "HIBERNATOR_REAL_NODE unset: the cluster has no real node "
-                        "(cluster.sh up --real-node)\n");
-        exit(1);
-    }
-    fprintf(stderr, "no real node (HIBERNATOR_REAL_NODE unset): skipping\n");
-    exit(77);
+    real_node = harness_require_real_node();
 }
 
 /* The controller's pods, as JSON (caller frees). */

@@ -633,17 +633,7 @@ static int group_teardown(void **state)
 
 int main(void)
 {
-    harness_require_cluster();
-    const char *node = getenv("HIBERNATOR_REAL_NODE");
-    if (!node || !*node) {
-        if (getenv("HIBERNATOR_REQUIRE_CLUSTER")) {
-            fprintf(stderr, "it_notebook: HIBERNATOR_REAL_NODE is not set: this test needs a "
-                            "cluster with a real node (deploy/local/cluster.sh up --real-node)\n");
-            return 1;
-        }
-        fprintf(stderr, "it_notebook: skipped, no real node (HIBERNATOR_REAL_NODE)\n");
-        return 77;
-    }
+    harness_require_real_node();
     /* In order: they follow one workspace from its start to its resume. */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_through_pod_ip),
