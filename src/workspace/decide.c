@@ -9,7 +9,7 @@ static void decide_deleting(struct decider *d)
         const struct workspace_pod *p = d->in->pods[i];
         n_pods++;
         if (!p->deletion_ms && n_deletes < DECIDE_MAX_ACTIONS) {
-            delete_pod(d, p, grace_seconds(d));
+            decide_delete_pod(d, p, grace_seconds(d));
             n_deletes++;
         }
     }
@@ -20,8 +20,8 @@ static void decide_deleting(struct decider *d)
      * finalizer does not wait for the backend to free their storage. It
      * does wait until each one's deletion has been asked for: once the
      * workspace is gone nothing would find the rest. */
-    if (snapshot_retention(d, 1) > 0) {
-        requeue_at(d, d->now + 1000);
+    if (decide_snapshot_retention(d, 1) > 0) {
+        decide_requeue_at(d, d->now + 1000);
         return;
     }
     const struct workspace_pvc *pvc = d->in->pvc;
@@ -29,14 +29,14 @@ static void decide_deleting(struct decider *d)
         /* An unreadable class may say Retain: keep the files rather than
          * guess. */
         if (d->in->class_error)
-            push(d, ACTION_RELEASE_PVC, pvc->name);
+            decide_push(d, ACTION_RELEASE_PVC, pvc->name);
         else if (!d->cls || d->cls->home_on_delete == HOME_ON_DELETE_DELETE)
-            push(d, ACTION_DELETE_PVC, pvc->name);
+            decide_push(d, ACTION_DELETE_PVC, pvc->name);
         else
-            push(d, ACTION_RELEASE_PVC, pvc->name);
+            decide_push(d, ACTION_RELEASE_PVC, pvc->name);
     }
     if (d->ws->has_finalizer)
-        push(d, ACTION_REMOVE_FINALIZER, NULL);
+        decide_push(d, ACTION_REMOVE_FINALIZER, NULL);
 }
 
 /* ---- rules 1-7 ---- */
@@ -49,10 +49,10 @@ static void set_message(struct decider *d)
         type = COND_VALID;
     else if (d->st->state == WS_STATE_WAITING_FOR_CAPACITY ||
              (d->st->state == WS_STATE_FAILED &&
-              streq(condition_reason(d->st, COND_CAPACITY), "CapacityTimeout")))
+              decide_streq(decide_condition_reason(d->st, COND_CAPACITY), "CapacityTimeout")))
         type = COND_CAPACITY;
     const struct condition *c = workspace_status_condition(d->st, type);
-    set_string(d, &d->st->message, c && c->message && c->message[0] ? c->message : NULL);
+    decide_set_string(d, &d->st->message, c && c->message && c->message[0] ? c->message : NULL);
 }
 
 static void decide_live(struct decider *d)
@@ -60,51 +60,51 @@ static void decide_live(struct decider *d)
     const struct workspace *ws = d->ws;
     struct workspace_status *st = d->st;
 
-    bound_ledger(d);
+    decide_bound_ledger(d);
     if (!ws->has_finalizer)
-        push(d, ACTION_ADD_FINALIZER, NULL);
+        decide_push(d, ACTION_ADD_FINALIZER, NULL);
     st->observed_generation = ws->generation;
 
-    int frozen = unreadable(d);
-    if (!frozen && class_not_yet_seen(d)) {
+    int frozen = decide_unreadable(d);
+    if (!frozen && decide_class_not_yet_seen(d)) {
         /* Nothing to decide without the class, and nothing to report yet. */
         if (!st->state)
             st->state = WS_STATE_PENDING;
-        requeue_at(d, ws->created_ms + CLASS_GRACE_MS);
+        decide_requeue_at(d, ws->created_ms + CLASS_GRACE_MS);
         set_message(d);
         if (st->state != d->old->state || !st->state_since_ms)
             st->state_since_ms = d->now;
         return;
     }
     if (!frozen)
-        validate(d);
+        decide_validate(d);
     if (d->rc < 0)
         return;
     if (d->invalid_reason) {
         const struct condition *old = workspace_status_condition(d->old, COND_VALID);
         int transition = !old || old->status != COND_FALSE ||
-                         !streq(old->reason, d->invalid_reason) ||
-                         !streq(old->message, d->invalid_message);
-        condition(d, COND_VALID, COND_FALSE, d->invalid_reason, "%s", d->invalid_message);
+                         !decide_streq(old->reason, d->invalid_reason) ||
+                         !decide_streq(old->message, d->invalid_message);
+        decide_condition(d, COND_VALID, COND_FALSE, d->invalid_reason, "%s", d->invalid_message);
         if (transition)
-            event(d, "Warning", d->invalid_reason, "%s", d->invalid_message);
+            decide_event(d, "Warning", d->invalid_reason, "%s", d->invalid_message);
     } else {
-        condition(d, COND_VALID, COND_TRUE, "Accepted", "class \"%s\" accepts the workspace",
-                  d->cls->name);
+        decide_condition(d, COND_VALID, COND_TRUE, "Accepted", "class \"%s\" accepts the workspace",
+                         d->cls->name);
         char *claim = workspace_home_claim_name(ws);
         if (!claim) {
-            failed(d, -ENOMEM);
+            decide_failed(d, -ENOMEM);
             return;
         }
-        set_string(d, &st->home_claim_name, claim);
+        decide_set_string(d, &st->home_claim_name, claim);
         decide_home(d, claim);
         free(claim);
     }
 
     /* Extra pods are removed only when something may be deleted at all. */
-    sort_pods(d, !frozen && (ws->paused || !d->invalid_reason));
+    decide_sort_pods(d, !frozen && (ws->paused || !d->invalid_reason));
     if (!frozen && !ws->paused)
-        note_interruption(d);
+        decide_note_interruption(d);
     if (frozen) {
         st->state = WS_STATE_FAILED;
     } else if (ws->paused) {
@@ -120,10 +120,10 @@ static void decide_live(struct decider *d)
         decide_run(d);
     }
     if (st->state != WS_STATE_RUNNING)
-        clear_idle(d);
-    keep_ledger(d);
+        decide_clear_idle(d);
+    decide_keep_ledger(d);
     if (!frozen && d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
-        snapshot_retention(d, 0);
+        decide_snapshot_retention(d, 0);
     set_message(d);
     /* When the one-word state last changed: what "paused since" or "waiting
      * since" means on a dashboard. */

@@ -2,17 +2,17 @@
 
 /* 5b: never two pods, not even for a moment: a new one waits until the
  * leaving one is gone. */
-void wait_for_leaving(struct decider *d, const char *leaving)
+void decide_wait_for_leaving(struct decider *d, const char *leaving)
 {
     struct workspace_status *st = d->st;
-    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    set_string(d, &st->node_name, NULL);
-    condition(d, COND_READY, COND_FALSE, "PodTerminating",
-              "waiting for pod %s to stop before starting a new one", leaving);
+    st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    decide_set_string(d, &st->node_name, NULL);
+    decide_condition(d, COND_READY, COND_FALSE, "PodTerminating",
+                     "waiting for pod %s to stop before starting a new one", leaving);
 }
 
 /* Rule 5a with onCapacityTimeout FallBack: the waiting pod (pinned to one
- * product, holding no GPU) goes at once; once it is gone, create_pod()
+ * product, holding no GPU) goes at once; once it is gone, decide_create_pod()
  * starts one from files and the checkpoint that may run on any product the
  * class allows, the class's own preferred. status.accelerator.fallback
  * carries the decision to that pass. */
@@ -20,26 +20,26 @@ static void fall_back(struct decider *d, const struct workspace_pod *p, const ch
                       const char *sched)
 {
     char products[PRODUCTS_TEXT];
-    allowed_products(d->cls, ", ", products, sizeof(products));
-    const char *wanted = pod_product(d, p);
+    decide_allowed_products(d->cls, ", ", products, sizeof(products));
+    const char *wanted = decide_pod_product(d, p);
     if (!wanted)
         wanted = d->cls->product;
-    own_delete_pod(d, p, 0);
+    decide_own_delete_pod(d, p, 0);
     d->st->accelerator_fallback = 1;
-    condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
-              "no %s free within %s (capacity timeout); falling back to any of %s: %s", wanted,
-              timeout, products, sched);
+    decide_condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+                     "no %s free within %s (capacity timeout); falling back to any of %s: %s",
+                     wanted, timeout, products, sched);
     char occ[OCCASION_SIZE];
     if (!d->old->accelerator_fallback)
-        transition_event(
-            d, pod_occasion(p->name, occ), "Warning", "CapacityFallback",
+        decide_transition_event(
+            d, decide_pod_occasion(p->name, occ), "Warning", "CapacityFallback",
             "no %s free within %s (capacity timeout): %s; replacing pod %s with one from files "
             "and the application's checkpoint that may run on any of %s",
             wanted, timeout, sched, p->name, products);
-    wait_for_leaving(d, p->name);
+    decide_wait_for_leaving(d, p->name);
 }
 
-void waiting_for_capacity(struct decider *d)
+void decide_waiting_for_capacity(struct decider *d)
 {
     const struct workspace_pod *p = d->keep;
     struct workspace_status *st = d->st;
@@ -53,52 +53,53 @@ void waiting_for_capacity(struct decider *d)
     int64_t left = since + c->capacity_timeout_ms - d->now;
     if (left > 0) {
         st->state = WS_STATE_WAITING_FOR_CAPACITY;
-        condition(d, COND_CAPACITY, COND_FALSE, "Unschedulable", "%s", sched);
-        condition(d, COND_READY, COND_FALSE, "WaitingForCapacity", "pod %s is waiting for capacity",
-                  p->name);
+        decide_condition(d, COND_CAPACITY, COND_FALSE, "Unschedulable", "%s", sched);
+        decide_condition(d, COND_READY, COND_FALSE, "WaitingForCapacity",
+                         "pod %s is waiting for capacity", p->name);
         d->out->requeue_after_ms = left < c->capacity_timeout_ms ? left : c->capacity_timeout_ms;
         return;
     }
 
     char timeout[32], occ[OCCASION_SIZE];
-    format_duration(c->capacity_timeout_ms, timeout, sizeof(timeout));
-    const char *old_reason = condition_reason(d->old, COND_CAPACITY);
+    decide_format_duration(c->capacity_timeout_ms, timeout, sizeof(timeout));
+    const char *old_reason = decide_condition_reason(d->old, COND_CAPACITY);
     /* A fallback pod is never replaced again: it waits like any other. */
-    if (falls_back(c) && !p->capacity_fallback) {
+    if (decide_falls_back(c) && !p->capacity_fallback) {
         fall_back(d, p, timeout, sched);
         return;
     }
     if (c->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL) {
         st->state = WS_STATE_FAILED;
-        condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout", "no capacity after %s: %s",
-                  timeout, sched);
-        condition(d, COND_READY, COND_FALSE, "CapacityTimeout", "no capacity after %s", timeout);
+        decide_condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+                         "no capacity after %s: %s", timeout, sched);
+        decide_condition(d, COND_READY, COND_FALSE, "CapacityTimeout", "no capacity after %s",
+                         timeout);
         /* A pending pod would take a GPU whenever one frees up, long after
          * the user was told the workspace failed. */
-        own_delete_pod(d, p, 0);
-        if (!(d->old->state == WS_STATE_FAILED && streq(old_reason, "CapacityTimeout")))
-            transition_event(d, pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
-                             "no capacity after %s: %s", timeout, sched);
+        decide_own_delete_pod(d, p, 0);
+        if (!(d->old->state == WS_STATE_FAILED && decide_streq(old_reason, "CapacityTimeout")))
+            decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning",
+                                    "CapacityTimeout", "no capacity after %s: %s", timeout, sched);
         return;
     }
     char t[TIMEFMT_RFC3339_SIZE] = "";
     timefmt_format_rfc3339(since, t, sizeof(t));
     st->state = WS_STATE_WAITING_FOR_CAPACITY;
-    condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
-              "still waiting for capacity after %s (since %s): %s", timeout, t, sched);
-    condition(d, COND_READY, COND_FALSE, "WaitingForCapacity", "pod %s is waiting for capacity",
-              p->name);
-    if (!streq(old_reason, "CapacityTimeout"))
-        transition_event(d, pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
-                         "still waiting for capacity after %s: %s", timeout, sched);
+    decide_condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+                     "still waiting for capacity after %s (since %s): %s", timeout, t, sched);
+    decide_condition(d, COND_READY, COND_FALSE, "WaitingForCapacity",
+                     "pod %s is waiting for capacity", p->name);
+    if (!decide_streq(old_reason, "CapacityTimeout"))
+        decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
+                                "still waiting for capacity after %s: %s", timeout, sched);
 }
 
 /* The wait for capacity ran out (fall_back() decided, or the pass that did
  * was lost before its status write). */
-int fallback_due(const struct decider *d)
+int decide_fallback_due(const struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    if (!falls_back(d->cls))
+    if (!decide_falls_back(d->cls))
         return 0;
     return st->accelerator_fallback ||
            (st->waiting_for_capacity_since_ms &&

@@ -4,7 +4,7 @@
 
 /* A lost home the class wants a person to acknowledge, not yet acknowledged:
  * nothing starts on a new, empty home. */
-int home_awaits_acknowledgement(const struct decider *d)
+int decide_home_awaits_acknowledgement(const struct decider *d)
 {
     const struct workspace_home *h = &d->st->home;
     return h->lost_ms && !h->acknowledged_ms && d->cls &&
@@ -38,31 +38,33 @@ void decide_home(struct decider *d, const char *claim)
     char occ[OCCASION_SIZE], at[TIMEFMT_RFC3339_SIZE];
     /* The claim cache never un-sees a claim: one recorded and now absent,
      * or present under another uid, was deleted. */
-    if (h->claim_uid && (!pvc || (uid && !streq(uid, h->claim_uid)))) {
-        set_string(d, &h->lost_claim_uid, h->claim_uid);
+    if (h->claim_uid && (!pvc || (uid && !decide_streq(uid, h->claim_uid)))) {
+        decide_set_string(d, &h->lost_claim_uid, h->claim_uid);
         h->lost_ms = d->now;
         h->acknowledged_ms = 0;
-        set_string(d, &h->fresh_pod, NULL);
-        set_string(d, &h->claim_uid, NULL);
+        decide_set_string(d, &h->fresh_pod, NULL);
+        decide_set_string(d, &h->claim_uid, NULL);
         h->since_ms = 0;
         snprintf(occ, sizeof(occ), "home-%s", h->lost_claim_uid);
-        transition_event(d, occ, "Warning", "HomeLost",
-                         "claim %s (uid %s), which held the workspace's home, is gone: its files "
-                         "and the application's checkpoint are lost; %s",
-                         claim, h->lost_claim_uid, home_loss_plan(d));
+        decide_transition_event(
+            d, occ, "Warning", "HomeLost",
+            "claim %s (uid %s), which held the workspace's home, is gone: its files "
+            "and the application's checkpoint are lost; %s",
+            claim, h->lost_claim_uid, home_loss_plan(d));
     }
     if (uid && !h->claim_uid && !pvc->deletion_ms) {
-        set_string(d, &h->claim_uid, uid);
+        decide_set_string(d, &h->claim_uid, uid);
         h->since_ms = pvc->created_ms && pvc->created_ms <= d->now ? pvc->created_ms : d->now;
     }
     if (h->lost_ms && !h->acknowledged_ms && h->lost_claim_uid &&
-        streq(d->ws->acknowledged_home_loss, h->lost_claim_uid)) {
+        decide_streq(d->ws->acknowledged_home_loss, h->lost_claim_uid)) {
         h->acknowledged_ms = d->now;
         snprintf(occ, sizeof(occ), "home-ack-%s", h->lost_claim_uid);
-        transition_event(d, occ, "Normal", "HomeLossAcknowledged",
-                         "the loss of claim %s (uid %s) is acknowledged: the workspace starts on "
-                         "a new, empty home",
-                         claim, h->lost_claim_uid);
+        decide_transition_event(
+            d, occ, "Normal", "HomeLossAcknowledged",
+            "the loss of claim %s (uid %s) is acknowledged: the workspace starts on "
+            "a new, empty home",
+            claim, h->lost_claim_uid);
     }
     int make = !pvc;
     if (make && h->lost_ms) {
@@ -78,28 +80,31 @@ void decide_home(struct decider *d, const char *claim)
         }
     }
     if (make)
-        push(d, ACTION_CREATE_PVC, claim);
+        decide_push(d, ACTION_CREATE_PVC, claim);
     if (!h->lost_ms) {
         workspace_status_remove_condition(st, COND_HOME);
         return;
     }
     timefmt_rfc3339_text(h->lost_ms, at);
-    if (home_awaits_acknowledgement(d))
-        condition(d, COND_HOME, COND_FALSE, "Lost",
-                  "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
-                  "are lost; nothing starts on a new, empty home until the Workspace is "
-                  "annotated " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=%s",
-                  claim, h->lost_claim_uid, at, h->lost_claim_uid);
+    if (decide_home_awaits_acknowledgement(d))
+        decide_condition(
+            d, COND_HOME, COND_FALSE, "Lost",
+            "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
+            "are lost; nothing starts on a new, empty home until the Workspace is "
+            "annotated " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=%s",
+            claim, h->lost_claim_uid, at, h->lost_claim_uid);
     else if (h->claim_uid)
-        condition(d, COND_HOME, COND_TRUE, "Recreated",
-                  "claim %s (uid %s) holds the home since the claim before it (uid %s) was gone "
-                  "at %s; it started empty",
-                  claim, h->claim_uid, h->lost_claim_uid, at);
+        decide_condition(
+            d, COND_HOME, COND_TRUE, "Recreated",
+            "claim %s (uid %s) holds the home since the claim before it (uid %s) was gone "
+            "at %s; it started empty",
+            claim, h->claim_uid, h->lost_claim_uid, at);
     else
-        condition(d, COND_HOME, COND_FALSE, "Lost",
-                  "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
-                  "are lost; %s",
-                  claim, h->lost_claim_uid, at,
-                  h->acknowledged_ms ? "the loss is acknowledged: a new, empty claim is made"
-                                     : home_loss_plan(d));
+        decide_condition(
+            d, COND_HOME, COND_FALSE, "Lost",
+            "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
+            "are lost; %s",
+            claim, h->lost_claim_uid, at,
+            h->acknowledged_ms ? "the loss is acknowledged: a new, empty claim is made"
+                               : home_loss_plan(d));
 }

@@ -2,7 +2,7 @@
 
 /* ---- idle (docs/idle.md) ---- */
 
-void requeue_at(struct decider *d, int64_t at_ms)
+void decide_requeue_at(struct decider *d, int64_t at_ms)
 {
     if (at_ms <= 0)
         return;
@@ -17,24 +17,24 @@ static void reset_activity(struct decider *d)
     struct workspace_activity *a = &d->st->activity;
     d->st->state_since_ms = d->now; /* running since, also after a resume from Running */
     a->last_activity_ms = d->now;
-    set_string(d, &a->last_activity_source, "start");
+    decide_set_string(d, &a->last_activity_source, "start");
     a->last_probe_ms = 0;
-    set_string(d, &a->last_probe_result, NULL);
-    set_string(d, &a->last_probe_error, NULL);
+    decide_set_string(d, &a->last_probe_result, NULL);
+    decide_set_string(d, &a->last_probe_error, NULL);
     a->idle_since_ms = 0;
     a->pause_at_ms = 0;
 }
 
 /* Outside Running nothing is idle: the conditions go, the record of the last
  * activity stays (when work ended). */
-void clear_idle(struct decider *d)
+void decide_clear_idle(struct decider *d)
 {
     struct workspace_activity *a = &d->st->activity;
     workspace_status_remove_condition(d->st, COND_IDLE);
     workspace_status_remove_condition(d->st, COND_PROBE);
     a->last_probe_ms = 0;
-    set_string(d, &a->last_probe_result, NULL);
-    set_string(d, &a->last_probe_error, NULL);
+    decide_set_string(d, &a->last_probe_result, NULL);
+    decide_set_string(d, &a->last_probe_error, NULL);
     a->idle_since_ms = 0;
     a->pause_at_ms = 0;
 }
@@ -48,13 +48,14 @@ static void idle_policy_condition(struct decider *d, const struct idle_policy *p
     }
     const struct condition *old = workspace_status_condition(d->old, COND_IDLE_POLICY);
     if (clamped) {
-        condition(d, COND_IDLE_POLICY, COND_FALSE, "OutOfBounds", "%s", problem);
-        if (!old || old->status != COND_FALSE || !streq(old->message, problem))
-            event(d, "Warning", "IdlePolicyOutOfBounds", "%s", problem);
+        decide_condition(d, COND_IDLE_POLICY, COND_FALSE, "OutOfBounds", "%s", problem);
+        if (!old || old->status != COND_FALSE || !decide_streq(old->message, problem))
+            decide_event(d, "Warning", "IdlePolicyOutOfBounds", "%s", problem);
     } else {
         char after[32];
-        format_duration(pol->after_ms, after, sizeof(after));
-        condition(d, COND_IDLE_POLICY, COND_TRUE, "Accepted", "spec.idle.after %s applies", after);
+        decide_format_duration(pol->after_ms, after, sizeof(after));
+        decide_condition(d, COND_IDLE_POLICY, COND_TRUE, "Accepted", "spec.idle.after %s applies",
+                         after);
     }
 }
 
@@ -64,16 +65,16 @@ static void record_probe(struct decider *d, const struct activity_observation *o
     struct workspace_activity *a = &d->st->activity;
     const char *word = idle_probe_result_word(&obs->result, pol->gpu_threshold_percent);
     const char *error = obs->result.ok ? NULL : obs->result.error;
-    if (!streq(a->last_probe_result, word) || !streq(a->last_probe_error, error) ||
+    if (!decide_streq(a->last_probe_result, word) || !decide_streq(a->last_probe_error, error) ||
         obs->probed_at_ms - a->last_probe_ms >= PROBE_RECORD_STEP_MS) {
         a->last_probe_ms = obs->probed_at_ms;
-        set_string(d, &a->last_probe_result, word);
-        set_string(d, &a->last_probe_error, error);
+        decide_set_string(d, &a->last_probe_result, word);
+        decide_set_string(d, &a->last_probe_error, error);
     }
     if (obs->result.ok)
-        condition(d, COND_PROBE, COND_TRUE, "Succeeded", "the activity probe answers");
+        decide_condition(d, COND_PROBE, COND_TRUE, "Succeeded", "the activity probe answers");
     else
-        condition(d, COND_PROBE, COND_FALSE, "Failed", "%s", obs->result.error);
+        decide_condition(d, COND_PROBE, COND_FALSE, "Failed", "%s", obs->result.error);
 }
 
 static void auto_pause(struct decider *d, const struct idle_policy *pol,
@@ -83,15 +84,15 @@ static void auto_pause(struct decider *d, const struct idle_policy *pol,
     char since[TIMEFMT_RFC3339_SIZE], probed[TIMEFMT_RFC3339_SIZE], idle_for[32], after[32];
     timefmt_rfc3339_text(v->last_activity_ms, since);
     timefmt_rfc3339_text(obs->probed_at_ms, probed);
-    format_duration(d->now - v->last_activity_ms, idle_for, sizeof(idle_for));
-    format_duration(pol->after_ms, after, sizeof(after));
+    decide_format_duration(d->now - v->last_activity_ms, idle_for, sizeof(idle_for));
+    decide_format_duration(pol->after_ms, after, sizeof(after));
     char gpu[96] = "";
     if (strstr(obs->result.source, "gpu") && obs->result.no_data)
         snprintf(gpu, sizeof(gpu), "; GPU utilisation: no data");
     else if (strstr(obs->result.source, "gpu"))
         snprintf(gpu, sizeof(gpu), "; GPU utilisation %.0f%% < %d%%", obs->result.gpu_utilisation,
                  pol->gpu_threshold_percent);
-    struct action *a = push(d, ACTION_AUTO_PAUSE, NULL);
+    struct action *a = decide_push(d, ACTION_AUTO_PAUSE, NULL);
     if (!a)
         return;
     a->time_ms = d->now;
@@ -100,11 +101,11 @@ static void auto_pause(struct decider *d, const struct idle_policy *pol,
                  "confirmed by the probe at %s",
                  idle_for, since, v->source, after, obs->result.connections, gpu, probed) < 0) {
         a->message = NULL;
-        failed(d, -ENOMEM);
+        decide_failed(d, -ENOMEM);
         return;
     }
     if (!(a->reason = strdup("IdleTimeout")))
-        failed(d, -ENOMEM);
+        decide_failed(d, -ENOMEM);
 }
 
 /* The record follows the verdict exactly when something is announced,
@@ -115,9 +116,10 @@ static void record_activity(struct decider *d, const struct idle_verdict *v, int
     int exact = v->announce || v->cancelled || v->pause_now;
     if (v->last_activity_ms > a->last_activity_ms &&
         (exact || v->last_activity_ms - a->last_activity_ms >= ACTIVITY_RECORD_STEP_MS ||
-         a->last_activity_ms < running_since || !streq(v->source, a->last_activity_source))) {
+         a->last_activity_ms < running_since ||
+         !decide_streq(v->source, a->last_activity_source))) {
         a->last_activity_ms = v->last_activity_ms;
-        set_string(d, &a->last_activity_source, v->source);
+        decide_set_string(d, &a->last_activity_source, v->source);
     }
     a->idle_since_ms = v->idle_since_ms;
     a->pause_at_ms = v->pause_at_ms;
@@ -136,7 +138,7 @@ static void pause_when_settled(struct decider *d, const struct idle_policy *pol,
     if (settled)
         auto_pause(d, pol, v);
     else
-        requeue_at(d, d->now + 1000);
+        decide_requeue_at(d, d->now + 1000);
 }
 
 void decide_idle(struct decider *d)
@@ -170,8 +172,8 @@ void decide_idle(struct decider *d)
     int64_t running_since = entering || !d->old->state_since_ms ? d->now : d->old->state_since_ms;
 
     const struct condition *idle = workspace_status_condition(d->old, COND_IDLE);
-    int announced =
-        !entering && idle && idle->status == COND_TRUE && streq(idle->reason, "PauseScheduled");
+    int announced = !entering && idle && idle->status == COND_TRUE &&
+                    decide_streq(idle->reason, "PauseScheduled");
     const struct activity_observation *obs = d->in->activity;
     struct idle_input in = {
         .policy = &pol,
@@ -201,16 +203,17 @@ void decide_idle(struct decider *d)
     enum condition_status cs = v.state == IDLE_STATE_UNKNOWN  ? COND_UNKNOWN
                                : v.state == IDLE_STATE_ACTIVE ? COND_FALSE
                                                               : COND_TRUE;
-    condition(d, COND_IDLE, cs, v.reason, "%s", v.message);
+    decide_condition(d, COND_IDLE, cs, v.reason, "%s", v.message);
     if (v.cancelled) {
         char at[TIMEFMT_RFC3339_SIZE];
         timefmt_rfc3339_text(d->old->activity.pause_at_ms, at);
-        event(d, "Normal", "IdleCancelled", "the pause announced for %s is cancelled: %s", at,
-              v.state == IDLE_STATE_PAUSE_SCHEDULED ? "there was activity since" : v.message);
+        decide_event(
+            d, "Normal", "IdleCancelled", "the pause announced for %s is cancelled: %s", at,
+            v.state == IDLE_STATE_PAUSE_SCHEDULED ? "there was activity since" : v.message);
     }
     if (v.announce)
-        event(d, "Warning", "IdleWarning", "%s", v.message);
-    requeue_at(d, v.recheck_at_ms);
+        decide_event(d, "Warning", "IdleWarning", "%s", v.message);
+    decide_requeue_at(d, v.recheck_at_ms);
     d->out->probe_now = v.probe_now;
     if (v.pause_now)
         pause_when_settled(d, &pol, &v);

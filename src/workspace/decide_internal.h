@@ -60,7 +60,7 @@
  * reaches the class cache: two watches, no order between them. A workspace
  * younger than this waits for its class before reporting it missing. */
 #define CLASS_GRACE_MS 5000
-/* "pause-<n>", "resume-<n>", "pod-<name>": the occasions of transition_event(). */
+/* "pause-<n>", "resume-<n>", "pod-<name>": the occasions of decide_transition_event(). */
 #define OCCASION_SIZE 300
 
 struct decider {
@@ -87,90 +87,93 @@ struct decider {
 };
 
 /* decide_common.c */
-void allowed_products(const struct workspace_class *c, const char *sep, char *out, size_t size);
-void condition(struct decider *d, const char *type, enum condition_status status,
-               const char *reason, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-const char *condition_reason(const struct workspace_status *s, const char *type);
-void delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace);
-void event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
+void decide_allowed_products(const struct workspace_class *c, const char *sep, char *out,
+                             size_t size);
+void decide_condition(struct decider *d, const char *type, enum condition_status status,
+                      const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+const char *decide_condition_reason(const struct workspace_status *s, const char *type);
+void decide_delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace);
+void decide_event(struct decider *d, const char *type, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int failed(struct decider *d, int rc);
-int falls_back(const struct workspace_class *c);
-void format_duration(int64_t ms, char *out, size_t size);
+int decide_failed(struct decider *d, int rc);
+int decide_falls_back(const struct workspace_class *c);
+void decide_format_duration(int64_t ms, char *out, size_t size);
 int64_t grace_seconds(const struct decider *d);
-int in_pause(const struct workspace_status *s);
-const char *node_or_unknown(const struct workspace_pod *p);
-void own_delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace);
-const char *pause_occasion(const struct decider *d, char *buf);
+int decide_in_pause(const struct workspace_status *s);
+const char *decide_node_or_unknown(const struct workspace_pod *p);
+void decide_own_delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace);
+const char *decide_pause_occasion(const struct decider *d, char *buf);
 int64_t pod_generation_of(const struct workspace *ws, const char *pod_name);
-int pod_has_stopped(const struct workspace_pod *p);
-int pod_is_scheduled(const struct workspace_pod *p);
-const char *pod_occasion(const char *pod_name, char *buf);
-const char *pod_product(const struct decider *d, const struct workspace_pod *p);
-struct action *push(struct decider *d, enum action_type type, const char *name);
-int resume_in_progress(const struct workspace_status *s);
-const char *resume_occasion(const struct decider *d, char *buf);
-void set_accelerator(struct decider *d, const char *product, int fallback);
-void set_string(struct decider *d, char **field, const char *value);
-int streq(const char *a, const char *b);
-void transition_event(struct decider *d, const char *occasion, const char *type, const char *reason,
-                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-char *vformat(struct decider *d, const char *fmt, va_list ap);
+int decide_pod_has_stopped(const struct workspace_pod *p);
+int decide_pod_is_scheduled(const struct workspace_pod *p);
+const char *decide_pod_occasion(const char *pod_name, char *buf);
+const char *decide_pod_product(const struct decider *d, const struct workspace_pod *p);
+struct action *decide_push(struct decider *d, enum action_type type, const char *name);
+int decide_resume_in_progress(const struct workspace_status *s);
+const char *decide_resume_occasion(const struct decider *d, char *buf);
+void decide_set_accelerator(struct decider *d, const char *product, int fallback);
+void decide_set_string(struct decider *d, char **field, const char *value);
+int decide_streq(const char *a, const char *b);
+void decide_transition_event(struct decider *d, const char *occasion, const char *type,
+                             const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+char *decide_vformat(struct decider *d, const char *fmt, va_list ap);
 
 /* decide_validate.c */
-int class_not_yet_seen(const struct decider *d);
-int unreadable(struct decider *d);
-void validate(struct decider *d);
+int decide_class_not_yet_seen(const struct decider *d);
+int decide_unreadable(struct decider *d);
+void decide_validate(struct decider *d);
 
 /* decide_pods.c */
-void adopt(struct decider *d);
-void note_interruption(struct decider *d);
-int on_fresh_home(const struct decider *d, const char *pod_name);
-void set_restored(struct decider *d, const char *pod_name, int from_checkpoint);
-void sort_pods(struct decider *d, int may_delete);
+void decide_adopt(struct decider *d);
+void decide_note_interruption(struct decider *d);
+int decide_on_fresh_home(const struct decider *d, const char *pod_name);
+void decide_set_restored(struct decider *d, const char *pod_name, int from_checkpoint);
+void decide_sort_pods(struct decider *d, int may_delete);
 
 /* decide_home.c */
 void decide_home(struct decider *d, const char *claim);
-int home_awaits_acknowledgement(const struct decider *d);
+int decide_home_awaits_acknowledgement(const struct decider *d);
 
 /* decide_run.c */
-void checkpoint_cancelled(struct decider *d, const char *why);
-void create_pod(struct decider *d);
+void decide_checkpoint_cancelled(struct decider *d, const char *why);
+void decide_create_pod(struct decider *d);
 void decide_run(struct decider *d);
 
 /* decide_capacity.c */
-int fallback_due(const struct decider *d);
-void wait_for_leaving(struct decider *d, const char *leaving);
-void waiting_for_capacity(struct decider *d);
+int decide_fallback_due(const struct decider *d);
+void decide_wait_for_leaving(struct decider *d, const char *leaving);
+void decide_waiting_for_capacity(struct decider *d);
 
 /* decide_restore.c */
-int crash_looping(const struct workspace_pod *p);
-int judge_restore(struct decider *d, const struct workspace_pod *p);
-int judge_unwanted_restore(struct decider *d, const struct workspace_pod *p);
+int decide_crash_looping(const struct workspace_pod *p);
+int decide_judge_restore(struct decider *d, const struct workspace_pod *p);
+int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod *p);
 int64_t restore_answered_ms(const struct decider *d, const struct workspace_pod *p);
-const char *restore_snapshot(struct decider *d, char *why, size_t size);
-const char *snapshot_in_the_way(struct decider *d);
-int snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v);
+const char *decide_restore_snapshot(struct decider *d, char *why, size_t size);
+const char *decide_snapshot_in_the_way(struct decider *d);
+int decide_snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v);
 
 /* decide_idle.c */
-void clear_idle(struct decider *d);
+void decide_clear_idle(struct decider *d);
 void decide_idle(struct decider *d);
-void requeue_at(struct decider *d, int64_t at_ms);
+void decide_requeue_at(struct decider *d, int64_t at_ms);
 
 /* decide_pause.c */
 void decide_pause(struct decider *d);
 
 /* decide_snapshot.c */
-void snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
-int snapshot_allows_delete(struct decider *d, const struct workspace_pod *p);
-int snapshot_current(const struct workspace_status *st);
-size_t snapshot_retention(struct decider *d, int deleting);
-void snapshot_settle(struct decider *d);
-int snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
-                     const struct workspace_status *st);
+void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
+int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod *p);
+int decide_snapshot_current(const struct workspace_status *st);
+size_t decide_snapshot_retention(struct decider *d, int deleting);
+void decide_snapshot_settle(struct decider *d);
+int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
+                            const struct workspace_status *st);
 
 /* decide_ledger.c */
-void bound_ledger(struct decider *d);
-void keep_ledger(struct decider *d);
+void decide_bound_ledger(struct decider *d);
+void decide_keep_ledger(struct decider *d);
 
 #endif

@@ -7,7 +7,7 @@
 static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p)
 {
     int64_t at = p->deletion_ms ? p->deletion_ms : d->now;
-    if (p->deletion_ms && pod_is_scheduled(p))
+    if (p->deletion_ms && decide_pod_is_scheduled(p))
         at -= grace_seconds(d) * 1000;
     if (at < d->st->last_pause.requested_ms)
         at = d->st->last_pause.requested_ms;
@@ -18,18 +18,19 @@ static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p
 static int snapshot_kept(const struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && in_pause(st) &&
-           snapshot_current(st) && streq(st->snapshot.phase, "Ready");
+    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && decide_in_pause(st) &&
+           decide_snapshot_current(st) && decide_streq(st->snapshot.phase, "Ready");
 }
 
 /* The pause's pod, completed by its snapshot and not yet deleted. */
 static const struct workspace_pod *stopped_by_snapshot(const struct decider *d)
 {
-    if (!in_pause(d->st))
+    if (!decide_in_pause(d->st))
         return NULL;
     for (size_t i = 0; i < d->in->n_pods; i++) {
         const struct workspace_pod *p = d->in->pods[i];
-        if (!p->deletion_ms && snapshot_stopped(d, p, d->st) && snapshot_current(d->st))
+        if (!p->deletion_ms && decide_snapshot_stopped(d, p, d->st) &&
+            decide_snapshot_current(d->st))
             return p;
     }
     return NULL;
@@ -56,49 +57,51 @@ static void begin_pause(struct decider *d, const struct workspace_pod *p)
      * exactly); for the user's, the request. */
     int64_t work = d->old->activity.last_activity_ms;
     st->last_pause.work_ended_ms = !idle ? requested : work < requested ? work : requested;
-    set_string(d, &st->last_pause.reason, idle ? "IdleTimeout" : "User");
+    decide_set_string(d, &st->last_pause.reason, idle ? "IdleTimeout" : "User");
     if (idle && ws->auto_pause_message) {
         char msg[MAX_MESSAGE + 1];
         snprintf(msg, sizeof(msg), "%s", ws->auto_pause_message);
         workspace_message_one_line(msg);
-        set_string(d, &st->last_pause.message, msg);
+        decide_set_string(d, &st->last_pause.message, msg);
     }
     char occ[OCCASION_SIZE];
-    pause_occasion(d, occ);
+    decide_pause_occasion(d, occ);
     if (idle)
-        transition_event(d, occ, "Normal", "IdleTimeout", "pausing idle workspace: %s",
-                         st->last_pause.message ? st->last_pause.message : "idle");
+        decide_transition_event(d, occ, "Normal", "IdleTimeout", "pausing idle workspace: %s",
+                                st->last_pause.message ? st->last_pause.message : "idle");
     else
-        transition_event(d, occ, "Normal", "Pausing", "pause requested: stopping pod %s",
-                         p ? p->name : d->leaving->name);
+        decide_transition_event(d, occ, "Normal", "Pausing", "pause requested: stopping pod %s",
+                                p ? p->name : d->leaving->name);
 }
 
 /* The pod is gone: the workspace is Paused. */
 static void pause_done(struct decider *d)
 {
     struct workspace_status *st = d->st;
-    if (in_pause(st) && !st->last_pause.accelerator_released_ms)
+    if (decide_in_pause(st) && !st->last_pause.accelerator_released_ms)
         st->last_pause.accelerator_released_ms = d->now;
-    set_string(d, &st->node_name, NULL);
-    set_string(d, &st->pod_name, NULL);
-    set_string(d, &st->pod_uid, NULL);
-    set_string(d, &st->deleted_pod, NULL);
+    decide_set_string(d, &st->node_name, NULL);
+    decide_set_string(d, &st->pod_name, NULL);
+    decide_set_string(d, &st->pod_uid, NULL);
+    decide_set_string(d, &st->deleted_pod, NULL);
     /* The next resume asks for the snapshot's product (or the class's) again. */
     st->accelerator_fallback = 0;
     /* Capacity is not being asked for; the next resume asks again. */
     workspace_status_remove_condition(st, COND_CAPACITY);
-    condition(d, COND_READY, COND_FALSE, "Paused",
-              "the workspace is paused; set spec.paused to false to resume");
+    decide_condition(d, COND_READY, COND_FALSE, "Paused",
+                     "the workspace is paused; set spec.paused to false to resume");
     st->state = WS_STATE_PAUSED;
     if (d->old->state != WS_STATE_PAUSED) {
         const struct workspace_pause_timeline *lp = &st->last_pause;
         char occ[OCCASION_SIZE];
-        if (in_pause(st) && lp->requested_ms && lp->accelerator_released_ms >= lp->requested_ms)
-            transition_event(d, pause_occasion(d, occ), "Normal", "Paused",
-                             "paused; the pod was gone %.1fs after the pause request",
-                             (double)(lp->accelerator_released_ms - lp->requested_ms) / 1000.0);
+        if (decide_in_pause(st) && lp->requested_ms &&
+            lp->accelerator_released_ms >= lp->requested_ms)
+            decide_transition_event(d, decide_pause_occasion(d, occ), "Normal", "Paused",
+                                    "paused; the pod was gone %.1fs after the pause request",
+                                    (double)(lp->accelerator_released_ms - lp->requested_ms) /
+                                        1000.0);
         else
-            event(d, "Normal", "Paused", "paused");
+            decide_event(d, "Normal", "Paused", "paused");
     }
 }
 
@@ -107,21 +110,22 @@ void decide_pause(struct decider *d)
     struct workspace_status *st = d->st;
     const struct workspace_pod *p = d->keep;
     int any_pod = p || d->n_leaving;
-    adopt(d);
+    decide_adopt(d);
 
     /* A workspace created paused, or whose pod was already gone, has nothing
      * to pause: it is Paused without counting a pause. */
-    if (!in_pause(st) && any_pod)
+    if (!decide_in_pause(st) && any_pod)
         begin_pause(d, p);
     st->waiting_for_capacity_since_ms = 0;
-    if (!p && in_pause(st))
-        checkpoint_cancelled(d, "the pod stopped or went (no running pod is left to snapshot)");
-    if (!p && in_pause(st))
-        snapshot_settle(d);
-    if (p && !snapshot_allows_delete(d, p)) {
+    if (!p && decide_in_pause(st))
+        decide_checkpoint_cancelled(d,
+                                    "the pod stopped or went (no running pod is left to snapshot)");
+    if (!p && decide_in_pause(st))
+        decide_snapshot_settle(d);
+    if (p && !decide_snapshot_allows_delete(d, p)) {
         st->state = WS_STATE_PAUSING;
-        condition(d, COND_READY, COND_FALSE, "Snapshotting",
-                  "pod %s keeps running until its snapshot is ready", p->name);
+        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+                         "pod %s keeps running until its snapshot is ready", p->name);
         return;
     }
     if (p) {
@@ -129,40 +133,41 @@ void decide_pause(struct decider *d)
          * Nor one whose memory snapshot is Ready: what it wrote to home
          * after the snapshot (a checkpoint on SIGTERM) would not match the
          * memory a resume restores, and the restore would fail. */
-        int64_t grace = pod_is_scheduled(p) && !snapshot_kept(d) ? grace_seconds(d) : 0;
-        own_delete_pod(d, p, grace);
-        if (in_pause(st) && !st->last_pause.pod_deleted_ms)
+        int64_t grace = decide_pod_is_scheduled(p) && !snapshot_kept(d) ? grace_seconds(d) : 0;
+        decide_own_delete_pod(d, p, grace);
+        if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
-        condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", p->name);
+        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", p->name);
         return;
     }
     const struct workspace_pod *done = stopped_by_snapshot(d);
-    if (done && !streq(st->snapshot.phase, "InProgress")) {
+    if (done && !decide_streq(st->snapshot.phase, "InProgress")) {
         /* Completed by its snapshot, which is settled now: the pod goes. */
-        own_delete_pod(d, done, 0);
-        if (in_pause(st) && !st->last_pause.pod_deleted_ms)
+        decide_own_delete_pod(d, done, 0);
+        if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
-        condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", done->name);
+        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", done->name);
         return;
     }
     if (done) {
         st->state = WS_STATE_PAUSING;
-        condition(d, COND_READY, COND_FALSE, "Snapshotting",
-                  "pod %s completed after snapshot %s was asked for (GKE stops it at the "
-                  "checkpoint; an application that exits by itself looks the same); it is "
-                  "removed once the snapshot is settled: Ready holds the session, a failure "
-                  "pauses without memory",
-                  done->name, st->snapshot.attempt);
+        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+                         "pod %s completed after snapshot %s was asked for (GKE stops it at the "
+                         "checkpoint; an application that exits by itself looks the same); it is "
+                         "removed once the snapshot is settled: Ready holds the session, a failure "
+                         "pauses without memory",
+                         done->name, st->snapshot.attempt);
         return;
     }
     if (d->n_leaving) {
         /* Deleted by a pass whose status write was lost: the pod says when. */
-        if (in_pause(st) && !st->last_pause.pod_deleted_ms)
+        if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = deleted_at(d, d->leaving);
         st->state = WS_STATE_PAUSING;
-        condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", d->leaving->name);
+        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping",
+                         d->leaving->name);
         return;
     }
     pause_done(d);

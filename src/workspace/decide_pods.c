@@ -14,7 +14,7 @@ static int newer(const struct decider *d, const struct workspace_pod *a,
     return strcmp(a->name, b->name) > 0;
 }
 
-void sort_pods(struct decider *d, int may_delete)
+void decide_sort_pods(struct decider *d, int may_delete)
 {
     const struct decide_input *in = d->in;
     const struct workspace_pod *named = NULL, *newest = NULL;
@@ -23,7 +23,7 @@ void sort_pods(struct decider *d, int may_delete)
         const struct workspace_pod *p = in->pods[i];
         if (!p->name)
             continue;
-        if (p->deletion_ms || pod_has_stopped(p)) {
+        if (p->deletion_ms || decide_pod_has_stopped(p)) {
             /* Named in messages: the same one every pass, whatever the order. */
             if (!d->leaving || strcmp(p->name, d->leaving->name) < 0)
                 d->leaving = p;
@@ -45,18 +45,19 @@ void sort_pods(struct decider *d, int may_delete)
     size_t n_extra = 0;
     for (size_t i = 0; i < in->n_pods && n_extra < MAX_EXTRA_DELETES; i++) {
         const struct workspace_pod *p = in->pods[i];
-        if (p->name && !p->deletion_ms && pod_has_stopped(p)) {
+        if (p->name && !p->deletion_ms && decide_pod_has_stopped(p)) {
             /* Completed by its own snapshot (postCheckpoint: stop):
              * deleted by decide_pause() once the snapshot is settled. */
-            if (d->ws->paused && in_pause(d->st) && snapshot_current(d->st) &&
-                snapshot_stopped(d, p, d->st))
+            if (d->ws->paused && decide_in_pause(d->st) && decide_snapshot_current(d->st) &&
+                decide_snapshot_stopped(d, p, d->st))
                 continue;
-            delete_pod(d, p, 0);
+            decide_delete_pod(d, p, 0);
             /* The pod the status names is an interruption: PodInterrupted
-             * says it (note_interruption()). */
-            if (!d->ws->paused && !streq(p->name, d->st->pod_name))
-                event(d, "Warning", "PodStopped",
-                      "pod %s stopped (phase %s); a new pod will replace it", p->name, p->phase);
+             * says it (decide_note_interruption()). */
+            if (!d->ws->paused && !decide_streq(p->name, d->st->pod_name))
+                decide_event(d, "Warning", "PodStopped",
+                             "pod %s stopped (phase %s); a new pod will replace it", p->name,
+                             p->phase);
             n_extra++;
         }
     }
@@ -65,34 +66,34 @@ void sort_pods(struct decider *d, int may_delete)
         size_t n_dup = 0;
         for (size_t i = 0; i < in->n_pods && n_extra < MAX_EXTRA_DELETES; i++) {
             const struct workspace_pod *p = in->pods[i];
-            if (!p->name || p->deletion_ms || pod_has_stopped(p) || p == d->keep)
+            if (!p->name || p->deletion_ms || decide_pod_has_stopped(p) || p == d->keep)
                 continue;
-            delete_pod(d, p, 0);
+            decide_delete_pod(d, p, 0);
             n_extra++;
             n_dup++;
         }
         if (n_dup)
-            event(d, "Warning", "DuplicatePod", "found %zu pods for the workspace; keeping %s",
-                  n_live, d->keep->name);
+            decide_event(d, "Warning", "DuplicatePod",
+                         "found %zu pods for the workspace; keeping %s", n_live, d->keep->name);
     }
 }
 
 /* The first pod on a home made after the last one was lost: nothing of
  * the session is on it. */
-int on_fresh_home(const struct decider *d, const char *pod_name)
+int decide_on_fresh_home(const struct decider *d, const char *pod_name)
 {
     const struct workspace_home *h = &d->st->home;
-    return h->lost_ms && pod_name && streq(h->fresh_pod, pod_name);
+    return h->lost_ms && pod_name && decide_streq(h->fresh_pod, pod_name);
 }
 
 /* The pod created in place of one that ended without the controller asking. */
 static int replaces_interrupted(const struct decider *d, const char *pod_name)
 {
     const struct workspace_interruption *li = &d->st->last_interruption;
-    return li->pod && pod_name && streq(li->replaced_by, pod_name);
+    return li->pod && pod_name && decide_streq(li->replaced_by, pod_name);
 }
 
-void set_restored(struct decider *d, const char *pod_name, int from_checkpoint)
+void decide_set_restored(struct decider *d, const char *pod_name, int from_checkpoint)
 {
     const struct workspace_home *h = &d->st->home;
     const struct workspace_interruption *li = &d->st->last_interruption;
@@ -100,64 +101,68 @@ void set_restored(struct decider *d, const char *pod_name, int from_checkpoint)
     const char *path = d->cls && d->cls->checkpoint_path ? d->cls->checkpoint_path : "";
     const char *cause = li->reason ? li->reason : "Deleted";
     const char *restored_from = from_checkpoint ? "FromCheckpoint" : "Fresh";
-    if (on_fresh_home(d, pod_name)) {
+    if (decide_on_fresh_home(d, pod_name)) {
         char at[TIMEFMT_RFC3339_SIZE];
         timefmt_rfc3339_text(h->lost_ms, at);
         restored_from = "FreshHome";
-        condition(d, COND_RESTORED, COND_TRUE, "FreshHome",
-                  "pod %s starts on a new, empty home: claim %s (uid %s) was gone at %s, and "
-                  "with it the files and the application's checkpoint",
-                  pod_name, d->st->home_claim_name ? d->st->home_claim_name : "",
-                  h->lost_claim_uid ? h->lost_claim_uid : "", at);
+        decide_condition(
+            d, COND_RESTORED, COND_TRUE, "FreshHome",
+            "pod %s starts on a new, empty home: claim %s (uid %s) was gone at %s, and "
+            "with it the files and the application's checkpoint",
+            pod_name, d->st->home_claim_name ? d->st->home_claim_name : "",
+            h->lost_claim_uid ? h->lost_claim_uid : "", at);
     } else if (replaces_interrupted(d, pod_name) && from_checkpoint) {
-        condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
-                  "pod %s replaces pod %s, which ended without the controller asking (%s): it "
-                  "starts from the files and is told where the application's checkpoint is "
-                  "(%s=%s); what was only in memory is lost",
-                  pod_name, li->pod, cause, env, path);
+        decide_condition(
+            d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+            "pod %s replaces pod %s, which ended without the controller asking (%s): it "
+            "starts from the files and is told where the application's checkpoint is "
+            "(%s=%s); what was only in memory is lost",
+            pod_name, li->pod, cause, env, path);
     } else if (replaces_interrupted(d, pod_name)) {
-        condition(d, COND_RESTORED, COND_TRUE, "Fresh",
-                  "pod %s replaces pod %s, which ended without the controller asking (%s): it "
-                  "starts fresh from the files; what was only in memory is lost",
-                  pod_name, li->pod, cause);
+        decide_condition(
+            d, COND_RESTORED, COND_TRUE, "Fresh",
+            "pod %s replaces pod %s, which ended without the controller asking (%s): it "
+            "starts fresh from the files; what was only in memory is lost",
+            pod_name, li->pod, cause);
     } else if (from_checkpoint) {
-        condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
-                  "pod %s starts from the application's checkpoint (%s=%s)", pod_name, env, path);
+        decide_condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                         "pod %s starts from the application's checkpoint (%s=%s)", pod_name, env,
+                         path);
     } else {
-        condition(d, COND_RESTORED, COND_TRUE, "Fresh",
-                  "pod %s starts fresh: the workspace was never paused", pod_name);
+        decide_condition(d, COND_RESTORED, COND_TRUE, "Fresh",
+                         "pod %s starts fresh: the workspace was never paused", pod_name);
     }
-    if (resume_in_progress(d->st))
-        set_string(d, &d->st->last_resume.restored_from, restored_from);
+    if (decide_resume_in_progress(d->st))
+        decide_set_string(d, &d->st->last_resume.restored_from, restored_from);
 }
 
 /* The pod exists but the status does not name it: the controller stopped
  * between creating it and writing the status, or another replica wrote it. */
-void adopt(struct decider *d)
+void decide_adopt(struct decider *d)
 {
     const struct workspace_pod *p = d->keep;
-    if (p && p->uid && streq(d->st->pod_name, p->name))
-        set_string(d, &d->st->pod_uid, p->uid);
-    if (!p || streq(d->st->pod_name, p->name))
+    if (p && p->uid && decide_streq(d->st->pod_name, p->name))
+        decide_set_string(d, &d->st->pod_uid, p->uid);
+    if (!p || decide_streq(d->st->pod_name, p->name))
         return;
-    set_string(d, &d->st->pod_name, p->name);
-    set_string(d, &d->st->pod_uid, p->uid);
-    set_string(d, &d->st->deleted_pod, NULL);
+    decide_set_string(d, &d->st->pod_name, p->name);
+    decide_set_string(d, &d->st->pod_uid, p->uid);
+    decide_set_string(d, &d->st->deleted_pod, NULL);
     int64_t gen = pod_generation_of(d->ws, p->name);
     if (gen > d->st->pod_generation)
         d->st->pod_generation = gen;
-    if (resume_in_progress(d->st) && !d->st->last_resume.pod_created_ms)
+    if (decide_resume_in_progress(d->st) && !d->st->last_resume.pod_created_ms)
         d->st->last_resume.pod_created_ms = p->created_ms ? p->created_ms : d->now;
     /* Created after the home was lost, by a pass whose status write was
      * lost: the first pod on the new home. */
     struct workspace_home *h = &d->st->home;
     if (h->lost_ms && !h->fresh_pod && p->created_ms >= h->lost_ms - 1000)
-        set_string(d, &h->fresh_pod, p->name);
+        decide_set_string(d, &h->fresh_pod, p->name);
     if (p->snapshot)
-        condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
-                  "pod %s is restored from snapshot %s", p->name, p->snapshot);
+        decide_condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+                         "pod %s is restored from snapshot %s", p->name, p->snapshot);
     else
-        set_restored(d, p->name, p->restore_from_checkpoint);
+        decide_set_restored(d, p->name, p->restore_from_checkpoint);
 }
 
 /* ---- interruptions: a pod that ended without the controller asking ---- */
@@ -170,17 +175,17 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
 {
     const struct workspace_status *old = d->old;
     const struct workspace_class *c = d->cls;
-    if (d->ws->paused || in_pause(old))
+    if (d->ws->paused || decide_in_pause(old))
         return 1;
     /* Completed by the pause's snapshot (postCheckpoint: stop) after a
      * resume was asked for: the snapshot stopped it, no interruption. */
-    if (p && snapshot_stopped(d, p, old))
+    if (p && decide_snapshot_stopped(d, p, old))
         return 1;
     /* The pause's pod, still named while its resume has created none. */
-    if (resume_in_progress(old) && !old->last_resume.pod_created_ms)
+    if (decide_resume_in_progress(old) && !old->last_resume.pod_created_ms)
         return 1;
     if (old->state == WS_STATE_FAILED &&
-        streq(condition_reason(old, COND_CAPACITY), "CapacityTimeout"))
+        decide_streq(decide_condition_reason(old, COND_CAPACITY), "CapacityTimeout"))
         return 1;
     /* The pass that timed out may have died before its status write. */
     if (old->waiting_for_capacity_since_ms && c &&
@@ -189,14 +194,14 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
         return 1;
     if (old->accelerator_fallback &&
         (p ? !p->capacity_fallback
-           : streq(condition_reason(old, COND_CAPACITY), "CapacityTimeout")))
+           : decide_streq(decide_condition_reason(old, COND_CAPACITY), "CapacityTimeout")))
         return 1;
     if (old->snapshot.restore_failed_ms && (!p || p->snapshot) &&
-        (streq(condition_reason(old, COND_RESTORED), "RestoreCrashed") ||
-         streq(condition_reason(old, COND_RESTORED), "RestoreUnresponsive")))
+        (decide_streq(decide_condition_reason(old, COND_RESTORED), "RestoreCrashed") ||
+         decide_streq(decide_condition_reason(old, COND_RESTORED), "RestoreUnresponsive")))
         return 1;
     if (old->snapshot.rejected_ms && (!p || !p->snapshot) &&
-        streq(condition_reason(old, COND_RESTORED), "UnwantedRestore"))
+        decide_streq(decide_condition_reason(old, COND_RESTORED), "UnwantedRestore"))
         return 1;
     return 0;
 }
@@ -205,7 +210,7 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
  * gone, and the controller did not ask for it: the interruption is
  * recorded (status.interruptions, a Warning PodInterrupted event), the
  * status stops naming the pod, and its replacement gets a new name. */
-void note_interruption(struct decider *d)
+void decide_note_interruption(struct decider *d)
 {
     struct workspace_status *st = d->st;
     if (!st->pod_name)
@@ -213,29 +218,30 @@ void note_interruption(struct decider *d)
     const struct workspace_pod *named = NULL;
     for (size_t i = 0; i < d->in->n_pods; i++) {
         const struct workspace_pod *p = d->in->pods[i];
-        if (p->name && streq(p->name, st->pod_name))
+        if (p->name && decide_streq(p->name, st->pod_name))
             named = p;
     }
     const struct workspace_pod *ended = NULL;
-    if (named && (named->deletion_ms || pod_has_stopped(named))) {
+    if (named && (named->deletion_ms || decide_pod_has_stopped(named))) {
         ended = named;
     } else if (!named && st->pod_uid) {
         /* Seen by an earlier pass and now gone: the cache never un-sees an
          * object, so this is no lag behind a create (which forgets the
          * uid). The cache's last sight of it says why, when it kept one. */
         const struct workspace_pod *g = d->in->gone_pod;
-        if (g && streq(g->name, st->pod_name) && (!g->uid || streq(g->uid, st->pod_uid)))
+        if (g && decide_streq(g->name, st->pod_name) &&
+            (!g->uid || decide_streq(g->uid, st->pod_uid)))
             ended = g;
     } else {
         return;
     }
-    if (streq(st->deleted_pod, st->pod_name) || own_delete(d, ended)) {
-        set_string(d, &st->deleted_pod, st->pod_name);
+    if (decide_streq(st->deleted_pod, st->pod_name) || own_delete(d, ended)) {
+        decide_set_string(d, &st->deleted_pod, st->pod_name);
         return;
     }
     const char *uid = ended && ended->uid ? ended->uid : st->pod_uid;
     const char *node = ended && ended->node_name ? ended->node_name : st->node_name;
-    int node_absent = d->in->pod_node_absent && streq(node, d->old->node_name);
+    int node_absent = d->in->pod_node_absent && decide_streq(node, d->old->node_name);
     struct pod_end e;
     if (ended) {
         workspace_pod_end(ended, node_absent, &e);
@@ -249,19 +255,20 @@ void note_interruption(struct decider *d)
     struct workspace_interruption *li = &st->last_interruption;
     st->interruptions++;
     li->at_ms = e.at_ms && e.at_ms <= d->now ? e.at_ms : d->now;
-    set_string(d, &li->pod, st->pod_name);
-    set_string(d, &li->pod_uid, uid);
-    set_string(d, &li->node_name, node);
-    set_string(d, &li->reason, e.kind);
-    set_string(d, &li->message, e.message[0] ? e.message : NULL);
-    set_string(d, &li->replaced_by, NULL);
+    decide_set_string(d, &li->pod, st->pod_name);
+    decide_set_string(d, &li->pod_uid, uid);
+    decide_set_string(d, &li->node_name, node);
+    decide_set_string(d, &li->reason, e.kind);
+    decide_set_string(d, &li->message, e.message[0] ? e.message : NULL);
+    decide_set_string(d, &li->replaced_by, NULL);
     char occ[OCCASION_SIZE];
     snprintf(occ, sizeof(occ), "interrupted-%s", uid ? uid : st->pod_name);
-    transition_event(d, occ, "Warning", "PodInterrupted",
-                     "pod %s%s%s ended without the controller asking: %s%s%s%s; its memory is "
-                     "lost, a new pod replaces it",
-                     st->pod_name, node ? " on " : "", node ? node : "", e.kind,
-                     e.message[0] ? " (" : "", e.message, e.message[0] ? ")" : "");
-    set_string(d, &st->pod_name, NULL);
-    set_string(d, &st->pod_uid, NULL);
+    decide_transition_event(
+        d, occ, "Warning", "PodInterrupted",
+        "pod %s%s%s ended without the controller asking: %s%s%s%s; its memory is "
+        "lost, a new pod replaces it",
+        st->pod_name, node ? " on " : "", node ? node : "", e.kind, e.message[0] ? " (" : "",
+        e.message, e.message[0] ? ")" : "");
+    decide_set_string(d, &st->pod_name, NULL);
+    decide_set_string(d, &st->pod_uid, NULL);
 }

@@ -19,7 +19,7 @@ static const struct restore_check *restore_check_of(const struct decider *d,
                                                     const struct workspace_pod *p)
 {
     const struct restore_check *rc = d->in->restore_check;
-    return rc && rc->pod && streq(rc->pod, p->name) ? rc : NULL;
+    return rc && rc->pod && decide_streq(rc->pod, p->name) ? rc : NULL;
 }
 
 /* When the application of a pod restored (or to be) from a snapshot
@@ -44,16 +44,16 @@ static void await_application(struct decider *d, const struct workspace_pod *p, 
 {
     struct workspace_status *st = d->st;
     d->out->restore_check_wanted = 1;
-    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
     st->waiting_for_capacity_since_ms = 0;
-    condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
-              node_or_unknown(p));
+    decide_condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
+                     decide_node_or_unknown(p));
     va_list ap;
     va_start(ap, fmt);
-    char *msg = vformat(d, fmt, ap);
+    char *msg = decide_vformat(d, fmt, ap);
     va_end(ap);
     if (msg)
-        condition(d, COND_READY, COND_FALSE, "AwaitingApplication", "%s", msg);
+        decide_condition(d, COND_READY, COND_FALSE, "AwaitingApplication", "%s", msg);
     free(msg);
 }
 
@@ -64,28 +64,31 @@ static void restore_unresponsive(struct decider *d, const struct workspace_pod *
                                  const struct restore_check *rc)
 {
     struct workspace_status *st = d->st;
-    int again = streq(condition_reason(st, COND_RESTORED), "RestoreUnresponsive");
+    int again = decide_streq(decide_condition_reason(st, COND_RESTORED), "RestoreUnresponsive");
     if (!st->snapshot.restore_failed_ms)
         st->snapshot.restore_failed_ms = d->now;
-    own_delete_pod(d, p, 0);
-    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+    decide_own_delete_pod(d, p, 0);
+    st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    decide_condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced",
+                     p->name);
     if (again) /* decided before; the delete again, in case it was lost */
         return;
     char timeout[32];
-    format_duration(d->cls->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
+    decide_format_duration(d->cls->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
     const char *why = rc && rc->error ? rc->error : "no probe round could be made";
-    condition(d, COND_RESTORED, COND_FALSE, "RestoreUnresponsive",
-              "pod %s was restored from snapshot %s, but its application did not answer within "
-              "%s (%s); a fresh pod starts from files and the checkpoint",
-              p->name, p->snapshot, timeout, why);
+    decide_condition(
+        d, COND_RESTORED, COND_FALSE, "RestoreUnresponsive",
+        "pod %s was restored from snapshot %s, but its application did not answer within "
+        "%s (%s); a fresh pod starts from files and the checkpoint",
+        p->name, p->snapshot, timeout, why);
     char occ[OCCASION_SIZE];
-    if (!streq(condition_reason(d->old, COND_RESTORED), "RestoreUnresponsive"))
-        transition_event(d, pod_occasion(p->name, occ), "Warning", "RestoreUnresponsive",
-                         "the application of pod %s, restored from snapshot %s, did not answer "
-                         "within %s (%s); replacing it with a fresh pod from files and the "
-                         "checkpoint",
-                         p->name, p->snapshot, timeout, why);
+    if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "RestoreUnresponsive"))
+        decide_transition_event(
+            d, decide_pod_occasion(p->name, occ), "Warning", "RestoreUnresponsive",
+            "the application of pod %s, restored from snapshot %s, did not answer "
+            "within %s (%s); replacing it with a fresh pod from files and the "
+            "checkpoint",
+            p->name, p->snapshot, timeout, why);
 }
 
 /*
@@ -100,11 +103,11 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
 {
     struct workspace_status *st = d->st;
     const struct workspace_class *c = d->cls;
-    const char *reason = condition_reason(st, COND_RESTORED);
-    if (!checks_application(d) || streq(reason, "FromSnapshot"))
+    const char *reason = decide_condition_reason(st, COND_RESTORED);
+    if (!checks_application(d) || decide_streq(reason, "FromSnapshot"))
         return 0;
     const struct restore_check *rc = restore_check_of(d, p);
-    if (streq(reason, "RestoreUnresponsive") && st->snapshot.restore_failed_ms) {
+    if (decide_streq(reason, "RestoreUnresponsive") && st->snapshot.restore_failed_ms) {
         restore_unresponsive(d, p, rc);
         return 1;
     }
@@ -119,13 +122,13 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
     }
     if (d->now >= deadline)
         d->out->probe_now = 1; /* one more round, started after the deadline */
-    requeue_at(d, d->now < deadline ? deadline : last_word);
+    decide_requeue_at(d, d->now < deadline ? deadline : last_word);
     char timeout[32];
-    format_duration(c->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
-    condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
-              "pod %s was restored from snapshot %s; waiting for its application to answer "
-              "(at most %s)",
-              p->name, p->snapshot, timeout);
+    decide_format_duration(c->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
+    decide_condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+                     "pod %s was restored from snapshot %s; waiting for its application to answer "
+                     "(at most %s)",
+                     p->name, p->snapshot, timeout);
     await_application(d, p,
                       "pod %s was restored from snapshot %s; its application has not "
                       "answered yet",
@@ -133,19 +136,19 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
     return 1;
 }
 
-int crash_looping(const struct workspace_pod *p)
+int decide_crash_looping(const struct workspace_pod *p)
 {
     return p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS;
 }
 
 /* Whether the snapshot is one a pod was restored from unasked (or could have
  * been): status.snapshot.rejectedGroup. */
-int snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v)
+int decide_snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v)
 {
     if (!sn->rejected_ms || !sn->rejected_group || v->phase != SNAPSHOT_PHASE_READY ||
         (v->ready_ms && v->ready_ms > sn->rejected_ms))
         return 0;
-    return streq(sn->rejected_group, "*") || streq(sn->rejected_group, v->group);
+    return decide_streq(sn->rejected_group, "*") || decide_streq(sn->rejected_group, v->group);
 }
 
 /* A pod that was to start from files (no restore asked for) and that the
@@ -156,99 +159,106 @@ int snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot
  * has its group (the grouping did not hold) — are rejected and deleted, and
  * the next pod starts from files once they are gone. Returns 1 when the pod
  * is being replaced. */
-int judge_unwanted_restore(struct decider *d, const struct workspace_pod *p)
+int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod *p)
 {
     struct workspace_status *st = d->st;
     if (p->snapshot || !p->restored)
         return 0;
     char occ[OCCASION_SIZE];
-    if (!p->group && !crash_looping(p)) {
+    if (!p->group && !decide_crash_looping(p)) {
         /* Made by an earlier version, restored back then: the session has
          * gone on in it since, so it is kept and only said. */
-        condition(d, COND_RESTORED, COND_TRUE, "UnwantedRestore",
-                  "pod %s (made by an earlier version) was restored from a snapshot though it was "
-                  "to start from files: its memory was older than its files when it started; it "
-                  "is kept, the session went on in it",
-                  p->name);
-        if (!streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore"))
-            transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
-                             "pod %s was restored from a snapshot though it was to start from "
-                             "files (an earlier version's pod); it is kept",
-                             p->name);
+        decide_condition(
+            d, COND_RESTORED, COND_TRUE, "UnwantedRestore",
+            "pod %s (made by an earlier version) was restored from a snapshot though it was "
+            "to start from files: its memory was older than its files when it started; it "
+            "is kept, the session went on in it",
+            p->name);
+        if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "UnwantedRestore"))
+            decide_transition_event(
+                d, decide_pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+                "pod %s was restored from a snapshot though it was to start from "
+                "files (an earlier version's pod); it is kept",
+                p->name);
         return 0;
     }
-    int again = streq(condition_reason(d->old, COND_RESTORED), "UnwantedRestore") &&
+    int again = decide_streq(decide_condition_reason(d->old, COND_RESTORED), "UnwantedRestore") &&
                 st->snapshot.rejected_ms;
     if (!again) {
         const char *group = "*";
         for (size_t i = 0; p->group && i < d->in->n_snapshots; i++)
-            if (streq(d->in->snapshots[i].group, p->group))
+            if (decide_streq(d->in->snapshots[i].group, p->group))
                 group = p->group;
-        set_string(d, &st->snapshot.rejected_group, group);
+        decide_set_string(d, &st->snapshot.rejected_group, group);
         st->snapshot.rejected_ms = d->now;
     }
-    own_delete_pod(d, p, 0);
-    condition(d, COND_RESTORED, COND_FALSE, "UnwantedRestore",
-              "pod %s was restored from a snapshot by the snapshot backend though it was to "
-              "start from files%s; its memory is older than the files: it is replaced by a pod "
-              "from files and the checkpoint once the snapshots it could come from are deleted",
-              p->name, crash_looping(p) ? ", and crash-loops" : "");
+    decide_own_delete_pod(d, p, 0);
+    decide_condition(
+        d, COND_RESTORED, COND_FALSE, "UnwantedRestore",
+        "pod %s was restored from a snapshot by the snapshot backend though it was to "
+        "start from files%s; its memory is older than the files: it is replaced by a pod "
+        "from files and the checkpoint once the snapshots it could come from are deleted",
+        p->name, decide_crash_looping(p) ? ", and crash-loops" : "");
     if (!again)
-        transition_event(d, pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
-                         "pod %s was restored from a snapshot though it was to start from files "
-                         "(the snapshot backend's policy or the pod's snapshot group did not "
-                         "hold); replacing it with a pod from files and deleting the snapshots "
-                         "it could come from",
-                         p->name);
-    if (resume_in_progress(st))
-        set_string(d, &st->last_resume.restored_from, NULL);
-    st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+        decide_transition_event(
+            d, decide_pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+            "pod %s was restored from a snapshot though it was to start from files "
+            "(the snapshot backend's policy or the pod's snapshot group did not "
+            "hold); replacing it with a pod from files and deleting the snapshots "
+            "it could come from",
+            p->name);
+    if (decide_resume_in_progress(st))
+        decide_set_string(d, &st->last_resume.restored_from, NULL);
+    st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    decide_condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced",
+                     p->name);
     return 1;
 }
 
 /* Returns 1 when the pod is being replaced (nothing more to decide). */
-int judge_restore(struct decider *d, const struct workspace_pod *p)
+int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
 {
     struct workspace_status *st = d->st;
     if (!p->snapshot)
         return 0;
     /* Restored or not: a session that crashes as it comes back is not one
      * to keep restarting from the same memory. */
-    if (crash_looping(p)) {
+    if (decide_crash_looping(p)) {
         if (!st->snapshot.restore_failed_ms)
             st->snapshot.restore_failed_ms = d->now;
-        own_delete_pod(d, p, 0);
-        condition(d, COND_RESTORED, COND_FALSE, "RestoreCrashed",
-                  "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
-                  "starts from files and the checkpoint",
-                  p->name, p->snapshot, p->restart_count);
+        decide_own_delete_pod(d, p, 0);
+        decide_condition(
+            d, COND_RESTORED, COND_FALSE, "RestoreCrashed",
+            "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
+            "starts from files and the checkpoint",
+            p->name, p->snapshot, p->restart_count);
         char occ[OCCASION_SIZE];
-        if (!streq(condition_reason(d->old, COND_RESTORED), "RestoreCrashed"))
-            transition_event(
-                d, pod_occasion(p->name, occ), "Warning", "RestoreCrashLoop",
+        if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "RestoreCrashed"))
+            decide_transition_event(
+                d, decide_pod_occasion(p->name, occ), "Warning", "RestoreCrashLoop",
                 "pod %s crash-loops after its restore from snapshot %s; replacing it with a "
                 "fresh pod from files and the checkpoint",
                 p->name, p->snapshot);
-        st->state = resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-        condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced", p->name);
+        st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+        decide_condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced",
+                         p->name);
         return 1;
     }
     if (p->restored) {
         if (judge_restored_app(d, p))
             return 1;
-        condition(d, COND_RESTORED, COND_TRUE, "FromSnapshot",
-                  "pod %s was restored from snapshot %s: memory and GPU state are back", p->name,
-                  p->snapshot);
+        decide_condition(d, COND_RESTORED, COND_TRUE, "FromSnapshot",
+                         "pod %s was restored from snapshot %s: memory and GPU state are back",
+                         p->name, p->snapshot);
         if (st->last_resume.requested_ms)
-            set_string(d, &st->last_resume.restored_from, "FromSnapshot");
+            decide_set_string(d, &st->last_resume.restored_from, "FromSnapshot");
         return 0;
     }
     if (!p->ready)
         return 0;
     int64_t ready = p->ready_ms ? p->ready_ms : d->now;
     if (d->now < ready + RESTORE_CONDITION_GRACE_MS) {
-        requeue_at(d, ready + RESTORE_CONDITION_GRACE_MS);
+        decide_requeue_at(d, ready + RESTORE_CONDITION_GRACE_MS);
         /* Whether restored or cold-started, the session is there once the
          * application answers (the class has a probe for it). */
         if (!checks_application(d) || restore_answered_ms(d, p))
@@ -259,26 +269,26 @@ int judge_restore(struct decider *d, const struct workspace_pod *p)
                           p->name, p->snapshot);
         return 1;
     }
-    condition(d, COND_RESTORED, COND_TRUE, "ColdStart",
-              "pod %s started without the state of snapshot %s; it has the files and %s to "
-              "recover from the application's checkpoint",
-              p->name, p->snapshot,
-              d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
+    decide_condition(d, COND_RESTORED, COND_TRUE, "ColdStart",
+                     "pod %s started without the state of snapshot %s; it has the files and %s to "
+                     "recover from the application's checkpoint",
+                     p->name, p->snapshot,
+                     d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
     char occ[OCCASION_SIZE];
-    if (!streq(condition_reason(d->old, COND_RESTORED), "ColdStart"))
-        transition_event(
-            d, pod_occasion(p->name, occ), "Warning", "ColdStart",
+    if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "ColdStart"))
+        decide_transition_event(
+            d, decide_pod_occasion(p->name, occ), "Warning", "ColdStart",
             "pod %s was not restored from snapshot %s (the backend cold-started it); the "
             "session's memory is lost, files and the application's checkpoint remain",
             p->name, p->snapshot);
     if (st->last_resume.requested_ms)
-        set_string(d, &st->last_resume.restored_from, "ColdStart");
+        decide_set_string(d, &st->last_resume.restored_from, "ColdStart");
     return 0;
 }
 
 /* The snapshot a resume restores from, or NULL with why (empty when the
  * class has no backend: nothing to explain). docs/snapshots.md. */
-const char *restore_snapshot(struct decider *d, char *why, size_t size)
+const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
 {
     const struct workspace_status *st = d->st;
     const struct workspace_snapshot *sn = &st->snapshot;
@@ -287,25 +297,25 @@ const char *restore_snapshot(struct decider *d, char *why, size_t size)
     if (sc->backend == SNAPSHOT_BACKEND_NONE)
         return NULL;
     if (!sn->attempt || sn->requested_ms < st->last_pause.requested_ms ||
-        !streq(sn->phase, "Ready")) {
+        !decide_streq(sn->phase, "Ready")) {
         snprintf(why, size, "the last pause has no snapshot%s%s", sn->message ? ": " : "",
                  sn->message ? sn->message : "");
         return NULL;
     }
     const char *name = sn->name ? sn->name : sn->attempt;
     if (sn->restore_failed_ms) {
-        if (streq(condition_reason(st, COND_RESTORED), "RestoreUnresponsive"))
+        if (decide_streq(decide_condition_reason(st, COND_RESTORED), "RestoreUnresponsive"))
             snprintf(why, size, "the application restored from snapshot %s did not answer", name);
         else
             snprintf(why, size, "the restore from snapshot %s crashed", name);
         return NULL;
     }
     const struct snapshot_view *v = d->in->snapshot;
-    if (v && streq(v->attempt, sn->attempt) && v->phase == SNAPSHOT_PHASE_NONE) {
+    if (v && decide_streq(v->attempt, sn->attempt) && v->phase == SNAPSHOT_PHASE_NONE) {
         snprintf(why, size, "snapshot %s no longer exists", name);
         return NULL;
     }
-    if (v && streq(v->attempt, sn->attempt) && snapshot_rejected(sn, v)) {
+    if (v && decide_streq(v->attempt, sn->attempt) && decide_snapshot_rejected(sn, v)) {
         snprintf(why, size, "snapshot %s is deleted: a pod was restored from it unasked", name);
         return NULL;
     }
@@ -319,7 +329,7 @@ const char *restore_snapshot(struct decider *d, char *why, size_t size)
     if (c->has_accelerator ? !workspace_class_allows_product(c, sn->gpu_product)
                            : sn->gpu_product != NULL) {
         char products[PRODUCTS_TEXT];
-        allowed_products(c, " or ", products, sizeof(products));
+        decide_allowed_products(c, " or ", products, sizeof(products));
         snprintf(why, size, "snapshot %s was taken on %s, the class now asks for %s", name,
                  sn->gpu_product ? sn->gpu_product : "no GPU",
                  c->has_accelerator ? products : "no GPU");
@@ -328,22 +338,22 @@ const char *restore_snapshot(struct decider *d, char *why, size_t size)
     char hash[POD_SPEC_HASH_SIZE], with_product[POD_SPEC_HASH_SIZE];
     if (workspace_pod_spec_hash(d->ws, c, hash) < 0 ||
         workspace_pod_spec_hash_with_product(d->ws, c, sn->gpu_product, with_product) < 0) {
-        failed(d, -ENOMEM);
+        decide_failed(d, -ENOMEM);
         return NULL;
     }
-    if (!streq(hash, sn->pod_spec_hash) && !streq(with_product, sn->pod_spec_hash)) {
+    if (!decide_streq(hash, sn->pod_spec_hash) && !decide_streq(with_product, sn->pod_spec_hash)) {
         snprintf(why, size,
                  "the pod template changed since snapshot %s (image, resources or class)", name);
         return NULL;
     }
-    if (sn->home_claim_uid && !streq(sn->home_claim_uid, st->home.claim_uid)) {
+    if (sn->home_claim_uid && !decide_streq(sn->home_claim_uid, st->home.claim_uid)) {
         snprintf(why, size, "snapshot %s was taken with home claim %s, which is gone", name,
                  sn->home_claim_uid);
         return NULL;
     }
     /* A pod of the workspace was ready since the resume: the session went
      * on from the snapshot, and its memory is older than the files. */
-    if (!resume_in_progress(st)) {
+    if (!decide_resume_in_progress(st)) {
         snprintf(why, size, "the session went on after snapshot %s was restored", name);
         return NULL;
     }
@@ -358,24 +368,24 @@ const char *restore_snapshot(struct decider *d, char *why, size_t size)
  * would come back crashing. After a pod was restored unasked, the grouping
  * did not hold: the next one waits until every rejected snapshot is gone.
  * Returns the snapshot waited for, NULL: none. */
-const char *snapshot_in_the_way(struct decider *d)
+const char *decide_snapshot_in_the_way(struct decider *d)
 {
     const struct workspace_snapshot *sn = &d->st->snapshot;
     for (size_t i = 0; i < d->in->n_snapshots; i++) {
         const struct snapshot_view *v = &d->in->snapshots[i];
         const char *name = v->name ? v->name : v->attempt;
-        if (snapshot_rejected(sn, v))
+        if (decide_snapshot_rejected(sn, v))
             return name;
         /* Deleting: rejected when it was still Ready. */
         if (sn->rejected_ms && v->deleting_ms && v->ready_ms && v->ready_ms <= sn->rejected_ms &&
-            (streq(sn->rejected_group, "*") || streq(sn->rejected_group, v->group)))
+            (decide_streq(sn->rejected_group, "*") || decide_streq(sn->rejected_group, v->group)))
             return name;
     }
     if (!sn->restore_failed_ms || sn->group || !d->cls ||
         d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE)
         return NULL;
     for (size_t i = 0; i < d->in->n_snapshots; i++)
-        if (streq(d->in->snapshots[i].attempt, sn->attempt))
+        if (decide_streq(d->in->snapshots[i].attempt, sn->attempt))
             return sn->name ? sn->name : sn->attempt;
     return NULL;
 }

@@ -14,13 +14,14 @@ static void begin_resume(struct decider *d)
             (double)(d->now - released) / 1000.0 * d->cls->accelerator_count;
     }
     char occ[OCCASION_SIZE];
-    resume_occasion(d, occ);
+    decide_resume_occasion(d, occ);
     if (released) {
         char t[32];
-        format_duration(d->now - released, t, sizeof(t));
-        transition_event(d, occ, "Normal", "Resuming", "resume requested after %s paused", t);
+        decide_format_duration(d->now - released, t, sizeof(t));
+        decide_transition_event(d, occ, "Normal", "Resuming", "resume requested after %s paused",
+                                t);
     } else {
-        transition_event(d, occ, "Normal", "Resuming", "resume requested");
+        decide_transition_event(d, occ, "Normal", "Resuming", "resume requested");
     }
 }
 
@@ -45,85 +46,87 @@ static void resume_ready(struct decider *d, const struct workspace_pod *p)
     r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
     char occ[OCCASION_SIZE];
     const char *from = r->restored_from;
-    transition_event(d, resume_occasion(d, occ), "Normal", "Resumed",
-                     "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
-                     streq(from, "FreshHome")      ? "on a new, empty home: the old one was lost"
-                     : streq(from, "FromSnapshot") ? "from the snapshot"
-                     : streq(from, "ColdStart")    ? "cold start: from files"
-                     : p->restore_from_checkpoint  ? "from the application's checkpoint"
-                                                   : "fresh start");
+    decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", "Resumed",
+                            "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
+                            decide_streq(from, "FreshHome")
+                                ? "on a new, empty home: the old one was lost"
+                            : decide_streq(from, "FromSnapshot") ? "from the snapshot"
+                            : decide_streq(from, "ColdStart")    ? "cold start: from files"
+                            : p->restore_from_checkpoint ? "from the application's checkpoint"
+                                                         : "fresh start");
 }
 
 static void run_with_pod(struct decider *d)
 {
     const struct workspace_pod *p = d->keep;
     struct workspace_status *st = d->st;
-    int resuming = resume_in_progress(st);
-    set_string(d, &st->node_name, p->node_name);
-    set_accelerator(d, pod_product(d, p), p->capacity_fallback);
-    if (judge_unwanted_restore(d, p) || judge_restore(d, p))
+    int resuming = decide_resume_in_progress(st);
+    decide_set_string(d, &st->node_name, p->node_name);
+    decide_set_accelerator(d, decide_pod_product(d, p), p->capacity_fallback);
+    if (decide_judge_unwanted_restore(d, p) || decide_judge_restore(d, p))
         return;
 
     if (p->ready) {
         st->state = WS_STATE_RUNNING;
         st->waiting_for_capacity_since_ms = 0;
-        condition(d, COND_READY, COND_TRUE, "PodReady", "pod %s is ready on %s", p->name,
-                  node_or_unknown(p));
-        condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
-                  node_or_unknown(p));
+        decide_condition(d, COND_READY, COND_TRUE, "PodReady", "pod %s is ready on %s", p->name,
+                         decide_node_or_unknown(p));
+        decide_condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s",
+                         p->name, decide_node_or_unknown(p));
         if (resuming)
             resume_ready(d, p);
         decide_idle(d);
         return;
     }
-    if (p->unschedulable && !pod_is_scheduled(p)) {
-        waiting_for_capacity(d);
+    if (p->unschedulable && !decide_pod_is_scheduled(p)) {
+        decide_waiting_for_capacity(d);
         return;
     }
-    if (pod_is_scheduled(p)) {
+    if (decide_pod_is_scheduled(p)) {
         st->waiting_for_capacity_since_ms = 0;
-        condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
-                  node_or_unknown(p));
+        decide_condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s",
+                         p->name, decide_node_or_unknown(p));
         if (resuming && !st->last_resume.pod_scheduled_ms)
             st->last_resume.pod_scheduled_ms =
                 p->scheduled_ms > st->last_resume.requested_ms ? p->scheduled_ms : d->now;
-        if (!p->snapshot && crash_looping(p) && d->cls &&
+        if (!p->snapshot && decide_crash_looping(p) && d->cls &&
             d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE) {
             /* Not restored: the application's own crash. Kubernetes restarts
              * it; replacing the pod would not help. */
             st->state = resuming                            ? WS_STATE_RESUMING
                         : d->old->state == WS_STATE_RUNNING ? WS_STATE_RUNNING
                                                             : WS_STATE_PENDING;
-            condition(d, COND_READY, COND_FALSE, "CrashLoop",
-                      "pod %s crash-loops (%d restarts) without having been restored from a "
-                      "snapshot: the application itself fails; see the pod's logs",
-                      p->name, p->restart_count);
+            decide_condition(d, COND_READY, COND_FALSE, "CrashLoop",
+                             "pod %s crash-loops (%d restarts) without having been restored from a "
+                             "snapshot: the application itself fails; see the pod's logs",
+                             p->name, p->restart_count);
             char occ[OCCASION_SIZE];
-            if (!streq(condition_reason(d->old, COND_READY), "CrashLoop"))
-                transition_event(d, pod_occasion(p->name, occ), "Warning", "CrashLoop",
-                                 "pod %s crash-loops (%d restarts) without a restore from a "
-                                 "snapshot: the application's own failure",
-                                 p->name, p->restart_count);
+            if (!decide_streq(decide_condition_reason(d->old, COND_READY), "CrashLoop"))
+                decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning",
+                                        "CrashLoop",
+                                        "pod %s crash-loops (%d restarts) without a restore from a "
+                                        "snapshot: the application's own failure",
+                                        p->name, p->restart_count);
         } else if (resuming) {
             st->state = WS_STATE_RESUMING;
-            condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s", p->name,
-                      node_or_unknown(p));
+            decide_condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s",
+                             p->name, decide_node_or_unknown(p));
         } else if (d->old->state == WS_STATE_RUNNING) {
             /* It was ready and is not now (a crash, a failing probe): still
              * running, on the same node and accelerator. */
             st->state = WS_STATE_RUNNING;
-            condition(d, COND_READY, COND_FALSE, "PodNotReady", "pod %s on %s is not ready",
-                      p->name, node_or_unknown(p));
+            decide_condition(d, COND_READY, COND_FALSE, "PodNotReady", "pod %s on %s is not ready",
+                             p->name, decide_node_or_unknown(p));
         } else {
             st->state = WS_STATE_PENDING;
-            condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s", p->name,
-                      node_or_unknown(p));
+            decide_condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s",
+                             p->name, decide_node_or_unknown(p));
         }
         return;
     }
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
-              p->name);
+    decide_condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
+                     p->name);
 }
 
 /* A resume whose pause's snapshot the backend has not settled yet (the
@@ -134,13 +137,14 @@ static void run_with_pod(struct decider *d)
 static int snapshot_pending(struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    if (!resume_in_progress(st) || !d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
-        !snapshot_current(st) || !streq(st->snapshot.phase, "InProgress"))
+    if (!decide_resume_in_progress(st) || !d->cls ||
+        d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !decide_snapshot_current(st) ||
+        !decide_streq(st->snapshot.phase, "InProgress"))
         return 0;
     int64_t until = st->last_resume.requested_ms + d->cls->snapshot.timeout_ms;
     if (d->now >= until)
         return 0;
-    requeue_at(d, until);
+    decide_requeue_at(d, until);
     return 1;
 }
 
@@ -149,30 +153,32 @@ static int snapshot_pending(struct decider *d)
 static int pod_held_back(struct decider *d, int resuming)
 {
     struct workspace_status *st = d->st;
-    if (home_awaits_acknowledgement(d)) {
+    if (decide_home_awaits_acknowledgement(d)) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
-        condition(d, COND_READY, COND_FALSE, "HomeLost",
-                  "no pod starts: the home claim (uid %s) was lost; annotate the Workspace "
-                  "with " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=%s to start on a new, empty home",
-                  st->home.lost_claim_uid ? st->home.lost_claim_uid : "",
-                  st->home.lost_claim_uid ? st->home.lost_claim_uid : "");
+        decide_condition(d, COND_READY, COND_FALSE, "HomeLost",
+                         "no pod starts: the home claim (uid %s) was lost; annotate the Workspace "
+                         "with " ACKNOWLEDGE_HOME_LOSS_ANNOTATION
+                         "=%s to start on a new, empty home",
+                         st->home.lost_claim_uid ? st->home.lost_claim_uid : "",
+                         st->home.lost_claim_uid ? st->home.lost_claim_uid : "");
         return 1;
     }
     if (snapshot_pending(d)) {
         st->state = WS_STATE_RESUMING;
-        condition(d, COND_READY, COND_FALSE, "Snapshotting",
-                  "waiting for the snapshot backend to say whether snapshot %s is ready, so "
-                  "that the new pod starts from it or from files",
-                  st->snapshot.attempt);
+        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+                         "waiting for the snapshot backend to say whether snapshot %s is ready, so "
+                         "that the new pod starts from it or from files",
+                         st->snapshot.attempt);
         return 1;
     }
-    const char *in_the_way = snapshot_in_the_way(d);
+    const char *in_the_way = decide_snapshot_in_the_way(d);
     if (in_the_way) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
-        condition(d, COND_READY, COND_FALSE, "PodTerminating",
-                  "waiting for snapshot %s to be removed, so that the new pod starts from files",
-                  in_the_way);
-        requeue_at(d, d->now + 2000);
+        decide_condition(
+            d, COND_READY, COND_FALSE, "PodTerminating",
+            "waiting for snapshot %s to be removed, so that the new pod starts from files",
+            in_the_way);
+        decide_requeue_at(d, d->now + 2000);
         return 1;
     }
     return 0;
@@ -189,23 +195,23 @@ static int name_pod(struct decider *d)
     if (is_new) {
         char *name = workspace_pod_name(d->ws, st->pod_generation + 1);
         if (!name) {
-            failed(d, -ENOMEM);
+            decide_failed(d, -ENOMEM);
             return -ENOMEM;
         }
         st->pod_generation++;
         free(st->pod_name);
         st->pod_name = name;
-        set_string(d, &st->pod_uid, NULL);
+        decide_set_string(d, &st->pod_uid, NULL);
         /* The scheduler has not judged the new pod yet. */
         workspace_status_remove_condition(st, COND_CAPACITY);
         /* The first pod after an interruption (and no pause since) replaces
          * the interrupted one. */
         struct workspace_interruption *li = &st->last_interruption;
         if (li->pod && !li->replaced_by && li->at_ms >= st->last_pause.requested_ms)
-            set_string(d, &li->replaced_by, name);
+            decide_set_string(d, &li->replaced_by, name);
         /* The first pod on a home made after the last one was lost. */
         if (st->home.lost_ms && !st->home.fresh_pod)
-            set_string(d, &st->home.fresh_pod, name);
+            decide_set_string(d, &st->home.fresh_pod, name);
     }
     return is_new;
 }
@@ -217,58 +223,62 @@ static void say_how_it_starts(struct decider *d, const char *snapshot, char *why
                               int fallback, int from_checkpoint)
 {
     struct workspace_status *st = d->st;
-    int resuming = resume_in_progress(st);
+    int resuming = decide_resume_in_progress(st);
     if (snapshot) {
-        condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
-                  "pod %s is restored from snapshot %s", st->pod_name, snapshot);
+        decide_condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+                         "pod %s is restored from snapshot %s", st->pod_name, snapshot);
         if (resuming)
-            set_string(d, &st->last_resume.restored_from, NULL);
+            decide_set_string(d, &st->last_resume.restored_from, NULL);
     } else if (fresh_home) {
-        set_restored(d, st->pod_name, 0);
+        decide_set_restored(d, st->pod_name, 0);
         char occ[OCCASION_SIZE];
         if (why[0])
-            transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed", "%s",
-                             why);
+            decide_transition_event(d, decide_pod_occasion(st->pod_name, occ), "Warning",
+                                    "SnapshotNotUsed", "%s", why);
     } else if (fallback) {
         char products[PRODUCTS_TEXT], timeout[32];
-        allowed_products(d->cls, ", ", products, sizeof(products));
-        format_duration(d->cls->capacity_timeout_ms, timeout, sizeof(timeout));
-        set_restored(d, st->pod_name, from_checkpoint);
+        decide_allowed_products(d->cls, ", ", products, sizeof(products));
+        decide_format_duration(d->cls->capacity_timeout_ms, timeout, sizeof(timeout));
+        decide_set_restored(d, st->pod_name, from_checkpoint);
         if (from_checkpoint)
-            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
-                      "pod %s starts from the application's checkpoint (%s=%s), not from a "
-                      "snapshot: after the capacity timeout (%s) it may run on any of %s",
-                      st->pod_name, d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
-                      d->cls->checkpoint_path ? d->cls->checkpoint_path : "", timeout, products);
+            decide_condition(
+                d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                "pod %s starts from the application's checkpoint (%s=%s), not from a "
+                "snapshot: after the capacity timeout (%s) it may run on any of %s",
+                st->pod_name, d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
+                d->cls->checkpoint_path ? d->cls->checkpoint_path : "", timeout, products);
         else
-            condition(d, COND_RESTORED, COND_TRUE, "Fresh",
-                      "pod %s starts fresh: the workspace was never paused; after the capacity "
-                      "timeout (%s) it may run on any of %s",
-                      st->pod_name, timeout, products);
+            decide_condition(
+                d, COND_RESTORED, COND_TRUE, "Fresh",
+                "pod %s starts fresh: the workspace was never paused; after the capacity "
+                "timeout (%s) it may run on any of %s",
+                st->pod_name, timeout, products);
     } else {
-        set_restored(d, st->pod_name, from_checkpoint);
+        decide_set_restored(d, st->pod_name, from_checkpoint);
         if (why[0] && from_checkpoint) {
             workspace_message_one_line(why);
-            condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
-                      "pod %s starts from the application's checkpoint: %s", st->pod_name, why);
+            decide_condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                             "pod %s starts from the application's checkpoint: %s", st->pod_name,
+                             why);
             const struct condition *before = workspace_status_condition(d->old, COND_RESTORED);
             const struct condition *now = workspace_status_condition(st, COND_RESTORED);
             char occ[OCCASION_SIZE];
-            if (!before || !now || !streq(before->message, now->message))
-                transition_event(d, pod_occasion(st->pod_name, occ), "Warning", "SnapshotNotUsed",
-                                 "%s; starting from files and the checkpoint", why);
+            if (!before || !now || !decide_streq(before->message, now->message))
+                decide_transition_event(d, decide_pod_occasion(st->pod_name, occ), "Warning",
+                                        "SnapshotNotUsed",
+                                        "%s; starting from files and the checkpoint", why);
         }
     }
 }
 
-void create_pod(struct decider *d)
+void decide_create_pod(struct decider *d)
 {
     struct workspace_status *st = d->st;
-    int resuming = resume_in_progress(st);
+    int resuming = decide_resume_in_progress(st);
     /* After a pause or an interruption the application may have left a
      * checkpoint on home; the pod is told where. */
     int from_checkpoint = st->pauses > 0 || st->interruptions > 0;
-    int fallback = fallback_due(d);
+    int fallback = decide_fallback_due(d);
     if (pod_held_back(d, resuming))
         return;
     int is_new = name_pod(d);
@@ -276,7 +286,7 @@ void create_pod(struct decider *d)
         return;
     /* Nothing of the session is on a new home: no checkpoint, no snapshot
      * to lay over it. */
-    int fresh_home = on_fresh_home(d, st->pod_name);
+    int fresh_home = decide_on_fresh_home(d, st->pod_name);
     if (fresh_home)
         from_checkpoint = 0;
     /* Not new: the status names a pod that the cache does not show. It was
@@ -288,21 +298,21 @@ void create_pod(struct decider *d)
     /* A fallback may land on another product than the snapshot's: it starts
      * from files and the checkpoint. */
     const char *snapshot =
-        from_checkpoint && !fallback ? restore_snapshot(d, why, sizeof(why)) : NULL;
+        from_checkpoint && !fallback ? decide_restore_snapshot(d, why, sizeof(why)) : NULL;
     if (fresh_home && st->pauses > 0 && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
-        snapshot_current(st) && streq(st->snapshot.phase, "Ready"))
+        decide_snapshot_current(st) && decide_streq(st->snapshot.phase, "Ready"))
         snprintf(why, sizeof(why),
                  "snapshot %s was taken with home claim %s, which is gone: it is not laid over "
                  "a new, empty home",
                  st->snapshot.name ? st->snapshot.name : st->snapshot.attempt,
                  st->snapshot.home_claim_uid ? st->snapshot.home_claim_uid : "(unrecorded)");
     const char *pin = snapshot && d->cls->has_accelerator ? st->snapshot.gpu_product : NULL;
-    struct action *a = push(d, ACTION_CREATE_POD, st->pod_name);
+    struct action *a = decide_push(d, ACTION_CREATE_POD, st->pod_name);
     /* A pod made under the name (a fallback's, or a replacement after a
      * lost status write) is a new one: its uid is learnt when it is seen,
      * and its end is judged anew. */
-    set_string(d, &st->pod_uid, NULL);
-    set_string(d, &st->deleted_pod, NULL);
+    decide_set_string(d, &st->pod_uid, NULL);
+    decide_set_string(d, &st->deleted_pod, NULL);
     /* A restore joins its snapshot's group (none for one taken before
      * groups: the policy then has none either); any other pod a group of
      * its own, which no snapshot has. */
@@ -315,24 +325,24 @@ void create_pod(struct decider *d)
         a->capacity_fallback = fallback;
         if ((snapshot && !(a->snapshot = strdup(snapshot))) ||
             (pin && !(a->product = strdup(pin))) || (group && !(a->group = strdup(group))))
-            failed(d, -ENOMEM);
+            decide_failed(d, -ENOMEM);
     }
-    set_string(d, &st->node_name, NULL);
-    set_accelerator(d, fallback ? NULL : pin ? pin : d->cls->product, fallback);
+    decide_set_string(d, &st->node_name, NULL);
+    decide_set_accelerator(d, fallback ? NULL : pin ? pin : d->cls->product, fallback);
     st->waiting_for_capacity_since_ms = 0;
     if (resuming && !st->last_resume.pod_created_ms)
         st->last_resume.pod_created_ms = d->now;
     say_how_it_starts(d, snapshot, why, fresh_home, fallback, from_checkpoint);
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
-              st->pod_name);
+    decide_condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
+                     st->pod_name);
     char occ[OCCASION_SIZE];
     if (is_new && !resuming)
-        transition_event(d, pod_occasion(st->pod_name, occ), "Normal", "Created",
-                         "created pod %s (%s)", st->pod_name,
-                         fresh_home        ? "on a new, empty home"
-                         : from_checkpoint ? "from the application's checkpoint"
-                                           : "fresh");
+        decide_transition_event(d, decide_pod_occasion(st->pod_name, occ), "Normal", "Created",
+                                "created pod %s (%s)", st->pod_name,
+                                fresh_home        ? "on a new, empty home"
+                                : from_checkpoint ? "from the application's checkpoint"
+                                                  : "fresh");
 }
 
 /* The application was asked for its checkpoint, and what asked is over
@@ -342,7 +352,7 @@ void create_pod(struct decider *d)
  * still comes is not awaited), and SnapshotReady no longer says
  * Checkpointing. A later pause asks again under its own attempt, with a
  * fresh record. */
-void checkpoint_cancelled(struct decider *d, const char *why)
+void decide_checkpoint_cancelled(struct decider *d, const char *why)
 {
     struct workspace_snapshot *sn = &d->st->snapshot;
     if (!sn->checkpoint_attempt || sn->checkpoint_result)
@@ -350,12 +360,12 @@ void checkpoint_cancelled(struct decider *d, const char *why)
     char msg[MAX_MESSAGE];
     snprintf(msg, sizeof(msg), "%s before the application answered; no snapshot was taken", why);
     sn->checkpoint_answered_ms = d->now;
-    set_string(d, &sn->checkpoint_result, "Cancelled");
-    set_string(d, &sn->checkpoint_message, msg);
-    condition(d, COND_SNAPSHOT, COND_FALSE, "Cancelled",
-              "the application was asked for its checkpoint before snapshot %s, and %s; no "
-              "snapshot was taken",
-              sn->checkpoint_attempt, why);
+    decide_set_string(d, &sn->checkpoint_result, "Cancelled");
+    decide_set_string(d, &sn->checkpoint_message, msg);
+    decide_condition(d, COND_SNAPSHOT, COND_FALSE, "Cancelled",
+                     "the application was asked for its checkpoint before snapshot %s, and %s; no "
+                     "snapshot was taken",
+                     sn->checkpoint_attempt, why);
 }
 
 void decide_run(struct decider *d)
@@ -365,42 +375,43 @@ void decide_run(struct decider *d)
 
     /* 5c: after a capacity timeout with onCapacityTimeout Fail, nothing is
      * retried until the user changes the spec. */
-    int failed_for_capacity = old->state == WS_STATE_FAILED &&
-                              streq(condition_reason(old, COND_CAPACITY), "CapacityTimeout");
+    int failed_for_capacity =
+        old->state == WS_STATE_FAILED &&
+        decide_streq(decide_condition_reason(old, COND_CAPACITY), "CapacityTimeout");
     d->retry = failed_for_capacity && old->observed_generation != d->ws->generation;
     if (d->retry)
         st->waiting_for_capacity_since_ms = 0; /* a new attempt, a new clock */
     if (failed_for_capacity && !d->retry) {
-        adopt(d);
+        decide_adopt(d);
         if (d->keep)
-            own_delete_pod(d, d->keep, 0);
+            decide_own_delete_pod(d, d->keep, 0);
         else if (!d->n_leaving) {
-            set_string(d, &st->pod_name, NULL);
-            set_string(d, &st->pod_uid, NULL);
-            set_string(d, &st->node_name, NULL);
+            decide_set_string(d, &st->pod_name, NULL);
+            decide_set_string(d, &st->pod_uid, NULL);
+            decide_set_string(d, &st->node_name, NULL);
         }
         return;
     }
     /* A pause whose end no pass recorded (its pod went while the controller
      * was down, or the pass that saw it died before its status write) ended
      * by now: its record is completed before the resume. */
-    if (in_pause(st) && !d->keep && !d->n_leaving && !st->last_pause.accelerator_released_ms)
+    if (decide_in_pause(st) && !d->keep && !d->n_leaving && !st->last_pause.accelerator_released_ms)
         st->last_pause.accelerator_released_ms = d->now;
-    if (in_pause(st))
+    if (decide_in_pause(st))
         begin_resume(d);
-    checkpoint_cancelled(d, "the pause was cancelled (spec.paused false)");
-    adopt(d);
+    decide_checkpoint_cancelled(d, "the pause was cancelled (spec.paused false)");
+    decide_adopt(d);
     if (d->keep)
-        snapshot_after_unpause(d, d->keep);
+        decide_snapshot_after_unpause(d, d->keep);
     if (d->keep) {
         run_with_pod(d);
         return;
     }
-    if (resume_in_progress(st))
-        snapshot_settle(d);
+    if (decide_resume_in_progress(st))
+        decide_snapshot_settle(d);
     if (d->n_leaving) {
-        wait_for_leaving(d, d->leaving->name);
+        decide_wait_for_leaving(d, d->leaving->name);
         return;
     }
-    create_pod(d);
+    decide_create_pod(d);
 }

@@ -11,39 +11,39 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
      * write the same call is made again, never a second snapshot. At most 63
      * characters: GKE puts it in a label value of the PodSnapshot. */
     if (names_snapshot_handle(d->ws->name, st->pauses, attempt, handle) < 0) {
-        failed(d, -EINVAL);
+        decide_failed(d, -EINVAL);
         return;
     }
     if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
-        failed(d, -ENOMEM);
+        decide_failed(d, -ENOMEM);
         return;
     }
-    set_string(d, &sn->attempt, handle);
+    decide_set_string(d, &sn->attempt, handle);
     sn->attempts = attempt;
-    set_string(d, &sn->name, NULL);
-    set_string(d, &sn->phase, "InProgress");
+    decide_set_string(d, &sn->name, NULL);
+    decide_set_string(d, &sn->phase, "InProgress");
     sn->requested_ms = d->now;
     sn->ready_ms = 0;
     sn->failed_ms = 0;
     /* A new snapshot: an earlier one's crashed restore says nothing of it. */
     sn->restore_failed_ms = 0;
     sn->seconds = 0;
-    set_string(d, &sn->node_name, p->node_name);
+    decide_set_string(d, &sn->node_name, p->node_name);
     /* What the pod really runs on: a restore is pinned to this product. */
-    set_string(d, &sn->gpu_product, pod_product(d, p));
-    set_string(d, &sn->pod_spec_hash, hash);
-    set_string(d, &sn->message, NULL);
-    set_string(d, &sn->home_claim_uid, st->home.claim_uid);
+    decide_set_string(d, &sn->gpu_product, decide_pod_product(d, p));
+    decide_set_string(d, &sn->pod_spec_hash, hash);
+    decide_set_string(d, &sn->message, NULL);
+    decide_set_string(d, &sn->home_claim_uid, st->home.claim_uid);
     /* The group the PodSnapshot gets (the backend copies the pod's label).
      * A pod of an earlier version has none: its snapshot is taken as
      * before, under a policy without groups, and restored without one. */
-    set_string(d, &sn->group, p->group);
-    struct action *a = push(d, ACTION_SNAPSHOT_BEGIN, handle);
+    decide_set_string(d, &sn->group, p->group);
+    struct action *a = decide_push(d, ACTION_SNAPSHOT_BEGIN, handle);
     if (a && p->group && !(a->group = strdup(p->group)))
-        failed(d, -ENOMEM);
-    condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress", "taking snapshot %s of pod %s", handle,
-              p->name);
-    requeue_at(d, d->now + d->cls->snapshot.timeout_ms);
+        decide_failed(d, -ENOMEM);
+    decide_condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress", "taking snapshot %s of pod %s",
+                     handle, p->name);
+    decide_requeue_at(d, d->now + d->cls->snapshot.timeout_ms);
 }
 
 /* Before each attempt of a pause's snapshot the application is asked to
@@ -66,59 +66,60 @@ static void snapshot_prepare(struct decider *d, const struct workspace_pod *p, i
     }
     char handle[NAMES_SIZE];
     if (names_snapshot_handle(d->ws->name, d->st->pauses, attempt, handle) < 0) {
-        failed(d, -EINVAL);
+        decide_failed(d, -EINVAL);
         return;
     }
-    if (!streq(sn->checkpoint_attempt, handle)) {
-        set_string(d, &sn->checkpoint_attempt, handle);
+    if (!decide_streq(sn->checkpoint_attempt, handle)) {
+        decide_set_string(d, &sn->checkpoint_attempt, handle);
         sn->checkpoint_requested_ms = d->now;
         sn->checkpoint_answered_ms = 0;
-        set_string(d, &sn->checkpoint_result, NULL);
-        set_string(d, &sn->checkpoint_message, NULL);
+        decide_set_string(d, &sn->checkpoint_result, NULL);
+        decide_set_string(d, &sn->checkpoint_message, NULL);
     }
     if (!sn->checkpoint_result) {
         const struct app_checkpoint_seen *seen = d->in->app_checkpoint;
-        if (seen && !streq(seen->attempt, handle))
+        if (seen && !decide_streq(seen->attempt, handle))
             seen = NULL;
         int64_t deadline = sn->checkpoint_requested_ms + cr->timeout_ms;
         char limit[32], msg[MAX_MESSAGE];
-        format_duration(cr->timeout_ms, limit, sizeof(limit));
+        decide_format_duration(cr->timeout_ms, limit, sizeof(limit));
         if (seen && seen->answered) {
             int64_t at = seen->answered_ms;
             sn->checkpoint_answered_ms = at < sn->checkpoint_requested_ms
                                              ? sn->checkpoint_requested_ms
                                          : at > d->now ? d->now
                                                        : at;
-            set_string(d, &sn->checkpoint_result, seen->written ? "Written" : "Failed");
+            decide_set_string(d, &sn->checkpoint_result, seen->written ? "Written" : "Failed");
             snprintf(msg, sizeof(msg), "%s",
                      seen->message && seen->message[0] ? seen->message : "no reason given");
         } else if (d->now >= deadline) {
             sn->checkpoint_answered_ms = d->now;
-            set_string(d, &sn->checkpoint_result, "Timeout");
+            decide_set_string(d, &sn->checkpoint_result, "Timeout");
             snprintf(msg, sizeof(msg), "no answer within %s", limit);
         } else {
             /* A request this process does not know (none made yet, or made
              * before a restart) is made; one in flight is waited for. */
-            struct action *a = seen ? NULL : push(d, ACTION_APP_CHECKPOINT, handle);
+            struct action *a = seen ? NULL : decide_push(d, ACTION_APP_CHECKPOINT, handle);
             if (a)
                 a->time_ms = deadline;
-            condition(d, COND_SNAPSHOT, COND_FALSE, "Checkpointing",
-                      "asking the application in pod %s to write its checkpoint before snapshot "
-                      "%s (at most %s)",
-                      p->name, handle, limit);
-            requeue_at(d, deadline);
+            decide_condition(
+                d, COND_SNAPSHOT, COND_FALSE, "Checkpointing",
+                "asking the application in pod %s to write its checkpoint before snapshot "
+                "%s (at most %s)",
+                p->name, handle, limit);
+            decide_requeue_at(d, deadline);
             return;
         }
-        if (!streq(sn->checkpoint_result, "Written")) {
+        if (!decide_streq(sn->checkpoint_result, "Written")) {
             workspace_message_one_line(msg);
-            set_string(d, &sn->checkpoint_message, msg);
-            int failed_answer = streq(sn->checkpoint_result, "Failed");
-            transition_event(d, handle, "Warning",
-                             failed_answer ? "CheckpointFailed" : "CheckpointTimeout",
-                             "the application in pod %s did not confirm its checkpoint before "
-                             "snapshot %s: %s; taking the snapshot anyway (a resume from files "
-                             "gets what the application saved last on its own)",
-                             p->name, handle, msg);
+            decide_set_string(d, &sn->checkpoint_message, msg);
+            int failed_answer = decide_streq(sn->checkpoint_result, "Failed");
+            decide_transition_event(
+                d, handle, "Warning", failed_answer ? "CheckpointFailed" : "CheckpointTimeout",
+                "the application in pod %s did not confirm its checkpoint before "
+                "snapshot %s: %s; taking the snapshot anyway (a resume from files "
+                "gets what the application saved last on its own)",
+                p->name, handle, msg);
         }
     }
     snapshot_begin(d, p, attempt);
@@ -126,7 +127,7 @@ static void snapshot_prepare(struct decider *d, const struct workspace_pod *p, i
 
 /* The pause's attempt: status.snapshot was started for the open pause (or
  * the last one). */
-int snapshot_current(const struct workspace_status *st)
+int decide_snapshot_current(const struct workspace_status *st)
 {
     const struct workspace_snapshot *sn = &st->snapshot;
     return sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
@@ -135,20 +136,20 @@ int snapshot_current(const struct workspace_status *st)
 /* p completed (phase Succeeded) after a snapshot of it was asked for, with
  * a backend whose snapshots stop the pod (GKE: postCheckpoint: stop): the
  * snapshot ended it, not a failure or an eviction. */
-int snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
-                     const struct workspace_status *st)
+int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
+                            const struct workspace_status *st)
 {
     const struct workspace_snapshot *sn = &st->snapshot;
     return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && p && p->name &&
-           streq(p->phase, "Succeeded") && streq(p->name, st->pod_name) && sn->attempt &&
-           sn->requested_ms && (!p->created_ms || sn->requested_ms >= p->created_ms);
+           decide_streq(p->phase, "Succeeded") && decide_streq(p->name, st->pod_name) &&
+           sn->attempt && sn->requested_ms && (!p->created_ms || sn->requested_ms >= p->created_ms);
 }
 
 /* The backend's view of status.snapshot.attempt, NULL: nothing seen. */
 static const struct snapshot_view *snapshot_seen(const struct decider *d)
 {
     const struct snapshot_view *v = d->in->snapshot;
-    return v && streq(v->attempt, d->st->snapshot.attempt) ? v : NULL;
+    return v && decide_streq(v->attempt, d->st->snapshot.attempt) ? v : NULL;
 }
 
 /* Brings an attempt the status holds InProgress up to what the backend's
@@ -164,55 +165,56 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     const struct snapshot_config *sc = &d->cls->snapshot;
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = &st->snapshot;
-    if (streq(sn->phase, "Ready") || streq(sn->phase, "Failed"))
+    if (decide_streq(sn->phase, "Ready") || decide_streq(sn->phase, "Failed"))
         return;
     const struct snapshot_view *v = snapshot_seen(d);
     if (v && v->unknown) {
-        requeue_at(d, d->now + SNAPSHOT_UNKNOWN_RECHECK_MS);
+        decide_requeue_at(d, d->now + SNAPSHOT_UNKNOWN_RECHECK_MS);
         return;
     }
     if (v && v->phase == SNAPSHOT_PHASE_READY) {
         int64_t ready = v->ready_ms > sn->requested_ms ? v->ready_ms : d->now;
-        set_string(d, &sn->phase, "Ready");
-        set_string(d, &sn->name, v->name);
+        decide_set_string(d, &sn->phase, "Ready");
+        decide_set_string(d, &sn->name, v->name);
         sn->ready_ms = ready;
         sn->seconds = (double)(ready - sn->requested_ms) / 1000.0;
-        condition(d, COND_SNAPSHOT, COND_TRUE, "Ready", "snapshot %s is ready (%.1fs)",
-                  v->name ? v->name : sn->attempt, sn->seconds);
-        transition_event(d, sn->attempt, "Normal", "SnapshotReady",
-                         "snapshot %s of pod %s is ready after %.1fs",
-                         v->name ? v->name : sn->attempt, pod_name ? pod_name : "?", sn->seconds);
+        decide_condition(d, COND_SNAPSHOT, COND_TRUE, "Ready", "snapshot %s is ready (%.1fs)",
+                         v->name ? v->name : sn->attempt, sn->seconds);
+        decide_transition_event(
+            d, sn->attempt, "Normal", "SnapshotReady", "snapshot %s of pod %s is ready after %.1fs",
+            v->name ? v->name : sn->attempt, pod_name ? pod_name : "?", sn->seconds);
         return;
     }
     if (v && v->name)
-        set_string(d, &sn->name, v->name);
+        decide_set_string(d, &sn->name, v->name);
     int timed_out = d->now >= sn->requested_ms + sc->timeout_ms;
     if (!timed_out && !(v && v->phase == SNAPSHOT_PHASE_FAILED)) {
-        requeue_at(d, sn->requested_ms + sc->timeout_ms);
+        decide_requeue_at(d, sn->requested_ms + sc->timeout_ms);
         return;
     }
     char limit[32];
-    format_duration(sc->timeout_ms, limit, sizeof(limit));
+    decide_format_duration(sc->timeout_ms, limit, sizeof(limit));
     const char *reason = v && v->phase == SNAPSHOT_PHASE_FAILED ? "Failed" : "Timeout";
     char msg[MAX_MESSAGE];
-    if (streq(reason, "Failed"))
+    if (decide_streq(reason, "Failed"))
         snprintf(msg, sizeof(msg), "snapshot %s failed: %s", sn->attempt,
                  v->message && v->message[0] ? v->message : "no reason given");
     else
         snprintf(msg, sizeof(msg), "snapshot %s was not ready within %s", sn->attempt, limit);
     workspace_message_one_line(msg);
-    set_string(d, &sn->phase, "Failed");
-    set_string(d, &sn->message, msg);
+    decide_set_string(d, &sn->phase, "Failed");
+    decide_set_string(d, &sn->message, msg);
     sn->failed_ms = d->now;
-    condition(d, COND_SNAPSHOT, COND_FALSE, reason, "%s", msg);
-    transition_event(d, sn->attempt, "Warning",
-                     streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout", "%s; %s", msg,
-                     !pod_kept ? "no running pod is left to snapshot: pausing without memory "
-                                 "(files and the application's checkpoint)"
-                     : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
-                     : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
-                         ? "pausing without memory (files and the application's checkpoint)"
-                         : "the pod keeps running; trying again later");
+    decide_condition(d, COND_SNAPSHOT, COND_FALSE, reason, "%s", msg);
+    decide_transition_event(
+        d, sn->attempt, "Warning",
+        decide_streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout", "%s; %s", msg,
+        !pod_kept        ? "no running pod is left to snapshot: pausing without memory "
+                           "(files and the application's checkpoint)"
+        : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
+        : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
+            ? "pausing without memory (files and the application's checkpoint)"
+            : "the pod keeps running; trying again later");
 }
 
 /* Unpaused after the pause's snapshot was asked for, its pod still
@@ -220,27 +222,28 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
  * GKE's postCheckpoint: stop then ends the pod, and a new one follows).
  * The record follows it to Ready or Failed, and while it runs
  * SnapshotReady says the pause it was taken for is over. */
-void snapshot_after_unpause(struct decider *d, const struct workspace_pod *p)
+void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod *p)
 {
     const struct workspace_status *st = d->st;
-    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !snapshot_current(st) ||
-        !streq(st->snapshot.phase, "InProgress"))
+    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
+        !decide_snapshot_current(st) || !decide_streq(st->snapshot.phase, "InProgress"))
         return;
     snapshot_follow(d, p->name, 1);
-    if (streq(st->snapshot.phase, "InProgress"))
-        condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress",
-                  "snapshot %s was asked for before the pause was cancelled; the backend goes on "
-                  "taking it (GKE stops pod %s at its checkpoint and a new pod follows)",
-                  st->snapshot.attempt, p->name);
+    if (decide_streq(st->snapshot.phase, "InProgress"))
+        decide_condition(
+            d, COND_SNAPSHOT, COND_FALSE, "InProgress",
+            "snapshot %s was asked for before the pause was cancelled; the backend goes on "
+            "taking it (GKE stops pod %s at its checkpoint and a new pod follows)",
+            st->snapshot.attempt, p->name);
 }
 
 /* With no pod of the pause left running, what became of its snapshot is
  * read from the backend (a crash may have kept it from the status). */
-void snapshot_settle(struct decider *d)
+void decide_snapshot_settle(struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !snapshot_current(st) ||
-        !streq(st->snapshot.phase, "InProgress"))
+    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
+        !decide_snapshot_current(st) || !decide_streq(st->snapshot.phase, "InProgress"))
         return;
     const char *pod = d->leaving ? d->leaving->name : st->pod_name;
     snapshot_follow(d, pod, 0);
@@ -249,15 +252,15 @@ void snapshot_settle(struct decider *d)
 /* Whether the pod may be deleted for this pause: with a backend, only once
  * its snapshot is Ready, or when it failed and the class says to pause
  * without memory. Never before. */
-int snapshot_allows_delete(struct decider *d, const struct workspace_pod *p)
+int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod *p)
 {
     const struct snapshot_config *sc = d->cls ? &d->cls->snapshot : NULL;
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = &st->snapshot;
-    if (!sc || sc->backend == SNAPSHOT_BACKEND_NONE || !in_pause(st))
+    if (!sc || sc->backend == SNAPSHOT_BACKEND_NONE || !decide_in_pause(st))
         return 1;
-    int current = snapshot_current(st);
-    int running = pod_is_scheduled(p) && p->ready;
+    int current = decide_snapshot_current(st);
+    int running = decide_pod_is_scheduled(p) && p->ready;
     if (current)
         snapshot_follow(d, p->name, running);
     if (!running)
@@ -266,9 +269,9 @@ int snapshot_allows_delete(struct decider *d, const struct workspace_pod *p)
         snapshot_prepare(d, p, 1);
         return 0;
     }
-    if (streq(sn->phase, "Ready"))
+    if (decide_streq(sn->phase, "Ready"))
         return 1;
-    if (!streq(sn->phase, "Failed"))
+    if (!decide_streq(sn->phase, "Failed"))
         return 0; /* snapshot_follow() asked for the re-check */
     if (sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY)
         return 1;
@@ -277,7 +280,7 @@ int snapshot_allows_delete(struct decider *d, const struct workspace_pod *p)
     if (d->now >= failed_at + sc->retry_after_ms)
         snapshot_prepare(d, p, sn->attempts + 1);
     else
-        requeue_at(d, failed_at + sc->retry_after_ms);
+        decide_requeue_at(d, failed_at + sc->retry_after_ms);
     return 0;
 }
 
@@ -297,7 +300,7 @@ static int newer_snapshot(const struct snapshot_view *a, const struct snapshot_v
  * one is stuck in its finalizer. When deleting, every one goes and nothing
  * waits for them. Returns how many it would drop but left for a later pass
  * (at most MAX_SNAPSHOT_DELETES go per pass). */
-size_t snapshot_retention(struct decider *d, int deleting)
+size_t decide_snapshot_retention(struct decider *d, int deleting)
 {
     const struct snapshot_view *all = d->in->snapshots;
     size_t n = d->in->n_snapshots;
@@ -305,7 +308,7 @@ size_t snapshot_retention(struct decider *d, int deleting)
     const struct workspace_snapshot *sn = &d->st->snapshot;
     /* The one a pause is taking or a resume may use stays, unless it expired
      * or its restore crashed. */
-    int pausing = d->ws->paused || in_pause(d->st) || resume_in_progress(d->st);
+    int pausing = d->ws->paused || decide_in_pause(d->st) || decide_resume_in_progress(d->st);
     size_t deletes = 0, kept = 0, left = 0;
     char stuck[MAX_MESSAGE] = "";
     for (size_t i = 0; i < n && d->rc == 0; i++) {
@@ -318,7 +321,7 @@ size_t snapshot_retention(struct decider *d, int deleting)
         }
         int drop = deleting;
         if (!drop && sc) {
-            int current = sn->attempt && streq(v->attempt, sn->attempt);
+            int current = sn->attempt && decide_streq(v->attempt, sn->attempt);
             int expired = v->ready_ms && d->now - v->ready_ms > sc->last_access_timeout_ms;
             int in_use = current && pausing && !sn->restore_failed_ms;
             size_t rank = 0; /* newer live ones */
@@ -330,10 +333,11 @@ size_t snapshot_retention(struct decider *d, int deleting)
                 continue; /* being taken */
             /* A crashed restore's group goes with it (the snapshots of that
              * session up to then). */
-            int crashed_group = sn->restore_failed_ms && sn->group && streq(v->group, sn->group) &&
+            int crashed_group = sn->restore_failed_ms && sn->group &&
+                                decide_streq(v->group, sn->group) &&
                                 v->phase == SNAPSHOT_PHASE_READY &&
                                 (!v->ready_ms || v->ready_ms <= sn->restore_failed_ms);
-            drop = snapshot_rejected(sn, v) ||
+            drop = decide_snapshot_rejected(sn, v) ||
                    (!in_use && (expired || (current && sn->restore_failed_ms) || crashed_group ||
                                 v->phase == SNAPSHOT_PHASE_FAILED ||
                                 rank + (in_use ? 0 : 1) > (size_t)sc->keep));
@@ -341,7 +345,7 @@ size_t snapshot_retention(struct decider *d, int deleting)
                 kept++;
         }
         if (drop && v->name && deletes < MAX_SNAPSHOT_DELETES) {
-            push(d, ACTION_SNAPSHOT_DELETE, v->name);
+            decide_push(d, ACTION_SNAPSHOT_DELETE, v->name);
             deletes++;
         } else if (drop && v->name) {
             left++;
@@ -352,11 +356,12 @@ size_t snapshot_retention(struct decider *d, int deleting)
     const char *type = "SnapshotCleanup";
     const struct condition *old = workspace_status_condition(d->old, type);
     if (stuck[0]) {
-        condition(d, type, COND_FALSE, "FinalizerStuck",
-                  "still being deleted after 5m (the backend's finalizer holds): %s", stuck);
+        decide_condition(d, type, COND_FALSE, "FinalizerStuck",
+                         "still being deleted after 5m (the backend's finalizer holds): %s", stuck);
         if (!old || old->status != COND_FALSE)
-            event(d, "Warning", "SnapshotStuck",
-                  "snapshots still being deleted after 5m: %s; check the snapshot backend", stuck);
+            decide_event(d, "Warning", "SnapshotStuck",
+                         "snapshots still being deleted after 5m: %s; check the snapshot backend",
+                         stuck);
     } else {
         workspace_status_remove_condition(d->st, type);
     }

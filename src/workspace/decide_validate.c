@@ -9,7 +9,7 @@ static void invalid(struct decider *d, const char *reason, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    d->invalid_message = vformat(d, fmt, ap);
+    d->invalid_message = decide_vformat(d, fmt, ap);
     va_end(ap);
     d->invalid_reason = reason;
 }
@@ -24,7 +24,7 @@ static void validate_image(struct decider *d)
         len += strlen(c->allowed_images[i]) + 2;
     char *list = calloc(1, len);
     if (!list) {
-        failed(d, -ENOMEM);
+        decide_failed(d, -ENOMEM);
         return;
     }
     for (size_t i = 0; i < c->n_allowed_images; i++) {
@@ -77,7 +77,7 @@ static void validate_env(struct decider *d)
 /* The spec or the class could not be read at all: report it, and touch
  * nothing (not even a pause the spec may ask for: what was asked cannot be
  * known). */
-int unreadable(struct decider *d)
+int decide_unreadable(struct decider *d)
 {
     if (d->ws->spec_error) {
         invalid(d, "InvalidSpec", "%s", d->ws->spec_error);
@@ -91,7 +91,7 @@ int unreadable(struct decider *d)
     return 0;
 }
 
-int class_not_yet_seen(const struct decider *d)
+int decide_class_not_yet_seen(const struct decider *d)
 {
     const struct workspace *ws = d->ws;
     return !d->cls && !d->in->class_error && ws->created_ms && d->now >= ws->created_ms &&
@@ -99,7 +99,7 @@ int class_not_yet_seen(const struct decider *d)
            !workspace_status_condition(d->old, COND_VALID);
 }
 
-void validate(struct decider *d)
+void decide_validate(struct decider *d)
 {
     const struct workspace *ws = d->ws;
     if (!d->cls) {

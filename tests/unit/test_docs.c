@@ -420,10 +420,10 @@ static void scan_reasons(const char *decide_src, struct reasons *r)
 {
     char *code = without_comments(decide_src);
     struct names indirect_c = {0}, indirect_e = {0};
-    size_t n_cond = scan_calls(code, "condition", 3, &r->conditions, &indirect_c);
-    size_t n_event = scan_calls(code, "event", 2, &r->events, &indirect_e);
+    size_t n_cond = scan_calls(code, "decide_condition", 3, &r->conditions, &indirect_c);
+    size_t n_event = scan_calls(code, "decide_event", 2, &r->events, &indirect_e);
     /* Events for counted transitions, with their occasion first. */
-    size_t n_transition = scan_calls(code, "transition_event", 3, &r->events, &indirect_e);
+    size_t n_transition = scan_calls(code, "decide_transition_event", 3, &r->events, &indirect_e);
     assert_true(n_cond > 0);
     assert_true(n_event > 0);
     assert_true(n_transition > 0);
