@@ -27,7 +27,8 @@ enum status_field_kind {
     SF_INT,         /* int; omitted when 0 */
     SF_BOOL,        /* int; written as true when set, omitted when 0 */
     SF_DOUBLE,      /* double; omitted when 0 or not finite */
-    SF_FIGURE,      /* double; written whenever the int64_t at .when is set (0.0 s is a figure) */
+    SF_FIGURE,      /* double; written whenever the int64_t at .when is set (0.0 s is a figure),
+                       read only beside it (.when comes first in the table) */
     SF_STATE,       /* enum workspace_state, by its name */
     SF_COND_STATUS, /* enum condition_status, by its name, always written */
     SF_OBJECT,      /* a JSON object of .sub's fields at .off; omitted when empty */
@@ -64,6 +65,16 @@ extern const struct status_field workspace_record_fields[];
  * Returns 0 or -ENOMEM; on -ENOMEM base holds what was read so far, which
  * status_fields_clear() releases. */
 int status_fields_decode(const struct status_field *t, const cJSON *o, void *base);
+
+/* Told of a field that is there but cannot be read: path names it
+ * ("status.lastPause.requestedAt"), why says what is wrong. Returns 0 or
+ * -ENOMEM. */
+typedef int (*status_field_note)(void *data, const char *path, const char *why);
+
+/* status_fields_decode(), telling note (may be NULL) of each field it
+ * leaves unset because it cannot read it; path names o ("status"). */
+int status_fields_decode_noting(const struct status_field *t, const cJSON *o, void *base,
+                                const char *path, status_field_note note, void *data);
 
 /* Adds the fields of table t in base to the JSON object o. Returns 0 or
  * -ENOMEM (o then holds part of them; the caller deletes it). */

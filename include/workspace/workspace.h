@@ -16,7 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Times are Unix milliseconds; 0 means unset. */
+/* Times are Unix milliseconds; 0 means unset. A figure in seconds
+ * (snapshot_seconds, seconds, seconds_to_ready) is known exactly when the
+ * time it is measured to is set (snapshot_ready_ms, ready_ms): the
+ * controller writes the two together, and the decoder reads a figure only
+ * beside its time, so 0.0 with its time set is a real 0.0 s. */
 
 enum workspace_state {
     WS_STATE_NONE, /* never reconciled */
@@ -230,7 +234,20 @@ struct workspace {
     char *spec_error;
 
     struct workspace_status status;
+
+    /* workspace_decode_lenient() only (strict decoding leaves them unset):
+     * what could not be read, one line a field naming it ("spec.paused:
+     * must be true or false"), in the order met, at most
+     * WORKSPACE_UNREAD_MAX (n_unread_more counts the rest); and whether
+     * the controller would not read the object at all (workspace_decode()
+     * fails on it: unread[0] says why). */
+    char **unread;
+    size_t n_unread;
+    size_t n_unread_more;
+    int unreadable;
 };
+
+#define WORKSPACE_UNREAD_MAX 32
 
 #define WORKSPACE_API_VERSION "hibernator.dev/v1alpha1"
 #define WORKSPACE_KIND "Workspace"
@@ -256,6 +273,15 @@ struct workspace {
  * so it can be reported on the object. The status is read leniently: a
  * field of the wrong type or an unreadable time counts as unset. */
 int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err);
+/* Decodes a Workspace for showing it as it is, the way the controller
+ * reads it but keeping what it can: a field that cannot be read is unset
+ * and named in ws->unread; the rest of the object is still read. The spec
+ * fields that can be read are kept, and spec_error still says what the
+ * controller reports; an object without metadata or name is returned with
+ * unreadable set. Returns 0, -ENOMEM, or -EINVAL when obj is not a JSON
+ * object at all. */
+int workspace_decode_lenient(const cJSON *obj, struct workspace **ret_ws);
+
 /* Releases a decoded workspace and everything it owns; accepts NULL. */
 void workspace_free(struct workspace *ws);
 
@@ -272,6 +298,9 @@ cJSON *workspace_status_to_json(const struct workspace_status *s);
  * releases what a status owns and zeroes it; it accepts NULL. */
 int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst);
 void workspace_status_clear(struct workspace_status *s);
+
+/* "True", "False" or "Unknown". */
+const char *workspace_condition_status_name(enum condition_status s);
 
 /* True when two statuses would encode to the same JSON (so times that differ
  * only below a second are equal). Out of memory reads as different. */

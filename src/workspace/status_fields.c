@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,110 +250,236 @@ static int is_string(const struct status_field *f)
 
 /* ---- decoding ---- */
 
-static enum condition_status condition_status_from_name(const char *s)
+/* Whom to tell of a field that cannot be read, and where we are. The
+ * paths are made of the tables' keys and list indexes, so they are short. */
+struct noter {
+    status_field_note note;
+    void *data;
+};
+
+#define PATH_SIZE 256
+
+/* "path.key" into out; a path too long for it is cut (they never are). */
+static void path_join(char out[PATH_SIZE], const char *path, const char *key)
+{
+    if (snprintf(out, PATH_SIZE, "%s.%s", path, key) >= PATH_SIZE)
+        out[PATH_SIZE - 1] = '\0';
+}
+
+static int noted(const struct noter *n, const char *path, const char *key, const char *why)
+{
+    if (!n->note)
+        return 0;
+    char p[PATH_SIZE];
+    path_join(p, path, key);
+    return n->note(n->data, p, why);
+}
+
+static int condition_status_read(const char *s, enum condition_status *ret)
 {
     if (s && strcmp(s, "True") == 0)
-        return COND_TRUE;
-    if (s && strcmp(s, "False") == 0)
-        return COND_FALSE;
-    return COND_UNKNOWN;
+        *ret = COND_TRUE;
+    else if (s && strcmp(s, "False") == 0)
+        *ret = COND_FALSE;
+    else if (s && strcmp(s, "Unknown") == 0)
+        *ret = COND_UNKNOWN;
+    else
+        return -1;
+    return 0;
 }
 
 /* A condition's type once, and never empty. */
-static int condition_wanted(const struct condition *have, size_t n, const cJSON *c)
+static const char *condition_unwanted(const struct condition *have, size_t n, const cJSON *c)
 {
     const char *type = json_string(c, "type");
     if (!type || !type[0])
-        return 0;
+        return "skipped: no type";
     for (size_t i = 0; i < n; i++)
         if (have[i].type && strcmp(have[i].type, type) == 0)
-            return 0;
-    return 1;
+            return "skipped: a repeated type";
+    return NULL;
 }
 
-static int decode_list(const struct status_field *f, const cJSON *arr, void *base)
+static int decode_fields(const struct status_field *t, const cJSON *o, void *base, const char *path,
+                         const struct noter *n);
+
+static int decode_list(const struct status_field *f, const cJSON *arr, void *base, const char *path,
+                       const struct noter *nt)
 {
-    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+    char here[PATH_SIZE];
+    path_join(here, path, f->key);
+    if (!cJSON_IsArray(arr))
+        return arr && !cJSON_IsNull(arr) ? nt->note ? nt->note(nt->data, here, "not a list") : 0
+                                         : 0;
+    if (cJSON_GetArraySize(arr) == 0)
         return 0;
     size_t n = (size_t)cJSON_GetArraySize(arr);
-    if (f->max && n > f->max)
+    if (f->max && n > f->max) {
+        char why[64];
+        snprintf(why, sizeof(why), "only the first %zu entries read", f->max);
+        if (nt->note && nt->note(nt->data, here, why) < 0)
+            return -ENOMEM;
         n = f->max;
+    }
     char *items = calloc(n, f->size);
     if (!items)
         return -ENOMEM;
     *AT(base, f->off, void *) = items;
     size_t *count = AT(base, f->count, size_t);
     const cJSON *o;
+    size_t i = 0;
     cJSON_ArrayForEach(o, arr)
     {
         if (*count == n)
             break;
-        if (!cJSON_IsObject(o))
+        char at[PATH_SIZE];
+        if (snprintf(at, sizeof(at), "%s[%zu]", here, i++) >= (int)sizeof(at))
+            at[sizeof(at) - 1] = '\0';
+        const char *skip = !cJSON_IsObject(o) ? "skipped: not an object"
+                           : f->kind == SF_CONDITIONS
+                               ? condition_unwanted((const void *)items, *count, o)
+                               : NULL;
+        if (skip) {
+            if (nt->note && nt->note(nt->data, at, skip) < 0)
+                return -ENOMEM;
             continue;
-        if (f->kind == SF_CONDITIONS && !condition_wanted((const void *)items, *count, o))
-            continue;
-        if (status_fields_decode(f->sub, o, items + (*count)++ * f->size) < 0)
+        }
+        if (decode_fields(f->sub, o, items + (*count)++ * f->size, at, nt) < 0)
             return -ENOMEM;
     }
     return 0;
 }
 
-int status_fields_decode(const struct status_field *t, const cJSON *o, void *base)
+/* Reads one field that is not a sub-object or a list; 1 when it is there
+ * but cannot be read (then it stays unset), else 0. */
+static int decode_value(const struct status_field *t, const cJSON *v, void *base, char **dup_into,
+                        const char **why)
+{
+    switch (t->kind) {
+    case SF_STR:
+    case SF_TEXT:
+        if (!cJSON_IsString(v))
+            return *why = "not a string", 1;
+        *dup_into = v->valuestring;
+        return 0;
+    case SF_TIME:
+    case SF_TIME_MICRO: {
+        int64_t ms = 0;
+        if (!cJSON_IsString(v) || timefmt_parse_rfc3339(v->valuestring, &ms) < 0)
+            return *why = "not an RFC 3339 time", 1;
+        *AT(base, t->off, int64_t) = ms;
+        return 0;
+    }
+    case SF_INT64:
+    case SF_INT: {
+        /* json_int()'s rules: a whole number a double holds exactly. */
+        double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        if (!isfinite(d) || d != floor(d) || fabs(d) > 9007199254740992.0)
+            return *why = "not a whole number", 1;
+        int64_t x = (int64_t)d;
+        if (t->kind == SF_INT)
+            *AT(base, t->off, int) = (int)x;
+        else
+            *AT(base, t->off, int64_t) = x;
+        return 0;
+    }
+    case SF_BOOL:
+        if (!cJSON_IsBool(v))
+            return *why = "not true or false", 1;
+        *AT(base, t->off, int) = cJSON_IsTrue(v);
+        return 0;
+    case SF_DOUBLE:
+    case SF_FIGURE:
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+            return *why = "not a number", 1;
+        /* A figure counts only beside its time (workspace.h). */
+        if (t->kind == SF_DOUBLE || *AT(base, t->when, int64_t))
+            *AT(base, t->off, double) = v->valuedouble;
+        return 0;
+    case SF_STATE: {
+        const char *name = cJSON_IsString(v) ? v->valuestring : NULL;
+        enum workspace_state st = workspace_state_from_name(name);
+        if (!name)
+            return *why = "not a string", 1;
+        if (name[0] && st == WS_STATE_NONE)
+            return *why = "not a known state", 1;
+        *AT(base, t->off, enum workspace_state) = st;
+        return 0;
+    }
+    case SF_COND_STATUS:
+        /* Unknown unless it says otherwise. */
+        *AT(base, t->off, enum condition_status) = COND_UNKNOWN;
+        if (condition_status_read(cJSON_IsString(v) ? v->valuestring : NULL,
+                                  AT(base, t->off, enum condition_status)) < 0)
+            return *why = "not True, False or Unknown", 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int decode_fields(const struct status_field *t, const cJSON *o, void *base, const char *path,
+                         const struct noter *n)
 {
     for (; t->kind != SF_END; t++) {
         if (t->kind == SF_INLINE) {
-            if (status_fields_decode(t->sub, o, AT(base, t->off, char)) < 0)
+            if (decode_fields(t->sub, o, AT(base, t->off, char), path, n) < 0)
                 return -ENOMEM;
             continue;
         }
         if (!t->key)
             continue;
-        switch (t->kind) {
-        case SF_STR:
-        case SF_TEXT:
-            if (json_dup_optional(json_string(o, t->key), AT(base, t->off, char *)) < 0)
+        const cJSON *v = json_member(o, t->key);
+        if (t->kind == SF_LIST || t->kind == SF_CONDITIONS) {
+            if (decode_list(t, v, base, path, n) < 0)
                 return -ENOMEM;
-            break;
-        case SF_TIME:
-        case SF_TIME_MICRO:
-            *AT(base, t->off, int64_t) = json_time_ms(o, t->key);
-            break;
-        case SF_INT64:
-            *AT(base, t->off, int64_t) = json_int(o, t->key);
-            break;
-        case SF_INT:
-            *AT(base, t->off, int) = (int)json_int(o, t->key);
-            break;
-        case SF_BOOL:
-            *AT(base, t->off, int) = cJSON_IsTrue(json_member(o, t->key));
-            break;
-        case SF_DOUBLE:
-        case SF_FIGURE:
-            *AT(base, t->off, double) = json_double(o, t->key);
-            break;
-        case SF_STATE:
-            *AT(base, t->off, enum workspace_state) =
-                workspace_state_from_name(json_string(o, t->key));
-            break;
-        case SF_COND_STATUS:
-            *AT(base, t->off, enum condition_status) =
-                condition_status_from_name(json_string(o, t->key));
-            break;
-        case SF_OBJECT:
-            if (status_fields_decode(t->sub, json_member(o, t->key), AT(base, t->off, char)) < 0)
-                return -ENOMEM;
-            break;
-        case SF_LIST:
-        case SF_CONDITIONS:
-            if (decode_list(t, json_member(o, t->key), base) < 0)
-                return -ENOMEM;
-            break;
-        case SF_END:
-        case SF_INLINE:
-            break;
+            continue;
         }
+        if (t->kind == SF_OBJECT) {
+            char here[PATH_SIZE];
+            path_join(here, path, t->key);
+            if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v) &&
+                noted(n, path, t->key, "not an object") < 0)
+                return -ENOMEM;
+            if (decode_fields(t->sub, cJSON_IsObject(v) ? v : NULL, AT(base, t->off, char), here,
+                              n) < 0)
+                return -ENOMEM;
+            continue;
+        }
+        if (!v || cJSON_IsNull(v)) {
+            if (t->kind == SF_COND_STATUS)
+                *AT(base, t->off, enum condition_status) = COND_UNKNOWN;
+            continue;
+        }
+        char *text = NULL;
+        const char *why = NULL;
+        if (decode_value(t, v, base, &text, &why)) {
+            if (t->kind == SF_STATE && cJSON_IsString(v)) {
+                char quoted[PATH_SIZE];
+                snprintf(quoted, sizeof(quoted), "\"%.64s\" is not a known state", v->valuestring);
+                if (noted(n, path, t->key, quoted) < 0)
+                    return -ENOMEM;
+            } else if (noted(n, path, t->key, why) < 0) {
+                return -ENOMEM;
+            }
+            continue;
+        }
+        if (text && json_dup_optional(text, AT(base, t->off, char *)) < 0)
+            return -ENOMEM;
     }
     return 0;
+}
+
+int status_fields_decode_noting(const struct status_field *t, const cJSON *o, void *base,
+                                const char *path, status_field_note note, void *data)
+{
+    struct noter n = {note, data};
+    return decode_fields(t, cJSON_IsObject(o) ? o : NULL, base, path ? path : "", &n);
+}
+
+int status_fields_decode(const struct status_field *t, const cJSON *o, void *base)
+{
+    return status_fields_decode_noting(t, o, base, "", NULL, NULL);
 }
 
 /* ---- encoding ---- */
@@ -409,7 +536,7 @@ static void put_time_precise(struct writer *w, cJSON *o, const char *k, int64_t 
         put_str(w, o, k, t);
 }
 
-static const char *condition_status_name(enum condition_status s)
+const char *workspace_condition_status_name(enum condition_status s)
 {
     switch (s) {
     case COND_TRUE:
@@ -534,8 +661,9 @@ static void encode_fields(struct writer *w, const struct status_field *t, const 
                     workspace_state_name(*AT_CONST(base, t->off, enum workspace_state)));
             break;
         case SF_COND_STATUS:
-            put_text(w, o, t->key,
-                     condition_status_name(*AT_CONST(base, t->off, enum condition_status)));
+            put_text(
+                w, o, t->key,
+                workspace_condition_status_name(*AT_CONST(base, t->off, enum condition_status)));
             break;
         case SF_OBJECT:
             encode_object(w, t, base, o);

@@ -43,9 +43,38 @@ enum workspace_state workspace_state_from_name(const char *name)
 
 /* ---- reading JSON ---- */
 
-static int fail(char **ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* How a decode goes on after a field it cannot read: strictly, the first
+ * one ends it (*err names it); leniently, each is named in ws->unread and
+ * the decode goes on, and spec_error (when err points to it) still gets
+ * the first. */
+struct reader {
+    int lenient;
+    struct workspace *ws;
+    char **err;
+};
 
-static int fail(char **ret_err, const char *fmt, ...)
+static int note_line(struct workspace *ws, char *line)
+{
+    if (ws->n_unread == WORKSPACE_UNREAD_MAX) {
+        free(line);
+        ws->n_unread_more++;
+        return 0;
+    }
+    if (!ws->unread) {
+        ws->unread = calloc(WORKSPACE_UNREAD_MAX, sizeof(*ws->unread));
+        if (!ws->unread) {
+            free(line);
+            return -ENOMEM;
+        }
+    }
+    ws->unread[ws->n_unread++] = line;
+    return 0;
+}
+
+static int fail(struct reader *rd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Strict: -EINVAL (or -ENOMEM). Lenient: 0 once noted (or -ENOMEM). */
+static int fail(struct reader *rd, const char *fmt, ...)
 {
     char *s = NULL;
     va_list ap;
@@ -54,11 +83,29 @@ static int fail(char **ret_err, const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return -ENOMEM;
-    if (ret_err)
-        *ret_err = s;
+    if (rd->lenient) {
+        if (rd->err && !*rd->err) {
+            *rd->err = strdup(s);
+            if (!*rd->err) {
+                free(s);
+                return -ENOMEM;
+            }
+        }
+        return note_line(rd->ws, s);
+    }
+    if (rd->err)
+        *rd->err = s;
     else
         free(s);
     return -EINVAL;
+}
+
+static int note_status(void *data, const char *path, const char *why)
+{
+    char *line = NULL;
+    if (asprintf(&line, "%s: %s", path, why) < 0)
+        return -ENOMEM;
+    return note_line(data, line);
 }
 
 static void record_clear(struct workspace_pause_record *r)
@@ -67,79 +114,93 @@ static void record_clear(struct workspace_pause_record *r)
     *r = (struct workspace_pause_record){0};
 }
 
-/* Unreadable fields count as unset (status_fields_decode()). */
-static int status_decode(const cJSON *st, struct workspace_status *s)
+/* Unreadable fields count as unset (status_fields_decode()); a lenient
+ * reader names them. */
+static int status_decode(const cJSON *st, struct reader *rd, struct workspace_status *s)
 {
     *s = (struct workspace_status){0};
-    if (!cJSON_IsObject(st))
+    if (!cJSON_IsObject(st)) {
+        if (rd->lenient && st && !cJSON_IsNull(st))
+            return note_status(rd->ws, "status", "not an object");
         return 0;
-    if (status_fields_decode(workspace_status_fields, st, s) < 0) {
+    }
+    if (status_fields_decode_noting(workspace_status_fields, st, s, "status",
+                                    rd->lenient ? note_status : NULL, rd->ws) < 0) {
         workspace_status_clear(s);
         return -ENOMEM;
     }
     return 0;
 }
 
-static int decode_env(const cJSON *spec, struct workspace *ws, char **ret_err)
+/* Appends to ws->env, which has room. */
+static int env_add(struct workspace *ws, const char *name, const char *value)
+{
+    struct env_var *e = &ws->env[ws->n_env++];
+    if (json_dup_optional(name, &e->name) < 0 || json_dup_optional(value, &e->value) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int decode_env(const cJSON *spec, struct workspace *ws, struct reader *rd)
 {
     const cJSON *env = json_member(spec, "env");
     if (!env || cJSON_IsNull(env))
         return 0;
     if (!cJSON_IsArray(env))
-        return fail(ret_err, "spec.env: must be a list");
+        return fail(rd, "spec.env: must be a list");
     int n = cJSON_GetArraySize(env);
     if (n > MAX_ENV)
-        return fail(ret_err, "spec.env: at most %d entries", MAX_ENV);
+        return fail(rd, "spec.env: at most %d entries", MAX_ENV);
     if (n == 0)
         return 0;
     ws->env = calloc((size_t)n, sizeof(*ws->env));
     if (!ws->env)
         return -ENOMEM;
     const cJSON *e;
+    size_t i = 0;
     cJSON_ArrayForEach(e, env)
     {
-        size_t i = ws->n_env;
         const char *name = json_string(e, "name");
         const cJSON *value = json_member(e, "value");
+        int r = 0;
         if (!name || !name[0])
-            return fail(ret_err, "spec.env[%zu].name: required", i);
-        if (value && !cJSON_IsNull(value) && !cJSON_IsString(value))
-            return fail(ret_err, "spec.env[%zu].value: must be a string", i);
-        ws->n_env++;
-        if (json_dup_optional(name, &ws->env[i].name) < 0 ||
-            json_dup_optional(cJSON_IsString(value) ? value->valuestring : "", &ws->env[i].value) <
-                0)
-            return -ENOMEM;
+            r = fail(rd, "spec.env[%zu].name: required", i);
+        else if (value && !cJSON_IsNull(value) && !cJSON_IsString(value))
+            r = fail(rd, "spec.env[%zu].value: must be a string", i);
+        else
+            r = env_add(ws, name, cJSON_IsString(value) ? value->valuestring : "");
+        if (r < 0)
+            return r;
+        i++;
     }
     return 0;
 }
 
-static int decode_spec(const cJSON *obj, struct workspace *ws, char **ret_err)
+/* Each field on its own: a lenient reader goes on past one it cannot read. */
+static int decode_spec_fields(const cJSON *spec, struct workspace *ws, struct reader *rd)
 {
-    const cJSON *spec = json_member(obj, "spec");
-    if (!cJSON_IsObject(spec))
-        return fail(ret_err, "spec: required");
-    const char *cls = json_string(spec, "className");
-    if (!cls || !cls[0])
-        return fail(ret_err, "spec.className: required");
-    if (json_dup_optional(cls, &ws->class_name) < 0)
-        return -ENOMEM;
-
+    int r = 0;
     const cJSON *image = json_member(spec, "image");
     if (image && !cJSON_IsNull(image) && !cJSON_IsString(image))
-        return fail(ret_err, "spec.image: must be a string");
-    if (cJSON_IsString(image) && image->valuestring[0] &&
-        json_dup_optional(image->valuestring, &ws->image) < 0)
-        return -ENOMEM;
+        r = fail(rd, "spec.image: must be a string");
+    else if (cJSON_IsString(image) && image->valuestring[0] &&
+             json_dup_optional(image->valuestring, &ws->image) < 0)
+        r = -ENOMEM;
+    if (r < 0)
+        return r;
 
     const cJSON *paused = json_member(spec, "paused");
     if (paused && !cJSON_IsNull(paused) && !cJSON_IsBool(paused))
-        return fail(ret_err, "spec.paused: must be true or false");
-    ws->paused = cJSON_IsTrue(paused);
+        r = fail(rd, "spec.paused: must be true or false");
+    else
+        ws->paused = cJSON_IsTrue(paused);
+    if (r < 0)
+        return r;
 
     const cJSON *home = json_member(spec, "home");
-    if (home && !cJSON_IsNull(home) && !cJSON_IsObject(home))
-        return fail(ret_err, "spec.home: must be an object");
+    if (home && !cJSON_IsNull(home) && !cJSON_IsObject(home) &&
+        (r = fail(rd, "spec.home: must be an object")) < 0)
+        return r;
     const cJSON *size = json_member(home, "size");
     if (cJSON_IsString(size)) {
         if (size->valuestring[0] && json_dup_optional(size->valuestring, &ws->home_size) < 0)
@@ -150,31 +211,59 @@ static int decode_spec(const cJSON *obj, struct workspace *ws, char **ret_err)
             ws->home_size = NULL;
             return -ENOMEM;
         }
-    } else if (size && !cJSON_IsNull(size)) {
-        return fail(ret_err, "spec.home.size: must be a quantity such as \"20Gi\"");
+    } else if (size && !cJSON_IsNull(size) &&
+               (r = fail(rd, "spec.home.size: must be a quantity such as \"20Gi\"")) < 0) {
+        return r;
     }
 
     const char *keep = json_string(spec, "keepAliveUntil");
-    if (keep && timefmt_parse_rfc3339(keep, &ws->keep_alive_until_ms) < 0)
-        return fail(ret_err, "spec.keepAliveUntil: \"%s\" is not an RFC 3339 time", keep);
+    if (keep && timefmt_parse_rfc3339(keep, &ws->keep_alive_until_ms) < 0) {
+        ws->keep_alive_until_ms = 0;
+        if ((r = fail(rd, "spec.keepAliveUntil: \"%s\" is not an RFC 3339 time", keep)) < 0)
+            return r;
+    }
     const cJSON *idle = json_member(spec, "idle");
-    if (idle && !cJSON_IsNull(idle) && !cJSON_IsObject(idle))
-        return fail(ret_err, "spec.idle: must be an object");
+    if (idle && !cJSON_IsNull(idle) && !cJSON_IsObject(idle) &&
+        (r = fail(rd, "spec.idle: must be an object")) < 0)
+        return r;
     const char *after = json_string(idle, "after");
-    if (after && duration_parse_ms(after, &ws->idle_after_ms) < 0)
-        return fail(ret_err, "spec.idle.after: \"%s\" is not a duration such as \"2h\"", after);
-    return decode_env(spec, ws, ret_err);
+    if (after && duration_parse_ms(after, &ws->idle_after_ms) < 0) {
+        ws->idle_after_ms = 0;
+        if ((r = fail(rd, "spec.idle.after: \"%s\" is not a duration such as \"2h\"", after)) < 0)
+            return r;
+    }
+    return decode_env(spec, ws, rd);
 }
 
-static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_err)
+static int decode_spec(const cJSON *obj, struct workspace *ws, struct reader *rd)
+{
+    const cJSON *spec = json_member(obj, "spec");
+    if (!cJSON_IsObject(spec))
+        return fail(rd, "spec: required");
+    const char *cls = json_string(spec, "className");
+    int r = 0;
+    if (!cls || !cls[0])
+        r = fail(rd, "spec.className: required");
+    else if (json_dup_optional(cls, &ws->class_name) < 0)
+        r = -ENOMEM;
+    if (r < 0 || (!rd->lenient && !ws->class_name))
+        return r;
+    return decode_spec_fields(spec, ws, rd);
+}
+
+static int decode_metadata(const cJSON *obj, struct workspace *ws, struct reader *rd)
 {
     const cJSON *meta = json_member(obj, "metadata");
-    if (!cJSON_IsObject(meta))
-        return fail(ret_err, "metadata: required");
+    int r = 0;
+    if (!cJSON_IsObject(meta) && (r = fail(rd, "metadata: required")) < 0)
+        return r;
     const char *name = json_string(meta, "name");
-    if (!name || !name[0])
-        return fail(ret_err, "metadata.name: required");
-    if (json_dup_optional(name, &ws->name) < 0 ||
+    if (cJSON_IsObject(meta) && (!name || !name[0]) &&
+        (r = fail(rd, "metadata.name: required")) < 0)
+        return r;
+    if (rd->lenient && ws->n_unread)
+        ws->unreadable = 1;
+    if (json_dup_optional(name && name[0] ? name : NULL, &ws->name) < 0 ||
         json_dup_optional(json_string(meta, "namespace"), &ws->ns) < 0 ||
         json_dup_optional(json_string(meta, "uid"), &ws->uid) < 0 ||
         json_dup_optional(json_string(meta, "resourceVersion"), &ws->resource_version) < 0)
@@ -185,12 +274,16 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, char **ret_er
     if (created && timefmt_parse_rfc3339(created, &ws->created_ms) < 0)
         ws->created_ms = 0;
     const char *del = json_string(meta, "deletionTimestamp");
-    if (del && timefmt_parse_rfc3339(del, &ws->deletion_ms) < 0)
-        return fail(ret_err, "metadata.deletionTimestamp: not an RFC 3339 time");
-    /* The API server never shows a zero deletionTimestamp, but 0 means "not
-     * deleting" here, so a deletion at the epoch must still count. */
-    if (del && ws->deletion_ms == 0)
+    if (del && timefmt_parse_rfc3339(del, &ws->deletion_ms) < 0) {
+        ws->deletion_ms = 0;
+        if ((r = fail(rd, "metadata.deletionTimestamp: not an RFC 3339 time")) < 0)
+            return r;
+        ws->unreadable = 1;
+    } else if (del && ws->deletion_ms == 0) {
+        /* The API server never shows a zero deletionTimestamp, but 0 means
+         * "not deleting" here, so a deletion at the epoch must still count. */
         ws->deletion_ms = 1;
+    }
     /* Annotations anyone may write: an unreadable value counts as absent. */
     const cJSON *ann = json_member(meta, "annotations");
     const char *v = json_string(ann, LAST_ACTIVITY_ANNOTATION);
@@ -232,29 +325,43 @@ static void spec_unset(struct workspace *ws)
     ws->idle_after_ms = 0;
 }
 
-int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err)
+static int decode(const cJSON *obj, int lenient, struct workspace **ret_ws, char **ret_err)
 {
-    if (!cJSON_IsObject(obj))
-        return fail(ret_err, "object: must be a JSON object");
+    if (!cJSON_IsObject(obj)) {
+        struct reader strict = {.err = ret_err};
+        return fail(&strict, "object: must be a JSON object");
+    }
     struct workspace *ws = calloc(1, sizeof(*ws));
     if (!ws)
         return -ENOMEM;
-    int r = decode_metadata(obj, ws, ret_err);
+    struct reader rd = {.lenient = lenient, .ws = ws, .err = ret_err};
+    int r = decode_metadata(obj, ws, &rd);
     if (r >= 0) {
-        r = decode_spec(obj, ws, &ws->spec_error);
+        rd.err = &ws->spec_error;
+        r = decode_spec(obj, ws, &rd);
         if (r == -EINVAL) {
             spec_unset(ws);
             r = ws->spec_error ? 0 : -ENOMEM;
         }
     }
     if (r >= 0)
-        r = status_decode(json_member(obj, "status"), &ws->status);
+        r = status_decode(json_member(obj, "status"), &rd, &ws->status);
     if (r < 0) {
         workspace_free(ws);
         return r;
     }
     *ret_ws = ws;
     return 0;
+}
+
+int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err)
+{
+    return decode(obj, 0, ret_ws, ret_err);
+}
+
+int workspace_decode_lenient(const cJSON *obj, struct workspace **ret_ws)
+{
+    return decode(obj, 1, ret_ws, NULL);
 }
 
 void workspace_free(struct workspace *ws)
@@ -277,6 +384,9 @@ void workspace_free(struct workspace *ws)
     }
     free(ws->env);
     workspace_status_clear(&ws->status);
+    for (size_t i = 0; i < ws->n_unread; i++)
+        free(ws->unread[i]);
+    free(ws->unread);
     free(ws);
 }
 

@@ -45,6 +45,77 @@ static struct workspace *decode(const char *json, int want_rc, char **ret_err)
     return ws;
 }
 
+/* The lenient decoder keeps what it can read and names the rest; the
+ * strict one refuses the same object as before. */
+static void test_decode_lenient(void **state)
+{
+    (void)state;
+    const char *json =
+        "{\"metadata\":{\"namespace\":\"n\",\"deletionTimestamp\":\"soon\"},"
+        "\"spec\":{\"className\":\"c\",\"image\":\"img\",\"paused\":1,\"keepAliveUntil\":\"x\","
+        "\"env\":[{\"name\":\"A\",\"value\":\"1\"},{\"value\":\"2\"},{\"name\":\"B\"}]},"
+        "\"status\":{\"state\":\"Running\",\"podName\":7,\"stateSince\":\"later\","
+        "\"conditions\":[{\"type\":\"Ready\",\"status\":\"Maybe\"},{\"type\":\"Ready\"},{}],"
+        "\"history\":[3,{\"pausedAt\":\"2027-01-01T00:00:00Z\",\"snapshotSeconds\":4}],"
+        "\"snapshot\":\"ready\"}}";
+    cJSON *obj = cJSON_Parse(json);
+    assert_non_null(obj);
+    struct workspace *ws = NULL;
+    char *err = NULL;
+    assert_int_equal(workspace_decode(obj, &ws, &err), -EINVAL);
+    assert_string_equal(err, "metadata.name: required");
+    free(err);
+
+    assert_int_equal(workspace_decode_lenient(obj, &ws), 0);
+    cJSON_Delete(obj);
+    assert_true(ws->unreadable);
+    assert_null(ws->name);
+    assert_string_equal(ws->ns, "n");
+    assert_int_equal(ws->deletion_ms, 0);
+    /* The spec's readable fields are kept; spec_error is what decide() reports. */
+    assert_string_equal(ws->class_name, "c");
+    assert_string_equal(ws->image, "img");
+    assert_false(ws->paused);
+    assert_string_equal(ws->spec_error, "spec.paused: must be true or false");
+    assert_int_equal(ws->n_env, 2);
+    assert_string_equal(ws->env[1].name, "B");
+    assert_int_equal(ws->status.state, WS_STATE_RUNNING);
+    assert_null(ws->status.pod_name);
+    assert_int_equal(ws->status.n_conditions, 1);
+    assert_int_equal(ws->status.conditions[0].status, COND_UNKNOWN);
+    assert_int_equal(ws->status.n_history, 1);
+    /* A figure without its time is not read (snapshotReadyAt is missing). */
+    assert_true(ws->status.history[0].pause.snapshot_seconds == 0);
+    static const char *const want[] = {
+        "metadata.name: required",
+        "metadata.deletionTimestamp: not an RFC 3339 time",
+        "spec.paused: must be true or false",
+        "spec.keepAliveUntil: \"x\" is not an RFC 3339 time",
+        "spec.env[1].name: required",
+        "status.podName: not a string",
+        "status.conditions[0].status: not True, False or Unknown",
+        "status.conditions[1]: skipped: a repeated type",
+        "status.conditions[2]: skipped: no type",
+        "status.stateSince: not an RFC 3339 time",
+        "status.snapshot: not an object",
+        "status.history[0]: skipped: not an object",
+    };
+    assert_int_equal(ws->n_unread, sizeof(want) / sizeof(want[0]));
+    for (size_t i = 0; i < ws->n_unread; i++)
+        assert_string_equal(ws->unread[i], want[i]);
+    workspace_free(ws);
+
+    /* A readable object: nothing noted, the same as the strict decode. */
+    obj = cJSON_Parse(full_ws);
+    assert_int_equal(workspace_decode_lenient(obj, &ws), 0);
+    cJSON_Delete(obj);
+    assert_int_equal(ws->n_unread, 0);
+    assert_false(ws->unreadable);
+    assert_null(ws->spec_error);
+    assert_true(ws->paused);
+    workspace_free(ws);
+}
+
 static void test_decode_full(void **state)
 {
     (void)state;
@@ -922,6 +993,7 @@ int main(void)
         cmocka_unit_test(test_status_ledger_round_trip),
         cmocka_unit_test(test_status_history),
         cmocka_unit_test(test_status_history_lenient),
+        cmocka_unit_test(test_decode_lenient),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
