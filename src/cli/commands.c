@@ -8,7 +8,6 @@
 
 #include "cli/describe.h"
 #include "cli/exit.h"
-#include "cli/fields.h"
 #include "cli/list.h"
 #include "cli/report.h"
 #include "cli/table.h"
@@ -87,8 +86,8 @@ struct follow {
     int64_t wall_start; /* progress works in wall-clock ms, like the status */
     int64_t mono_start;
     int ticks;
-    int shown_phase; /* the phase of the line on screen, -1 before the first */
-    cJSON *last;     /* the newest state seen, when the caller wants it */
+    int shown_phase;        /* the phase of the line on screen, -1 before the first */
+    struct workspace *last; /* the newest state seen, when the caller wants it */
     int keep_last;
     int oom;
     char line[768];
@@ -117,21 +116,26 @@ static void show(struct follow *f)
     fflush(f->out);
 }
 
-static int on_change(void *data, const cJSON *ws)
+static int on_change(void *data, const cJSON *obj)
 {
     struct follow *f = data;
-    if (f->keep_last) {
-        cJSON *copy = cJSON_Duplicate(ws, 1);
-        if (!copy) {
-            f->oom = 1;
-            return 1;
-        }
-        cJSON_Delete(f->last);
-        f->last = copy;
+    struct workspace *ws = NULL;
+    int r = workspace_decode_lenient(obj, &ws);
+    if (r == -EINVAL) /* not an object: nothing to judge */
+        return 0;
+    if (r < 0) {
+        f->oom = 1;
+        return 1;
     }
     if (progress_observe(f->p, ws, follow_now(f)) && f->p->phase != PROGRESS_DONE &&
         f->p->phase != PROGRESS_FAILED)
         show(f);
+    if (f->keep_last) {
+        workspace_free(f->last);
+        f->last = ws;
+    } else {
+        workspace_free(ws);
+    }
     return f->p->phase == PROGRESS_DONE || f->p->phase == PROGRESS_FAILED;
 }
 
@@ -144,8 +148,8 @@ static void on_tick(void *data)
 }
 
 int cli_follow(struct cli_api *api, const char *ns, const char *name, enum progress_goal goal,
-               const cJSON *after, int64_t timeout_ms, const char *what, FILE *out, FILE *err,
-               struct progress *p, cJSON **ret_ws)
+               const struct workspace *after, int64_t timeout_ms, const char *what, FILE *out,
+               FILE *err, struct progress *p, struct workspace **ret_ws)
 {
     struct follow f = {.p = p,
                        .api = api,
@@ -196,7 +200,7 @@ int cli_follow(struct cli_api *api, const char *ns, const char *name, enum progr
     if (ret_ws && code == CLI_EXIT_OK)
         *ret_ws = f.last;
     else
-        cJSON_Delete(f.last);
+        workspace_free(f.last);
     return code;
 }
 
@@ -232,33 +236,47 @@ static int patch_workspace(struct cli_api *api, const char *name, const char *pa
     return CLI_EXIT_OK;
 }
 
-static const char *state_of(const cJSON *ws)
+static const char *state_of(const struct workspace *ws)
 {
-    const char *s = fields_str(ws, "status.state");
-    return s && *s ? s : "not reconciled yet";
+    const char *s = workspace_state_name(ws->status.state);
+    return *s ? s : "not reconciled yet";
+}
+
+/* A Workspace the API server answered with, as the controller reads it. */
+static int decoded(cJSON *obj, const char *what, FILE *err, struct workspace **ret)
+{
+    int r = workspace_decode_lenient(obj, ret);
+    cJSON_Delete(obj);
+    if (r < 0) {
+        fprintf(err, "error: %s: %s\n", what,
+                r == -ENOMEM ? "out of memory" : "the answer is not a Workspace");
+        return CLI_EXIT_ERROR;
+    }
+    return CLI_EXIT_OK;
 }
 
 static int set_paused(struct cli_api *api, const struct cli_args *a, int paused, FILE *out,
                       FILE *err)
 {
     const char *what = paused ? "pause" : "resume";
-    cJSON *ws = NULL;
-    int code = get_workspace(api, a->name, what, err, &ws);
-    if (code)
+    cJSON *obj = NULL;
+    struct workspace *ws = NULL, *after = NULL;
+    int code = get_workspace(api, a->name, what, err, &obj);
+    if (code || (code = decoded(obj, what, err, &ws)))
         return code;
     const char *state = state_of(ws);
-    int already = fields_true(ws, "spec.paused") == paused;
-    cJSON *after = NULL;
-    if (already && paused && strcmp(state, "Paused") == 0) {
+    enum workspace_state st = ws->status.state;
+    int already = ws->paused == paused;
+    if (already && paused && st == WS_STATE_PAUSED) {
         fprintf(out, "workspace \"%s\" is already paused\n", a->name);
-        cJSON_Delete(ws);
+        workspace_free(ws);
         return CLI_EXIT_OK;
     }
     /* Not paused and no resume under way: nothing to resume. */
-    if (already && !paused && strcmp(state, "Resuming") != 0 &&
-        strcmp(state, "WaitingForCapacity") != 0 && strcmp(state, "Pausing") != 0) {
+    if (already && !paused && st != WS_STATE_RESUMING && st != WS_STATE_WAITING_FOR_CAPACITY &&
+        st != WS_STATE_PAUSING) {
         fprintf(out, "workspace \"%s\" is not paused (state %s)\n", a->name, state);
-        cJSON_Delete(ws);
+        workspace_free(ws);
         return CLI_EXIT_OK;
     }
     if (already) {
@@ -267,11 +285,11 @@ static int set_paused(struct cli_api *api, const struct cli_args *a, int paused,
         after = ws;
         ws = NULL;
     } else {
+        workspace_free(ws);
         code = patch_workspace(
             api, a->name, paused ? "{\"spec\":{\"paused\":true}}" : "{\"spec\":{\"paused\":false}}",
-            what, err, &after);
-        cJSON_Delete(ws);
-        if (code)
+            what, err, &obj);
+        if (code || (code = decoded(obj, what, err, &after)))
             return code;
         fprintf(out, "workspace \"%s\": %s requested\n", a->name, what);
     }
@@ -286,7 +304,7 @@ static int set_paused(struct cli_api *api, const struct cli_args *a, int paused,
             fprintf(out, "%s\n", result);
         }
     }
-    cJSON_Delete(after);
+    workspace_free(after);
     return code;
 }
 
@@ -312,9 +330,10 @@ int cmd_keep_alive(struct cli_api *api, const struct cli_args *a, FILE *out, FIL
         timefmt_rfc3339_text(a->until_ms, t);
         snprintf(patch, sizeof(patch), "{\"spec\":{\"keepAliveUntil\":\"%s\"}}", t);
     }
-    cJSON *after = NULL;
-    int code = patch_workspace(api, a->name, patch, "keep-alive", err, &after);
-    if (code)
+    cJSON *obj = NULL;
+    struct workspace *after = NULL;
+    int code = patch_workspace(api, a->name, patch, "keep-alive", err, &obj);
+    if (code || (code = decoded(obj, "keep-alive", err, &after)))
         return code;
     if (a->until_clear) {
         fprintf(out, "workspace \"%s\": keep-alive removed\n", a->name);
@@ -324,10 +343,10 @@ int cmd_keep_alive(struct cli_api *api, const struct cli_args *a, FILE *out, FIL
         int64_t left = a->until_ms - clock_unix_ms();
         timetext_age((left + 500) / 1000 * 1000, in);
         fprintf(out, "workspace \"%s\": no automatic pause before %s (in %s)\n", a->name, t, in);
-        if (fields_true(after, "spec.paused"))
+        if (after->paused)
             fprintf(out, "note: the workspace is paused; the keep-alive applies once it runs\n");
     }
-    cJSON_Delete(after);
+    workspace_free(after);
     return CLI_EXIT_OK;
 }
 
@@ -358,7 +377,8 @@ int cmd_describe(struct cli_api *api, const struct cli_args *a, FILE *out, FILE 
     cJSON_Delete(events);
     cJSON_Delete(ws);
     if (r < 0) {
-        fprintf(err, "error: out of memory\n");
+        fprintf(err, "error: describe: %s\n",
+                r == -ENOMEM ? "out of memory" : "the answer is not a Workspace");
         return CLI_EXIT_ERROR;
     }
     return CLI_EXIT_OK;

@@ -26,12 +26,13 @@ int cmd_report(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *e
  * to out (one line per change; rewritten in place with the elapsed time
  * when out is a terminal). after is the request's answer. On return *p
  * holds the outcome and, when ret_ws is not NULL and it went well, *ret_ws
- * the workspace as last seen (the caller deletes it). Returns an exit code:
+ * the workspace as last seen, decoded leniently (the caller frees it with
+ * workspace_free()). Returns an exit code:
  * 0 done, 1 failed or deleted, 4 timed out, 130 interrupted; errors are
  * written to err prefixed by what. */
 int cli_follow(struct cli_api *api, const char *ns, const char *name, enum progress_goal goal,
-               const cJSON *after, int64_t timeout_ms, const char *what, FILE *out, FILE *err,
-               struct progress *p, cJSON **ret_ws);
+               const struct workspace *after, int64_t timeout_ms, const char *what, FILE *out,
+               FILE *err, struct progress *p, struct workspace **ret_ws);
 
 /* The exit code for a failed request's status (-ENOENT: 3, -EINTR: 130, else 1). */
 int cli_exit_for(int status);

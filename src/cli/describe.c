@@ -11,6 +11,7 @@
 #include "cli/timetext.h"
 #include "util/duration.h"
 #include "util/json.h"
+#include "workspace/workspace.h"
 
 #define TOP_WIDTH 14    /* "Accelerator:  " */
 #define NESTED_WIDTH 24 /* "  Accelerator released: " */
@@ -63,23 +64,21 @@ static const char *or_text(const char *s, const char *absent)
     return s && *s ? s : absent;
 }
 
-static void print_spec(const cJSON *ws, int64_t now, FILE *out)
+static void print_spec(const struct workspace *ws, int64_t now, FILE *out)
 {
+    const struct workspace_status *st = &ws->status;
     char w[WHEN_SIZE];
-    field(out, 0, TOP_WIDTH, "Name", "%s", or_text(fields_str(ws, "metadata.name"), "-"));
-    field(out, 0, TOP_WIDTH, "Namespace", "%s", or_text(fields_str(ws, "metadata.namespace"), "-"));
-    field(out, 0, TOP_WIDTH, "Class", "%s", or_text(fields_str(ws, "spec.className"), "-"));
-    field(out, 0, TOP_WIDTH, "Image", "%s",
-          or_text(fields_str(ws, "spec.image"), "(the class's default)"));
-    field(out, 0, TOP_WIDTH, "Paused", "%s", fields_true(ws, "spec.paused") ? "true" : "false");
-    const char *claim = fields_str(ws, "status.homeClaimName");
-    const char *size = fields_str(ws, "spec.home.size");
-    field(out, 0, TOP_WIDTH, "Home", "%s, %s", or_text(claim, "(no claim yet)"),
-          or_text(size, "the class's size"));
+    field(out, 0, TOP_WIDTH, "Name", "%s", or_text(ws->name, "-"));
+    field(out, 0, TOP_WIDTH, "Namespace", "%s", or_text(ws->ns, "-"));
+    field(out, 0, TOP_WIDTH, "Class", "%s", or_text(ws->class_name, "-"));
+    field(out, 0, TOP_WIDTH, "Image", "%s", or_text(ws->image, "(the class's default)"));
+    field(out, 0, TOP_WIDTH, "Paused", "%s", ws->paused ? "true" : "false");
+    field(out, 0, TOP_WIDTH, "Home", "%s, %s", or_text(st->home_claim_name, "(no claim yet)"),
+          or_text(ws->home_size, "the class's size"));
 
-    int64_t keep = fields_time(ws, "spec.keepAliveUntil");
+    int64_t keep = ws->keep_alive_until_ms;
     if (keep) {
-        int64_t bounded = fields_time(ws, "status.activity.keepAliveUntil");
+        int64_t bounded = st->activity.keep_alive_until_ms;
         if (bounded && bounded < keep) {
             char b[WHEN_SIZE];
             field(out, 0, TOP_WIDTH, "Keep-alive", "until %s, bounded by the class to %s",
@@ -88,88 +87,97 @@ static void print_spec(const cJSON *ws, int64_t now, FILE *out)
             field(out, 0, TOP_WIDTH, "Keep-alive", "until %s", when(w, keep, now));
         }
     }
-    const char *idle_after = fields_str(ws, "spec.idle.after");
-    double applied = fields_num(ws, "status.activity.idleAfterSeconds");
-    if (idle_after || applied > 0) {
-        char a[TIMETEXT_SIZE] = "";
-        if (applied > 0 && duration_format_ms((int64_t)(applied * 1000), a, sizeof(a)) < 0)
-            a[0] = '\0';
-        if (idle_after && applied > 0)
-            field(out, 0, TOP_WIDTH, "Idle after", "%s (applied: %s)", idle_after, a);
-        else
-            field(out, 0, TOP_WIDTH, "Idle after", "%s%s", idle_after ? idle_after : a,
-                  idle_after ? "" : " (the class's)");
-    }
-    field(out, 0, TOP_WIDTH, "Created", "%s",
-          when(w, fields_time(ws, "metadata.creationTimestamp"), now));
-    int64_t deleting = fields_time(ws, "metadata.deletionTimestamp");
-    if (deleting)
-        field(out, 0, TOP_WIDTH, "Deleting", "since %s", when(w, deleting, now));
+    char asked[TIMETEXT_SIZE] = "", applied[TIMETEXT_SIZE] = "";
+    if (ws->idle_after_ms && duration_format_ms(ws->idle_after_ms, asked, sizeof(asked)) < 0)
+        asked[0] = '\0';
+    int64_t applied_s = st->activity.idle_after_seconds;
+    if (applied_s > 0 && duration_format_ms(applied_s * 1000, applied, sizeof(applied)) < 0)
+        applied[0] = '\0';
+    if (asked[0] && applied_s > 0)
+        field(out, 0, TOP_WIDTH, "Idle after", "%s (applied: %s)", asked, applied);
+    else if (asked[0])
+        field(out, 0, TOP_WIDTH, "Idle after", "%s", asked);
+    else if (applied_s > 0)
+        field(out, 0, TOP_WIDTH, "Idle after", "%s (the class's)", applied);
+    field(out, 0, TOP_WIDTH, "Created", "%s", when(w, ws->created_ms, now));
+    if (ws->deletion_ms)
+        field(out, 0, TOP_WIDTH, "Deleting", "since %s", when(w, ws->deletion_ms, now));
 }
 
-static void print_state(const cJSON *ws, int64_t now, FILE *out)
+/* What the controller would not read or act on, and every field that
+ * could not be read (workspace_decode_lenient()). */
+static void print_unread(const struct workspace *ws, FILE *out)
 {
-    char w[WHEN_SIZE];
-    const char *state = fields_str(ws, "status.state");
-    int64_t since = fields_time(ws, "status.stateSince");
-    if (since)
-        field(out, 0, TOP_WIDTH, "State", "%s since %s", or_text(state, "(not reconciled yet)"),
-              when(w, since, now));
-    else
-        field(out, 0, TOP_WIDTH, "State", "%s", or_text(state, "(not reconciled yet)"));
-    const char *msg = fields_str(ws, "status.message");
-    if (msg && *msg)
-        field(out, 0, TOP_WIDTH, "Message", "%s", msg);
-    const char *pod = fields_str(ws, "status.podName");
-    if (pod)
-        field(out, 0, TOP_WIDTH, "Pod", "%s", pod);
-    const char *node = fields_str(ws, "status.nodeName");
-    if (node)
-        field(out, 0, TOP_WIDTH, "Node", "%s", node);
-    const char *res = fields_str(ws, "status.accelerator.resourceName");
-    const char *product = fields_str(ws, "status.accelerator.product");
-    if (res || product) {
-        double count = fields_num(ws, "status.accelerator.count");
-        field(out, 0, TOP_WIDTH, "Accelerator", "%g x %s%s%s", count > 0 ? count : 1,
-              or_text(res, "?"), product ? ", " : "", product ? product : "");
-    } else {
-        field(out, 0, TOP_WIDTH, "Accelerator", "none");
-    }
-    int64_t waiting = fields_time(ws, "status.waitingForCapacitySince");
-    if (waiting)
-        field(out, 0, TOP_WIDTH, "Waiting", "for capacity since %s", when(w, waiting, now));
-}
-
-static void print_activity(const cJSON *ws, int64_t now, FILE *out)
-{
-    const cJSON *a = fields_at(ws, "status.activity");
-    if (!cJSON_IsObject(a) || !a->child)
+    if (ws->unreadable && ws->n_unread)
+        field(out, 0, TOP_WIDTH, "Refused", "the controller cannot read it: %s", ws->unread[0]);
+    else if (ws->spec_error)
+        field(out, 0, TOP_WIDTH, "Refused", "the controller cannot act on it: %s", ws->spec_error);
+    if (!ws->n_unread)
         return;
+    fprintf(out, "Not read:\n");
+    for (size_t i = 0; i < ws->n_unread; i++) {
+        fputs("  ", out);
+        text_print_clean(out, ws->unread[i]);
+        fputc('\n', out);
+    }
+    if (ws->n_unread_more)
+        fprintf(out, "  (and %zu more)\n", ws->n_unread_more);
+}
+
+static void print_state(const struct workspace *ws, int64_t now, FILE *out)
+{
+    const struct workspace_status *st = &ws->status;
+    char w[WHEN_SIZE];
+    const char *state = or_text(workspace_state_name(st->state), "(not reconciled yet)");
+    if (st->state_since_ms)
+        field(out, 0, TOP_WIDTH, "State", "%s since %s", state, when(w, st->state_since_ms, now));
+    else
+        field(out, 0, TOP_WIDTH, "State", "%s", state);
+    if (st->message && *st->message)
+        field(out, 0, TOP_WIDTH, "Message", "%s", st->message);
+    if (st->pod_name)
+        field(out, 0, TOP_WIDTH, "Pod", "%s", st->pod_name);
+    if (st->node_name)
+        field(out, 0, TOP_WIDTH, "Node", "%s", st->node_name);
+    const char *res = st->accelerator_resource, *product = st->accelerator_product;
+    if (res || product)
+        field(out, 0, TOP_WIDTH, "Accelerator", "%d x %s%s%s",
+              st->accelerator_count > 0 ? st->accelerator_count : 1, or_text(res, "?"),
+              product ? ", " : "", product ? product : "");
+    else
+        field(out, 0, TOP_WIDTH, "Accelerator", "none");
+    if (st->waiting_for_capacity_since_ms)
+        field(out, 0, TOP_WIDTH, "Waiting", "for capacity since %s",
+              when(w, st->waiting_for_capacity_since_ms, now));
+}
+
+/* The sections shown are those the controller writes: an object it would
+ * leave out of the status (nothing set in it) is not shown. */
+static void print_activity(const struct workspace *ws, const cJSON *enc, int64_t now, FILE *out)
+{
+    if (!json_member(enc, "activity"))
+        return;
+    const struct workspace_activity *a = &ws->status.activity;
     char w[WHEN_SIZE];
     fprintf(out, "Activity:\n");
-    int64_t last = fields_time(a, "lastActivityTime");
-    if (last)
-        field(out, 2, NESTED_WIDTH, "Last activity", "%s, %s", when(w, last, now),
-              or_text(fields_str(a, "lastActivitySource"), "unknown source"));
-    int64_t probe = fields_time(a, "lastProbeTime");
-    if (probe) {
-        const char *result = or_text(fields_str(a, "lastProbeResult"), "?");
-        const char *error = fields_str(a, "lastProbeError");
-        field(out, 2, NESTED_WIDTH, "Last probe", "%s: %s%s%s", when(w, probe, now), result,
-              error ? ": " : "", error ? error : "");
+    if (a->last_activity_ms)
+        field(out, 2, NESTED_WIDTH, "Last activity", "%s, %s", when(w, a->last_activity_ms, now),
+              or_text(a->last_activity_source, "unknown source"));
+    if (a->last_probe_ms) {
+        const char *error = a->last_probe_error;
+        field(out, 2, NESTED_WIDTH, "Last probe", "%s: %s%s%s", when(w, a->last_probe_ms, now),
+              or_text(a->last_probe_result, "?"), error ? ": " : "", error ? error : "");
     }
-    int64_t idle = fields_time(a, "idleSince");
-    if (idle)
-        field(out, 2, NESTED_WIDTH, "Idle since", "%s", when(w, idle, now));
-    int64_t pause_at = fields_time(a, "pauseAt");
-    if (pause_at)
-        field(out, 2, NESTED_WIDTH, "Pause at", "%s", when(w, pause_at, now));
+    if (a->idle_since_ms)
+        field(out, 2, NESTED_WIDTH, "Idle since", "%s", when(w, a->idle_since_ms, now));
+    if (a->pause_at_ms)
+        field(out, 2, NESTED_WIDTH, "Pause at", "%s", when(w, a->pause_at_ms, now));
 }
 
-static int print_conditions(const cJSON *ws, int64_t now, FILE *out)
+static int print_conditions(const struct workspace *ws, int64_t now, FILE *out)
 {
-    const cJSON *list = fields_at(ws, "status.conditions");
-    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0) {
+    const struct workspace_status *st = &ws->status;
+    if (st->n_conditions == 0) {
         fprintf(out, "Conditions:   <none>\n");
         return 0;
     }
@@ -177,13 +185,12 @@ static int print_conditions(const cJSON *ws, int64_t now, FILE *out)
     struct table *t = table_new(5, headers);
     if (!t)
         return -ENOMEM;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, list)
-    {
+    for (size_t i = 0; i < st->n_conditions; i++) {
+        const struct condition *c = &st->conditions[i];
         char age[TIMETEXT_SIZE];
-        timetext_age_at(json_time_ms(c, "lastTransitionTime"), now, age);
-        const char *cells[] = {json_string(c, "type"), json_string(c, "status"),
-                               json_string(c, "reason"), age, json_string(c, "message")};
+        timetext_age_at(c->last_transition_ms, now, age);
+        const char *cells[] = {c->type, workspace_condition_status_name(c->status), c->reason, age,
+                               c->message};
         if (table_add_row(t, cells) < 0) {
             table_free(t);
             return -ENOMEM;
@@ -211,34 +218,33 @@ static void after(FILE *out, const char *key, int64_t ms, int64_t from, const ch
     }
 }
 
-static void print_last_pause(const cJSON *ws, const struct ledger *l, int64_t now, FILE *out)
+static void print_last_pause(const struct workspace *ws, const struct ledger *l, int64_t now,
+                             FILE *out)
 {
-    const cJSON *p = fields_at(ws, "status.lastPause");
-    int64_t asked = fields_time(p, "requestedAt");
+    const struct workspace_status *st = &ws->status;
+    const struct workspace_pause_timeline *p = &st->last_pause;
+    int64_t asked = p->requested_ms;
     if (!asked) {
         fprintf(out, "Last pause:   <none>\n");
         return;
     }
     char w[WHEN_SIZE];
     /* The history's newest record is this pause when it says so; it knows more. */
-    const struct ledger_record *r =
-        l->from_history && l->n > 0 && l->records[0].paused_ms / 1000 == asked / 1000
-            ? &l->records[0]
-            : NULL;
+    const struct workspace_pause_timeline *r = l->from_history && workspace_status_last_record(st)
+                                                   ? &workspace_status_last_record(st)->pause
+                                                   : NULL;
     fprintf(out, "Last pause:\n");
-    field(out, 2, NESTED_WIDTH, "Reason", "%s", or_text(fields_str(p, "reason"), "-"));
-    const char *msg = fields_str(p, "message");
-    if (msg && *msg)
-        field(out, 2, NESTED_WIDTH, "Message", "%s", msg);
+    field(out, 2, NESTED_WIDTH, "Reason", "%s", or_text(p->reason, "-"));
+    if (p->message && *p->message)
+        field(out, 2, NESTED_WIDTH, "Message", "%s", p->message);
     field(out, 2, NESTED_WIDTH, "Requested", "%s", when(w, asked, now));
     if (r && r->work_ended_ms)
         field(out, 2, NESTED_WIDTH, "Work ended", "%s", when(w, r->work_ended_ms, now));
-    int64_t snap_asked = fields_time(ws, "status.snapshot.requestedAt");
-    int64_t snap_ready = fields_time(ws, "status.snapshot.readyAt");
-    if (snap_asked >= asked && snap_ready) {
+    const struct workspace_snapshot *sn = &st->snapshot;
+    if (sn->requested_ms >= asked && sn->ready_ms) {
         char s[TIMETEXT_SIZE];
-        timetext_seconds(fields_num(ws, "status.snapshot.seconds"), s);
-        field(out, 2, NESTED_WIDTH, "Snapshot ready", "%s, took %s", when(w, snap_ready, now), s);
+        timetext_seconds(sn->seconds, s);
+        field(out, 2, NESTED_WIDTH, "Snapshot ready", "%s, took %s", when(w, sn->ready_ms, now), s);
     } else if (r && r->snapshot_ready_ms) {
         char s[TIMETEXT_SIZE];
         timetext_seconds(r->snapshot_seconds, s);
@@ -247,21 +253,21 @@ static void print_last_pause(const cJSON *ws, const struct ledger *l, int64_t no
     }
     if (r && r->memory)
         field(out, 2, NESTED_WIDTH, "Memory", "%s", r->memory);
-    after(out, "Pod deleted", fields_time(p, "podDeletedAt"), asked, "the request", now);
-    after(out, "Accelerator released", fields_time(p, "acceleratorReleasedAt"), asked,
-          "the request", now);
-    if (r && r->taken_ms)
-        field(out, 2, NESTED_WIDTH, "Accelerator taken", "%s by %s", when(w, r->taken_ms, now),
-              or_text(r->taken_by, "another pod"));
+    after(out, "Pod deleted", p->pod_deleted_ms, asked, "the request", now);
+    after(out, "Accelerator released", p->accelerator_released_ms, asked, "the request", now);
+    if (r && r->accelerator_taken_ms)
+        field(out, 2, NESTED_WIDTH, "Accelerator taken", "%s by %s",
+              when(w, r->accelerator_taken_ms, now),
+              or_text(r->accelerator_taken_by, "another pod"));
     if (r && r->node_removed_ms)
         field(out, 2, NESTED_WIDTH, "Node removed", "%s (%s)", when(w, r->node_removed_ms, now),
               or_text(r->node_name, "its node"));
 }
 
-static void print_last_resume(const cJSON *ws, int64_t now, FILE *out)
+static void print_last_resume(const struct workspace *ws, int64_t now, FILE *out)
 {
-    const cJSON *r = fields_at(ws, "status.lastResume");
-    int64_t asked = fields_time(r, "requestedAt");
+    const struct workspace_resume_timeline *r = &ws->status.last_resume;
+    int64_t asked = r->requested_ms;
     if (!asked) {
         fprintf(out, "Last resume:  <none>\n");
         return;
@@ -269,105 +275,106 @@ static void print_last_resume(const cJSON *ws, int64_t now, FILE *out)
     char w[WHEN_SIZE];
     fprintf(out, "Last resume:\n");
     field(out, 2, NESTED_WIDTH, "Requested", "%s", when(w, asked, now));
-    after(out, "Pod created", fields_time(r, "podCreatedAt"), asked, "the request", now);
-    after(out, "Pod scheduled", fields_time(r, "podScheduledAt"), asked, "the request", now);
-    int64_t ready = fields_time(r, "readyAt");
-    if (ready) {
+    after(out, "Pod created", r->pod_created_ms, asked, "the request", now);
+    after(out, "Pod scheduled", r->pod_scheduled_ms, asked, "the request", now);
+    if (r->ready_ms) {
         char s[TIMETEXT_SIZE];
-        timetext_seconds(fields_num(r, "secondsToReady"), s);
-        field(out, 2, NESTED_WIDTH, "Ready", "%s, %s after the request", when(w, ready, now), s);
+        timetext_seconds(r->seconds_to_ready, s);
+        field(out, 2, NESTED_WIDTH, "Ready", "%s, %s after the request", when(w, r->ready_ms, now),
+              s);
     } else {
         field(out, 2, NESTED_WIDTH, "Ready", "not yet");
     }
-    const char *from = fields_str(r, "restoredFrom");
-    const cJSON *cond = fields_condition(ws, "Restored");
-    const char *reason = json_string(cond, "reason");
-    if (from)
-        field(out, 2, NESTED_WIDTH, "Restored from", "%s (%s)", ledger_restored_words(from), from);
+    const struct condition *cond = workspace_status_condition(&ws->status, "Restored");
+    const char *reason = cond ? cond->reason : NULL;
+    if (r->restored_from)
+        field(out, 2, NESTED_WIDTH, "Restored from", "%s (%s)",
+              ledger_restored_words(r->restored_from), r->restored_from);
     else if (reason)
         field(out, 2, NESTED_WIDTH, "Restored from", "not known yet (%s)", reason);
 }
 
-static void print_snapshot(const cJSON *ws, int64_t now, FILE *out)
+static void print_snapshot(const struct workspace *ws, const cJSON *enc, int64_t now, FILE *out)
 {
-    const cJSON *s = fields_at(ws, "status.snapshot");
-    if (!cJSON_IsObject(s) || !s->child)
+    if (!json_member(enc, "snapshot"))
         return;
+    const struct workspace_snapshot *s = &ws->status.snapshot;
     char w[WHEN_SIZE];
     fprintf(out, "Snapshot:\n");
-    const char *name = fields_str(s, "name");
-    if (name)
-        field(out, 2, NESTED_WIDTH, "Name", "%s", name);
-    field(out, 2, NESTED_WIDTH, "Phase", "%s", or_text(fields_str(s, "phase"), "-"));
-    const char *attempt = fields_str(s, "attempt");
-    if (attempt)
-        field(out, 2, NESTED_WIDTH, "Attempt", "%s (%g so far)", attempt,
-              fields_num(s, "attempts"));
-    int64_t asked = fields_time(s, "requestedAt");
-    if (asked)
-        field(out, 2, NESTED_WIDTH, "Requested", "%s", when(w, asked, now));
-    int64_t ready = fields_time(s, "readyAt");
-    if (ready) {
+    if (s->name)
+        field(out, 2, NESTED_WIDTH, "Name", "%s", s->name);
+    field(out, 2, NESTED_WIDTH, "Phase", "%s", or_text(s->phase, "-"));
+    if (s->attempt)
+        field(out, 2, NESTED_WIDTH, "Attempt", "%s (%lld so far)", s->attempt,
+              (long long)s->attempts);
+    if (s->requested_ms)
+        field(out, 2, NESTED_WIDTH, "Requested", "%s", when(w, s->requested_ms, now));
+    if (s->ready_ms) {
         char sec[TIMETEXT_SIZE];
-        timetext_seconds(fields_num(s, "seconds"), sec);
-        field(out, 2, NESTED_WIDTH, "Ready", "%s, took %s", when(w, ready, now), sec);
+        timetext_seconds(s->seconds, sec);
+        field(out, 2, NESTED_WIDTH, "Ready", "%s, took %s", when(w, s->ready_ms, now), sec);
     }
-    int64_t failed = fields_time(s, "failedAt");
-    if (failed)
-        field(out, 2, NESTED_WIDTH, "Failed", "%s", when(w, failed, now));
-    int64_t crashed = fields_time(s, "restoreFailedAt");
-    if (crashed)
-        field(out, 2, NESTED_WIDTH, "Restore crashed", "%s", when(w, crashed, now));
-    const char *node = fields_str(s, "nodeName"), *gpu = fields_str(s, "gpuProduct");
+    if (s->failed_ms)
+        field(out, 2, NESTED_WIDTH, "Failed", "%s", when(w, s->failed_ms, now));
+    if (s->restore_failed_ms)
+        field(out, 2, NESTED_WIDTH, "Restore crashed", "%s", when(w, s->restore_failed_ms, now));
+    const char *node = s->node_name, *gpu = s->gpu_product;
     if (node || gpu)
         field(out, 2, NESTED_WIDTH, "Taken on", "%s%s%s", or_text(node, "?"), gpu ? ", " : "",
               gpu ? gpu : "");
-    const char *msg = fields_str(s, "message");
-    if (msg && *msg)
-        field(out, 2, NESTED_WIDTH, "Message", "%s", msg);
+    if (s->message && *s->message)
+        field(out, 2, NESTED_WIDTH, "Message", "%s", s->message);
 }
 
-static void print_accounting(const struct ledger *l, int64_t now, FILE *out)
+/* The totals the controller keeps: it leaves out a 0, so absent and 0 read
+ * the same. */
+static void print_accounting(const struct workspace *ws, const struct ledger *l, const cJSON *enc,
+                             int64_t now, FILE *out)
 {
-    if (l->pauses < 0 && l->resumes < 0 && l->released_s < 0 && l->held_s < 0 && !l->held_since_ms)
+    if (!json_member(enc, "accounting"))
         return;
+    const struct workspace_status *st = &ws->status;
     char w[WHEN_SIZE];
     fprintf(out, "Accounting:\n");
-    field(out, 2, NESTED_WIDTH, "Pauses", "%lld", (long long)(l->pauses > 0 ? l->pauses : 0));
-    field(out, 2, NESTED_WIDTH, "Resumes", "%lld", (long long)(l->resumes > 0 ? l->resumes : 0));
-    if (l->held_s >= 0)
-        field(out, 2, NESTED_WIDTH, "Held", "%.2f accelerator-hours", l->held_s / 3600.0);
-    if (l->held_since_ms)
-        field(out, 2, NESTED_WIDTH, "Holding since", "%s", when(w, l->held_since_ms, now));
-    if (l->accelerators > 0 || l->released_s > 0)
+    field(out, 2, NESTED_WIDTH, "Pauses", "%lld", (long long)(st->pauses > 0 ? st->pauses : 0));
+    field(out, 2, NESTED_WIDTH, "Resumes", "%lld", (long long)(st->resumes > 0 ? st->resumes : 0));
+    if (st->accelerator_seconds_held > 0)
+        field(out, 2, NESTED_WIDTH, "Held", "%.2f accelerator-hours",
+              st->accelerator_seconds_held / 3600.0);
+    if (st->accelerator_held_since_ms)
+        field(out, 2, NESTED_WIDTH, "Holding since", "%s",
+              when(w, st->accelerator_held_since_ms, now));
+    double released = st->accelerator_seconds_released;
+    if (l->accelerators > 0 || released > 0)
         field(out, 2, NESTED_WIDTH, "Given back", "%.2f accelerator-hours",
-              l->released_s > 0 ? l->released_s / 3600.0 : 0.0);
+              released > 0 ? released / 3600.0 : 0.0);
 }
 
-static int print_history(const struct ledger *l, int64_t now, FILE *out)
+static int print_history(const struct workspace *ws, const struct ledger *l, int64_t now, FILE *out)
 {
     if (!l->from_history)
         return 0;
-    if (l->n == 0) {
-        fprintf(out, "History:      <none>\n");
-        return 0;
-    }
     static const char *const headers[] = {"PAUSED",  "REASON",   "MEMORY",  "SNAPSHOT",
                                           "RESUMED", "READY-IN", "RESTORED"};
     struct table *t = table_new(7, headers);
     if (!t)
         return -ENOMEM;
     for (size_t i = 0; i < l->n && i < HISTORY_ROWS; i++) {
-        const struct ledger_record *r = &l->records[i];
+        const struct workspace_pause_record *r = &l->records[i];
         char paused[TIMETEXT_SIZE], snap[TIMETEXT_SIZE], resumed[TIMETEXT_SIZE],
             ready[TIMETEXT_SIZE];
-        timetext_age_at(r->paused_ms, now, paused);
-        timetext_seconds(r->snapshot_seconds, snap);
-        timetext_age_at(r->resume_requested_ms, now, resumed);
-        timetext_seconds(r->seconds_to_ready, ready);
-        const char *cells[] = {
-            paused, or_text(r->reason, "-"),       or_text(r->memory, "-"), snap, resumed,
-            ready,  or_text(r->restored_from, "-")};
+        timetext_age_at(r->pause.requested_ms, now, paused);
+        /* A figure is known when its time is (workspace.h). */
+        timetext_seconds(r->pause.snapshot_ready_ms ? r->pause.snapshot_seconds : -1, snap);
+        timetext_age_at(r->resume.requested_ms, now, resumed);
+        timetext_seconds(r->resume.ready_ms ? r->resume.seconds_to_ready : -1, ready);
+        const char *cells[] = {paused,
+                               or_text(r->pause.reason, "-"),
+                               or_text(r->pause.memory, "-"),
+                               snap,
+                               resumed,
+                               ready,
+                               or_text(r->resume.restored_from, "-")};
         if (table_add_row(t, cells) < 0) {
             table_free(t);
             return -ENOMEM;
@@ -377,8 +384,8 @@ static int print_history(const struct ledger *l, int64_t now, FILE *out)
         fprintf(out, "History (the newest %d of %zu records", HISTORY_ROWS, l->n);
     else
         fprintf(out, "History (newest first");
-    if (l->pauses > (int64_t)l->n)
-        fprintf(out, "; %zu of %lld pauses kept", l->n, (long long)l->pauses);
+    if (ws->status.pauses > (int64_t)l->n)
+        fprintf(out, "; %zu of %lld pauses kept", l->n, (long long)ws->status.pauses);
     fprintf(out, "):\n");
     table_print(t, out, 2);
     table_free(t);
@@ -415,14 +422,14 @@ static int event_cmp(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int print_events(const cJSON *ws, const cJSON *events, int64_t now, FILE *out)
+static int print_events(const struct workspace *ws, const cJSON *events, int64_t now, FILE *out)
 {
     if (!events) {
         fprintf(out, "Events:       (could not be read)\n");
         return 0;
     }
-    const char *name = fields_str(ws, "metadata.name");
-    const char *uid = fields_str(ws, "metadata.uid");
+    const char *name = ws->name;
+    const char *uid = ws->uid;
     const cJSON *items = json_member(events, "items");
     size_t n = 0, cap = cJSON_IsArray(items) ? (size_t)cJSON_GetArraySize(items) : 0;
     struct event_row *rows = cap ? calloc(cap, sizeof(*rows)) : NULL;
@@ -434,7 +441,7 @@ static int print_events(const cJSON *ws, const cJSON *events, int64_t now, FILE 
         const char *kind = fields_str(ev, "involvedObject.kind");
         const char *obj = fields_str(ev, "involvedObject.name");
         const char *obj_uid = fields_str(ev, "involvedObject.uid");
-        if (!kind || strcmp(kind, "Workspace") != 0 || !obj || !name || strcmp(obj, name) != 0)
+        if (!kind || strcmp(kind, WORKSPACE_KIND) != 0 || !obj || !name || strcmp(obj, name) != 0)
             continue;
         if (uid && obj_uid && *obj_uid && strcmp(uid, obj_uid) != 0)
             continue; /* a deleted workspace of the same name */
@@ -493,25 +500,34 @@ static int print_events(const cJSON *ws, const cJSON *events, int64_t now, FILE 
     return 0;
 }
 
-int describe_print(const cJSON *ws, const cJSON *events, int64_t now, FILE *out)
+int describe_print(const cJSON *obj, const cJSON *events, int64_t now, FILE *out)
 {
-    struct ledger l;
-    if (ledger_read(ws, &l) < 0)
+    struct workspace *ws = NULL;
+    int r = workspace_decode_lenient(obj, &ws);
+    if (r < 0)
+        return r;
+    cJSON *enc = workspace_status_to_json(&ws->status);
+    if (!enc) {
+        workspace_free(ws);
         return -ENOMEM;
-    int r = 0;
+    }
+    struct ledger l;
+    ledger_read(ws, &l);
     print_spec(ws, now, out);
+    print_unread(ws, out);
     print_state(ws, now, out);
-    print_activity(ws, now, out);
+    print_activity(ws, enc, now, out);
     r = print_conditions(ws, now, out);
     if (r == 0) {
         print_last_pause(ws, &l, now, out);
         print_last_resume(ws, now, out);
-        print_snapshot(ws, now, out);
-        print_accounting(&l, now, out);
-        r = print_history(&l, now, out);
+        print_snapshot(ws, enc, now, out);
+        print_accounting(ws, &l, enc, now, out);
+        r = print_history(ws, &l, now, out);
     }
     if (r == 0)
         r = print_events(ws, events, now, out);
-    ledger_clear(&l);
+    cJSON_Delete(enc);
+    workspace_free(ws);
     return r;
 }

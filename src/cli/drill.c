@@ -142,10 +142,12 @@ static int create_workspace(struct drill *d)
         cli_reply_clear(&r);
         return e == -EINTR ? CLI_EXIT_INTERRUPTED : CLI_EXIT_ERROR;
     }
-    const char *name = fields_str(r.body, "metadata.name");
-    const char *uid = fields_str(r.body, "metadata.uid");
-    d->name = name ? strdup(name) : NULL;
-    d->uid = uid ? strdup(uid) : NULL;
+    struct workspace *ws = NULL;
+    if (workspace_decode_lenient(r.body, &ws) == 0) {
+        d->name = ws->name ? strdup(ws->name) : NULL;
+        d->uid = ws->uid ? strdup(ws->uid) : NULL;
+    }
+    workspace_free(ws);
     cli_reply_clear(&r);
     if (!d->name || !d->uid) {
         fprintf(d->err, "error: drill: the created Workspace has no name or uid\n");
@@ -155,9 +157,9 @@ static int create_workspace(struct drill *d)
 }
 
 /* A pod's uid, from the workspace's status.podName. */
-static int pod_of(struct drill *d, const cJSON *ws, char **ret_pod, char **ret_uid)
+static int pod_of(struct drill *d, const struct workspace *ws, char **ret_pod, char **ret_uid)
 {
-    const char *pod = fields_str(ws, "status.podName");
+    const char *pod = ws->status.pod_name;
     if (!pod) {
         failf(d, "the workspace names no pod (status.podName)");
         return CLI_EXIT_ERROR;
@@ -182,7 +184,7 @@ static int pod_of(struct drill *d, const cJSON *ws, char **ret_pod, char **ret_u
 
 /* Reads the canary of the workspace's current pod; the application may need
  * a moment after Ready, so failures are retried until the step's deadline. */
-static int read_canary(struct drill *d, const cJSON *ws, const char *when, char **ret)
+static int read_canary(struct drill *d, const struct workspace *ws, const char *when, char **ret)
 {
     char *pod = NULL, *uid = NULL;
     int code = pod_of(d, ws, &pod, &uid);
@@ -221,7 +223,7 @@ static int read_canary(struct drill *d, const cJSON *ws, const char *when, char 
     return r == 0 ? CLI_EXIT_OK : r == -EINTR ? CLI_EXIT_INTERRUPTED : CLI_EXIT_ERROR;
 }
 
-static int set_paused(struct drill *d, int paused, cJSON **ret_after)
+static int set_paused(struct drill *d, int paused, struct workspace **ret_after)
 {
     struct cli_reply r;
     int e = cli_api_patch(d->api, &CLI_RESOURCE_WORKSPACES, d->ns, d->name,
@@ -232,15 +234,19 @@ static int set_paused(struct drill *d, int paused, cJSON **ret_after)
         cli_reply_clear(&r);
         return cli_exit_for(e) == CLI_EXIT_INTERRUPTED ? CLI_EXIT_INTERRUPTED : CLI_EXIT_ERROR;
     }
-    *ret_after = r.body;
-    r.body = NULL;
+    e = workspace_decode_lenient(r.body, ret_after);
     cli_reply_clear(&r);
+    if (e < 0) {
+        failf(d, "%s: %s", paused ? "pause" : "resume",
+              e == -ENOMEM ? "out of memory" : "the answer is not a Workspace");
+        return CLI_EXIT_ERROR;
+    }
     return CLI_EXIT_OK;
 }
 
 /* One step: the request's answer in, the workspace at the goal out. */
-static int step(struct drill *d, enum progress_goal goal, const cJSON *after, const char *what,
-                struct progress *p, cJSON **ret_ws)
+static int step(struct drill *d, enum progress_goal goal, const struct workspace *after,
+                const char *what, struct progress *p, struct workspace **ret_ws)
 {
     int code = cli_follow(d->api, d->ns, d->name, goal, after, d->a->timeout_ms, what, d->out,
                           d->err, p, ret_ws);
@@ -253,7 +259,7 @@ static int step(struct drill *d, enum progress_goal goal, const cJSON *after, co
 
 static int run(struct drill *d)
 {
-    cJSON *after = NULL, *ws = NULL;
+    struct workspace *after = NULL, *ws = NULL;
     struct progress start;
     char result[256];
 
@@ -265,16 +271,23 @@ static int run(struct drill *d)
         cli_reply_clear(&r);
         return code == CLI_EXIT_INTERRUPTED ? code : CLI_EXIT_ERROR;
     }
-    int code = step(d, PROGRESS_RUNNING, r.body, "start", &start, &ws);
+    int code = workspace_decode_lenient(r.body, &after) < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
     cli_reply_clear(&r);
+    if (code) {
+        failf(d, "get the new workspace: out of memory");
+        return code;
+    }
+    code = step(d, PROGRESS_RUNNING, after, "start", &start, &ws);
+    workspace_free(after);
+    after = NULL;
     if (code)
         return code;
     progress_result(&start, result, sizeof(result));
-    const char *node = fields_str(ws, "status.nodeName");
+    const char *node = ws->status.node_name;
     say(d, "%s on %s", result, node ? node : "?");
 
     code = read_canary(d, ws, "before the pause", &d->before);
-    cJSON_Delete(ws);
+    workspace_free(ws);
     ws = NULL;
     if (code)
         return code;
@@ -282,7 +295,7 @@ static int run(struct drill *d)
     if ((code = set_paused(d, 1, &after)))
         return code;
     code = step(d, PROGRESS_PAUSE, after, "pause", &d->paused, NULL);
-    cJSON_Delete(after);
+    workspace_free(after);
     after = NULL;
     if (code)
         return code;
@@ -293,7 +306,7 @@ static int run(struct drill *d)
     if ((code = set_paused(d, 0, &after)))
         return code;
     code = step(d, PROGRESS_RESUME, after, "resume", &d->resumed, &ws);
-    cJSON_Delete(after);
+    workspace_free(after);
     if (code)
         return code;
     d->have_resume = 1;
@@ -301,7 +314,7 @@ static int run(struct drill *d)
     say(d, "%s", result);
 
     code = read_canary(d, ws, "after the resume", &d->after);
-    cJSON_Delete(ws);
+    workspace_free(ws);
     return code;
 }
 

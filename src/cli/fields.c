@@ -49,23 +49,3 @@ int64_t fields_time(const cJSON *obj, const char *path)
         return 0;
     return ms;
 }
-
-int fields_true(const cJSON *obj, const char *path)
-{
-    return cJSON_IsTrue(fields_at(obj, path));
-}
-
-const cJSON *fields_condition(const cJSON *obj, const char *type)
-{
-    const cJSON *c;
-    const cJSON *list = fields_at(obj, "status.conditions");
-    if (!cJSON_IsArray(list))
-        return NULL;
-    cJSON_ArrayForEach(c, list)
-    {
-        const char *t = json_string(c, "type");
-        if (t && strcmp(t, type) == 0)
-            return c;
-    }
-    return NULL;
-}

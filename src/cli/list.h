@@ -11,6 +11,12 @@
  * "-" stands for nothing to show. With all namespaces a NAMESPACE column
  * comes first. Rows are sorted by namespace, then name.
  *
+ * The items are read with the controller's decoder, leniently
+ * (workspace_decode_lenient()): a workspace the controller refuses is
+ * listed with what could be read, and a "Not read:" section below the
+ * table names each field that could not be ("ns/name: spec.paused: must be
+ * true or false"). An item that is not a JSON object is left out.
+ *
  * Pure: the list and "now" are arguments.
  */
 #ifndef HIBERNATOR_CLI_LIST_H

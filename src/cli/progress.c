@@ -3,48 +3,44 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli/fields.h"
 #include "cli/ledger.h"
 #include "cli/timetext.h"
-#include "util/json.h"
-
-static int64_t count_of(const cJSON *ws, const char *path)
-{
-    return fields_has_num(ws, path) ? (int64_t)fields_num(ws, path) : 0;
-}
 
 static int streq(const char *a, const char *b)
 {
     return a && b && strcmp(a, b) == 0;
 }
 
-void progress_begin(struct progress *p, enum progress_goal goal, const cJSON *ws, int64_t now)
+void progress_begin(struct progress *p, enum progress_goal goal, const struct workspace *ws,
+                    int64_t now)
 {
+    const struct workspace_status *st = &ws->status;
     *p = (struct progress){.goal = goal, .started_ms = now, .snapshot_seconds = -1};
-    p->generation = count_of(ws, "metadata.generation");
-    p->pauses_before = count_of(ws, "status.accounting.pauses");
-    p->resumes_before = count_of(ws, "status.accounting.resumes");
+    p->generation = ws->generation;
+    p->pauses_before = st->pauses;
+    p->resumes_before = st->resumes;
     /* A pause is open while pauses > resumes (docs/state-machine.md). */
     int open = p->pauses_before > p->resumes_before;
     if (goal == PROGRESS_RESUME)
         p->counted_expected = open;
     /* Following a resume already counted and not ready yet: that one. */
-    if (goal == PROGRESS_RESUME && !open && p->resumes_before > 0 &&
-        fields_time(ws, "status.lastResume.requestedAt") &&
-        !fields_time(ws, "status.lastResume.readyAt")) {
+    if (goal == PROGRESS_RESUME && !open && p->resumes_before > 0 && st->last_resume.requested_ms &&
+        !st->last_resume.ready_ms) {
         p->counted_expected = 1;
         p->resumes_before--;
     }
 }
 
-static const char *cond_reason(const cJSON *ws, const char *type)
+static const char *cond_reason(const struct workspace *ws, const char *type)
 {
-    return json_string(fields_condition(ws, type), "reason");
+    const struct condition *c = workspace_status_condition(&ws->status, type);
+    return c ? c->reason : NULL;
 }
 
-static const char *cond_message(const cJSON *ws, const char *type)
+static const char *cond_message(const struct workspace *ws, const char *type)
 {
-    return json_string(fields_condition(ws, type), "message");
+    const struct condition *c = workspace_status_condition(&ws->status, type);
+    return c ? c->message : NULL;
 }
 
 static int set(struct progress *p, enum progress_phase phase, const char *detail)
@@ -57,19 +53,19 @@ static int set(struct progress *p, enum progress_phase phase, const char *detail
     return changed;
 }
 
-static int observe_start(struct progress *p, const cJSON *ws, int64_t now, int counted)
+static int observe_start(struct progress *p, const struct workspace *ws, int64_t now, int counted)
 {
-    const char *state = fields_str(ws, "status.state");
+    const struct workspace_status *st = &ws->status;
     if (!counted)
         return set(p, PROGRESS_REQUESTED, NULL);
-    if (streq(state, "WaitingForCapacity"))
+    if (st->state == WS_STATE_WAITING_FOR_CAPACITY)
         return set(p, PROGRESS_WAITING_FOR_CAPACITY, cond_message(ws, "CapacityAvailable"));
     const char *restored = cond_reason(ws, "Restored");
     int ready;
     if (p->goal == PROGRESS_RESUME && p->counted_expected)
-        ready = fields_time(ws, "status.lastResume.readyAt") != 0;
+        ready = st->last_resume.ready_ms != 0;
     else
-        ready = streq(state, "Running") && streq(cond_reason(ws, "Ready"), "PodReady");
+        ready = st->state == WS_STATE_RUNNING && streq(cond_reason(ws, "Ready"), "PodReady");
     if (!ready) {
         if (streq(restored, "RestoreCrashed") || streq(restored, "RestoreUnresponsive"))
             return set(p, PROGRESS_STARTING, cond_message(ws, "Restored"));
@@ -85,33 +81,32 @@ static int observe_start(struct progress *p, const cJSON *ws, int64_t now, int c
     }
     if (streq(restored, "Restoring"))
         return set(p, PROGRESS_CONFIRMING, "ready; waiting to learn whether the memory came back");
-    const char *from = fields_str(ws, "status.lastResume.restoredFrom");
+    const char *from = st->last_resume.restored_from;
     if (p->goal == PROGRESS_RESUME && p->counted_expected && from)
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", from);
     else if (restored && !streq(restored, "RestoreCrashed") &&
              !streq(restored, "RestoreUnresponsive"))
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", restored);
-    if (p->goal == PROGRESS_RESUME && p->counted_expected &&
-        fields_has_num(ws, "status.lastResume.secondsToReady"))
-        p->seconds = fields_num(ws, "status.lastResume.secondsToReady");
+    /* Ready here means lastResume.readyAt is set, and with it the figure. */
+    if (p->goal == PROGRESS_RESUME && p->counted_expected)
+        p->seconds = st->last_resume.seconds_to_ready;
     else
         p->seconds = (double)(now - p->started_ms) / 1000.0;
     return set(p, PROGRESS_DONE, NULL);
 }
 
-static int observe_pause(struct progress *p, const cJSON *ws, int64_t now)
+static int observe_pause(struct progress *p, const struct workspace *ws, int64_t now)
 {
-    const char *state = fields_str(ws, "status.state");
+    const struct workspace_status *st = &ws->status;
     /* Not by the pause count: a workspace without a pod is Paused without
      * counting one. Seen at the request's generation, Paused is this pause. */
-    if (count_of(ws, "status.observedGeneration") < p->generation)
+    if (st->observed_generation < p->generation)
         return set(p, PROGRESS_REQUESTED, NULL);
-    if (streq(state, "Paused")) {
+    if (st->state == WS_STATE_PAUSED) {
         p->seconds = (double)(now - p->started_ms) / 1000.0;
-        int64_t asked = fields_time(ws, "status.lastPause.requestedAt");
-        int64_t snap_asked = fields_time(ws, "status.snapshot.requestedAt");
-        if (snap_asked && snap_asked >= asked && fields_time(ws, "status.snapshot.readyAt"))
-            p->snapshot_seconds = fields_num(ws, "status.snapshot.seconds");
+        const struct workspace_snapshot *sn = &st->snapshot;
+        if (sn->requested_ms && sn->requested_ms >= st->last_pause.requested_ms && sn->ready_ms)
+            p->snapshot_seconds = sn->seconds;
         return set(p, PROGRESS_DONE, NULL);
     }
     const char *snap = cond_reason(ws, "SnapshotReady");
@@ -127,19 +122,19 @@ static int observe_pause(struct progress *p, const cJSON *ws, int64_t now)
     return set(p, PROGRESS_PAUSING, cond_message(ws, "Ready"));
 }
 
-int progress_observe(struct progress *p, const cJSON *ws, int64_t now)
+int progress_observe(struct progress *p, const struct workspace *ws, int64_t now)
 {
+    const struct workspace_status *st = &ws->status;
     if (p->phase == PROGRESS_DONE)
         return 0;
-    const char *state = fields_str(ws, "status.state");
-    if (streq(state, "Failed") && p->goal != PROGRESS_PAUSE &&
-        count_of(ws, "status.observedGeneration") >= p->generation)
-        return set(p, PROGRESS_FAILED, fields_str(ws, "status.message"));
+    if (st->state == WS_STATE_FAILED && p->goal != PROGRESS_PAUSE &&
+        st->observed_generation >= p->generation)
+        return set(p, PROGRESS_FAILED, st->message);
     if (p->goal == PROGRESS_PAUSE)
         return observe_pause(p, ws, now);
-    int counted = count_of(ws, "status.observedGeneration") >= p->generation;
+    int counted = st->observed_generation >= p->generation;
     if (counted && p->goal == PROGRESS_RESUME && p->counted_expected)
-        counted = count_of(ws, "status.accounting.resumes") > p->resumes_before;
+        counted = st->resumes > p->resumes_before;
     return observe_start(p, ws, now, counted);
 }
 

@@ -15,14 +15,16 @@
  * request's; a resume already counted and not ready yet is followed as it
  * is (a second `resume --wait`).
  *
- * Pure: the workspace and the times are arguments.
+ * Pure: the workspace (as the controller's decoder reads it, leniently:
+ * workspace_decode_lenient()) and the times are arguments.
  */
 #ifndef HIBERNATOR_CLI_PROGRESS_H
 #define HIBERNATOR_CLI_PROGRESS_H
 
-#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "workspace/workspace.h"
 
 enum progress_goal {
     PROGRESS_RESUME,  /* spec.paused false on a paused workspace */
@@ -56,11 +58,12 @@ struct progress {
 
 /* Starts following a request sent at now; ws is the workspace as the
  * request's answer returned it (the new generation, the old status). */
-void progress_begin(struct progress *p, enum progress_goal goal, const cJSON *ws, int64_t now_ms);
+void progress_begin(struct progress *p, enum progress_goal goal, const struct workspace *ws,
+                    int64_t now_ms);
 
 /* Takes a newer state of the workspace. Returns 1 when the phase or its
  * detail changed (time to print a line), else 0. */
-int progress_observe(struct progress *p, const cJSON *ws, int64_t now_ms);
+int progress_observe(struct progress *p, const struct workspace *ws, int64_t now_ms);
 
 /* "[  12s] waiting for capacity: 0/3 nodes are available: ..." */
 void progress_line(const struct progress *p, int64_t now_ms, char *out, size_t size);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/fields.h"
 #include "cli/ledger.h"
 #include "cli/table.h"
 #include "cli/timetext.h"
@@ -100,63 +99,62 @@ static int add_ready(struct report_group *g, double s)
     return 0;
 }
 
-static int add_workspace(struct report *r, const cJSON *ws, int64_t now)
+static int add_workspace(struct report *r, const struct workspace *ws, int64_t now)
 {
-    const char *ns = fields_str(ws, "metadata.namespace");
-    const char *name = fields_str(ws, "metadata.name");
-    const char *cls = fields_str(ws, "spec.className");
+    const struct workspace_status *st = &ws->status;
+    const char *ns = ws->ns, *name = ws->name, *cls = ws->class_name;
     struct report_group *g = group_for(r, ns ? ns : "", cls ? cls : "");
-    struct ledger l;
-    if (!g || ledger_read(ws, &l) < 0)
+    if (!g)
         return -ENOMEM;
+    struct ledger l;
+    ledger_read(ws, &l);
     int64_t from = r->from_ms, to = r->to_ms;
     int64_t open_end = to < now ? to : now; /* what is still going on counts until here */
     double k = l.accelerators;
     int err = 0;
     g->workspaces++;
     for (size_t i = 0; i < l.n && err == 0; i++) {
-        const struct ledger_record *rec = &l.records[i];
-        g->held_s += k * overlap(rec->held_since_ms, rec->released_ms, from, to);
-        int64_t back_end = rec->pod_scheduled_ms ? rec->pod_scheduled_ms : rec->ready_ms;
+        const struct workspace_pause_timeline *p = &l.records[i].pause;
+        const struct workspace_resume_timeline *res = &l.records[i].resume;
+        g->held_s += k * overlap(p->held_since_ms, p->accelerator_released_ms, from, to);
+        int64_t back_end = res->pod_scheduled_ms ? res->pod_scheduled_ms : res->ready_ms;
         if (!back_end && i == 0) /* still paused, or waiting for capacity */
             back_end = open_end;
-        g->given_back_s += k * overlap(rec->released_ms, back_end, from, to);
-        int64_t snap_at = rec->snapshot_ready_ms ? rec->snapshot_ready_ms : rec->paused_ms;
-        if (rec->snapshot_seconds >= 0 && in_range(snap_at, from, to))
-            g->snapshot_s += rec->snapshot_seconds;
-        g->pauses += in_range(rec->paused_ms, from, to);
-        g->resumes += in_range(rec->resume_requested_ms, from, to);
-        if (in_range(rec->ready_ms, from, to)) {
-            if (rec->seconds_to_ready >= 0)
-                err = add_ready(g, rec->seconds_to_ready);
-            if (rec->restored_from) {
+        g->given_back_s += k * overlap(p->accelerator_released_ms, back_end, from, to);
+        /* A figure is known when its time is (workspace.h). */
+        if (in_range(p->snapshot_ready_ms, from, to))
+            g->snapshot_s += p->snapshot_seconds;
+        g->pauses += in_range(p->requested_ms, from, to);
+        g->resumes += in_range(res->requested_ms, from, to);
+        if (in_range(res->ready_ms, from, to)) {
+            err = add_ready(g, res->seconds_to_ready);
+            if (res->restored_from) {
                 g->restores++;
-                g->lost_memory += ledger_lost_memory(rec->restored_from);
+                g->lost_memory += ledger_lost_memory(res->restored_from);
             }
         }
     }
-    if (l.held_since_ms)
-        g->held_s += k * overlap(l.held_since_ms, open_end, from, to);
+    if (st->accelerator_held_since_ms)
+        g->held_s += k * overlap(st->accelerator_held_since_ms, open_end, from, to);
 
-    if (err == 0 && !l.from_history && (l.pauses > 0 || l.accelerators > 0)) {
+    if (err == 0 && !l.from_history && (st->pauses > 0 || l.accelerators > 0)) {
         err = add_note(r,
                        "%s/%s: no status.history; held hours are not counted, the rest comes "
                        "from the last pause and resume only",
                        ns ? ns : "", name ? name : "");
-    } else if (err == 0 && l.from_history && l.pauses > (int64_t)l.n) {
-        const struct ledger_record *oldest = l.n ? &l.records[l.n - 1] : NULL;
+    } else if (err == 0 && l.from_history && st->pauses > (int64_t)l.n) {
+        const struct workspace_pause_timeline *oldest = l.n ? &l.records[l.n - 1].pause : NULL;
         int64_t start =
-            oldest ? (oldest->held_since_ms ? oldest->held_since_ms : oldest->paused_ms) : 0;
+            oldest ? (oldest->held_since_ms ? oldest->held_since_ms : oldest->requested_ms) : 0;
         if (!start || start > from) {
             char t[TIMETEXT_SIZE];
             timetext_time(start, t);
             err = add_note(r,
                            "%s/%s: history reaches back to %s only (%zu of %lld pauses kept); "
                            "use before then is not counted",
-                           ns ? ns : "", name ? name : "", t, l.n, (long long)l.pauses);
+                           ns ? ns : "", name ? name : "", t, l.n, (long long)st->pauses);
         }
     }
-    ledger_clear(&l);
     return err;
 }
 
@@ -180,10 +178,17 @@ int report_compute(const cJSON *list, int64_t from, int64_t to, int64_t now, str
         return -ENOMEM;
     r->from_ms = from;
     r->to_ms = to;
-    const cJSON *ws;
-    cJSON_ArrayForEach(ws, json_member(list, "items"))
+    const cJSON *item;
+    cJSON_ArrayForEach(item, json_member(list, "items"))
     {
-        if (add_workspace(r, ws, now) < 0) {
+        struct workspace *ws = NULL;
+        int e = workspace_decode_lenient(item, &ws);
+        if (e == -EINVAL) /* not a JSON object: nothing to count */
+            continue;
+        if (e == 0)
+            e = add_workspace(r, ws, now);
+        workspace_free(ws);
+        if (e < 0) {
             report_free(r);
             return -ENOMEM;
         }

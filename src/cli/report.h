@@ -10,7 +10,7 @@
  *               or up to the range's end (at most now) for the newest
  *               record while the workspace is still paused;
  *   snapshot    snapshotSeconds of the pauses whose snapshot became Ready
- *               (else that were asked for) in the range;
+ *               in the range (a figure counts with its time, workspace.h);
  *   time to ready  secondsToReady of the resumes ready in the range: median
  *               and p90 (linear between the nearest ranks);
  *   cold-start share  of those resumes, the ones that did not bring the
@@ -19,6 +19,10 @@
  * A note names each workspace whose kept history does not reach back to
  * `from` (accounting counts more pauses than it keeps), and each without a
  * history at all (figures from lastPause/lastResume only, no held time).
+ *
+ * The items are read with the controller's decoder, leniently
+ * (workspace_decode_lenient()): a workspace it refuses is still counted
+ * with what could be read.
  *
  * Pure: the list, the range and "now" are arguments.
  *

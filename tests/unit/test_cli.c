@@ -30,6 +30,7 @@
 #include "cli/timetext.h"
 #include "util/json.h"
 #include "util/timefmt.h"
+#include "workspace/workspace.h"
 
 #define CLI_DIR TEST_DATA_DIR "/cli"
 
@@ -414,25 +415,30 @@ static void test_table_layout(void **state)
 
 /* ---- progress ----------------------------------------------------------------- */
 
-static cJSON *ws_with(const char *status_json, int64_t generation)
+/* A workspace of this status, as the plugin decodes it. */
+static struct workspace *ws_with(const char *status_json, int64_t generation)
 {
     char *text = NULL;
     assert_true(asprintf(&text,
                          "{\"metadata\":{\"name\":\"w\",\"generation\":%lld},"
-                         "\"spec\":{\"paused\":false},\"status\":%s}",
+                         "\"spec\":{\"className\":\"c\",\"paused\":false},\"status\":%s}",
                          (long long)generation, status_json) > 0);
     cJSON *j = cJSON_Parse(text);
     free(text);
     assert_non_null(j);
-    return j;
+    struct workspace *ws = NULL;
+    assert_int_equal(workspace_decode_lenient(j, &ws), 0);
+    cJSON_Delete(j);
+    assert_int_equal(ws->n_unread, 0);
+    return ws;
 }
 
 static void observe(struct progress *p, const char *status, int64_t generation, int64_t t,
                     enum progress_phase want)
 {
-    cJSON *ws = ws_with(status, generation);
+    struct workspace *ws = ws_with(status, generation);
     progress_observe(p, ws, t);
-    cJSON_Delete(ws);
+    workspace_free(ws);
     if (p->phase != want)
         fail_msg("phase %d (%s), want %d for %s", p->phase, p->detail, want, status);
 }
@@ -448,10 +454,10 @@ static void test_progress_resume(void **state)
                          "\"lastResume\":{\"requestedAt\":\"2026-03-09T10:00:00Z\","
                          "\"readyAt\":\"2026-03-09T10:00:05Z\",\"secondsToReady\":5,"
                          "\"restoredFrom\":\"FromCheckpoint\"}}";
-    cJSON *after = ws_with(paused, 6);
+    struct workspace *after = ws_with(paused, 6);
     struct progress p;
     progress_begin(&p, PROGRESS_RESUME, after, t0);
-    cJSON_Delete(after);
+    workspace_free(after);
     assert_true(p.counted_expected);
     observe(&p, paused, 6, t0 + 100, PROGRESS_REQUESTED);
     /* Seen, but still the old count: not this resume yet. */
@@ -505,7 +511,7 @@ static void test_progress_resume(void **state)
                           "\"lastResume\":{\"requestedAt\":\"2026-03-10T12:00:00Z\"}}";
     after = ws_with(waiting, 6);
     progress_begin(&p, PROGRESS_RESUME, after, t0 + 30000);
-    cJSON_Delete(after);
+    workspace_free(after);
     assert_true(p.counted_expected);
     observe(&p, waiting, 6, t0 + 30000, PROGRESS_WAITING_FOR_CAPACITY);
     observe(&p,
@@ -527,10 +533,10 @@ static void test_progress_pause_and_start(void **state)
     int64_t t0 = now_ms();
     const char *running = "{\"observedGeneration\":3,\"state\":\"Running\","
                           "\"accounting\":{\"pauses\":0,\"resumes\":0}}";
-    cJSON *after = ws_with(running, 4);
+    struct workspace *after = ws_with(running, 4);
     struct progress p;
     progress_begin(&p, PROGRESS_PAUSE, after, t0);
-    cJSON_Delete(after);
+    workspace_free(after);
     /* An old Paused state of a generation before the request is not this pause. */
     observe(&p, "{\"observedGeneration\":3,\"state\":\"Paused\"}", 4, t0, PROGRESS_REQUESTED);
     observe(&p,
@@ -556,7 +562,7 @@ static void test_progress_pause_and_start(void **state)
     /* A new workspace: Running and Ready; Failed ends it. */
     after = ws_with("{}", 1);
     progress_begin(&p, PROGRESS_RUNNING, after, t0);
-    cJSON_Delete(after);
+    workspace_free(after);
     observe(&p, "{\"observedGeneration\":1,\"state\":\"Pending\"}", 1, t0, PROGRESS_STARTING);
     observe(&p,
             "{\"observedGeneration\":1,\"state\":\"Running\",\"conditions\":[{\"type\":"
@@ -566,7 +572,7 @@ static void test_progress_pause_and_start(void **state)
     progress_result(&p, line, sizeof(line));
     assert_string_equal(line, "running in 4.1s");
     progress_begin(&p, PROGRESS_RUNNING, after = ws_with("{}", 1), t0);
-    cJSON_Delete(after);
+    workspace_free(after);
     observe(&p, "{\"observedGeneration\":1,\"state\":\"Failed\",\"message\":\"spec.image: no\"}", 1,
             t0, PROGRESS_FAILED);
     assert_string_equal(p.detail, "spec.image: no");
@@ -823,21 +829,75 @@ static void test_ledger_fallback(void **state)
     (void)state;
     /* Without status.history: the last pause, its snapshot, and the resume after it. */
     cJSON *list = load_json("workspaces.json");
+    struct workspace *ws = NULL;
     struct ledger l;
-    assert_int_equal(ledger_read(item(list, "carol-gpu"), &l), 0);
+    assert_int_equal(workspace_decode_lenient(item(list, "carol-gpu"), &ws), 0);
+    ledger_read(ws, &l);
     assert_false(l.from_history);
     assert_int_equal(l.n, 1);
-    assert_int_equal(l.records[0].paused_ms, at("2026-03-09T20:00:00Z"));
-    assert_int_equal(l.records[0].released_ms, at("2026-03-09T20:02:10Z"));
-    assert_true(l.records[0].snapshot_seconds == 114.0);
-    assert_int_equal(l.records[0].resume_requested_ms, at("2026-03-10T11:50:00Z"));
+    assert_int_equal(l.records[0].pause.requested_ms, at("2026-03-09T20:00:00Z"));
+    assert_int_equal(l.records[0].pause.accelerator_released_ms, at("2026-03-09T20:02:10Z"));
+    assert_int_equal(l.records[0].pause.snapshot_ready_ms, at("2026-03-09T20:01:55Z"));
+    assert_true(l.records[0].pause.snapshot_seconds == 114.0);
+    assert_int_equal(l.records[0].resume.requested_ms, at("2026-03-10T11:50:00Z"));
     assert_int_equal(l.accelerators, 1);
-    ledger_clear(&l);
-    assert_int_equal(ledger_read(item(list, "dave-cpu"), &l), 0);
+    workspace_free(ws);
+    assert_int_equal(workspace_decode_lenient(item(list, "dave-cpu"), &ws), 0);
+    ledger_read(ws, &l);
     assert_int_equal(l.n, 0);
     assert_int_equal(l.accelerators, 0);
-    assert_int_equal(l.pauses, -1);
-    ledger_clear(&l);
+    assert_int_equal(ws->status.pauses, 0);
+    workspace_free(ws);
+    cJSON_Delete(list);
+}
+
+/* An object the controller refuses (a spec it cannot read) or cannot read
+ * at all (no name) is still listed and described, with what could not be
+ * read named field by field. */
+static void test_lenient(void **state)
+{
+    (void)state;
+    cJSON *list = load_json("broken.json");
+    struct capture c;
+    assert_int_equal(list_print(list, 1, now_ms(), capture_start(&c)), 2);
+    char *text = capture_end(&c);
+    assert_non_null(strstr(text, "team-b      frank     -         "));
+    assert_non_null(strstr(text, "\nNot read:\n"));
+    assert_non_null(strstr(text, "team-b/frank: spec.image: must be a string\n"));
+    assert_non_null(
+        strstr(text, "team-b/frank: status.state: \"Hibernating\" is not a known state\n"));
+    assert_non_null(strstr(text, "team-b/(no name): metadata.name: required\n"));
+    golden("list-broken.golden", text);
+    free(text);
+
+    const cJSON *frank = cJSON_GetArrayItem(json_member(list, "items"), 0);
+    assert_int_equal(describe_print(frank, NULL, now_ms(), capture_start(&c)), 0);
+    text = capture_end(&c);
+    /* What could be read is shown; the rest is named. */
+    assert_non_null(strstr(text, "Class:        cpu-small\n"));
+    assert_non_null(strstr(text, "Home:         frank-home, 5Gi\n"));
+    assert_non_null(strstr(
+        text, "Refused:      the controller cannot act on it: spec.image: must be a string\n"));
+    assert_non_null(strstr(text, "  spec.paused: must be true or false\n"));
+    assert_non_null(strstr(text, "  spec.idle.after: \"soon\" is not a duration such as \"2h\"\n"));
+    assert_non_null(strstr(text, "  status.lastPause.requestedAt: not an RFC 3339 time\n"));
+    assert_non_null(strstr(text, "  status.accounting.pauses: not a whole number\n"));
+    golden("describe-frank.golden", text);
+    free(text);
+
+    const cJSON *unnamed = cJSON_GetArrayItem(json_member(list, "items"), 1);
+    assert_int_equal(describe_print(unnamed, NULL, now_ms(), capture_start(&c)), 0);
+    text = capture_end(&c);
+    assert_non_null(strstr(text, "Name:         -\n"));
+    assert_non_null(
+        strstr(text, "Refused:      the controller cannot read it: metadata.name: required\n"));
+    free(text);
+
+    struct report *r = NULL;
+    assert_int_equal(report_compute(list, at("2026-03-03T12:00:00Z"), now_ms(), now_ms(), &r), 0);
+    assert_int_equal(r->n_groups, 1);
+    assert_int_equal(r->groups[0].workspaces, 2);
+    report_free(r);
     cJSON_Delete(list);
 }
 
@@ -888,6 +948,7 @@ int main(void)
         cmocka_unit_test(test_golden_list),
         cmocka_unit_test(test_golden_describe),
         cmocka_unit_test(test_golden_report),
+        cmocka_unit_test(test_lenient),
         cmocka_unit_test(test_interrupts_are_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
