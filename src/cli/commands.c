@@ -359,8 +359,8 @@ int cmd_describe(struct cli_api *api, const struct cli_args *a, FILE *out, FILE 
     if (code)
         return code;
     char selector[320];
-    snprintf(selector, sizeof(selector), "involvedObject.kind=Workspace,involvedObject.name=%s",
-             a->name);
+    snprintf(selector, sizeof(selector), "involvedObject.kind=%s,involvedObject.name=%s",
+             WORKSPACE_KIND, a->name);
     struct kube_list_options o = {.field_selector = selector};
     struct cli_reply ev;
     cJSON *events = NULL;

@@ -11,6 +11,7 @@
 #include "cli/timetext.h"
 #include "util/duration.h"
 #include "util/json.h"
+#include "workspace/vocabulary.h"
 #include "workspace/workspace.h"
 
 #define TOP_WIDTH 14    /* "Accelerator:  " */
@@ -285,7 +286,7 @@ static void print_last_resume(const struct workspace *ws, int64_t now, FILE *out
     } else {
         field(out, 2, NESTED_WIDTH, "Ready", "not yet");
     }
-    const struct condition *cond = workspace_status_condition(&ws->status, "Restored");
+    const struct condition *cond = workspace_status_condition(&ws->status, WS_COND_RESTORED);
     const char *reason = cond ? cond->reason : NULL;
     if (r->restored_from)
         field(out, 2, NESTED_WIDTH, "Restored from", "%s (%s)",

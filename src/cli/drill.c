@@ -15,6 +15,7 @@
 #include "cli/timetext.h"
 #include "cli/watch.h"
 #include "util/json.h"
+#include "workspace/vocabulary.h"
 
 #define DEFAULT_PORT 8888
 #define CANARY_RETRY_MS 1000
@@ -27,7 +28,7 @@ enum drill_verdict drill_judge(const char *before, const char *after, const char
         return DRILL_FAIL;
     if (strcmp(before, after) != 0 || ledger_lost_memory(restored_from))
         return DRILL_COLD_START;
-    if (strcmp(restored_from, "FromSnapshot") == 0)
+    if (strcmp(restored_from, WS_REASON_FROM_SNAPSHOT) == 0)
         return DRILL_PASS;
     return DRILL_FAIL;
 }
@@ -36,7 +37,7 @@ void drill_cold_start_why(const char *before, const char *after, const char *res
                           char *out, size_t size)
 {
     int changed = !before || !after || strcmp(before, after) != 0;
-    if (changed && restored_from && strcmp(restored_from, "FromSnapshot") == 0)
+    if (changed && restored_from && strcmp(restored_from, WS_REASON_FROM_SNAPSHOT) == 0)
         snprintf(out, size,
                  "the canary value changed although the controller reports a restore from the "
                  "snapshot: the process is a new one, its memory did not come back");
@@ -119,8 +120,8 @@ static int create_workspace(struct drill *d)
     cJSON *meta = o ? cJSON_AddObjectToObject(o, "metadata") : NULL;
     cJSON *labels = meta ? cJSON_AddObjectToObject(meta, "labels") : NULL;
     cJSON *spec = labels ? cJSON_AddObjectToObject(o, "spec") : NULL;
-    int ok = spec && cJSON_AddStringToObject(o, "apiVersion", "hibernator.dev/v1alpha1") &&
-             cJSON_AddStringToObject(o, "kind", "Workspace") &&
+    int ok = spec && cJSON_AddStringToObject(o, "apiVersion", WORKSPACE_API_VERSION) &&
+             cJSON_AddStringToObject(o, "kind", WORKSPACE_KIND) &&
              cJSON_AddStringToObject(meta, "generateName", "drill-") &&
              cJSON_AddStringToObject(meta, "namespace", d->ns) &&
              cJSON_AddStringToObject(labels, "hibernator.dev/drill", "true") &&

@@ -1,4 +1,5 @@
 #include "cli/ledger.h"
+#include "workspace/vocabulary.h"
 
 #include <string.h>
 
@@ -71,21 +72,21 @@ void ledger_read(const struct workspace *ws, struct ledger *l)
 
 int ledger_lost_memory(const char *r)
 {
-    return r && (strcmp(r, "ColdStart") == 0 || strcmp(r, "FromCheckpoint") == 0 ||
-                 strcmp(r, "Fresh") == 0);
+    return r && (strcmp(r, WS_REASON_COLD_START) == 0 ||
+                 strcmp(r, WS_REASON_FROM_CHECKPOINT) == 0 || strcmp(r, WS_REASON_FRESH) == 0);
 }
 
 const char *ledger_restored_words(const char *r)
 {
     if (!r)
         return "";
-    if (strcmp(r, "FromSnapshot") == 0)
+    if (strcmp(r, WS_REASON_FROM_SNAPSHOT) == 0)
         return "snapshot";
-    if (strcmp(r, "FromCheckpoint") == 0)
+    if (strcmp(r, WS_REASON_FROM_CHECKPOINT) == 0)
         return "checkpoint";
-    if (strcmp(r, "ColdStart") == 0)
+    if (strcmp(r, WS_REASON_COLD_START) == 0)
         return "cold start";
-    if (strcmp(r, "Fresh") == 0)
+    if (strcmp(r, WS_REASON_FRESH) == 0)
         return "fresh start";
     return r;
 }

@@ -6,7 +6,9 @@
 
 #include "cli/table.h"
 #include "cli/timetext.h"
+#include "snapshot/view.h"
 #include "util/json.h"
+#include "workspace/vocabulary.h"
 #include "workspace/workspace.h"
 
 static const char *or_dash(const char *s)
@@ -26,7 +28,7 @@ static int item_cmp(const void *a, const void *b)
 static void snapshot_cell(const struct workspace *ws, int64_t now, char out[TIMETEXT_SIZE])
 {
     const struct workspace_snapshot *s = &ws->status.snapshot;
-    if (s->phase && strcmp(s->phase, "Ready") == 0 && s->ready_ms)
+    if (s->phase && strcmp(s->phase, snapshot_phase_name(SNAPSHOT_PHASE_READY)) == 0 && s->ready_ms)
         timetext_age_at(s->ready_ms, now, out);
     else
         snprintf(out, TIMETEXT_SIZE, "%s", or_dash(s->phase));
@@ -35,11 +37,12 @@ static void snapshot_cell(const struct workspace *ws, int64_t now, char out[TIME
 static const char *restored_cell(const struct workspace *ws)
 {
     const struct workspace_status *st = &ws->status;
-    const struct condition *c = workspace_status_condition(st, "Restored");
+    const struct condition *c = workspace_status_condition(st, WS_COND_RESTORED);
     const char *reason = c ? c->reason : NULL;
     if (st->last_resume.requested_ms && reason &&
-        (strcmp(reason, "Restoring") == 0 || strcmp(reason, "RestoreCrashed") == 0 ||
-         strcmp(reason, "RestoreUnresponsive") == 0))
+        (strcmp(reason, WS_REASON_RESTORING) == 0 ||
+         strcmp(reason, WS_REASON_RESTORE_CRASHED) == 0 ||
+         strcmp(reason, WS_REASON_RESTORE_UNRESPONSIVE) == 0))
         return reason;
     return or_dash(st->last_resume.restored_from);
 }

@@ -5,6 +5,7 @@
 
 #include "cli/ledger.h"
 #include "cli/timetext.h"
+#include "workspace/vocabulary.h"
 
 static int streq(const char *a, const char *b)
 {
@@ -59,33 +60,35 @@ static int observe_start(struct progress *p, const struct workspace *ws, int64_t
     if (!counted)
         return set(p, PROGRESS_REQUESTED, NULL);
     if (st->state == WS_STATE_WAITING_FOR_CAPACITY)
-        return set(p, PROGRESS_WAITING_FOR_CAPACITY, cond_message(ws, "CapacityAvailable"));
-    const char *restored = cond_reason(ws, "Restored");
+        return set(p, PROGRESS_WAITING_FOR_CAPACITY, cond_message(ws, WS_COND_CAPACITY_AVAILABLE));
+    const char *restored = cond_reason(ws, WS_COND_RESTORED);
     int ready;
     if (p->goal == PROGRESS_RESUME && p->counted_expected)
         ready = st->last_resume.ready_ms != 0;
     else
-        ready = st->state == WS_STATE_RUNNING && streq(cond_reason(ws, "Ready"), "PodReady");
+        ready = st->state == WS_STATE_RUNNING &&
+                streq(cond_reason(ws, WS_COND_READY), WS_REASON_POD_READY);
     if (!ready) {
-        if (streq(restored, "RestoreCrashed") || streq(restored, "RestoreUnresponsive"))
-            return set(p, PROGRESS_STARTING, cond_message(ws, "Restored"));
-        const char *what = streq(restored, "Restoring")        ? "restoring from the snapshot"
-                           : streq(restored, "FromCheckpoint") ? "from the checkpoint"
-                                                               : NULL;
+        if (streq(restored, WS_REASON_RESTORE_CRASHED) ||
+            streq(restored, WS_REASON_RESTORE_UNRESPONSIVE))
+            return set(p, PROGRESS_STARTING, cond_message(ws, WS_COND_RESTORED));
+        const char *what = streq(restored, WS_REASON_RESTORING) ? "restoring from the snapshot"
+                           : streq(restored, WS_REASON_FROM_CHECKPOINT) ? "from the checkpoint"
+                                                                        : NULL;
         char d[sizeof(p->detail)];
-        const char *msg = cond_message(ws, "Ready");
+        const char *msg = cond_message(ws, WS_COND_READY);
         if (!msg || !*msg)
             msg = NULL;
         snprintf(d, sizeof(d), "%s%s%s", what ? what : "", what && msg ? ": " : "", msg ? msg : "");
         return set(p, PROGRESS_STARTING, d);
     }
-    if (streq(restored, "Restoring"))
+    if (streq(restored, WS_REASON_RESTORING))
         return set(p, PROGRESS_CONFIRMING, "ready; waiting to learn whether the memory came back");
     const char *from = st->last_resume.restored_from;
     if (p->goal == PROGRESS_RESUME && p->counted_expected && from)
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", from);
-    else if (restored && !streq(restored, "RestoreCrashed") &&
-             !streq(restored, "RestoreUnresponsive"))
+    else if (restored && !streq(restored, WS_REASON_RESTORE_CRASHED) &&
+             !streq(restored, WS_REASON_RESTORE_UNRESPONSIVE))
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", restored);
     /* Ready here means lastResume.readyAt is set, and with it the figure. */
     if (p->goal == PROGRESS_RESUME && p->counted_expected)
@@ -109,17 +112,17 @@ static int observe_pause(struct progress *p, const struct workspace *ws, int64_t
             p->snapshot_seconds = sn->seconds;
         return set(p, PROGRESS_DONE, NULL);
     }
-    const char *snap = cond_reason(ws, "SnapshotReady");
-    const char *ready = cond_reason(ws, "Ready");
-    if (streq(snap, "Checkpointing"))
+    const char *snap = cond_reason(ws, WS_COND_SNAPSHOT_READY);
+    const char *ready = cond_reason(ws, WS_COND_READY);
+    if (streq(snap, WS_REASON_CHECKPOINTING))
         return set(p, PROGRESS_PAUSING, "the application is writing its checkpoint");
-    if (streq(snap, "InProgress"))
+    if (streq(snap, WS_REASON_IN_PROGRESS))
         return set(p, PROGRESS_PAUSING, "taking the snapshot");
-    if (streq(snap, "Failed") || streq(snap, "Timeout"))
-        return set(p, PROGRESS_PAUSING, cond_message(ws, "SnapshotReady"));
-    if (streq(ready, "Pausing") || streq(ready, "PodTerminating"))
+    if (streq(snap, WS_REASON_FAILED) || streq(snap, WS_REASON_TIMEOUT))
+        return set(p, PROGRESS_PAUSING, cond_message(ws, WS_COND_SNAPSHOT_READY));
+    if (streq(ready, WS_REASON_PAUSING) || streq(ready, WS_REASON_POD_TERMINATING))
         return set(p, PROGRESS_PAUSING, "the pod is stopping");
-    return set(p, PROGRESS_PAUSING, cond_message(ws, "Ready"));
+    return set(p, PROGRESS_PAUSING, cond_message(ws, WS_COND_READY));
 }
 
 int progress_observe(struct progress *p, const struct workspace *ws, int64_t now)
@@ -186,7 +189,7 @@ void progress_result(const struct progress *p, char *out, size_t size)
     case PROGRESS_RESUME:
         if (p->restored_from[0])
             snprintf(out, size, "ready in %s (%s%s)", s,
-                     strcmp(p->restored_from, "Fresh") == 0 ? "" : "restored from ",
+                     strcmp(p->restored_from, WS_REASON_FRESH) == 0 ? "" : "restored from ",
                      ledger_restored_words(p->restored_from));
         else
             snprintf(out, size, "ready in %s", s);
