@@ -8,6 +8,8 @@
  *     with the status; waiting for capacity shown while the GPUs are taken,
  *     --timeout ends with exit 4, a second --wait follows it to ready;
  *   - keep-alive, describe and report checked for structure and values;
+ *   - a workspace the controller refuses, listed and described with the
+ *     field it cannot read;
  *   - the drill: PASS against the simulator's restores, COLD START in its
  *     cold-start mode, and the throw-away workspace deleted also on Ctrl-C;
  *   - exit codes and the errors naming what is wrong.
@@ -504,6 +506,42 @@ static void test_keep_alive(void **state)
     free(err);
 }
 
+/* ---- a workspace the controller refuses ------------------------------------------------ */
+
+/* The API server takes "2030-01-01T00:00:00,5Z" as a date-time (a comma
+ * before the fraction); the controller reads RFC 3339 only, so it refuses
+ * the spec (Valid False, InvalidSpec). The plugin still lists and
+ * describes the workspace: what could be read, why the controller refuses
+ * it, and the field it could not read. */
+static void test_refused(void **state)
+{
+    (void)state;
+    apply_ws("comma", "it-cli-cpu", 0,
+             "  image: example.org/nb:1\n  keepAliveUntil: \"2030-01-01T00:00:00,5Z\"\n");
+    cJSON_Delete(wait_reason("comma", "Valid", "InvalidSpec", LONG_WAIT));
+    char *out = NULL, *err = NULL;
+    assert_int_equal(cli(&out, &err, "describe comma"), 0);
+    must_contain(out, "Image:        example.org/nb:1\n");
+    must_contain(out, "Refused:      the controller cannot act on it: spec.keepAliveUntil: "
+                      "\"2030-01-01T00:00:00,5Z\" is not an RFC 3339 time\n");
+    must_contain(out, "Not read:\n  spec.keepAliveUntil: ");
+    must_contain(out, "InvalidSpec");
+    free(out);
+    free(err);
+
+    assert_int_equal(cli(&out, &err, "list"), 0);
+    char *row = line_starting(out, "comma ");
+    if (!row[0])
+        fail_msg("no row for comma in:\n%s", out);
+    free(row);
+    char *note = NULL;
+    assert_true(asprintf(&note, "\nNot read:\n  %s/comma: spec.keepAliveUntil: ", ns) > 0);
+    must_contain(out, note);
+    free(note);
+    free(out);
+    free(err);
+}
+
 /* ---- the drill ---------------------------------------------------------------------- */
 
 static char *canary_url(void)
@@ -726,6 +764,7 @@ int main(void)
         cmocka_unit_test_setup(test_cycle, clean_slate),
         cmocka_unit_test_setup(test_capacity, clean_slate),
         cmocka_unit_test_setup(test_keep_alive, clean_slate),
+        cmocka_unit_test_setup(test_refused, clean_slate),
         cmocka_unit_test_setup(test_drill_pass, clean_slate),
         cmocka_unit_test_setup(test_drill_cold_start, clean_slate),
         cmocka_unit_test_setup(test_drill_interrupted, clean_slate),
