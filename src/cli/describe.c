@@ -130,6 +130,9 @@ static void print_state(const struct workspace *ws, int64_t now, FILE *out)
     const struct workspace_status *st = &ws->status;
     char w[WHEN_SIZE];
     const char *state = or_text(workspace_state_name(st->state), "(not reconciled yet)");
+    for (size_t i = 0; st->state == WS_STATE_NONE && i < ws->n_unread; i++)
+        if (strncmp(ws->unread[i], "status.state:", 13) == 0)
+            state = "(not read, see above)";
     if (st->state_since_ms)
         field(out, 0, TOP_WIDTH, "State", "%s since %s", state, when(w, st->state_since_ms, now));
     else

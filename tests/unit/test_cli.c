@@ -882,6 +882,7 @@ static void test_lenient(void **state)
     assert_non_null(strstr(text, "  spec.idle.after: \"soon\" is not a duration such as \"2h\"\n"));
     assert_non_null(strstr(text, "  status.lastPause.requestedAt: not an RFC 3339 time\n"));
     assert_non_null(strstr(text, "  status.accounting.pauses: not a whole number\n"));
+    assert_non_null(strstr(text, "State:        (not read, see above)\n"));
     golden("describe-frank.golden", text);
     free(text);
 
