@@ -226,6 +226,15 @@ static void test_wait_available(void **state)
         assert_string_equal(cond_field(ws, "Available", "reason"),
                             cold[i] ? "FromCheckpoint" : "FromSnapshot");
         cJSON_Delete(ws);
+        /* "Did its memory come back?" as docs/operations.md reads it. */
+        char *from = NULL;
+        assert_int_equal(harness_kubectl(&from,
+                                         "-n %s get workspace/%s -o jsonpath='{.status."
+                                         "conditions[?(@.type==\"Available\")].reason}'",
+                                         ns, names[i]),
+                         0);
+        assert_string_equal(from, cold[i] ? "FromCheckpoint" : "FromSnapshot");
+        free(from);
     }
     /* Paused, with the accelerator free: the state says it. */
     set_paused("wsnap", 1);
