@@ -125,6 +125,7 @@ static void decide_live(struct decider *d)
     if (!frozen && d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
         decide_snapshot_retention(d, 0);
     set_message(d);
+    decide_available(d);
     /* When the one-word state last changed: what "paused since" or "waiting
      * since" means on a dashboard. */
     if (st->state != d->old->state || !st->state_since_ms)

@@ -28,6 +28,8 @@
 #define COND_CAPACITY "CapacityAvailable"
 #define COND_RESTORED "Restored"
 #define COND_HOME "Home"
+/* Ready, and the restore's verdict known: what `kubectl wait` waits on. */
+#define COND_AVAILABLE "Available"
 
 #define RESERVED_ENV_PREFIX "HIBERNATOR_"
 #define MAX_LABEL_VALUE 63
@@ -119,6 +121,9 @@ void decide_transition_event(struct decider *d, const char *occasion, const char
                              const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 char *decide_vformat(struct decider *d, const char *fmt, va_list ap);
+
+/* decide_available.c */
+void decide_available(struct decider *d);
 
 /* decide_validate.c */
 int decide_class_not_yet_seen(const struct decider *d);

@@ -86,6 +86,9 @@ static void pause_done(struct decider *d)
     decide_set_string(d, &st->deleted_pod, NULL);
     /* The next resume asks for the snapshot's product (or the class's) again. */
     st->accelerator_fallback = 0;
+    /* Nothing is held or asked for: kubectl get ws shows no accelerator
+     * (lastPause.product keeps the one the pod had). */
+    decide_set_string(d, &st->accelerator_product, NULL);
     /* Capacity is not being asked for; the next resume asks again. */
     workspace_status_remove_condition(st, COND_CAPACITY);
     decide_condition(d, COND_READY, COND_FALSE, "Paused",

@@ -389,6 +389,8 @@ void decide_run(struct decider *d)
             decide_set_string(d, &st->pod_name, NULL);
             decide_set_string(d, &st->pod_uid, NULL);
             decide_set_string(d, &st->node_name, NULL);
+            /* No pod holds or waits for one. */
+            decide_set_string(d, &st->accelerator_product, NULL);
         }
         return;
     }

@@ -550,14 +550,15 @@ const char *workspace_condition_status_name(enum condition_status s)
 
 static int condition_rank(const char *type)
 {
-    static const char *const order[] = {"Valid", "Ready", "CapacityAvailable", "Restored"};
+    static const char *const order[] = {"Valid", "Ready", "Available", "CapacityAvailable",
+                                        "Restored"};
     for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
         if (strcmp(type, order[i]) == 0)
             return (int)i;
     return (int)(sizeof(order) / sizeof(order[0]));
 }
 
-/* Valid, Ready, CapacityAvailable, Restored, then the rest by type. */
+/* Valid, Ready, Available, CapacityAvailable, Restored, then the rest by type. */
 static int condition_cmp(const void *a, const void *b)
 {
     const struct condition *x = *(const struct condition *const *)a;

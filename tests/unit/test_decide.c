@@ -961,8 +961,9 @@ static void c_paused(struct world *w, const struct decide_output *o)
     assert_int_equal(o->status.pod_generation, 1);
     assert_null(cond(o, "CapacityAvailable"));
     assert_cond(o, "Ready", COND_FALSE, "Paused");
-    /* what it ran on stays on display */
-    assert_string_equal(o->status.accelerator_product, "Tesla-T4");
+    /* the GPU was given back: none on display; the pause's record keeps it */
+    assert_null(o->status.accelerator_product);
+    assert_string_equal(o->status.accelerator_resource, "nvidia.com/gpu");
     assert_non_null(strstr(find_event(o, "Paused")->message, "600.0s"));
 }
 
@@ -2343,6 +2344,110 @@ static void test_table(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         run_row(&rows[i]);
+}
+
+/* ---- Available, and the accelerator kubectl get shows ---- */
+
+static void with_restored(struct world *w, enum condition_status status, const char *reason)
+{
+    assert_int_equal(workspace_status_set_condition(st(w), "Restored", status, reason,
+                                                    "how pod alice-1 starts", w->ws->generation,
+                                                    NOW - MIN),
+                     0);
+}
+
+static void s_ready_fresh(struct world *w)
+{
+    s_ready(w);
+    with_restored(w, COND_TRUE, "Fresh");
+}
+
+static void s_ready_fresh_home(struct world *w)
+{
+    s_ready(w);
+    with_restored(w, COND_TRUE, "FreshHome");
+}
+
+static void s_ready_restoring(struct world *w)
+{
+    s_ready(w);
+    with_restored(w, COND_UNKNOWN, "Restoring");
+}
+
+static void s_ready_cold(struct world *w)
+{
+    s_ready(w);
+    with_restored(w, COND_TRUE, "ColdStart");
+}
+
+static void s_ready_from_snapshot(struct world *w)
+{
+    s_ready(w);
+    with_restored(w, COND_TRUE, "FromSnapshot");
+}
+
+static void s_resumed_from_checkpoint(struct world *w)
+{
+    s_resuming_ready(w);
+    with_restored(w, COND_TRUE, "FromCheckpoint");
+}
+
+/* Available=True only once the pod is ready and how its session came back
+ * is known; status.accelerator.product only while a pod holds or waits for
+ * the accelerator. */
+static void test_available(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        void (*setup)(struct world *w);
+        enum condition_status want;
+        const char *reason;
+        const char *product; /* NULL: none shown */
+    } cases[] = {
+        {"created: not ready, the GPU asked for", s_fresh, COND_FALSE, "NotReady", "Tesla-T4"},
+        {"scheduled, starting", s_scheduled, COND_FALSE, "NotReady", "Tesla-T4"},
+        {"ready, never paused: fresh", s_ready_fresh, COND_TRUE, "Fresh", "Tesla-T4"},
+        {"ready on a new home: fresh", s_ready_fresh_home, COND_TRUE, "Fresh", "Tesla-T4"},
+        {"ready, how it started not recorded", s_ready, COND_TRUE, "PodReady", "Tesla-T4"},
+        {"ready, the restore's verdict unknown", s_ready_restoring, COND_FALSE, "Restoring",
+         "Tesla-T4"},
+        {"ready, cold-started: from files", s_ready_cold, COND_TRUE, "FromCheckpoint", "Tesla-T4"},
+        {"ready, restored", s_ready_from_snapshot, COND_TRUE, "FromSnapshot", "Tesla-T4"},
+        {"ready again after a crash: not available", s_not_ready_again, COND_FALSE, "NotReady",
+         "Tesla-T4"},
+        {"pausing: the pod still holds the GPU", s_pause_running, COND_FALSE, "NotReady",
+         "Tesla-T4"},
+        {"paused: the GPU given back", s_pausing_gone, COND_FALSE, "Paused", NULL},
+        {"created paused: nothing held", s_created_paused, COND_FALSE, "Paused", NULL},
+        {"resuming: the GPU asked for again", s_resume, COND_FALSE, "NotReady", "Tesla-T4"},
+        {"resumed from files and the checkpoint", s_resumed_from_checkpoint, COND_TRUE,
+         "FromCheckpoint", "Tesla-T4"},
+        {"waiting for capacity: the GPU awaited", s_waiting_new, COND_FALSE, "NotReady",
+         "Tesla-T4"},
+        {"failed for capacity, pod gone: nothing awaited", s_failed_gone, COND_FALSE, "NotReady",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct world w;
+        world_init(&w);
+        cases[i].setup(&w);
+        struct decide_output o;
+        decide(&w, &o);
+        const struct condition *c = cond(&o, "Available");
+        if (!c || c->status != cases[i].want || strcmp(c->reason, cases[i].reason) != 0)
+            fail_msg("%s: Available %d/%s, want %d/%s", cases[i].name, c ? (int)c->status : -1,
+                     c ? c->reason : "(none)", cases[i].want, cases[i].reason);
+        if (!c->message || !c->message[0])
+            fail_msg("%s: Available has no message", cases[i].name);
+        const char *product = o.status.accelerator_product;
+        if ((product == NULL) != (cases[i].product == NULL) ||
+            (product && strcmp(product, cases[i].product) != 0))
+            fail_msg("%s: accelerator.product %s, want %s", cases[i].name,
+                     product ? product : "(none)", cases[i].product ? cases[i].product : "(none)");
+        decide_output_clear(&o);
+        world_free(&w);
+    }
 }
 
 /* ---- lastTransitionTime ---- */
@@ -4216,6 +4321,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_available),
         cmocka_unit_test(test_transition_times),
         cmocka_unit_test(test_random_worlds),
         cmocka_unit_test(test_lifecycle),

@@ -1047,6 +1047,45 @@ static void test_cold_start(void **state)
     world_free(&w);
 }
 
+/* Available, what kubectl wait waits on, is False while the restore's
+ * verdict is unknown (Ready already True), then True with where the session
+ * came from. */
+static void test_available_waits_for_verdict(void **state)
+{
+    (void)state;
+    for (int restored = 0; restored <= 1; restored++) {
+        struct world w;
+        paused_with_snapshot(&w, GKE);
+        struct decide_output o;
+        decide(&w, &o, 1);
+        assert_string_equal(cond_reason(&o.status, "Available"), "NotReady");
+        decide_output_clear(&o);
+        w.now += 12 * SEC;
+        pod_up(&w, "nb-2", "nb-p1-1-x7k2q", w.now);
+        if (!restored) {
+            decide(&w, &o, 1);
+            assert_string_equal(cond_reason(&o.status, "Ready"), "PodReady");
+            assert_string_equal(cond_reason(&o.status, "Restored"), "Restoring");
+            const struct condition *c = workspace_status_condition(&o.status, "Available");
+            assert_int_equal(c->status, COND_FALSE);
+            assert_string_equal(c->reason, "Restoring");
+            decide_output_clear(&o);
+            w.now += 30 * SEC;
+        } else {
+            w.pod.restored = 1;
+            w.pod.restored_ms = w.now;
+        }
+        decide(&w, &o, 1);
+        const struct condition *c = workspace_status_condition(&o.status, "Available");
+        assert_int_equal(c->status, COND_TRUE);
+        assert_string_equal(c->reason, restored ? "FromSnapshot" : "FromCheckpoint");
+        assert_string_equal(cond_reason(&o.status, "Restored"),
+                            restored ? "FromSnapshot" : "ColdStart");
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
 /* A restore that crash-loops is replaced once by a pod from files. */
 static void test_restore_crash_loop(void **state)
 {
@@ -2399,6 +2438,7 @@ int main(void)
         cmocka_unit_test(test_resume_from_snapshot),
         cmocka_unit_test(test_long_name),
         cmocka_unit_test(test_cold_start),
+        cmocka_unit_test(test_available_waits_for_verdict),
         cmocka_unit_test(test_restore_crash_loop),
         cmocka_unit_test(test_restore_check),
         cmocka_unit_test(test_restore_unresponsive_walk),
