@@ -67,11 +67,12 @@ static void begin_pause(struct decider *d, const struct workspace_pod *p)
     char occ[OCCASION_SIZE];
     decide_pause_occasion(d, occ);
     if (idle)
-        decide_transition_event(d, occ, "Normal", "IdleTimeout", "pausing idle workspace: %s",
+        decide_transition_event(d, occ, "Normal", WS_EVENT_IDLE_TIMEOUT,
+                                "pausing idle workspace: %s",
                                 st->last_pause.message ? st->last_pause.message : "idle");
     else
-        decide_transition_event(d, occ, "Normal", "Pausing", "pause requested: stopping pod %s",
-                                p ? p->name : d->leaving->name);
+        decide_transition_event(d, occ, "Normal", WS_EVENT_PAUSING,
+                                "pause requested: stopping pod %s", p ? p->name : d->leaving->name);
 }
 
 /* The pod is gone: the workspace is Paused. */
@@ -87,8 +88,8 @@ static void pause_done(struct decider *d)
     /* The next resume asks for the snapshot's product (or the class's) again. */
     st->accelerator_fallback = 0;
     /* Capacity is not being asked for; the next resume asks again. */
-    workspace_status_remove_condition(st, COND_CAPACITY);
-    decide_condition(d, COND_READY, COND_FALSE, "Paused",
+    workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSED,
                      "the workspace is paused; set spec.paused to false to resume");
     st->state = WS_STATE_PAUSED;
     if (d->old->state != WS_STATE_PAUSED) {
@@ -96,12 +97,12 @@ static void pause_done(struct decider *d)
         char occ[OCCASION_SIZE];
         if (decide_in_pause(st) && lp->requested_ms &&
             lp->accelerator_released_ms >= lp->requested_ms)
-            decide_transition_event(d, decide_pause_occasion(d, occ), "Normal", "Paused",
+            decide_transition_event(d, decide_pause_occasion(d, occ), "Normal", WS_EVENT_PAUSED,
                                     "paused; the pod was gone %.1fs after the pause request",
                                     (double)(lp->accelerator_released_ms - lp->requested_ms) /
                                         1000.0);
         else
-            decide_event(d, "Normal", "Paused", "paused");
+            decide_event(d, "Normal", WS_EVENT_PAUSED, "paused");
     }
 }
 
@@ -124,7 +125,7 @@ void decide_pause(struct decider *d)
         decide_snapshot_settle(d);
     if (p && !decide_snapshot_allows_delete(d, p)) {
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
                          "pod %s keeps running until its snapshot is ready", p->name);
         return;
     }
@@ -138,7 +139,8 @@ void decide_pause(struct decider *d)
         if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", p->name);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
+                         p->name);
         return;
     }
     const struct workspace_pod *done = stopped_by_snapshot(d);
@@ -148,12 +150,13 @@ void decide_pause(struct decider *d)
         if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", done->name);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
+                         done->name);
         return;
     }
     if (done) {
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
                          "pod %s completed after snapshot %s was asked for (GKE stops it at the "
                          "checkpoint; an application that exits by itself looks the same); it is "
                          "removed once the snapshot is settled: Ready holds the session, a failure "
@@ -166,7 +169,7 @@ void decide_pause(struct decider *d)
         if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = deleted_at(d, d->leaving);
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
                          d->leaving->name);
         return;
     }
