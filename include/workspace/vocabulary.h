@@ -73,6 +73,7 @@
     X(CRASH_LOOP, "CrashLoop", "the pod crash-loops and was not restored from a snapshot")         \
     X(POD_TERMINATING, "PodTerminating", "a previous pod (or a snapshot in the way) is going")     \
     X(WAITING_FOR_CAPACITY, "WaitingForCapacity", "the pod cannot be scheduled")                   \
+    X(WAITING_FOR_HOME, "WaitingForHome", "the pod waits for its home claim to be bound")          \
     X(CAPACITY_TIMEOUT, "CapacityTimeout", "the wait for capacity passed capacityTimeout")         \
     X(AWAITING_APPLICATION, "AwaitingApplication", "restored; waiting for the app to answer")      \
     X(SNAPSHOTTING, "Snapshotting", "the pod runs on until its snapshot is Ready")                 \

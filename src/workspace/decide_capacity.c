@@ -39,6 +39,28 @@ static void fall_back(struct decider *d, const struct workspace_pod *p, const ch
     decide_wait_for_leaving(d, p->name);
 }
 
+/* The scheduler holds a pod back while its home claim is not bound yet
+ * ("pod has unbound immediate PersistentVolumeClaims"): the claim binds,
+ * no capacity is missing. No capacity clock runs meanwhile. Returns 1 when
+ * that is the pod's wait, with the status saying so. */
+static int waiting_for_home(struct decider *d, const struct workspace_pod *p)
+{
+    const struct workspace_pvc *pvc = d->in->pvc;
+    struct workspace_status *st = d->st;
+    if ((pvc && decide_streq(pvc->phase, "Bound")) || !p->unschedulable_message ||
+        !strstr(p->unschedulable_message, "PersistentVolumeClaim"))
+        return 0;
+    const char *claim = pvc && pvc->name ? pvc->name : st->home_claim_name;
+    st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    st->waiting_for_capacity_since_ms = 0;
+    workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_WAITING_FOR_HOME,
+                     "pod %s waits for its home claim %s to be bound (claim %s)", p->name,
+                     claim ? claim : "(unnamed)",
+                     pvc && pvc->phase ? pvc->phase : "not created yet");
+    return 1;
+}
+
 void decide_waiting_for_capacity(struct decider *d)
 {
     const struct workspace_pod *p = d->keep;
@@ -47,6 +69,8 @@ void decide_waiting_for_capacity(struct decider *d)
     const char *sched = p->unschedulable_message && p->unschedulable_message[0]
                             ? p->unschedulable_message
                             : "the scheduler found no node for the pod";
+    if (waiting_for_home(d, p))
+        return;
     if (!st->waiting_for_capacity_since_ms)
         st->waiting_for_capacity_since_ms = d->now;
     int64_t since = st->waiting_for_capacity_since_ms;

@@ -13,16 +13,66 @@ static void begin_resume(struct decider *d)
         st->accelerator_seconds_released +=
             (double)(d->now - released) / 1000.0 * d->cls->accelerator_count;
     }
-    char occ[OCCASION_SIZE];
+    char occ[OCCASION_SIZE], t[32] = "", from[MAX_MESSAGE];
     decide_resume_occasion(d, occ);
-    if (released) {
-        char t[32];
+    if (released)
         decide_format_duration(d->now - released, t, sizeof(t));
-        decide_transition_event(d, occ, "Normal", WS_EVENT_RESUMING,
-                                "resume requested after %s paused", t);
-    } else {
-        decide_transition_event(d, occ, "Normal", WS_EVENT_RESUMING, "resume requested");
-    }
+    /* What the pause left to come back from (the pod's creation may still
+     * choose otherwise: SnapshotNotUsed says why). */
+    if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
+        decide_snapshot_current(st) && decide_streq(st->snapshot.phase, "Ready"))
+        snprintf(from, sizeof(from), "the pod is to be restored from snapshot %s",
+                 st->snapshot.name ? st->snapshot.name : st->snapshot.attempt);
+    else
+        snprintf(from, sizeof(from),
+                 "the pod starts from the files and the application's checkpoint");
+    decide_transition_event(d, occ, "Normal", WS_EVENT_RESUMING, "resume requested%s%s%s: %s",
+                            released ? " after " : "", t, released ? " paused" : "", from);
+}
+
+/* A workspace created paused, never started, is resumed: not a resume of a
+ * pause (the counters and the ledger have none), but its user asked for
+ * one and is told so; the timeline measures it like one. */
+static int first_start_of_paused(const struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    return d->old->state == WS_STATE_PAUSED && st->pauses == 0 && st->resumes == 0 &&
+           !st->last_resume.requested_ms && !d->keep;
+}
+
+static void begin_first_start(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    free(st->last_resume.restored_from);
+    st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
+    char occ[OCCASION_SIZE];
+    decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", WS_EVENT_RESUMING,
+                            "resume requested: a first start (the workspace was created paused; "
+                            "there is nothing to restore, the pod starts fresh)");
+}
+
+/* How a resumed pod came back, for the Resumed Event, from the Restored
+ * reason it got (status.lastResume.restoredFrom). */
+static void came_back(const struct decider *d, const struct workspace_pod *p, char *out,
+                      size_t size)
+{
+    const char *from = d->st->last_resume.restored_from;
+    if (decide_streq(from, WS_REASON_FROM_SNAPSHOT))
+        snprintf(out, size, "from snapshot %s: memory and GPU state are back",
+                 p->snapshot ? p->snapshot : "");
+    else if (decide_streq(from, WS_REASON_COLD_START))
+        snprintf(out, size,
+                 "cold start: not restored from snapshot %s; from the files and the "
+                 "application's checkpoint",
+                 p->snapshot ? p->snapshot : "");
+    else if (decide_streq(from, WS_REASON_FRESH_HOME))
+        snprintf(out, size, "on a new, empty home: the old one was lost");
+    else if (decide_streq(from, WS_REASON_FROM_CHECKPOINT) || (!from && p->restore_from_checkpoint))
+        snprintf(out, size, "from the files and the application's checkpoint");
+    else if (d->st->pauses == 0)
+        snprintf(out, size, "a first start: fresh, the workspace was created paused");
+    else
+        snprintf(out, size, "fresh start");
 }
 
 /* The resume's pod is ready: the resume's timeline ends and is announced. */
@@ -44,16 +94,10 @@ static void resume_ready(struct decider *d, const struct workspace_pod *p)
             p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
     r->ready_ms = ready;
     r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
-    char occ[OCCASION_SIZE];
-    const char *from = r->restored_from;
+    char occ[OCCASION_SIZE], how[MAX_MESSAGE];
+    came_back(d, p, how, sizeof(how));
     decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", WS_EVENT_RESUMED,
-                            "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
-                            decide_streq(from, WS_REASON_FRESH_HOME)
-                                ? "on a new, empty home: the old one was lost"
-                            : decide_streq(from, WS_REASON_FROM_SNAPSHOT) ? "from the snapshot"
-                            : decide_streq(from, WS_REASON_COLD_START)    ? "cold start: from files"
-                            : p->restore_from_checkpoint ? "from the application's checkpoint"
-                                                         : "fresh start");
+                            "ready %.1fs after the resume request (%s)", r->seconds_to_ready, how);
 }
 
 static void run_with_pod(struct decider *d)
@@ -73,7 +117,10 @@ static void run_with_pod(struct decider *d)
                          p->name, decide_node_or_unknown(p));
         decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_TRUE, WS_REASON_SCHEDULED,
                          "pod %s is scheduled on %s", p->name, decide_node_or_unknown(p));
-        if (resuming)
+        /* The resume ends when how the pod came back is known: a pod
+         * created from a snapshot may be ready before the backend says
+         * whether it restored it (then within the cold-start grace). */
+        if (resuming && (!p->snapshot || st->last_resume.restored_from))
             resume_ready(d, p);
         decide_idle(d);
         return;
@@ -399,6 +446,8 @@ void decide_run(struct decider *d)
         st->last_pause.accelerator_released_ms = d->now;
     if (decide_in_pause(st))
         begin_resume(d);
+    else if (first_start_of_paused(d))
+        begin_first_start(d);
     decide_checkpoint_cancelled(d, "the pause was cancelled (spec.paused false)");
     decide_adopt(d);
     if (d->keep)
