@@ -43,6 +43,7 @@
 #define WS_CONDITIONS(X)                                                                           \
     X(VALID, "Valid", "is the spec acceptable to its class")                                       \
     X(READY, "Ready", "is the notebook usable")                                                    \
+    X(AVAILABLE, "Available", "usable, and known how it came back (what `kubectl wait` waits on)") \
     X(CAPACITY_AVAILABLE, "CapacityAvailable", "could the scheduler place the pod")                \
     X(RESTORED, "Restored", "what the session came back from")                                     \
     X(HOME, "Home", "the claim that holds home (only after a loss)")                               \
@@ -73,12 +74,15 @@
     X(CRASH_LOOP, "CrashLoop", "the pod crash-loops and was not restored from a snapshot")         \
     X(POD_TERMINATING, "PodTerminating", "a previous pod (or a snapshot in the way) is going")     \
     X(WAITING_FOR_CAPACITY, "WaitingForCapacity", "the pod cannot be scheduled")                   \
+    X(WAITING_FOR_HOME, "WaitingForHome", "the pod waits for its home claim to be bound")          \
     X(CAPACITY_TIMEOUT, "CapacityTimeout", "the wait for capacity passed capacityTimeout")         \
     X(AWAITING_APPLICATION, "AwaitingApplication", "restored; waiting for the app to answer")      \
     X(SNAPSHOTTING, "Snapshotting", "the pod runs on until its snapshot is Ready")                 \
     X(PAUSING, "Pausing", "the pod is being stopped")                                              \
     X(PAUSED, "Paused", "paused, no pod")                                                          \
     X(HOME_LOST, "HomeLost", "no pod starts: the home claim was lost, a person must acknowledge")  \
+    /* Available (and PodReady, Paused, Restoring, FromSnapshot, FromCheckpoint, Fresh) */         \
+    X(NOT_READY, "NotReady", "the pod is not ready; the message is Ready's")                       \
     /* CapacityAvailable */                                                                        \
     X(SCHEDULED, "Scheduled", "the pod is on a node")                                              \
     X(UNSCHEDULABLE, "Unschedulable", "no node fits; the message is the scheduler's")              \

@@ -44,13 +44,14 @@ static void decide_deleting(struct decider *d)
 /* Rule 7: the message mirrors the condition that explains the state. */
 static void set_message(struct decider *d)
 {
-    const char *type = COND_READY;
+    const char *type = WS_COND_READY;
     if (d->invalid_reason)
-        type = COND_VALID;
+        type = WS_COND_VALID;
     else if (d->st->state == WS_STATE_WAITING_FOR_CAPACITY ||
              (d->st->state == WS_STATE_FAILED &&
-              decide_streq(decide_condition_reason(d->st, COND_CAPACITY), "CapacityTimeout")))
-        type = COND_CAPACITY;
+              decide_streq(decide_condition_reason(d->st, WS_COND_CAPACITY_AVAILABLE),
+                           WS_REASON_CAPACITY_TIMEOUT)))
+        type = WS_COND_CAPACITY_AVAILABLE;
     const struct condition *c = workspace_status_condition(d->st, type);
     decide_set_string(d, &d->st->message, c && c->message && c->message[0] ? c->message : NULL);
 }
@@ -81,16 +82,16 @@ static void decide_live(struct decider *d)
     if (d->rc < 0)
         return;
     if (d->invalid_reason) {
-        const struct condition *old = workspace_status_condition(d->old, COND_VALID);
+        const struct condition *old = workspace_status_condition(d->old, WS_COND_VALID);
         int transition = !old || old->status != COND_FALSE ||
                          !decide_streq(old->reason, d->invalid_reason) ||
                          !decide_streq(old->message, d->invalid_message);
-        decide_condition(d, COND_VALID, COND_FALSE, d->invalid_reason, "%s", d->invalid_message);
+        decide_condition(d, WS_COND_VALID, COND_FALSE, d->invalid_reason, "%s", d->invalid_message);
         if (transition)
             decide_event(d, "Warning", d->invalid_reason, "%s", d->invalid_message);
     } else {
-        decide_condition(d, COND_VALID, COND_TRUE, "Accepted", "class \"%s\" accepts the workspace",
-                         d->cls->name);
+        decide_condition(d, WS_COND_VALID, COND_TRUE, WS_REASON_ACCEPTED,
+                         "class \"%s\" accepts the workspace", d->cls->name);
         char *claim = workspace_home_claim_name(ws);
         if (!claim) {
             decide_failed(d, -ENOMEM);

@@ -7,7 +7,7 @@ void decide_wait_for_leaving(struct decider *d, const char *leaving)
     struct workspace_status *st = d->st;
     st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
     decide_set_string(d, &st->node_name, NULL);
-    decide_condition(d, COND_READY, COND_FALSE, "PodTerminating",
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
                      "waiting for pod %s to stop before starting a new one", leaving);
 }
 
@@ -26,17 +26,39 @@ static void fall_back(struct decider *d, const struct workspace_pod *p, const ch
         wanted = d->cls->product;
     decide_own_delete_pod(d, p, 0);
     d->st->accelerator_fallback = 1;
-    decide_condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+    decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_FALSE, WS_REASON_CAPACITY_TIMEOUT,
                      "no %s free within %s (capacity timeout); falling back to any of %s: %s",
                      wanted, timeout, products, sched);
     char occ[OCCASION_SIZE];
     if (!d->old->accelerator_fallback)
         decide_transition_event(
-            d, decide_pod_occasion(p->name, occ), "Warning", "CapacityFallback",
+            d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_CAPACITY_FALLBACK,
             "no %s free within %s (capacity timeout): %s; replacing pod %s with one from files "
             "and the application's checkpoint that may run on any of %s",
             wanted, timeout, sched, p->name, products);
     decide_wait_for_leaving(d, p->name);
+}
+
+/* The scheduler holds a pod back while its home claim is not bound yet
+ * ("pod has unbound immediate PersistentVolumeClaims"): the claim binds,
+ * no capacity is missing. No capacity clock runs meanwhile. Returns 1 when
+ * that is the pod's wait, with the status saying so. */
+static int waiting_for_home(struct decider *d, const struct workspace_pod *p)
+{
+    const struct workspace_pvc *pvc = d->in->pvc;
+    struct workspace_status *st = d->st;
+    if ((pvc && decide_streq(pvc->phase, "Bound")) || !p->unschedulable_message ||
+        !strstr(p->unschedulable_message, "PersistentVolumeClaim"))
+        return 0;
+    const char *claim = pvc && pvc->name ? pvc->name : st->home_claim_name;
+    st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
+    st->waiting_for_capacity_since_ms = 0;
+    workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_WAITING_FOR_HOME,
+                     "pod %s waits for its home claim %s to be bound (claim %s)", p->name,
+                     claim ? claim : "(unnamed)",
+                     pvc && pvc->phase ? pvc->phase : "not created yet");
+    return 1;
 }
 
 void decide_waiting_for_capacity(struct decider *d)
@@ -47,14 +69,17 @@ void decide_waiting_for_capacity(struct decider *d)
     const char *sched = p->unschedulable_message && p->unschedulable_message[0]
                             ? p->unschedulable_message
                             : "the scheduler found no node for the pod";
+    if (waiting_for_home(d, p))
+        return;
     if (!st->waiting_for_capacity_since_ms)
         st->waiting_for_capacity_since_ms = d->now;
     int64_t since = st->waiting_for_capacity_since_ms;
     int64_t left = since + c->capacity_timeout_ms - d->now;
     if (left > 0) {
         st->state = WS_STATE_WAITING_FOR_CAPACITY;
-        decide_condition(d, COND_CAPACITY, COND_FALSE, "Unschedulable", "%s", sched);
-        decide_condition(d, COND_READY, COND_FALSE, "WaitingForCapacity",
+        decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_FALSE, WS_REASON_UNSCHEDULABLE, "%s",
+                         sched);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_WAITING_FOR_CAPACITY,
                          "pod %s is waiting for capacity", p->name);
         d->out->requeue_after_ms = left < c->capacity_timeout_ms ? left : c->capacity_timeout_ms;
         return;
@@ -62,7 +87,7 @@ void decide_waiting_for_capacity(struct decider *d)
 
     char timeout[32], occ[OCCASION_SIZE];
     decide_format_duration(c->capacity_timeout_ms, timeout, sizeof(timeout));
-    const char *old_reason = decide_condition_reason(d->old, COND_CAPACITY);
+    const char *old_reason = decide_condition_reason(d->old, WS_COND_CAPACITY_AVAILABLE);
     /* A fallback pod is never replaced again: it waits like any other. */
     if (decide_falls_back(c) && !p->capacity_fallback) {
         fall_back(d, p, timeout, sched);
@@ -70,27 +95,30 @@ void decide_waiting_for_capacity(struct decider *d)
     }
     if (c->on_capacity_timeout == CAPACITY_TIMEOUT_FAIL) {
         st->state = WS_STATE_FAILED;
-        decide_condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+        decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_FALSE, WS_REASON_CAPACITY_TIMEOUT,
                          "no capacity after %s: %s", timeout, sched);
-        decide_condition(d, COND_READY, COND_FALSE, "CapacityTimeout", "no capacity after %s",
-                         timeout);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_CAPACITY_TIMEOUT,
+                         "no capacity after %s", timeout);
         /* A pending pod would take a GPU whenever one frees up, long after
          * the user was told the workspace failed. */
         decide_own_delete_pod(d, p, 0);
-        if (!(d->old->state == WS_STATE_FAILED && decide_streq(old_reason, "CapacityTimeout")))
+        if (!(d->old->state == WS_STATE_FAILED &&
+              decide_streq(old_reason, WS_REASON_CAPACITY_TIMEOUT)))
             decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning",
-                                    "CapacityTimeout", "no capacity after %s: %s", timeout, sched);
+                                    WS_EVENT_CAPACITY_TIMEOUT, "no capacity after %s: %s", timeout,
+                                    sched);
         return;
     }
     char t[TIMEFMT_RFC3339_SIZE] = "";
     timefmt_format_rfc3339(since, t, sizeof(t));
     st->state = WS_STATE_WAITING_FOR_CAPACITY;
-    decide_condition(d, COND_CAPACITY, COND_FALSE, "CapacityTimeout",
+    decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_FALSE, WS_REASON_CAPACITY_TIMEOUT,
                      "still waiting for capacity after %s (since %s): %s", timeout, t, sched);
-    decide_condition(d, COND_READY, COND_FALSE, "WaitingForCapacity",
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_WAITING_FOR_CAPACITY,
                      "pod %s is waiting for capacity", p->name);
-    if (!decide_streq(old_reason, "CapacityTimeout"))
-        decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning", "CapacityTimeout",
+    if (!decide_streq(old_reason, WS_REASON_CAPACITY_TIMEOUT))
+        decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning",
+                                WS_EVENT_CAPACITY_TIMEOUT,
                                 "still waiting for capacity after %s: %s", timeout, sched);
 }
 

@@ -47,7 +47,7 @@ void decide_home(struct decider *d, const char *claim)
         h->since_ms = 0;
         snprintf(occ, sizeof(occ), "home-%s", h->lost_claim_uid);
         decide_transition_event(
-            d, occ, "Warning", "HomeLost",
+            d, occ, "Warning", WS_EVENT_HOME_LOST,
             "claim %s (uid %s), which held the workspace's home, is gone: its files "
             "and the application's checkpoint are lost; %s",
             claim, h->lost_claim_uid, home_loss_plan(d));
@@ -61,7 +61,7 @@ void decide_home(struct decider *d, const char *claim)
         h->acknowledged_ms = d->now;
         snprintf(occ, sizeof(occ), "home-ack-%s", h->lost_claim_uid);
         decide_transition_event(
-            d, occ, "Normal", "HomeLossAcknowledged",
+            d, occ, "Normal", WS_EVENT_HOME_LOSS_ACKNOWLEDGED,
             "the loss of claim %s (uid %s) is acknowledged: the workspace starts on "
             "a new, empty home",
             claim, h->lost_claim_uid);
@@ -82,26 +82,26 @@ void decide_home(struct decider *d, const char *claim)
     if (make)
         decide_push(d, ACTION_CREATE_PVC, claim);
     if (!h->lost_ms) {
-        workspace_status_remove_condition(st, COND_HOME);
+        workspace_status_remove_condition(st, WS_COND_HOME);
         return;
     }
     timefmt_rfc3339_text(h->lost_ms, at);
     if (decide_home_awaits_acknowledgement(d))
         decide_condition(
-            d, COND_HOME, COND_FALSE, "Lost",
+            d, WS_COND_HOME, COND_FALSE, WS_REASON_LOST,
             "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
             "are lost; nothing starts on a new, empty home until the Workspace is "
             "annotated " ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=%s",
             claim, h->lost_claim_uid, at, h->lost_claim_uid);
     else if (h->claim_uid)
         decide_condition(
-            d, COND_HOME, COND_TRUE, "Recreated",
+            d, WS_COND_HOME, COND_TRUE, WS_REASON_RECREATED,
             "claim %s (uid %s) holds the home since the claim before it (uid %s) was gone "
             "at %s; it started empty",
             claim, h->claim_uid, h->lost_claim_uid, at);
     else
         decide_condition(
-            d, COND_HOME, COND_FALSE, "Lost",
+            d, WS_COND_HOME, COND_FALSE, WS_REASON_LOST,
             "claim %s (uid %s), which held the workspace's home, was gone at %s: its files "
             "are lost; %s",
             claim, h->lost_claim_uid, at,

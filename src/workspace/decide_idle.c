@@ -30,8 +30,8 @@ static void reset_activity(struct decider *d)
 void decide_clear_idle(struct decider *d)
 {
     struct workspace_activity *a = &d->st->activity;
-    workspace_status_remove_condition(d->st, COND_IDLE);
-    workspace_status_remove_condition(d->st, COND_PROBE);
+    workspace_status_remove_condition(d->st, WS_COND_IDLE);
+    workspace_status_remove_condition(d->st, WS_COND_ACTIVITY_PROBE);
     a->last_probe_ms = 0;
     decide_set_string(d, &a->last_probe_result, NULL);
     decide_set_string(d, &a->last_probe_error, NULL);
@@ -43,19 +43,20 @@ static void idle_policy_condition(struct decider *d, const struct idle_policy *p
                                   const char *problem)
 {
     if (!d->ws->idle_after_ms) {
-        workspace_status_remove_condition(d->st, COND_IDLE_POLICY);
+        workspace_status_remove_condition(d->st, WS_COND_IDLE_POLICY);
         return;
     }
-    const struct condition *old = workspace_status_condition(d->old, COND_IDLE_POLICY);
+    const struct condition *old = workspace_status_condition(d->old, WS_COND_IDLE_POLICY);
     if (clamped) {
-        decide_condition(d, COND_IDLE_POLICY, COND_FALSE, "OutOfBounds", "%s", problem);
+        decide_condition(d, WS_COND_IDLE_POLICY, COND_FALSE, WS_REASON_OUT_OF_BOUNDS, "%s",
+                         problem);
         if (!old || old->status != COND_FALSE || !decide_streq(old->message, problem))
-            decide_event(d, "Warning", "IdlePolicyOutOfBounds", "%s", problem);
+            decide_event(d, "Warning", WS_EVENT_IDLE_POLICY_OUT_OF_BOUNDS, "%s", problem);
     } else {
         char after[32];
         decide_format_duration(pol->after_ms, after, sizeof(after));
-        decide_condition(d, COND_IDLE_POLICY, COND_TRUE, "Accepted", "spec.idle.after %s applies",
-                         after);
+        decide_condition(d, WS_COND_IDLE_POLICY, COND_TRUE, WS_REASON_ACCEPTED,
+                         "spec.idle.after %s applies", after);
     }
 }
 
@@ -72,9 +73,11 @@ static void record_probe(struct decider *d, const struct activity_observation *o
         decide_set_string(d, &a->last_probe_error, error);
     }
     if (obs->result.ok)
-        decide_condition(d, COND_PROBE, COND_TRUE, "Succeeded", "the activity probe answers");
+        decide_condition(d, WS_COND_ACTIVITY_PROBE, COND_TRUE, WS_REASON_SUCCEEDED,
+                         "the activity probe answers");
     else
-        decide_condition(d, COND_PROBE, COND_FALSE, "Failed", "%s", obs->result.error);
+        decide_condition(d, WS_COND_ACTIVITY_PROBE, COND_FALSE, WS_REASON_FAILED, "%s",
+                         obs->result.error);
 }
 
 static void auto_pause(struct decider *d, const struct idle_policy *pol,
@@ -171,9 +174,9 @@ void decide_idle(struct decider *d)
         reset_activity(d);
     int64_t running_since = entering || !d->old->state_since_ms ? d->now : d->old->state_since_ms;
 
-    const struct condition *idle = workspace_status_condition(d->old, COND_IDLE);
+    const struct condition *idle = workspace_status_condition(d->old, WS_COND_IDLE);
     int announced = !entering && idle && idle->status == COND_TRUE &&
-                    decide_streq(idle->reason, "PauseScheduled");
+                    decide_streq(idle->reason, WS_REASON_PAUSE_SCHEDULED);
     const struct activity_observation *obs = d->in->activity;
     struct idle_input in = {
         .policy = &pol,
@@ -196,23 +199,23 @@ void decide_idle(struct decider *d)
     if (obs && obs->probed_at_ms >= running_since && pol.has_sources)
         record_probe(d, obs, &pol);
     else if (!pol.has_sources)
-        workspace_status_remove_condition(st, COND_PROBE);
+        workspace_status_remove_condition(st, WS_COND_ACTIVITY_PROBE);
 
     record_activity(d, &v, running_since);
 
     enum condition_status cs = v.state == IDLE_STATE_UNKNOWN  ? COND_UNKNOWN
                                : v.state == IDLE_STATE_ACTIVE ? COND_FALSE
                                                               : COND_TRUE;
-    decide_condition(d, COND_IDLE, cs, v.reason, "%s", v.message);
+    decide_condition(d, WS_COND_IDLE, cs, v.reason, "%s", v.message);
     if (v.cancelled) {
         char at[TIMEFMT_RFC3339_SIZE];
         timefmt_rfc3339_text(d->old->activity.pause_at_ms, at);
         decide_event(
-            d, "Normal", "IdleCancelled", "the pause announced for %s is cancelled: %s", at,
+            d, "Normal", WS_EVENT_IDLE_CANCELLED, "the pause announced for %s is cancelled: %s", at,
             v.state == IDLE_STATE_PAUSE_SCHEDULED ? "there was activity since" : v.message);
     }
     if (v.announce)
-        decide_event(d, "Warning", "IdleWarning", "%s", v.message);
+        decide_event(d, "Warning", WS_EVENT_IDLE_WARNING, "%s", v.message);
     decide_requeue_at(d, v.recheck_at_ms);
     d->out->probe_now = v.probe_now;
     if (v.pause_now)

@@ -1,7 +1,8 @@
 /*
  * decide_internal: what the parts of decide() share: the decider (one
- * decision's state), the names of the conditions it writes and the rules'
- * functions that other parts call. Private to src/workspace/decide*.c;
+ * decision's state) and the rules' functions that other parts call. The
+ * words it writes (states, condition types, reasons, Event reasons) are
+ * workspace/vocabulary.h's constants, never literals. Private to src/workspace/decide*.c;
  * workspace_decide() (workspace/decide.h) is the only entry.
  */
 #ifndef HIBERNATOR_WORKSPACE_DECIDE_INTERNAL_H
@@ -19,17 +20,10 @@
 #include "util/timefmt.h"
 #include "workspace/ledger.h"
 #include "workspace/names.h"
+#include "workspace/vocabulary.h"
 
 /* The rules are written out, with a table, in docs/state-machine.md; the
  * comments here point at them by number. */
-
-#define COND_VALID "Valid"
-#define COND_READY "Ready"
-#define COND_CAPACITY "CapacityAvailable"
-#define COND_RESTORED "Restored"
-#define COND_HOME "Home"
-/* Ready, and the restore's verdict known: what `kubectl wait` waits on. */
-#define COND_AVAILABLE "Available"
 
 #define RESERVED_ENV_PREFIX "HIBERNATOR_"
 #define MAX_LABEL_VALUE 63
@@ -41,10 +35,6 @@
 /* Messages are one line of bounded length: a scheduler message naming every
  * node of a large cluster must not bloat the status. */
 #define MAX_MESSAGE WORKSPACE_MESSAGE_MAX
-#define COND_SNAPSHOT "SnapshotReady"
-#define COND_IDLE "Idle"
-#define COND_PROBE "ActivityProbe"
-#define COND_IDLE_POLICY "IdlePolicy"
 /* status.activity is a record for people, not the input of the next
  * decision (the probe results in memory are): lastActivityTime moves when it
  * advanced by this much, lastProbeTime when the result changed or it is this

@@ -147,7 +147,7 @@ void decide_bound_ledger(struct decider *d)
             snprintf(what + strlen(what), sizeof(what) - strlen(what), "%s%s", what[0] ? ", " : "",
                      parts[i].name);
     decide_event(
-        d, "Warning", "LedgerCorrected",
+        d, "Warning", WS_EVENT_LEDGER_CORRECTED,
         "the status's ledger was out of bounds and was corrected (%s): only the controller "
         "should write the status",
         what);

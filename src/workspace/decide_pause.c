@@ -38,7 +38,7 @@ static const struct workspace_pod *stopped_by_snapshot(const struct decider *d)
 
 /* A pause begins: counted, its timeline started, its reason (the
  * controller's own idle pause, or the user's) recorded and announced. */
-static void begin_pause(struct decider *d, const struct workspace_pod *p)
+static void begin_pause(struct decider *d)
 {
     struct workspace_status *st = d->st;
     /* The controller's own pause names itself in annotations written with
@@ -64,14 +64,66 @@ static void begin_pause(struct decider *d, const struct workspace_pod *p)
         workspace_message_one_line(msg);
         decide_set_string(d, &st->last_pause.message, msg);
     }
-    char occ[OCCASION_SIZE];
+}
+
+/* The pause is announced once it is known what happens to the pod: it
+ * keeps running while its snapshot is taken (keeps), or it is stopped. */
+static void announce_pause(struct decider *d, const struct workspace_pod *p, int keeps)
+{
+    const struct workspace_status *st = d->st;
+    char occ[OCCASION_SIZE], fate[MAX_MESSAGE];
     decide_pause_occasion(d, occ);
-    if (idle)
-        decide_transition_event(d, occ, "Normal", "IdleTimeout", "pausing idle workspace: %s",
-                                st->last_pause.message ? st->last_pause.message : "idle");
+    const char *name = p ? p->name : d->leaving->name;
+    if (keeps && st->snapshot.checkpoint_attempt && !st->snapshot.attempt)
+        snprintf(fate, sizeof(fate),
+                 "pod %s keeps running: its application is asked for its checkpoint, then "
+                 "snapshot %s is taken; the pod stops once the snapshot is ready",
+                 name, st->snapshot.checkpoint_attempt);
+    else if (keeps)
+        snprintf(fate, sizeof(fate),
+                 "pod %s keeps running while snapshot %s is taken; it stops once the snapshot "
+                 "is ready",
+                 name, st->snapshot.attempt ? st->snapshot.attempt : "");
+    else if (!p)
+        snprintf(fate, sizeof(fate), "pod %s is already stopping", name);
+    else if (decide_pod_is_scheduled(p))
+        snprintf(fate, sizeof(fate),
+                 "stopping pod %s (%llds to write the application's checkpoint); the files on "
+                 "home and the checkpoint keep the session",
+                 name, (long long)grace_seconds(d));
     else
-        decide_transition_event(d, occ, "Normal", "Pausing", "pause requested: stopping pod %s",
-                                p ? p->name : d->leaving->name);
+        snprintf(fate, sizeof(fate), "removing pod %s, which never got a node", name);
+    const char *if_failed =
+        !keeps ? ""
+        : d->cls->snapshot.on_failure == SNAPSHOT_ON_FAILURE_RETRY
+            ? " (should the snapshot fail, the pod keeps running and the pause is tried again)"
+            : " (should the snapshot fail, the pod stops and the pause keeps the files only)";
+    if (st->last_pause.reason && decide_streq(st->last_pause.reason, "IdleTimeout"))
+        decide_transition_event(
+            d, occ, "Normal", WS_EVENT_IDLE_TIMEOUT, "pausing idle workspace: %s; %s%s",
+            st->last_pause.message ? st->last_pause.message : "idle", fate, if_failed);
+    else
+        decide_transition_event(d, occ, "Normal", WS_EVENT_PAUSING, "pause requested: %s%s", fate,
+                                if_failed);
+}
+
+/* What the finished pause kept, for its Event. */
+static void pause_kept(const struct decider *d, char *out, size_t size)
+{
+    const struct workspace_status *st = d->st;
+    const struct workspace_snapshot *sn = &st->snapshot;
+    int this_pause = d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && sn->attempt &&
+                     sn->requested_ms >= st->last_pause.requested_ms;
+    if (this_pause && decide_streq(sn->phase, "Ready"))
+        snprintf(out, size, "snapshot %s holds its memory and GPU state, home its files",
+                 sn->name ? sn->name : sn->attempt);
+    else if (this_pause && decide_streq(sn->phase, "Failed"))
+        snprintf(out, size,
+                 "files only: snapshot %s failed, home keeps the files and the application's "
+                 "checkpoint",
+                 sn->attempt);
+    else
+        snprintf(out, size, "home keeps the files and the application's checkpoint");
 }
 
 /* The pod is gone: the workspace is Paused. */
@@ -90,21 +142,23 @@ static void pause_done(struct decider *d)
      * (lastPause.product keeps the one the pod had). */
     decide_set_string(d, &st->accelerator_product, NULL);
     /* Capacity is not being asked for; the next resume asks again. */
-    workspace_status_remove_condition(st, COND_CAPACITY);
-    decide_condition(d, COND_READY, COND_FALSE, "Paused",
+    workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSED,
                      "the workspace is paused; set spec.paused to false to resume");
     st->state = WS_STATE_PAUSED;
     if (d->old->state != WS_STATE_PAUSED) {
         const struct workspace_pause_timeline *lp = &st->last_pause;
         char occ[OCCASION_SIZE];
+        char kept[MAX_MESSAGE];
+        pause_kept(d, kept, sizeof(kept));
         if (decide_in_pause(st) && lp->requested_ms &&
             lp->accelerator_released_ms >= lp->requested_ms)
-            decide_transition_event(d, decide_pause_occasion(d, occ), "Normal", "Paused",
-                                    "paused; the pod was gone %.1fs after the pause request",
-                                    (double)(lp->accelerator_released_ms - lp->requested_ms) /
-                                        1000.0);
+            decide_transition_event(
+                d, decide_pause_occasion(d, occ), "Normal", WS_EVENT_PAUSED,
+                "paused; the pod was gone %.1fs after the pause request; %s",
+                (double)(lp->accelerator_released_ms - lp->requested_ms) / 1000.0, kept);
         else
-            decide_event(d, "Normal", "Paused", "paused");
+            decide_event(d, "Normal", WS_EVENT_PAUSED, "paused");
     }
 }
 
@@ -117,17 +171,21 @@ void decide_pause(struct decider *d)
 
     /* A workspace created paused, or whose pod was already gone, has nothing
      * to pause: it is Paused without counting a pause. */
-    if (!decide_in_pause(st) && any_pod)
-        begin_pause(d, p);
+    int began = !decide_in_pause(st) && any_pod;
+    if (began)
+        begin_pause(d);
     st->waiting_for_capacity_since_ms = 0;
     if (!p && decide_in_pause(st))
         decide_checkpoint_cancelled(d,
                                     "the pod stopped or went (no running pod is left to snapshot)");
     if (!p && decide_in_pause(st))
         decide_snapshot_settle(d);
-    if (p && !decide_snapshot_allows_delete(d, p)) {
+    int keeps = p && !decide_snapshot_allows_delete(d, p);
+    if (began)
+        announce_pause(d, p, keeps);
+    if (keeps) {
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
                          "pod %s keeps running until its snapshot is ready", p->name);
         return;
     }
@@ -141,7 +199,8 @@ void decide_pause(struct decider *d)
         if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", p->name);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
+                         p->name);
         return;
     }
     const struct workspace_pod *done = stopped_by_snapshot(d);
@@ -151,12 +210,13 @@ void decide_pause(struct decider *d)
         if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping", done->name);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
+                         done->name);
         return;
     }
     if (done) {
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
                          "pod %s completed after snapshot %s was asked for (GKE stops it at the "
                          "checkpoint; an application that exits by itself looks the same); it is "
                          "removed once the snapshot is settled: Ready holds the session, a failure "
@@ -169,7 +229,7 @@ void decide_pause(struct decider *d)
         if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
             st->last_pause.pod_deleted_ms = deleted_at(d, d->leaving);
         st->state = WS_STATE_PAUSING;
-        decide_condition(d, COND_READY, COND_FALSE, "Pausing", "pod %s is stopping",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
                          d->leaving->name);
         return;
     }

@@ -55,7 +55,7 @@ void decide_sort_pods(struct decider *d, int may_delete)
             /* The pod the status names is an interruption: PodInterrupted
              * says it (decide_note_interruption()). */
             if (!d->ws->paused && !decide_streq(p->name, d->st->pod_name))
-                decide_event(d, "Warning", "PodStopped",
+                decide_event(d, "Warning", WS_EVENT_POD_STOPPED,
                              "pod %s stopped (phase %s); a new pod will replace it", p->name,
                              p->phase);
             n_extra++;
@@ -73,7 +73,7 @@ void decide_sort_pods(struct decider *d, int may_delete)
             n_dup++;
         }
         if (n_dup)
-            decide_event(d, "Warning", "DuplicatePod",
+            decide_event(d, "Warning", WS_EVENT_DUPLICATE_POD,
                          "found %zu pods for the workspace; keeping %s", n_live, d->keep->name);
     }
 }
@@ -100,36 +100,36 @@ void decide_set_restored(struct decider *d, const char *pod_name, int from_check
     const char *env = d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint";
     const char *path = d->cls && d->cls->checkpoint_path ? d->cls->checkpoint_path : "";
     const char *cause = li->reason ? li->reason : "Deleted";
-    const char *restored_from = from_checkpoint ? "FromCheckpoint" : "Fresh";
+    const char *restored_from = from_checkpoint ? WS_REASON_FROM_CHECKPOINT : WS_REASON_FRESH;
     if (decide_on_fresh_home(d, pod_name)) {
         char at[TIMEFMT_RFC3339_SIZE];
         timefmt_rfc3339_text(h->lost_ms, at);
-        restored_from = "FreshHome";
+        restored_from = WS_REASON_FRESH_HOME;
         decide_condition(
-            d, COND_RESTORED, COND_TRUE, "FreshHome",
+            d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FRESH_HOME,
             "pod %s starts on a new, empty home: claim %s (uid %s) was gone at %s, and "
             "with it the files and the application's checkpoint",
             pod_name, d->st->home_claim_name ? d->st->home_claim_name : "",
             h->lost_claim_uid ? h->lost_claim_uid : "", at);
     } else if (replaces_interrupted(d, pod_name) && from_checkpoint) {
         decide_condition(
-            d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+            d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_CHECKPOINT,
             "pod %s replaces pod %s, which ended without the controller asking (%s): it "
             "starts from the files and is told where the application's checkpoint is "
             "(%s=%s); what was only in memory is lost",
             pod_name, li->pod, cause, env, path);
     } else if (replaces_interrupted(d, pod_name)) {
         decide_condition(
-            d, COND_RESTORED, COND_TRUE, "Fresh",
+            d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FRESH,
             "pod %s replaces pod %s, which ended without the controller asking (%s): it "
             "starts fresh from the files; what was only in memory is lost",
             pod_name, li->pod, cause);
     } else if (from_checkpoint) {
-        decide_condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+        decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_CHECKPOINT,
                          "pod %s starts from the application's checkpoint (%s=%s)", pod_name, env,
                          path);
     } else {
-        decide_condition(d, COND_RESTORED, COND_TRUE, "Fresh",
+        decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FRESH,
                          "pod %s starts fresh: the workspace was never paused", pod_name);
     }
     if (decide_resume_in_progress(d->st))
@@ -159,7 +159,7 @@ void decide_adopt(struct decider *d)
     if (h->lost_ms && !h->fresh_pod && p->created_ms >= h->lost_ms - 1000)
         decide_set_string(d, &h->fresh_pod, p->name);
     if (p->snapshot)
-        decide_condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+        decide_condition(d, WS_COND_RESTORED, COND_UNKNOWN, WS_REASON_RESTORING,
                          "pod %s is restored from snapshot %s", p->name, p->snapshot);
     else
         decide_set_restored(d, p->name, p->restore_from_checkpoint);
@@ -185,7 +185,8 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
     if (decide_resume_in_progress(old) && !old->last_resume.pod_created_ms)
         return 1;
     if (old->state == WS_STATE_FAILED &&
-        decide_streq(decide_condition_reason(old, COND_CAPACITY), "CapacityTimeout"))
+        decide_streq(decide_condition_reason(old, WS_COND_CAPACITY_AVAILABLE),
+                     WS_REASON_CAPACITY_TIMEOUT))
         return 1;
     /* The pass that timed out may have died before its status write. */
     if (old->waiting_for_capacity_since_ms && c &&
@@ -194,14 +195,16 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
         return 1;
     if (old->accelerator_fallback &&
         (p ? !p->capacity_fallback
-           : decide_streq(decide_condition_reason(old, COND_CAPACITY), "CapacityTimeout")))
+           : decide_streq(decide_condition_reason(old, WS_COND_CAPACITY_AVAILABLE),
+                          WS_REASON_CAPACITY_TIMEOUT)))
         return 1;
     if (old->snapshot.restore_failed_ms && (!p || p->snapshot) &&
-        (decide_streq(decide_condition_reason(old, COND_RESTORED), "RestoreCrashed") ||
-         decide_streq(decide_condition_reason(old, COND_RESTORED), "RestoreUnresponsive")))
+        (decide_streq(decide_condition_reason(old, WS_COND_RESTORED), WS_REASON_RESTORE_CRASHED) ||
+         decide_streq(decide_condition_reason(old, WS_COND_RESTORED),
+                      WS_REASON_RESTORE_UNRESPONSIVE)))
         return 1;
     if (old->snapshot.rejected_ms && (!p || !p->snapshot) &&
-        decide_streq(decide_condition_reason(old, COND_RESTORED), "UnwantedRestore"))
+        decide_streq(decide_condition_reason(old, WS_COND_RESTORED), WS_REASON_UNWANTED_RESTORE))
         return 1;
     return 0;
 }
@@ -264,7 +267,7 @@ void decide_note_interruption(struct decider *d)
     char occ[OCCASION_SIZE];
     snprintf(occ, sizeof(occ), "interrupted-%s", uid ? uid : st->pod_name);
     decide_transition_event(
-        d, occ, "Warning", "PodInterrupted",
+        d, occ, "Warning", WS_EVENT_POD_INTERRUPTED,
         "pod %s%s%s ended without the controller asking: %s%s%s%s; its memory is "
         "lost, a new pod replaces it",
         st->pod_name, node ? " on " : "", node ? node : "", e.kind, e.message[0] ? " (" : "",

@@ -46,14 +46,14 @@ static void await_application(struct decider *d, const struct workspace_pod *p, 
     d->out->restore_check_wanted = 1;
     st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
     st->waiting_for_capacity_since_ms = 0;
-    decide_condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s", p->name,
-                     decide_node_or_unknown(p));
+    decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_TRUE, WS_REASON_SCHEDULED,
+                     "pod %s is scheduled on %s", p->name, decide_node_or_unknown(p));
     va_list ap;
     va_start(ap, fmt);
     char *msg = decide_vformat(d, fmt, ap);
     va_end(ap);
     if (msg)
-        decide_condition(d, COND_READY, COND_FALSE, "AwaitingApplication", "%s", msg);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_AWAITING_APPLICATION, "%s", msg);
     free(msg);
 }
 
@@ -64,27 +64,29 @@ static void restore_unresponsive(struct decider *d, const struct workspace_pod *
                                  const struct restore_check *rc)
 {
     struct workspace_status *st = d->st;
-    int again = decide_streq(decide_condition_reason(st, COND_RESTORED), "RestoreUnresponsive");
+    int again =
+        decide_streq(decide_condition_reason(st, WS_COND_RESTORED), WS_REASON_RESTORE_UNRESPONSIVE);
     if (!st->snapshot.restore_failed_ms)
         st->snapshot.restore_failed_ms = d->now;
     decide_own_delete_pod(d, p, 0);
     st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    decide_condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced",
-                     p->name);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
+                     "pod %s is being replaced", p->name);
     if (again) /* decided before; the delete again, in case it was lost */
         return;
     char timeout[32];
     decide_format_duration(d->cls->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
     const char *why = rc && rc->error ? rc->error : "no probe round could be made";
     decide_condition(
-        d, COND_RESTORED, COND_FALSE, "RestoreUnresponsive",
+        d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_UNRESPONSIVE,
         "pod %s was restored from snapshot %s, but its application did not answer within "
         "%s (%s); a fresh pod starts from files and the checkpoint",
         p->name, p->snapshot, timeout, why);
     char occ[OCCASION_SIZE];
-    if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "RestoreUnresponsive"))
+    if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED),
+                      WS_REASON_RESTORE_UNRESPONSIVE))
         decide_transition_event(
-            d, decide_pod_occasion(p->name, occ), "Warning", "RestoreUnresponsive",
+            d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_RESTORE_UNRESPONSIVE,
             "the application of pod %s, restored from snapshot %s, did not answer "
             "within %s (%s); replacing it with a fresh pod from files and the "
             "checkpoint",
@@ -103,11 +105,11 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
 {
     struct workspace_status *st = d->st;
     const struct workspace_class *c = d->cls;
-    const char *reason = decide_condition_reason(st, COND_RESTORED);
-    if (!checks_application(d) || decide_streq(reason, "FromSnapshot"))
+    const char *reason = decide_condition_reason(st, WS_COND_RESTORED);
+    if (!checks_application(d) || decide_streq(reason, WS_REASON_FROM_SNAPSHOT))
         return 0;
     const struct restore_check *rc = restore_check_of(d, p);
-    if (decide_streq(reason, "RestoreUnresponsive") && st->snapshot.restore_failed_ms) {
+    if (decide_streq(reason, WS_REASON_RESTORE_UNRESPONSIVE) && st->snapshot.restore_failed_ms) {
         restore_unresponsive(d, p, rc);
         return 1;
     }
@@ -125,7 +127,7 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
     decide_requeue_at(d, d->now < deadline ? deadline : last_word);
     char timeout[32];
     decide_format_duration(c->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
-    decide_condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+    decide_condition(d, WS_COND_RESTORED, COND_UNKNOWN, WS_REASON_RESTORING,
                      "pod %s was restored from snapshot %s; waiting for its application to answer "
                      "(at most %s)",
                      p->name, p->snapshot, timeout);
@@ -169,20 +171,22 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
         /* Made by an earlier version, restored back then: the session has
          * gone on in it since, so it is kept and only said. */
         decide_condition(
-            d, COND_RESTORED, COND_TRUE, "UnwantedRestore",
+            d, WS_COND_RESTORED, COND_TRUE, WS_REASON_UNWANTED_RESTORE,
             "pod %s (made by an earlier version) was restored from a snapshot though it was "
             "to start from files: its memory was older than its files when it started; it "
             "is kept, the session went on in it",
             p->name);
-        if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "UnwantedRestore"))
+        if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED),
+                          WS_REASON_UNWANTED_RESTORE))
             decide_transition_event(
-                d, decide_pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+                d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_UNWANTED_RESTORE,
                 "pod %s was restored from a snapshot though it was to start from "
                 "files (an earlier version's pod); it is kept",
                 p->name);
         return 0;
     }
-    int again = decide_streq(decide_condition_reason(d->old, COND_RESTORED), "UnwantedRestore") &&
+    int again = decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED),
+                             WS_REASON_UNWANTED_RESTORE) &&
                 st->snapshot.rejected_ms;
     if (!again) {
         const char *group = "*";
@@ -194,14 +198,14 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
     }
     decide_own_delete_pod(d, p, 0);
     decide_condition(
-        d, COND_RESTORED, COND_FALSE, "UnwantedRestore",
+        d, WS_COND_RESTORED, COND_FALSE, WS_REASON_UNWANTED_RESTORE,
         "pod %s was restored from a snapshot by the snapshot backend though it was to "
         "start from files%s; its memory is older than the files: it is replaced by a pod "
         "from files and the checkpoint once the snapshots it could come from are deleted",
         p->name, decide_crash_looping(p) ? ", and crash-loops" : "");
     if (!again)
         decide_transition_event(
-            d, decide_pod_occasion(p->name, occ), "Warning", "UnwantedRestore",
+            d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_UNWANTED_RESTORE,
             "pod %s was restored from a snapshot though it was to start from files "
             "(the snapshot backend's policy or the pod's snapshot group did not "
             "hold); replacing it with a pod from files and deleting the snapshots "
@@ -210,8 +214,8 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
     if (decide_resume_in_progress(st))
         decide_set_string(d, &st->last_resume.restored_from, NULL);
     st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    decide_condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced",
-                     p->name);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
+                     "pod %s is being replaced", p->name);
     return 1;
 }
 
@@ -228,30 +232,31 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
             st->snapshot.restore_failed_ms = d->now;
         decide_own_delete_pod(d, p, 0);
         decide_condition(
-            d, COND_RESTORED, COND_FALSE, "RestoreCrashed",
+            d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
             "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
             "starts from files and the checkpoint",
             p->name, p->snapshot, p->restart_count);
         char occ[OCCASION_SIZE];
-        if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "RestoreCrashed"))
+        if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED),
+                          WS_REASON_RESTORE_CRASHED))
             decide_transition_event(
-                d, decide_pod_occasion(p->name, occ), "Warning", "RestoreCrashLoop",
+                d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_RESTORE_CRASH_LOOP,
                 "pod %s crash-loops after its restore from snapshot %s; replacing it with a "
                 "fresh pod from files and the checkpoint",
                 p->name, p->snapshot);
         st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
-        decide_condition(d, COND_READY, COND_FALSE, "PodTerminating", "pod %s is being replaced",
-                         p->name);
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
+                         "pod %s is being replaced", p->name);
         return 1;
     }
     if (p->restored) {
         if (judge_restored_app(d, p))
             return 1;
-        decide_condition(d, COND_RESTORED, COND_TRUE, "FromSnapshot",
+        decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_SNAPSHOT,
                          "pod %s was restored from snapshot %s: memory and GPU state are back",
                          p->name, p->snapshot);
         if (st->last_resume.requested_ms)
-            decide_set_string(d, &st->last_resume.restored_from, "FromSnapshot");
+            decide_set_string(d, &st->last_resume.restored_from, WS_REASON_FROM_SNAPSHOT);
         return 0;
     }
     if (!p->ready)
@@ -269,20 +274,20 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
                           p->name, p->snapshot);
         return 1;
     }
-    decide_condition(d, COND_RESTORED, COND_TRUE, "ColdStart",
+    decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_COLD_START,
                      "pod %s started without the state of snapshot %s; it has the files and %s to "
                      "recover from the application's checkpoint",
                      p->name, p->snapshot,
                      d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
     char occ[OCCASION_SIZE];
-    if (!decide_streq(decide_condition_reason(d->old, COND_RESTORED), "ColdStart"))
+    if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED), WS_REASON_COLD_START))
         decide_transition_event(
-            d, decide_pod_occasion(p->name, occ), "Warning", "ColdStart",
+            d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_COLD_START,
             "pod %s was not restored from snapshot %s (the backend cold-started it); the "
             "session's memory is lost, files and the application's checkpoint remain",
             p->name, p->snapshot);
     if (st->last_resume.requested_ms)
-        decide_set_string(d, &st->last_resume.restored_from, "ColdStart");
+        decide_set_string(d, &st->last_resume.restored_from, WS_REASON_COLD_START);
     return 0;
 }
 
@@ -304,7 +309,8 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
     }
     const char *name = sn->name ? sn->name : sn->attempt;
     if (sn->restore_failed_ms) {
-        if (decide_streq(decide_condition_reason(st, COND_RESTORED), "RestoreUnresponsive"))
+        if (decide_streq(decide_condition_reason(st, WS_COND_RESTORED),
+                         WS_REASON_RESTORE_UNRESPONSIVE))
             snprintf(why, size, "the application restored from snapshot %s did not answer", name);
         else
             snprintf(why, size, "the restore from snapshot %s crashed", name);

@@ -13,16 +13,66 @@ static void begin_resume(struct decider *d)
         st->accelerator_seconds_released +=
             (double)(d->now - released) / 1000.0 * d->cls->accelerator_count;
     }
-    char occ[OCCASION_SIZE];
+    char occ[OCCASION_SIZE], t[32] = "", from[MAX_MESSAGE];
     decide_resume_occasion(d, occ);
-    if (released) {
-        char t[32];
+    if (released)
         decide_format_duration(d->now - released, t, sizeof(t));
-        decide_transition_event(d, occ, "Normal", "Resuming", "resume requested after %s paused",
-                                t);
-    } else {
-        decide_transition_event(d, occ, "Normal", "Resuming", "resume requested");
-    }
+    /* What the pause left to come back from (the pod's creation may still
+     * choose otherwise: SnapshotNotUsed says why). */
+    if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
+        decide_snapshot_current(st) && decide_streq(st->snapshot.phase, "Ready"))
+        snprintf(from, sizeof(from), "the pod is to be restored from snapshot %s",
+                 st->snapshot.name ? st->snapshot.name : st->snapshot.attempt);
+    else
+        snprintf(from, sizeof(from),
+                 "the pod starts from the files and the application's checkpoint");
+    decide_transition_event(d, occ, "Normal", WS_EVENT_RESUMING, "resume requested%s%s%s: %s",
+                            released ? " after " : "", t, released ? " paused" : "", from);
+}
+
+/* A workspace created paused, never started, is resumed: not a resume of a
+ * pause (the counters and the ledger have none), but its user asked for
+ * one and is told so; the timeline measures it like one. */
+static int first_start_of_paused(const struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    return d->old->state == WS_STATE_PAUSED && st->pauses == 0 && st->resumes == 0 &&
+           !st->last_resume.requested_ms && !d->keep;
+}
+
+static void begin_first_start(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    free(st->last_resume.restored_from);
+    st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
+    char occ[OCCASION_SIZE];
+    decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", WS_EVENT_RESUMING,
+                            "resume requested: a first start (the workspace was created paused; "
+                            "there is nothing to restore, the pod starts fresh)");
+}
+
+/* How a resumed pod came back, for the Resumed Event, from the Restored
+ * reason it got (status.lastResume.restoredFrom). */
+static void came_back(const struct decider *d, const struct workspace_pod *p, char *out,
+                      size_t size)
+{
+    const char *from = d->st->last_resume.restored_from;
+    if (decide_streq(from, WS_REASON_FROM_SNAPSHOT))
+        snprintf(out, size, "from snapshot %s: memory and GPU state are back",
+                 p->snapshot ? p->snapshot : "");
+    else if (decide_streq(from, WS_REASON_COLD_START))
+        snprintf(out, size,
+                 "cold start: not restored from snapshot %s; from the files and the "
+                 "application's checkpoint",
+                 p->snapshot ? p->snapshot : "");
+    else if (decide_streq(from, WS_REASON_FRESH_HOME))
+        snprintf(out, size, "on a new, empty home: the old one was lost");
+    else if (decide_streq(from, WS_REASON_FROM_CHECKPOINT) || (!from && p->restore_from_checkpoint))
+        snprintf(out, size, "from the files and the application's checkpoint");
+    else if (d->st->pauses == 0)
+        snprintf(out, size, "a first start: fresh, the workspace was created paused");
+    else
+        snprintf(out, size, "fresh start");
 }
 
 /* The resume's pod is ready: the resume's timeline ends and is announced. */
@@ -44,16 +94,10 @@ static void resume_ready(struct decider *d, const struct workspace_pod *p)
             p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
     r->ready_ms = ready;
     r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
-    char occ[OCCASION_SIZE];
-    const char *from = r->restored_from;
-    decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", "Resumed",
-                            "ready %.1fs after the resume request (%s)", r->seconds_to_ready,
-                            decide_streq(from, "FreshHome")
-                                ? "on a new, empty home: the old one was lost"
-                            : decide_streq(from, "FromSnapshot") ? "from the snapshot"
-                            : decide_streq(from, "ColdStart")    ? "cold start: from files"
-                            : p->restore_from_checkpoint ? "from the application's checkpoint"
-                                                         : "fresh start");
+    char occ[OCCASION_SIZE], how[MAX_MESSAGE];
+    came_back(d, p, how, sizeof(how));
+    decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", WS_EVENT_RESUMED,
+                            "ready %.1fs after the resume request (%s)", r->seconds_to_ready, how);
 }
 
 static void run_with_pod(struct decider *d)
@@ -69,11 +113,14 @@ static void run_with_pod(struct decider *d)
     if (p->ready) {
         st->state = WS_STATE_RUNNING;
         st->waiting_for_capacity_since_ms = 0;
-        decide_condition(d, COND_READY, COND_TRUE, "PodReady", "pod %s is ready on %s", p->name,
-                         decide_node_or_unknown(p));
-        decide_condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s",
+        decide_condition(d, WS_COND_READY, COND_TRUE, WS_REASON_POD_READY, "pod %s is ready on %s",
                          p->name, decide_node_or_unknown(p));
-        if (resuming)
+        decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_TRUE, WS_REASON_SCHEDULED,
+                         "pod %s is scheduled on %s", p->name, decide_node_or_unknown(p));
+        /* The resume ends when how the pod came back is known: a pod
+         * created from a snapshot may be ready before the backend says
+         * whether it restored it (then within the cold-start grace). */
+        if (resuming && (!p->snapshot || st->last_resume.restored_from))
             resume_ready(d, p);
         decide_idle(d);
         return;
@@ -84,8 +131,8 @@ static void run_with_pod(struct decider *d)
     }
     if (decide_pod_is_scheduled(p)) {
         st->waiting_for_capacity_since_ms = 0;
-        decide_condition(d, COND_CAPACITY, COND_TRUE, "Scheduled", "pod %s is scheduled on %s",
-                         p->name, decide_node_or_unknown(p));
+        decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_TRUE, WS_REASON_SCHEDULED,
+                         "pod %s is scheduled on %s", p->name, decide_node_or_unknown(p));
         if (resuming && !st->last_resume.pod_scheduled_ms)
             st->last_resume.pod_scheduled_ms =
                 p->scheduled_ms > st->last_resume.requested_ms ? p->scheduled_ms : d->now;
@@ -96,37 +143,37 @@ static void run_with_pod(struct decider *d)
             st->state = resuming                            ? WS_STATE_RESUMING
                         : d->old->state == WS_STATE_RUNNING ? WS_STATE_RUNNING
                                                             : WS_STATE_PENDING;
-            decide_condition(d, COND_READY, COND_FALSE, "CrashLoop",
+            decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_CRASH_LOOP,
                              "pod %s crash-loops (%d restarts) without having been restored from a "
                              "snapshot: the application itself fails; see the pod's logs",
                              p->name, p->restart_count);
             char occ[OCCASION_SIZE];
-            if (!decide_streq(decide_condition_reason(d->old, COND_READY), "CrashLoop"))
+            if (!decide_streq(decide_condition_reason(d->old, WS_COND_READY), WS_REASON_CRASH_LOOP))
                 decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning",
-                                        "CrashLoop",
+                                        WS_EVENT_CRASH_LOOP,
                                         "pod %s crash-loops (%d restarts) without a restore from a "
                                         "snapshot: the application's own failure",
                                         p->name, p->restart_count);
         } else if (resuming) {
             st->state = WS_STATE_RESUMING;
-            decide_condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s",
-                             p->name, decide_node_or_unknown(p));
+            decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_STARTING,
+                             "pod %s is starting on %s", p->name, decide_node_or_unknown(p));
         } else if (d->old->state == WS_STATE_RUNNING) {
             /* It was ready and is not now (a crash, a failing probe): still
              * running, on the same node and accelerator. */
             st->state = WS_STATE_RUNNING;
-            decide_condition(d, COND_READY, COND_FALSE, "PodNotReady", "pod %s on %s is not ready",
-                             p->name, decide_node_or_unknown(p));
+            decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_NOT_READY,
+                             "pod %s on %s is not ready", p->name, decide_node_or_unknown(p));
         } else {
             st->state = WS_STATE_PENDING;
-            decide_condition(d, COND_READY, COND_FALSE, "PodStarting", "pod %s is starting on %s",
-                             p->name, decide_node_or_unknown(p));
+            decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_STARTING,
+                             "pod %s is starting on %s", p->name, decide_node_or_unknown(p));
         }
         return;
     }
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    decide_condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
-                     p->name);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_PENDING,
+                     "pod %s is waiting to be scheduled", p->name);
 }
 
 /* A resume whose pause's snapshot the backend has not settled yet (the
@@ -155,7 +202,7 @@ static int pod_held_back(struct decider *d, int resuming)
     struct workspace_status *st = d->st;
     if (decide_home_awaits_acknowledgement(d)) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
-        decide_condition(d, COND_READY, COND_FALSE, "HomeLost",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_HOME_LOST,
                          "no pod starts: the home claim (uid %s) was lost; annotate the Workspace "
                          "with " ACKNOWLEDGE_HOME_LOSS_ANNOTATION
                          "=%s to start on a new, empty home",
@@ -165,7 +212,7 @@ static int pod_held_back(struct decider *d, int resuming)
     }
     if (snapshot_pending(d)) {
         st->state = WS_STATE_RESUMING;
-        decide_condition(d, COND_READY, COND_FALSE, "Snapshotting",
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
                          "waiting for the snapshot backend to say whether snapshot %s is ready, so "
                          "that the new pod starts from it or from files",
                          st->snapshot.attempt);
@@ -175,7 +222,7 @@ static int pod_held_back(struct decider *d, int resuming)
     if (in_the_way) {
         st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
         decide_condition(
-            d, COND_READY, COND_FALSE, "PodTerminating",
+            d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
             "waiting for snapshot %s to be removed, so that the new pod starts from files",
             in_the_way);
         decide_requeue_at(d, d->now + 2000);
@@ -203,7 +250,7 @@ static int name_pod(struct decider *d)
         st->pod_name = name;
         decide_set_string(d, &st->pod_uid, NULL);
         /* The scheduler has not judged the new pod yet. */
-        workspace_status_remove_condition(st, COND_CAPACITY);
+        workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
         /* The first pod after an interruption (and no pause since) replaces
          * the interrupted one. */
         struct workspace_interruption *li = &st->last_interruption;
@@ -225,7 +272,7 @@ static void say_how_it_starts(struct decider *d, const char *snapshot, char *why
     struct workspace_status *st = d->st;
     int resuming = decide_resume_in_progress(st);
     if (snapshot) {
-        decide_condition(d, COND_RESTORED, COND_UNKNOWN, "Restoring",
+        decide_condition(d, WS_COND_RESTORED, COND_UNKNOWN, WS_REASON_RESTORING,
                          "pod %s is restored from snapshot %s", st->pod_name, snapshot);
         if (resuming)
             decide_set_string(d, &st->last_resume.restored_from, NULL);
@@ -234,7 +281,7 @@ static void say_how_it_starts(struct decider *d, const char *snapshot, char *why
         char occ[OCCASION_SIZE];
         if (why[0])
             decide_transition_event(d, decide_pod_occasion(st->pod_name, occ), "Warning",
-                                    "SnapshotNotUsed", "%s", why);
+                                    WS_EVENT_SNAPSHOT_NOT_USED, "%s", why);
     } else if (fallback) {
         char products[PRODUCTS_TEXT], timeout[32];
         decide_allowed_products(d->cls, ", ", products, sizeof(products));
@@ -242,14 +289,14 @@ static void say_how_it_starts(struct decider *d, const char *snapshot, char *why
         decide_set_restored(d, st->pod_name, from_checkpoint);
         if (from_checkpoint)
             decide_condition(
-                d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+                d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_CHECKPOINT,
                 "pod %s starts from the application's checkpoint (%s=%s), not from a "
                 "snapshot: after the capacity timeout (%s) it may run on any of %s",
                 st->pod_name, d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint",
                 d->cls->checkpoint_path ? d->cls->checkpoint_path : "", timeout, products);
         else
             decide_condition(
-                d, COND_RESTORED, COND_TRUE, "Fresh",
+                d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FRESH,
                 "pod %s starts fresh: the workspace was never paused; after the capacity "
                 "timeout (%s) it may run on any of %s",
                 st->pod_name, timeout, products);
@@ -257,15 +304,15 @@ static void say_how_it_starts(struct decider *d, const char *snapshot, char *why
         decide_set_restored(d, st->pod_name, from_checkpoint);
         if (why[0] && from_checkpoint) {
             workspace_message_one_line(why);
-            decide_condition(d, COND_RESTORED, COND_TRUE, "FromCheckpoint",
+            decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_CHECKPOINT,
                              "pod %s starts from the application's checkpoint: %s", st->pod_name,
                              why);
-            const struct condition *before = workspace_status_condition(d->old, COND_RESTORED);
-            const struct condition *now = workspace_status_condition(st, COND_RESTORED);
+            const struct condition *before = workspace_status_condition(d->old, WS_COND_RESTORED);
+            const struct condition *now = workspace_status_condition(st, WS_COND_RESTORED);
             char occ[OCCASION_SIZE];
             if (!before || !now || !decide_streq(before->message, now->message))
                 decide_transition_event(d, decide_pod_occasion(st->pod_name, occ), "Warning",
-                                        "SnapshotNotUsed",
+                                        WS_EVENT_SNAPSHOT_NOT_USED,
                                         "%s; starting from files and the checkpoint", why);
         }
     }
@@ -334,12 +381,12 @@ void decide_create_pod(struct decider *d)
         st->last_resume.pod_created_ms = d->now;
     say_how_it_starts(d, snapshot, why, fresh_home, fallback, from_checkpoint);
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
-    decide_condition(d, COND_READY, COND_FALSE, "PodPending", "pod %s is waiting to be scheduled",
-                     st->pod_name);
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_PENDING,
+                     "pod %s is waiting to be scheduled", st->pod_name);
     char occ[OCCASION_SIZE];
     if (is_new && !resuming)
-        decide_transition_event(d, decide_pod_occasion(st->pod_name, occ), "Normal", "Created",
-                                "created pod %s (%s)", st->pod_name,
+        decide_transition_event(d, decide_pod_occasion(st->pod_name, occ), "Normal",
+                                WS_EVENT_CREATED, "created pod %s (%s)", st->pod_name,
                                 fresh_home        ? "on a new, empty home"
                                 : from_checkpoint ? "from the application's checkpoint"
                                                   : "fresh");
@@ -362,7 +409,7 @@ void decide_checkpoint_cancelled(struct decider *d, const char *why)
     sn->checkpoint_answered_ms = d->now;
     decide_set_string(d, &sn->checkpoint_result, "Cancelled");
     decide_set_string(d, &sn->checkpoint_message, msg);
-    decide_condition(d, COND_SNAPSHOT, COND_FALSE, "Cancelled",
+    decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_CANCELLED,
                      "the application was asked for its checkpoint before snapshot %s, and %s; no "
                      "snapshot was taken",
                      sn->checkpoint_attempt, why);
@@ -375,9 +422,9 @@ void decide_run(struct decider *d)
 
     /* 5c: after a capacity timeout with onCapacityTimeout Fail, nothing is
      * retried until the user changes the spec. */
-    int failed_for_capacity =
-        old->state == WS_STATE_FAILED &&
-        decide_streq(decide_condition_reason(old, COND_CAPACITY), "CapacityTimeout");
+    int failed_for_capacity = old->state == WS_STATE_FAILED &&
+                              decide_streq(decide_condition_reason(old, WS_COND_CAPACITY_AVAILABLE),
+                                           WS_REASON_CAPACITY_TIMEOUT);
     d->retry = failed_for_capacity && old->observed_generation != d->ws->generation;
     if (d->retry)
         st->waiting_for_capacity_since_ms = 0; /* a new attempt, a new clock */
@@ -401,6 +448,8 @@ void decide_run(struct decider *d)
         st->last_pause.accelerator_released_ms = d->now;
     if (decide_in_pause(st))
         begin_resume(d);
+    else if (first_start_of_paused(d))
+        begin_first_start(d);
     decide_checkpoint_cancelled(d, "the pause was cancelled (spec.paused false)");
     decide_adopt(d);
     if (d->keep)

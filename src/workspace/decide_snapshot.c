@@ -41,8 +41,8 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     struct action *a = decide_push(d, ACTION_SNAPSHOT_BEGIN, handle);
     if (a && p->group && !(a->group = strdup(p->group)))
         decide_failed(d, -ENOMEM);
-    decide_condition(d, COND_SNAPSHOT, COND_FALSE, "InProgress", "taking snapshot %s of pod %s",
-                     handle, p->name);
+    decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_IN_PROGRESS,
+                     "taking snapshot %s of pod %s", handle, p->name);
     decide_requeue_at(d, d->now + d->cls->snapshot.timeout_ms);
 }
 
@@ -103,7 +103,7 @@ static void snapshot_prepare(struct decider *d, const struct workspace_pod *p, i
             if (a)
                 a->time_ms = deadline;
             decide_condition(
-                d, COND_SNAPSHOT, COND_FALSE, "Checkpointing",
+                d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_CHECKPOINTING,
                 "asking the application in pod %s to write its checkpoint before snapshot "
                 "%s (at most %s)",
                 p->name, handle, limit);
@@ -115,7 +115,8 @@ static void snapshot_prepare(struct decider *d, const struct workspace_pod *p, i
             decide_set_string(d, &sn->checkpoint_message, msg);
             int failed_answer = decide_streq(sn->checkpoint_result, "Failed");
             decide_transition_event(
-                d, handle, "Warning", failed_answer ? "CheckpointFailed" : "CheckpointTimeout",
+                d, handle, "Warning",
+                failed_answer ? WS_EVENT_CHECKPOINT_FAILED : WS_EVENT_CHECKPOINT_TIMEOUT,
                 "the application in pod %s did not confirm its checkpoint before "
                 "snapshot %s: %s; taking the snapshot anyway (a resume from files "
                 "gets what the application saved last on its own)",
@@ -178,11 +179,13 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
         decide_set_string(d, &sn->name, v->name);
         sn->ready_ms = ready;
         sn->seconds = (double)(ready - sn->requested_ms) / 1000.0;
-        decide_condition(d, COND_SNAPSHOT, COND_TRUE, "Ready", "snapshot %s is ready (%.1fs)",
-                         v->name ? v->name : sn->attempt, sn->seconds);
-        decide_transition_event(
-            d, sn->attempt, "Normal", "SnapshotReady", "snapshot %s of pod %s is ready after %.1fs",
-            v->name ? v->name : sn->attempt, pod_name ? pod_name : "?", sn->seconds);
+        decide_condition(d, WS_COND_SNAPSHOT_READY, COND_TRUE, WS_REASON_READY,
+                         "snapshot %s is ready (%.1fs)", v->name ? v->name : sn->attempt,
+                         sn->seconds);
+        decide_transition_event(d, sn->attempt, "Normal", WS_EVENT_SNAPSHOT_READY,
+                                "snapshot %s of pod %s is ready after %.1fs",
+                                v->name ? v->name : sn->attempt, pod_name ? pod_name : "?",
+                                sn->seconds);
         return;
     }
     if (v && v->name)
@@ -194,9 +197,10 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     }
     char limit[32];
     decide_format_duration(sc->timeout_ms, limit, sizeof(limit));
-    const char *reason = v && v->phase == SNAPSHOT_PHASE_FAILED ? "Failed" : "Timeout";
+    const char *reason =
+        v && v->phase == SNAPSHOT_PHASE_FAILED ? WS_REASON_FAILED : WS_REASON_TIMEOUT;
     char msg[MAX_MESSAGE];
-    if (decide_streq(reason, "Failed"))
+    if (decide_streq(reason, WS_REASON_FAILED))
         snprintf(msg, sizeof(msg), "snapshot %s failed: %s", sn->attempt,
                  v->message && v->message[0] ? v->message : "no reason given");
     else
@@ -205,16 +209,18 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     decide_set_string(d, &sn->phase, "Failed");
     decide_set_string(d, &sn->message, msg);
     sn->failed_ms = d->now;
-    decide_condition(d, COND_SNAPSHOT, COND_FALSE, reason, "%s", msg);
-    decide_transition_event(
-        d, sn->attempt, "Warning",
-        decide_streq(reason, "Failed") ? "SnapshotFailed" : "SnapshotTimeout", "%s; %s", msg,
-        !pod_kept        ? "no running pod is left to snapshot: pausing without memory "
-                           "(files and the application's checkpoint)"
-        : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
-        : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
-            ? "pausing without memory (files and the application's checkpoint)"
-            : "the pod keeps running; trying again later");
+    decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, reason, "%s", msg);
+    decide_transition_event(d, sn->attempt, "Warning",
+                            decide_streq(reason, WS_REASON_FAILED) ? WS_EVENT_SNAPSHOT_FAILED
+                                                                   : WS_EVENT_SNAPSHOT_TIMEOUT,
+                            "%s; %s", msg,
+                            !pod_kept
+                                ? "no running pod is left to snapshot: pausing without memory "
+                                  "(files and the application's checkpoint)"
+                            : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
+                            : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
+                                ? "pausing without memory (files and the application's checkpoint)"
+                                : "the pod keeps running; trying again later");
 }
 
 /* Unpaused after the pause's snapshot was asked for, its pod still
@@ -231,7 +237,7 @@ void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod
     snapshot_follow(d, p->name, 1);
     if (decide_streq(st->snapshot.phase, "InProgress"))
         decide_condition(
-            d, COND_SNAPSHOT, COND_FALSE, "InProgress",
+            d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_IN_PROGRESS,
             "snapshot %s was asked for before the pause was cancelled; the backend goes on "
             "taking it (GKE stops pod %s at its checkpoint and a new pod follows)",
             st->snapshot.attempt, p->name);
@@ -353,13 +359,13 @@ size_t decide_snapshot_retention(struct decider *d, int deleting)
     }
     if (deleting)
         return left;
-    const char *type = "SnapshotCleanup";
+    const char *type = WS_COND_SNAPSHOT_CLEANUP;
     const struct condition *old = workspace_status_condition(d->old, type);
     if (stuck[0]) {
-        decide_condition(d, type, COND_FALSE, "FinalizerStuck",
+        decide_condition(d, type, COND_FALSE, WS_REASON_FINALIZER_STUCK,
                          "still being deleted after 5m (the backend's finalizer holds): %s", stuck);
         if (!old || old->status != COND_FALSE)
-            decide_event(d, "Warning", "SnapshotStuck",
+            decide_event(d, "Warning", WS_EVENT_SNAPSHOT_STUCK,
                          "snapshots still being deleted after 5m: %s; check the snapshot backend",
                          stuck);
     } else {

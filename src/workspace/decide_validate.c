@@ -32,8 +32,9 @@ static void validate_image(struct decider *d)
             strcat(list, ", ");
         strcat(list, c->allowed_images[i]);
     }
-    invalid(d, "ImageNotAllowed", "spec.image: \"%s\" is not allowed by class \"%s\" (allowed: %s)",
-            d->ws->image, c->name, list);
+    invalid(d, WS_REASON_IMAGE_NOT_ALLOWED,
+            "spec.image: \"%s\" is not allowed by class \"%s\" (allowed: %s)", d->ws->image,
+            c->name, list);
     free(list);
 }
 
@@ -44,10 +45,11 @@ static void validate_home(struct decider *d)
     if (!size)
         return;
     if (quantity_parse_bytes(size, &bytes) < 0 || bytes <= 0)
-        invalid(d, "InvalidHomeSize", "spec.home.size: \"%s\" is not a size such as \"20Gi\"",
-                size);
+        invalid(d, WS_REASON_INVALID_HOME_SIZE,
+                "spec.home.size: \"%s\" is not a size such as \"20Gi\"", size);
     else if (bytes > d->cls->home_max_bytes)
-        invalid(d, "HomeTooLarge", "spec.home.size: %s is larger than the class maximum %s", size,
+        invalid(d, WS_REASON_HOME_TOO_LARGE,
+                "spec.home.size: %s is larger than the class maximum %s", size,
                 d->cls->home_max_size ? d->cls->home_max_size : d->cls->home_size);
 }
 
@@ -58,14 +60,14 @@ static void validate_env(struct decider *d)
         const char *name = ws->env[i].name;
         if (strncmp(name, RESERVED_ENV_PREFIX, strlen(RESERVED_ENV_PREFIX)) == 0) {
             invalid(
-                d, "ReservedEnv",
+                d, WS_REASON_RESERVED_ENV,
                 "spec.env[%zu].name: \"%s\" is reserved: names starting with " RESERVED_ENV_PREFIX
                 " are set by the controller",
                 i, name);
             return;
         }
         if (d->cls->checkpoint_env && strcmp(name, d->cls->checkpoint_env) == 0) {
-            invalid(d, "ReservedEnv",
+            invalid(d, WS_REASON_RESERVED_ENV,
                     "spec.env[%zu].name: \"%s\" is reserved: class \"%s\" passes the checkpoint "
                     "path in it",
                     i, name, d->cls->name);
@@ -80,11 +82,12 @@ static void validate_env(struct decider *d)
 int decide_unreadable(struct decider *d)
 {
     if (d->ws->spec_error) {
-        invalid(d, "InvalidSpec", "%s", d->ws->spec_error);
+        invalid(d, WS_REASON_INVALID_SPEC, "%s", d->ws->spec_error);
         return 1;
     }
     if (d->in->class_error) {
-        invalid(d, "InvalidClass", "spec.className: WorkspaceClass \"%s\" cannot be used: %s",
+        invalid(d, WS_REASON_INVALID_CLASS,
+                "spec.className: WorkspaceClass \"%s\" cannot be used: %s",
                 d->ws->class_name ? d->ws->class_name : "", d->in->class_error);
         return 1;
     }
@@ -96,20 +99,20 @@ int decide_class_not_yet_seen(const struct decider *d)
     const struct workspace *ws = d->ws;
     return !d->cls && !d->in->class_error && ws->created_ms && d->now >= ws->created_ms &&
            d->now - ws->created_ms < CLASS_GRACE_MS &&
-           !workspace_status_condition(d->old, COND_VALID);
+           !workspace_status_condition(d->old, WS_COND_VALID);
 }
 
 void decide_validate(struct decider *d)
 {
     const struct workspace *ws = d->ws;
     if (!d->cls) {
-        invalid(d, "ClassNotFound", "spec.className: WorkspaceClass \"%s\" not found",
+        invalid(d, WS_REASON_CLASS_NOT_FOUND, "spec.className: WorkspaceClass \"%s\" not found",
                 ws->class_name);
         return;
     }
     /* The name is a label value on everything the workspace owns. */
     if (strlen(ws->name) > MAX_LABEL_VALUE) {
-        invalid(d, "NameTooLong",
+        invalid(d, WS_REASON_NAME_TOO_LONG,
                 "metadata.name: \"%s\" is longer than %d characters, the limit of a label value",
                 ws->name, MAX_LABEL_VALUE);
         return;

@@ -7,6 +7,7 @@
 #include "util/duration.h"
 #include "util/timefmt.h"
 #include "workspace/pause_window.h"
+#include "workspace/vocabulary.h"
 
 /* After this long without activity a workspace shows an idle-since time: a
  * user who types every few seconds is not "idle since" each keystroke, and
@@ -175,19 +176,19 @@ static int cannot_judge(const struct idle_input *in, struct idle_verdict *out)
     const struct idle_policy *p = in->policy;
     const struct activity_observation *obs = in->obs;
     if (!p->has_sources) {
-        out->reason = "NoActivitySource";
+        out->reason = WS_REASON_NO_ACTIVITY_SOURCE;
         snprintf(out->message, sizeof(out->message),
                  "the class has no activity probe or GPU metrics; nothing is paused automatically");
         return 1;
     }
     if (!obs || obs->probed_at_ms < in->running_since_ms) {
-        out->reason = "Probing";
+        out->reason = WS_REASON_PROBING;
         out->recheck_at_ms = in->now_ms + p->probe_interval_ms;
         snprintf(out->message, sizeof(out->message), "waiting for the first activity probe");
         return 1;
     }
     if (!obs->result.ok) {
-        out->reason = "ProbeFailed";
+        out->reason = WS_REASON_PROBE_FAILED;
         out->cancelled = in->announced;
         out->recheck_at_ms = in->now_ms + p->probe_interval_ms;
         snprintf(out->message, sizeof(out->message), "activity unknown, not pausing: %s",
@@ -211,17 +212,17 @@ static void still_active(const struct idle_input *in, struct latest last, int64_
     if (in->keep_alive_until_ms > in->now_ms) {
         /* The keep-alive counts as activity now until it ends, so nothing
          * changes before then. */
-        out->reason = "KeepAlive";
+        out->reason = WS_REASON_KEEP_ALIVE;
         out->recheck_at_ms = in->keep_alive_until_ms;
         timefmt_rfc3339_text(in->keep_alive_until_ms, t1);
         snprintf(out->message, sizeof(out->message), "kept alive until %s (spec.keepAliveUntil)",
                  t1);
     } else if (in->running_since_ms + p->min_running_ms > last.ms + p->after_ms) {
-        out->reason = "MinRunning";
+        out->reason = WS_REASON_MIN_RUNNING;
         timefmt_rfc3339_text(in->running_since_ms + p->min_running_ms, t1);
         snprintf(out->message, sizeof(out->message), "recently started; not paused before %s", t1);
     } else {
-        out->reason = "Active";
+        out->reason = WS_REASON_ACTIVE;
         snprintf(out->message, sizeof(out->message),
                  "in use (%s); paused after %s without activity", last.source, d1);
     }
@@ -271,7 +272,7 @@ static void schedule_pause(const struct idle_input *in, struct latest last, int6
     timefmt_rfc3339_text(last.ms, t1);
     if (!p->auto_pause) {
         out->state = IDLE_STATE_IDLE;
-        out->reason = "AutoPauseDisabled";
+        out->reason = WS_REASON_AUTO_PAUSE_DISABLED;
         out->cancelled = in->announced;
         snprintf(out->message, sizeof(out->message),
                  "no activity since %s (%s); automatic pausing is disabled for this class", t1,
@@ -286,7 +287,7 @@ static void schedule_pause(const struct idle_input *in, struct latest last, int6
         earliest = now + p->warn_before_ms;
     int64_t pause_at;
     if (first_allowed(in, earliest, &pause_at) < 0) {
-        out->reason = "TimeZoneUnavailable";
+        out->reason = WS_REASON_TIME_ZONE_UNAVAILABLE;
         out->cancelled = in->announced;
         snprintf(out->message, sizeof(out->message),
                  "no activity since %s; the pause windows' time zone %s is not loaded", t1,
@@ -297,7 +298,7 @@ static void schedule_pause(const struct idle_input *in, struct latest last, int6
         pause_at = in->announced_pause_at_ms; /* never earlier than what users were told */
     if (pause_at == INT64_MAX || (!announced && now < pause_at - p->warn_before_ms)) {
         out->state = IDLE_STATE_IDLE;
-        out->reason = "OutsidePauseWindow";
+        out->reason = WS_REASON_OUTSIDE_PAUSE_WINDOW;
         out->cancelled = in->announced;
         if (pause_at == INT64_MAX) {
             snprintf(out->message, sizeof(out->message),
@@ -314,7 +315,7 @@ static void schedule_pause(const struct idle_input *in, struct latest last, int6
     }
 
     out->state = IDLE_STATE_PAUSE_SCHEDULED;
-    out->reason = "PauseScheduled";
+    out->reason = WS_REASON_PAUSE_SCHEDULED;
     out->announce = !announced;
     /* A new announcement over an old one: the old pause time is off. */
     out->cancelled = !announced && in->announced;

@@ -1,9 +1,12 @@
 /*
  * The operator's documentation against the code, so neither drifts:
  *
- * - every condition reason and event reason decide() can write
- *   (src/workspace/decide*.c, and the Idle reasons of src/workspace/idle*.c)
- *   is explained in docs/operations.md;
+ * - the vocabulary (include/workspace/vocabulary.h: states, condition
+ *   types, condition reasons, Event reasons) is what decide() writes:
+ *   src/workspace/decide*.c (and the Idle reasons of idle*.c) pass its
+ *   constants, of the right list, never a string literal, and use each of
+ *   them; every word is explained in docs/operations.md, and docs/api.md's
+ *   "Vocabulary" lists exactly the header's words;
  * - every metric the Grafana dashboard queries
  *   (deploy/grafana/hibernator-dashboard.json), and every label value it
  *   matches exactly, is a name the controller's code has (a string literal
@@ -29,9 +32,11 @@
 
 #include <cmocka.h>
 
+#include "workspace/action_failure.h"
 #include "workspace/class.h"
 #include "workspace/decide.h"
 #include "workspace/pod.h"
+#include "workspace/vocabulary.h"
 #include "workspace/workspace.h"
 #include "yaml_json.h"
 
@@ -261,10 +266,11 @@ static size_t call_args(const char *open, char **args, size_t max)
     return n;
 }
 
-/* The values an expression gives when each of its results is a literal: a
- * literal, or a ?: whose branches are such expressions. 0 when some result
- * is not a literal. */
-static int result_literals(const char *expr, struct names *out)
+/* The words an expression gives when each of its results is a word: a
+ * vocabulary constant (an identifier starting with WS_), a string literal
+ * (written as "\"text\"", so a check can refuse it), or a ?: whose branches
+ * are such expressions. 0 when some result is neither (a variable). */
+static int result_words(const char *expr, struct names *out)
 {
     while (*expr == ' ' || *expr == '\n' || *expr == '(')
         expr++;
@@ -286,28 +292,38 @@ static int result_literals(const char *expr, struct names *out)
     }
     if (q && colon) {
         char *yes = dup_range(q + 1, (size_t)(colon - q - 1));
-        int ok = result_literals(yes, out) && result_literals(colon + 1, out);
+        int ok = result_words(yes, out) && result_words(colon + 1, out);
         free(yes);
         return ok;
     }
-    if (*expr != '"')
-        return 0;
     const char *end;
-    char *lit = literal_at(expr, &end);
+    char *word = NULL;
+    if (*expr == '"') {
+        char *lit = literal_at(expr, &end);
+        assert_true(asprintf(&word, "\"%s\"", lit) > 0);
+        free(lit);
+    } else if (strncmp(expr, "WS_", 3) == 0) {
+        end = expr;
+        while (is_ident(*end))
+            end++;
+        word = dup_range(expr, (size_t)(end - expr));
+    } else {
+        return 0;
+    }
     while (*end == ' ' || *end == '\n' || *end == ')' || *end == ';')
         end++;
     int ok = *end == '\0';
     if (ok)
-        names_add(out, lit);
-    free(lit);
+        names_add(out, word);
+    free(word);
     return ok;
 }
 
 /* Calls name(d, ...) in src (comments removed); for each, the argument at
- * index arg goes to literals when it gives literals, else its text goes to
+ * index arg goes to words when it gives words, else its text goes to
  * indirect ("expr@line"). Declarations (first argument not "d") are
  * skipped. Returns the number of calls. */
-static size_t scan_calls(const char *src, const char *name, size_t arg, struct names *literals,
+static size_t scan_calls(const char *src, const char *name, size_t arg, struct names *words,
                          struct names *indirect)
 {
     size_t calls = 0, len = strlen(name);
@@ -323,7 +339,7 @@ static size_t scan_calls(const char *src, const char *name, size_t arg, struct n
         size_t n = call_args(open, args, 8);
         if (n > arg && strcmp(args[0], "d") == 0) {
             calls++;
-            if (!result_literals(args[arg], literals)) {
+            if (!result_words(args[arg], words)) {
                 char *at = NULL;
                 assert_true(asprintf(&at, "%s@%d", args[arg], line_of(src, p)) > 0);
                 names_add(indirect, at);
@@ -336,8 +352,8 @@ static size_t scan_calls(const char *src, const char *name, size_t arg, struct n
     return calls;
 }
 
-/* The literal values assigned to lhs ("out->reason", "reason") in src.
- * Returns how many assignments were found. */
+/* The words assigned to lhs ("out->reason", "reason") in src. Returns how
+ * many such assignments were found. */
 static size_t scan_assignments(const char *src, const char *lhs, struct names *out)
 {
     size_t found = 0, len = strlen(lhs);
@@ -353,34 +369,138 @@ static size_t scan_assignments(const char *src, const char *lhs, struct names *o
         while (*stop && *stop != ';')
             stop = (*stop == '"' || *stop == '\'') ? skip_quoted(stop) : stop + 1;
         char *rhs = dup_range(e + 1, (size_t)(stop - e - 1));
-        if (result_literals(rhs, out))
+        if (result_words(rhs, out))
             found++;
         free(rhs);
     }
     return found;
 }
 
-/* ---- (a) reasons in docs/operations.md ---- */
+/* ---- (a) the vocabulary: header, code, docs/operations.md, docs/api.md ---- */
 
-/* Where the values of a reason argument that is not a literal come from. A
+struct word {
+    const char *constant; /* "WS_REASON_POD_READY" */
+    const char *word;     /* "PodReady" */
+    const char *meaning;
+};
+
+#define STATE_WORD(id, w, m) {"WS_STATE_NAME_" #id, w, m},
+#define COND_WORD(id, w, m) {"WS_COND_" #id, w, m},
+#define REASON_WORD(id, w, m) {"WS_REASON_" #id, w, m},
+#define EVENT_WORD(id, w, m) {"WS_EVENT_" #id, w, m},
+static const struct word states[] = {WS_STATES(STATE_WORD)};
+static const struct word conditions[] = {WS_CONDITIONS(COND_WORD)};
+static const struct word reasons[] = {WS_REASONS(REASON_WORD)};
+static const struct word events[] = {WS_EVENTS(EVENT_WORD)};
+
+static const struct {
+    const char *title; /* the heading in docs/api.md's "Vocabulary" */
+    const struct word *words;
+    size_t n;
+} lists[] = {
+    {"States", states, sizeof(states) / sizeof(states[0])},
+    {"Condition types", conditions, sizeof(conditions) / sizeof(conditions[0])},
+    {"Condition reasons", reasons, sizeof(reasons) / sizeof(reasons[0])},
+    {"Event reasons", events, sizeof(events) / sizeof(events[0])},
+};
+#define N_LISTS (sizeof(lists) / sizeof(lists[0]))
+
+/* The entry of a constant's name in any list, or NULL. */
+static const struct word *word_of_constant(const char *constant)
+{
+    for (size_t l = 0; l < N_LISTS; l++)
+        for (size_t i = 0; i < lists[l].n; i++)
+            if (strcmp(lists[l].words[i].constant, constant) == 0)
+                return &lists[l].words[i];
+    return NULL;
+}
+
+static int list_has_word(const struct word *words, size_t n, const char *word)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(words[i].word, word) == 0)
+            return 1;
+    return 0;
+}
+
+/* ActionFailed's reasons: the names of the actions that can fail. */
+static const struct {
+    enum action_type type;
+    const char *word;
+} actions[] = {
+    {ACTION_ADD_FINALIZER, WS_REASON_ADD_FINALIZER},
+    {ACTION_REMOVE_FINALIZER, WS_REASON_REMOVE_FINALIZER},
+    {ACTION_CREATE_PVC, WS_REASON_CREATE_PVC},
+    {ACTION_DELETE_PVC, WS_REASON_DELETE_PVC},
+    {ACTION_RELEASE_PVC, WS_REASON_RELEASE_PVC},
+    {ACTION_CREATE_POD, WS_REASON_CREATE_POD},
+    {ACTION_DELETE_POD, WS_REASON_DELETE_POD},
+    {ACTION_AUTO_PAUSE, WS_REASON_AUTO_PAUSE},
+    {ACTION_SNAPSHOT_BEGIN, WS_REASON_SNAPSHOT_BEGIN},
+    {ACTION_SNAPSHOT_DELETE, WS_REASON_SNAPSHOT_DELETE},
+};
+
+static int is_action_reason(const char *word)
+{
+    for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+        if (strcmp(actions[i].word, word) == 0)
+            return 1;
+    return 0;
+}
+
+/* Each list: words in CamelCase, none twice, each with a meaning. */
+static void test_vocabulary_shape(void **state)
+{
+    (void)state;
+    for (size_t l = 0; l < N_LISTS; l++) {
+        assert_true(lists[l].n > 0);
+        for (size_t i = 0; i < lists[l].n; i++) {
+            const struct word *w = &lists[l].words[i];
+            if (!(w->word[0] >= 'A' && w->word[0] <= 'Z'))
+                fail_msg("%s: \"%s\" does not start with a capital", w->constant, w->word);
+            for (const char *c = w->word; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                      (*c >= '0' && *c <= '9')))
+                    fail_msg("%s: \"%s\" is not one CamelCase word", w->constant, w->word);
+            if (strlen(w->meaning) < 5)
+                fail_msg("%s: no meaning", w->constant);
+            for (size_t k = 0; k < i; k++)
+                if (strcmp(lists[l].words[k].word, w->word) == 0)
+                    fail_msg("%s: \"%s\" twice (%s, %s)", lists[l].title, w->word,
+                             lists[l].words[k].constant, w->constant);
+        }
+    }
+    /* The states are the enum's names, the same list both ways. */
+#define STATE_SAME(id, w, m) assert_string_equal(workspace_state_name(WS_STATE_##id), w);
+    WS_STATES(STATE_SAME)
+#undef STATE_SAME
+    for (int s = WS_STATE_NONE + 1; workspace_state_name((enum workspace_state)s)[0]; s++)
+        if (!list_has_word(states, lists[0].n, workspace_state_name((enum workspace_state)s)))
+            fail_msg("the state %s is not in WS_STATES",
+                     workspace_state_name((enum workspace_state)s));
+    /* ActionFailed: its reasons are the actions' names (reconciler). */
+    assert_string_equal(ACTION_FAILED_CONDITION, WS_COND_ACTION_FAILED);
+    for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+        assert_string_equal(action_type_name(actions[i].type), actions[i].word);
+}
+
+/* Where the values of a word argument that is not a constant come from. A
  * new kind of argument fails the test until it is listed here. */
 static const struct {
-    const char *expr;                    /* the argument as written in decide.c */
+    const char *expr;                    /* the argument as written in decide*.c */
     int (*parts)(const struct dirent *); /* where its values are set, in src/workspace/ */
-    const char *lhs;                     /* assigned there as "lhs = <literal>" */
+    const char *lhs;                     /* assigned there as "lhs = <constant>" */
     const char *call;                    /* or passed there as the reason of this function */
     size_t call_arg;
-} indirect_reasons[] = {
+} indirect_words[] = {
     /* SnapshotReady=False: Failed or Timeout. */
     {"reason", is_decide_part, "reason", NULL, 0},
+    /* The SnapshotCleanup condition's type. */
+    {"type", is_decide_part, "type", NULL, 0},
     /* The Idle condition: idle_evaluate()'s verdict. */
     {"v.reason", is_idle_part, "out->reason", NULL, 0},
     /* Valid=False and its Warning event: the validation's reasons. */
     {"d->invalid_reason", is_decide_part, NULL, "invalid", 1},
-};
-
-struct reasons {
-    struct names conditions, events;
 };
 
 static void resolve_indirect(const struct names *indirect, struct names *out)
@@ -390,22 +510,26 @@ static void resolve_indirect(const struct names *indirect, struct names *out)
         assert_non_null(expr);
         char *at = strrchr(expr, '@');
         *at = '\0';
-        size_t k = 0, n = sizeof(indirect_reasons) / sizeof(indirect_reasons[0]);
-        while (k < n && strcmp(indirect_reasons[k].expr, expr) != 0)
+        size_t k = 0, n = sizeof(indirect_words) / sizeof(indirect_words[0]);
+        while (k < n && strcmp(indirect_words[k].expr, expr) != 0)
             k++;
         if (k == n)
-            fail_msg("src/workspace/decide*.c:%s: a reason given as \"%s\", not a literal: add "
-                     "where its values come from to indirect_reasons in tests/unit/test_docs.c",
+            fail_msg("src/workspace/decide*.c:%s: a word given as \"%s\", not a constant of "
+                     "workspace/vocabulary.h: add where its values come from to indirect_words "
+                     "in tests/unit/test_docs.c",
                      at + 1, expr);
-        char *src = slurp_parts(indirect_reasons[k].parts);
+        char *src = slurp_parts(indirect_words[k].parts);
         char *code = without_comments(src);
         struct names values = {0}, none = {0};
-        size_t found = indirect_reasons[k].lhs
-                           ? scan_assignments(code, indirect_reasons[k].lhs, &values)
-                           : scan_calls(code, indirect_reasons[k].call,
-                                        indirect_reasons[k].call_arg, &values, &none);
+        size_t found = indirect_words[k].lhs
+                           ? scan_assignments(code, indirect_words[k].lhs, &values)
+                           : scan_calls(code, indirect_words[k].call, indirect_words[k].call_arg,
+                                        &values, &none);
         if (found == 0 || values.n == 0)
-            fail_msg("src/workspace: no literal values for the reason \"%s\" found", expr);
+            fail_msg("src/workspace: no values for \"%s\" found", expr);
+        if (none.n > 0)
+            fail_msg("src/workspace: \"%s\" is given a value that is no constant: %s", expr,
+                     none.v[0]);
         for (size_t v = 0; v < values.n; v++)
             names_add(out, values.v[v]);
         names_clear(&values);
@@ -416,115 +540,277 @@ static void resolve_indirect(const struct names *indirect, struct names *out)
     }
 }
 
-static void scan_reasons(const char *decide_src, struct reasons *r)
+/* What decide() passes as condition types, condition reasons and Event
+ * reasons: the constants (or, refused by the checks, literals). */
+struct written {
+    struct names types, conditions, events;
+};
+
+static void scan_written(const char *decide_src, struct written *w)
 {
     char *code = without_comments(decide_src);
-    struct names indirect_c = {0}, indirect_e = {0};
-    size_t n_cond = scan_calls(code, "decide_condition", 3, &r->conditions, &indirect_c);
-    size_t n_event = scan_calls(code, "decide_event", 2, &r->events, &indirect_e);
+    struct names ind_t = {0}, ind_c = {0}, ind_e = {0};
+    size_t n_type = scan_calls(code, "decide_condition", 1, &w->types, &ind_t);
+    size_t n_cond = scan_calls(code, "decide_condition", 3, &w->conditions, &ind_c);
+    size_t n_event = scan_calls(code, "decide_event", 2, &w->events, &ind_e);
     /* Events for counted transitions, with their occasion first. */
-    size_t n_transition = scan_calls(code, "decide_transition_event", 3, &r->events, &indirect_e);
-    assert_true(n_cond > 0);
+    size_t n_transition = scan_calls(code, "decide_transition_event", 3, &w->events, &ind_e);
+    assert_true(n_type > 0 && n_type == n_cond);
     assert_true(n_event > 0);
     assert_true(n_transition > 0);
-    resolve_indirect(&indirect_c, &r->conditions);
-    resolve_indirect(&indirect_e, &r->events);
-    names_clear(&indirect_c);
-    names_clear(&indirect_e);
+    resolve_indirect(&ind_t, &w->types);
+    resolve_indirect(&ind_c, &w->conditions);
+    resolve_indirect(&ind_e, &w->events);
+    names_clear(&ind_t);
+    names_clear(&ind_c);
+    names_clear(&ind_e);
     free(code);
 }
 
-static void test_reason_scanner(void **state)
+static void written_clear(struct written *w)
+{
+    names_clear(&w->types);
+    names_clear(&w->conditions);
+    names_clear(&w->events);
+}
+
+static void test_word_scanner(void **state)
 {
     (void)state;
     const char *src =
         "static void condition(struct decider *d, const char *type, int s,\n"
         "                      const char *reason, const char *fmt, ...);\n"
-        "/* condition(d, COND_READY, COND_TRUE, \"InAComment\", \"x\"); */\n"
+        "/* condition(d, WS_COND_READY, COND_TRUE, \"InAComment\", \"x\"); */\n"
         "// event(d, \"Warning\", \"AlsoInAComment\", \"x\");\n"
-        "condition(d, COND_READY, COND_TRUE, \"PodReady\", \"pod %s (\\\"q\\\")\",\n"
+        "condition(d, WS_COND_READY, COND_TRUE, WS_REASON_POD_READY, \"pod %s (\\\"q\\\")\",\n"
         "          name);\n"
-        "event(d, \"Warning\", streq(reason, \"Failed\") ? \"SnapshotFailed\"\n"
+        "event(d, \"Warning\", streq(reason, WS_REASON_FAILED) ? WS_EVENT_SNAPSHOT_FAILED\n"
         "                                             : \"SnapshotTimeout\", \"m\");\n"
         "a->event(d, \"Normal\", \"NotACallOfOurs\", \"m\");\n"
-        "condition(d, COND_IDLE, cs, v.reason, \"%s\", v.message);\n";
-    struct reasons r = {0};
+        "condition(d, WS_COND_IDLE, cs, v.reason, \"%s\", v.message);\n";
+    struct written w = {0};
     struct names ind = {0};
     char *code = without_comments(src);
-    assert_int_equal(scan_calls(code, "condition", 3, &r.conditions, &ind), 2);
-    assert_int_equal(scan_calls(code, "event", 2, &r.events, &ind), 1);
-    assert_int_equal(r.conditions.n, 1);
-    assert_string_equal(r.conditions.v[0], "PodReady");
-    assert_int_equal(r.events.n, 2);
-    assert_true(names_has(&r.events, "SnapshotFailed"));
-    assert_true(names_has(&r.events, "SnapshotTimeout"));
-    assert_false(names_has(&r.events, "Failed"));
+    assert_int_equal(scan_calls(code, "condition", 3, &w.conditions, &ind), 2);
+    assert_int_equal(scan_calls(code, "condition", 1, &w.types, &ind), 2);
+    assert_int_equal(scan_calls(code, "event", 2, &w.events, &ind), 1);
+    assert_int_equal(w.conditions.n, 1);
+    assert_string_equal(w.conditions.v[0], "WS_REASON_POD_READY");
+    assert_int_equal(w.types.n, 2);
+    assert_true(names_has(&w.types, "WS_COND_IDLE"));
+    /* A literal is kept, quoted, for the check to refuse. */
+    assert_int_equal(w.events.n, 2);
+    assert_true(names_has(&w.events, "WS_EVENT_SNAPSHOT_FAILED"));
+    assert_true(names_has(&w.events, "\"SnapshotTimeout\""));
+    assert_false(names_has(&w.events, "WS_REASON_FAILED"));
     assert_int_equal(ind.n, 1);
     assert_string_equal(ind.v[0], "v.reason@10");
 
     struct names values = {0};
-    assert_int_equal(scan_assignments("const char *reason = x ? \"Failed\" : \"Timeout\";\n"
-                                      "if (reason == \"No\") out->reason = \"Other\";\n",
+    assert_int_equal(scan_assignments("const char *reason = x ? WS_REASON_FAILED : \"Timeout\";\n"
+                                      "if (reason == WS_X) out->reason = WS_REASON_OTHER;\n"
+                                      "reason = decide_condition_reason(st, WS_COND_READY);\n",
                                       "reason", &values),
                      1);
     assert_int_equal(values.n, 2);
-    assert_true(names_has(&values, "Failed") && names_has(&values, "Timeout"));
+    assert_true(names_has(&values, "WS_REASON_FAILED") && names_has(&values, "\"Timeout\""));
     names_clear(&values);
     names_clear(&ind);
-    names_clear(&r.conditions);
-    names_clear(&r.events);
+    written_clear(&w);
     free(code);
 }
 
-/* Missing from docs/operations.md: reasons not written there in backticks. */
-static void missing_from_doc(const char *doc, const struct names *reasons, const char *what,
-                             char **missing)
+/* Each word decide() writes is a constant of the right list: a condition
+ * type a WS_COND_, a condition reason a WS_REASON_, an Event reason a
+ * WS_EVENT_ (or, through the validation, a WS_REASON_ that is an Event
+ * reason too). A string literal is refused: nothing bypasses the header. */
+static void check_written(const struct names *got, const char *what, const char *prefix,
+                          const struct word *list, size_t n, char **wrong)
 {
-    for (size_t i = 0; i < reasons->n; i++) {
-        char *quoted = NULL;
-        assert_true(asprintf(&quoted, "`%s`", reasons->v[i]) > 0);
-        if (!strstr(doc, quoted)) {
-            char *m = NULL;
-            assert_true(asprintf(&m, "%s\n  %s %s", *missing ? *missing : "", what, reasons->v[i]) >
-                        0);
-            free(*missing);
-            *missing = m;
-        }
-        free(quoted);
+    for (size_t i = 0; i < got->n; i++) {
+        const char *c = got->v[i];
+        const struct word *w = word_of_constant(c);
+        const char *why =
+            c[0] == '"'                        ? "a string literal"
+            : !w                               ? "not in workspace/vocabulary.h"
+            : !list_has_word(list, n, w->word) ? "not a word of this list"
+            : strncmp(c, prefix, strlen(prefix)) != 0 && strncmp(c, "WS_REASON_", 10) != 0
+                ? "a constant of another list"
+                : NULL;
+        if (!why)
+            continue;
+        char *m = NULL;
+        assert_true(asprintf(&m, "%s\n  %s %s: %s", *wrong ? *wrong : "", what, c, why) > 0);
+        free(*wrong);
+        *wrong = m;
     }
 }
 
-static void test_reasons_are_documented(void **state)
+static void test_decide_writes_the_vocabulary(void **state)
 {
     (void)state;
     char *src = slurp_parts(is_decide_part);
-    struct reasons r = {0};
-    scan_reasons(src, &r);
+    struct written w = {0};
+    scan_written(src, &w);
     /* The scan sees decide()'s whole vocabulary, not a part of it. */
-    const char *conds[] = {"Accepted",      "PodReady",       "Unschedulable",  "CapacityTimeout",
-                           "Restoring",     "RestoreCrashed", "FinalizerStuck", "PauseScheduled",
-                           "ClassNotFound", "Timeout",        "OutOfBounds"};
+    const char *conds[] = {
+        "WS_REASON_ACCEPTED",         "WS_REASON_POD_READY",       "WS_REASON_UNSCHEDULABLE",
+        "WS_REASON_CAPACITY_TIMEOUT", "WS_REASON_RESTORING",       "WS_REASON_RESTORE_CRASHED",
+        "WS_REASON_FINALIZER_STUCK",  "WS_REASON_PAUSE_SCHEDULED", "WS_REASON_CLASS_NOT_FOUND",
+        "WS_REASON_TIMEOUT",          "WS_REASON_OUT_OF_BOUNDS"};
     for (size_t i = 0; i < sizeof(conds) / sizeof(conds[0]); i++)
-        if (!names_has(&r.conditions, conds[i]))
-            fail_msg("the scan of decide.c did not find the condition reason %s", conds[i]);
-    const char *events[] = {"Created",          "Paused",      "IdleWarning",    "SnapshotStuck",
-                            "RestoreCrashLoop", "ReservedEnv", "SnapshotTimeout"};
-    for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
-        if (!names_has(&r.events, events[i]))
-            fail_msg("the scan of decide.c did not find the event reason %s", events[i]);
-    print_message("decide.c: %zu condition reasons, %zu event reasons\n", r.conditions.n,
-                  r.events.n);
+        if (!names_has(&w.conditions, conds[i]))
+            fail_msg("the scan of decide*.c did not find the condition reason %s", conds[i]);
+    const char *evs[] = {"WS_EVENT_CREATED",
+                         "WS_EVENT_PAUSED",
+                         "WS_EVENT_IDLE_WARNING",
+                         "WS_EVENT_SNAPSHOT_STUCK",
+                         "WS_EVENT_RESTORE_CRASH_LOOP",
+                         "WS_REASON_RESERVED_ENV",
+                         "WS_EVENT_SNAPSHOT_TIMEOUT"};
+    for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+        if (!names_has(&w.events, evs[i]))
+            fail_msg("the scan of decide*.c did not find the event reason %s", evs[i]);
+    assert_true(names_has(&w.types, "WS_COND_SNAPSHOT_CLEANUP"));
+    print_message("decide*.c: %zu condition types, %zu condition reasons, %zu event reasons\n",
+                  w.types.n, w.conditions.n, w.events.n);
 
+    char *wrong = NULL;
+    check_written(&w.types, "condition type", "WS_COND_", conditions, lists[1].n, &wrong);
+    check_written(&w.conditions, "condition reason", "WS_REASON_", reasons, lists[2].n, &wrong);
+    check_written(&w.events, "event reason", "WS_EVENT_", events, lists[3].n, &wrong);
+    if (wrong)
+        fail_msg("src/workspace/decide*.c, idle.c write words that are not "
+                 "workspace/vocabulary.h's constants of the right list:%s",
+                 wrong);
+    written_clear(&w);
+    free(src);
+}
+
+/* Whether one of the constants in got stands for word. */
+static int writes_word(const struct names *got, const char *word)
+{
+    for (size_t i = 0; i < got->n; i++) {
+        const struct word *w = word_of_constant(got->v[i]);
+        if (w && strcmp(w->word, word) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Nothing extra in the header: decide() writes each condition type,
+ * condition reason and Event reason (ActionFailed and its reasons, the
+ * actions' names, are the reconciler's: test_vocabulary_shape ties them;
+ * the states are the enum's, tied there too). */
+static void test_vocabulary_is_written(void **state)
+{
+    (void)state;
+    char *src = slurp_parts(is_decide_part);
+    struct written w = {0};
+    scan_written(src, &w);
+    const struct names *by_list[N_LISTS] = {NULL, &w.types, &w.conditions, &w.events};
+    char *unused = NULL;
+    for (size_t l = 1; l < N_LISTS; l++)
+        for (size_t i = 0; i < lists[l].n; i++) {
+            const struct word *x = &lists[l].words[i];
+            if (strcmp(x->constant, "WS_COND_ACTION_FAILED") == 0 ||
+                (l == 2 && is_action_reason(x->word)) || writes_word(by_list[l], x->word))
+                continue;
+            char *m = NULL;
+            assert_true(asprintf(&m, "%s\n  %s", unused ? unused : "", x->constant) > 0);
+            free(unused);
+            unused = m;
+        }
+    if (unused)
+        fail_msg("workspace/vocabulary.h has words src/workspace/decide*.c, idle*.c never "
+                 "write:%s",
+                 unused);
+    written_clear(&w);
+    free(src);
+}
+
+/* Every word is explained in docs/operations.md (written there as `Word`). */
+static void test_vocabulary_is_documented(void **state)
+{
+    (void)state;
     char *doc = slurp(SOURCE_DIR "/docs/operations.md");
     char *missing = NULL;
-    missing_from_doc(doc, &r.conditions, "condition reason", &missing);
-    missing_from_doc(doc, &r.events, "event reason", &missing);
+    for (size_t l = 0; l < N_LISTS; l++)
+        for (size_t i = 0; i < lists[l].n; i++) {
+            char *quoted = NULL;
+            assert_true(asprintf(&quoted, "`%s`", lists[l].words[i].word) > 0);
+            if (!strstr(doc, quoted)) {
+                char *m = NULL;
+                assert_true(asprintf(&m, "%s\n  %s: %s", missing ? missing : "", lists[l].title,
+                                     lists[l].words[i].word) > 0);
+                free(missing);
+                missing = m;
+            }
+            free(quoted);
+        }
     if (missing)
-        fail_msg("docs/operations.md does not explain (as `Reason`):%s", missing);
-    names_clear(&r.conditions);
-    names_clear(&r.events);
+        fail_msg("docs/operations.md does not explain (as `Word`):%s", missing);
     free(doc);
-    free(src);
+}
+
+/* The backticked words under "### <title>" of the section "## Vocabulary"
+ * in doc, up to the next heading. */
+static void api_list(const char *doc, const char *title, struct names *out)
+{
+    const char *section = strstr(doc, "\n## Vocabulary\n");
+    if (!section)
+        fail_msg("docs/api.md has no section \"## Vocabulary\"");
+    char *heading = NULL;
+    assert_true(asprintf(&heading, "\n### %s\n", title) > 0);
+    const char *p = strstr(section, heading);
+    const char *next = strstr(section + 1, "\n## ");
+    if (!p || (next && p > next))
+        fail_msg("docs/api.md, Vocabulary: no \"### %s\"", title);
+    p += strlen(heading);
+    free(heading);
+    const char *end = strstr(p, "\n#");
+    if (!end)
+        end = p + strlen(p);
+    while ((p = strchr(p, '`')) && p < end) {
+        const char *close = strchr(p + 1, '`');
+        if (!close || close > end)
+            break;
+        char *w = dup_range(p + 1, (size_t)(close - p - 1));
+        names_add(out, w);
+        free(w);
+        p = close + 1;
+    }
+}
+
+static void test_api_lists_the_vocabulary(void **state)
+{
+    (void)state;
+    char *doc = slurp(SOURCE_DIR "/docs/api.md");
+    char *diff = NULL;
+    for (size_t l = 0; l < N_LISTS; l++) {
+        struct names listed = {0};
+        api_list(doc, lists[l].title, &listed);
+        for (size_t i = 0; i < lists[l].n; i++)
+            if (!names_has(&listed, lists[l].words[i].word)) {
+                char *m = NULL;
+                assert_true(asprintf(&m, "%s\n  %s: %s is missing", diff ? diff : "",
+                                     lists[l].title, lists[l].words[i].word) > 0);
+                free(diff);
+                diff = m;
+            }
+        for (size_t i = 0; i < listed.n; i++)
+            if (!list_has_word(lists[l].words, lists[l].n, listed.v[i])) {
+                char *m = NULL;
+                assert_true(asprintf(&m, "%s\n  %s: %s is not in the header", diff ? diff : "",
+                                     lists[l].title, listed.v[i]) > 0);
+                free(diff);
+                diff = m;
+            }
+        names_clear(&listed);
+    }
+    if (diff)
+        fail_msg("docs/api.md's Vocabulary and include/workspace/vocabulary.h differ:%s", diff);
+    free(doc);
 }
 
 /* ---- (b) the dashboard's metrics ---- */
@@ -1167,8 +1453,12 @@ static void test_rbac_is_documented(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_reason_scanner),
-        cmocka_unit_test(test_reasons_are_documented),
+        cmocka_unit_test(test_word_scanner),
+        cmocka_unit_test(test_vocabulary_shape),
+        cmocka_unit_test(test_decide_writes_the_vocabulary),
+        cmocka_unit_test(test_vocabulary_is_written),
+        cmocka_unit_test(test_vocabulary_is_documented),
+        cmocka_unit_test(test_api_lists_the_vocabulary),
         cmocka_unit_test(test_promql_scanner),
         cmocka_unit_test(test_metric_scanner),
         cmocka_unit_test(test_dashboard_shape),

@@ -1484,8 +1484,12 @@ static void test_restore_check(void **state)
         if (rows[i].want_requeue && o.requeue_after_ms != r + rows[i].want_requeue - w.now)
             fail_msg("%s: requeue after %lld ms", name, (long long)o.requeue_after_ms);
         if (rows[i].want_state == WS_STATE_RUNNING) {
-            /* Ready when the application answered (or the pod was, without a check). */
-            int64_t want = rows[i].answered == NONE ? r - SEC : r + rows[i].answered;
+            /* Ready when the application answered (or the pod was, without a
+             * check); the resume ends once it is known how the pod came
+             * back (Restored not Restoring): its Resumed Event says it. */
+            int64_t want = !strcmp(rows[i].want_restored, "Restoring") ? 0
+                           : rows[i].answered == NONE                  ? r - SEC
+                                                                       : r + rows[i].answered;
             if (o.status.last_resume.ready_ms != want)
                 fail_msg("%s: readyAt %lld, want %lld", name,
                          (long long)o.status.last_resume.ready_ms, (long long)want);

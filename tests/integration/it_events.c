@@ -1,0 +1,141 @@
+/*
+ * The Events of one pause and one resume, read back through the API server
+ * (kubectl get events): their reasons (workspace/vocabulary.h's) and what
+ * their messages say happened. A class with GKE Pod Snapshots, played by
+ * the simulator: the pod keeps running while its snapshot is taken, the
+ * pause keeps the memory, the resume restores it, and the Resumed Event
+ * says so (not "from the application's checkpoint").
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "workspace/vocabulary.h"
+#include "workspaces.h"
+
+/* "reason|message" lines of the workspace's Events, oldest first. */
+static char *event_lines(const char *name)
+{
+    char *out = NULL;
+    harness_kubectl(&out,
+                    "-n %s get events --field-selector involvedObject.name=%s,"
+                    "involvedObject.kind=Workspace --sort-by=.eventTime "
+                    "-o jsonpath='{range .items[*]}{.reason}|{.message}{\"\\n\"}{end}'",
+                    ns, name);
+    return out ? out : strdup("");
+}
+
+/* The message of the Event with reason (the line after "reason|"), copied
+ * into out; 0 when there is none yet. Fails when there is more than one. */
+static int event_message(const char *lines, const char *reason, char *out, size_t size)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "%s|", reason);
+    int found = 0;
+    for (const char *p = lines; p && *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (strncmp(p, prefix, strlen(prefix)) == 0) {
+            if (found++)
+                fail_msg("two %s Events:\n%s", reason, lines);
+            snprintf(out, size, "%.*s", (int)(len - strlen(prefix)), p + strlen(prefix));
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return found;
+}
+
+/* Waits (at most 20 s) for the Event and checks its message has each of
+ * the words (NULL-terminated) and not the word absent. */
+static void expect_event(const char *name, const char *reason, const char *absent, ...)
+{
+    char msg[1024] = "";
+    char *lines = NULL;
+    uint64_t end = harness_now_ms() + 20000;
+    for (;;) {
+        free(lines);
+        lines = event_lines(name);
+        if (event_message(lines, reason, msg, sizeof(msg)) || harness_now_ms() >= end)
+            break;
+        usleep(300 * 1000);
+    }
+    if (!msg[0])
+        fail_msg("no %s Event; the Events:\n%s", reason, lines);
+    print_message("  %s: %s\n", reason, msg);
+    va_list ap;
+    va_start(ap, absent);
+    for (const char *w; (w = va_arg(ap, const char *));)
+        if (!strstr(msg, w))
+            fail_msg("%s: \"%s\" lacks \"%s\"", reason, msg, w);
+    va_end(ap);
+    if (absent && strstr(msg, absent))
+        fail_msg("%s: \"%s\" has \"%s\"", reason, msg, absent);
+    free(lines);
+}
+
+static void test_pause_and_resume_events(void **state)
+{
+    (void)state;
+    apply_ws("ev", "it-ev-snap", 0, NULL);
+    cJSON_Delete(wait_state("ev", "Running", 60000));
+
+    set_paused("ev", 1);
+    cJSON *ws = wait_state("ev", "Paused", 60000);
+    char snapshot[256];
+    snprintf(snapshot, sizeof(snapshot), "%s", str_at(ws, "status.snapshot.name"));
+    cJSON_Delete(ws);
+    expect_event("ev", WS_EVENT_PAUSING, "stopping pod", "pod ev-1 keeps running",
+                 "snapshot ev-p1-1", "the pause is tried again", NULL);
+    expect_event("ev", WS_EVENT_PAUSED, "files only", snapshot, "memory", NULL);
+
+    set_paused("ev", 0);
+    ws = wait_state("ev", "Running", 60000);
+    cJSON_Delete(ws);
+    ws = wait_reason("ev", WS_COND_RESTORED, WS_REASON_FROM_SNAPSHOT, 30000);
+    cJSON_Delete(ws);
+    expect_event("ev", WS_EVENT_RESUMING, NULL, "resume requested after", "restored from snapshot",
+                 snapshot, NULL);
+    expect_event("ev", WS_EVENT_RESUMED, "checkpoint", "from snapshot", snapshot,
+                 "memory and GPU state are back", NULL);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    it_deploy("it-events");
+    install_snapshot_crds("it-events");
+    ns = harness_namespace("it-events");
+    assert_int_equal(harness_kubectl(NULL, "-n %s create configmap snapshot-simulator", ns), 0);
+    apply_class("it-ev-snap", "  snapshot: {backend: GKE, storageConfigName: it-events, "
+                              "timeout: 60s, retryAfter: 10m}\n");
+    simulator_start("1s", NULL);
+    controller_start(NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    controller_stop();
+    simulator_stop();
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    it_show_logs();
+    free(ns);
+    return 0;
+}
+
+int main(void)
+{
+    harness_require_cluster();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pause_and_resume_events),
+    };
+    return cmocka_run_group_tests_name("events", tests, group_setup, group_teardown);
+}
