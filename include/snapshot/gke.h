@@ -34,6 +34,7 @@
 
 #include "kube/client.h"
 #include "snapshot/view.h"
+#include "util/must_use.h"
 #include "workspace/class.h"
 #include "workspace/workspace.h"
 
@@ -69,11 +70,17 @@ typedef void (*gke_done_cb)(void *data, int status, const char *error);
 
 /* Deletes the PodSnapshot (NotFound counts as done); the trigger that made
  * it follows once the cache sees the PodSnapshot gone. cb runs once with 0
- * or a negative errno, unless cancelled first. NULL: could not start (no
- * callback). */
+ * or a negative errno, unless cancelled first. The arguments are copied
+ * before the call returns.
+ * Returns 0 and *ret_delete (a handle that stays the caller's until cb has
+ * run or gke_delete_cancel() is called), or a negative errno and no
+ * callback follows: -EINVAL (an argument missing), -ENOMEM, or what
+ * kube_delete() refuses with (include/kube/client.h). */
 struct gke_delete;
-struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
-                                        gke_done_cb cb, void *data);
+MUST_USE int gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
+                                  gke_done_cb cb, void *data, struct gke_delete **ret_delete);
+/* Cancels a delete that has not called back: no callback follows, x is
+ * freed. NULL is ignored. */
 void gke_delete_cancel(struct gke_delete *x);
 
 /* The Workspace ns/workspace is being deleted (or is gone): each of its
@@ -144,11 +151,17 @@ cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct worksp
  * then creates the trigger; AlreadyExists of the trigger counts as done (a
  * repeated call after a crash).
  * cb gets 0 or a negative errno with the API server's words. bodies is only
- * read during the call. The handle can be cancelled (no callback follows);
- * NULL: could not start (no callback). */
+ * read during the call.
+ * Returns 0 and *ret_begin (a handle that stays the caller's until cb has
+ * run or gke_begin_cancel() is called), or a negative errno and no callback
+ * follows: -EINVAL (an argument missing, or bodies without a named policy
+ * or a trigger), -ENOMEM, or what kube_create() refuses with
+ * (include/kube/client.h). */
 struct gke_begin;
-struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
-                                      gke_done_cb cb, void *data);
+MUST_USE int gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
+                                 gke_done_cb cb, void *data, struct gke_begin **ret_begin);
+/* Cancels a begin that has not called back: no callback follows, b is
+ * freed. NULL is ignored. */
 void gke_begin_cancel(struct gke_begin *b);
 
 #endif

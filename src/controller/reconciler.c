@@ -992,20 +992,23 @@ static void run_next(struct job *j)
         j->next++;
         run_next(j);
         return;
-    case ACTION_SNAPSHOT_BEGIN:
-        j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j);
-        if (!j->begin)
-            action_failed(j, NULL, "cannot start the request");
+    case ACTION_SNAPSHOT_BEGIN: {
+        int e =
+            gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j, &j->begin);
+        if (e < 0)
+            action_not_started(j, e);
         return;
+    }
     case ACTION_APP_CHECKPOINT:
         app_checkpoint_run(j, a);
         return;
-    case ACTION_SNAPSHOT_DELETE:
+    case ACTION_SNAPSHOT_DELETE: {
         /* The PodSnapshot only: its trigger goes when it is gone. */
-        j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j);
-        if (!j->gdel)
-            action_failed(j, NULL, "cannot start the request");
+        int e = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j, &j->gdel);
+        if (e < 0)
+            action_not_started(j, e);
         return;
+    }
     default:
         break;
     }
