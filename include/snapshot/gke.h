@@ -47,8 +47,17 @@ struct gke_snapshots;
 /* key: "namespace/workspace" whose snapshot objects changed. */
 typedef void (*gke_changed_cb)(void *data, const char *key);
 
+/* The backend on loop, talking through client (borrowed: it must outlive
+ * the backend) and watching namespace ns (copied; NULL: all namespaces);
+ * cb(data, key) runs from the loop whenever a workspace's snapshot objects
+ * change. Nothing is watched until gke_snapshots_start().
+ * Returns 0 and *ret (the caller's, gke_snapshots_free()), -ENOMEM, or
+ * libuv's negative errno for the timer. */
 int gke_snapshots_new(uv_loop_t *loop, struct kube_client *client, const char *ns,
                       gke_changed_cb cb, void *data, struct gke_snapshots **ret);
+/* Stops the caches and what the backend retries by itself, and frees g
+ * once the loop has closed its timer; no cb follows. Handles of begins and
+ * deletes still in flight stay the caller's to cancel. NULL is ignored. */
 void gke_snapshots_free(struct gke_snapshots *g);
 
 /* Starts the caches if they are not running yet. Returns 0 or a negative errno. */
