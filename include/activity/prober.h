@@ -110,6 +110,7 @@ void prober_remove(struct prober *p, const char *key);
  * will do). Returns 0, or -ENOENT when key has no target. */
 int prober_probe_now(struct prober *p, const char *key);
 
+/* Copies p's counters into *ret_stats (the caller's; all 0 for a NULL p). */
 void prober_get_stats(const struct prober *p, struct prober_stats *ret_stats);
 
 #endif

@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "kube/client.h"
+#include "util/must_use.h"
 
 struct event_subject {
     const char *api_version;
@@ -41,10 +44,19 @@ struct event_subject {
 int events_name(const struct event_subject *subject, const char *reason, const char *occasion,
                 char *out, size_t size);
 
+/* The core/v1 Event events_post() sends, whole: every field it names or
+ * nothing. Fields whose argument is NULL (the subject's uid, say) are left
+ * out. Returns 0 and *ret_ev (the caller's, cJSON_Delete()), -EINVAL when
+ * the subject or its name or reason is missing, or -ENOMEM. */
+MUST_USE int events_body(const struct event_subject *subject, const char *type, const char *reason,
+                         const char *message, const char *occasion, const char *reporting_instance,
+                         int64_t now_ms, cJSON **ret_ev);
+
 /* type is "Normal" or "Warning"; reason a CamelCase word; message one line.
  * occasion: what events_name() names the Event after; NULL: a generated
  * name (posted every time). 409 AlreadyExists means the Event was posted
- * before and is treated as done. */
+ * before and is treated as done. An Event that cannot be built or started
+ * is said in the log and dropped; nothing is returned. */
 void events_post(struct kube_client *c, const struct event_subject *subject, const char *type,
                  const char *reason, const char *message, const char *occasion,
                  const char *reporting_instance, int64_t now_ms);

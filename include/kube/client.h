@@ -81,9 +81,17 @@ typedef int (*kube_stream_cb)(void *data, const char *bytes, size_t len);
 struct kube_client;
 struct kube_request;
 
+/* A client on loop for the API server config names (config and options are
+ * copied; options NULL: the defaults). Returns 0 and *ret_client (the
+ * caller's until kube_client_close()), or a negative errno (-ENOMEM, or
+ * what reading the credentials refused with) and, when ret_err is not
+ * NULL, a malloc'd sentence in *ret_err (the caller frees it; NULL when
+ * none could be made). */
 int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
                     const struct kube_client_options *options, struct kube_client **ret_client,
                     char **ret_err);
+/* Cancels every request (no callback follows) and frees the client once the
+ * loop has closed its handles. A second call, or NULL, is ignored. */
 void kube_client_close(struct kube_client *client);
 
 /* The namespace the config names (context namespace or "default"). */
@@ -174,6 +182,9 @@ MUST_USE int kube_get_path(struct kube_client *c, const char *path, size_t max_b
 /* No-op for NULL. */
 void kube_request_set_priority(struct kube_request *req, enum kube_priority priority);
 
+/* Cancels req: no callback follows and the handle is freed (at once, or
+ * once its callback or credential lookup returns). NULL, and a request
+ * already cancelled, are ignored. */
 void kube_request_cancel(struct kube_request *req);
 
 /* Reading an answer: the API server's words for an API error, else

@@ -34,6 +34,7 @@
 
 #include "kube/client.h"
 #include "snapshot/view.h"
+#include "util/must_use.h"
 #include "workspace/class.h"
 #include "workspace/workspace.h"
 
@@ -46,8 +47,17 @@ struct gke_snapshots;
 /* key: "namespace/workspace" whose snapshot objects changed. */
 typedef void (*gke_changed_cb)(void *data, const char *key);
 
+/* The backend on loop, talking through client (borrowed: it must outlive
+ * the backend) and watching namespace ns (copied; NULL: all namespaces);
+ * cb(data, key) runs from the loop whenever a workspace's snapshot objects
+ * change. Nothing is watched until gke_snapshots_start().
+ * Returns 0 and *ret (the caller's, gke_snapshots_free()), -ENOMEM, or
+ * libuv's negative errno for the timer. */
 int gke_snapshots_new(uv_loop_t *loop, struct kube_client *client, const char *ns,
                       gke_changed_cb cb, void *data, struct gke_snapshots **ret);
+/* Stops the caches and what the backend retries by itself, and frees g
+ * once the loop has closed its timer; no cb follows. Handles of begins and
+ * deletes still in flight stay the caller's to cancel. NULL is ignored. */
 void gke_snapshots_free(struct gke_snapshots *g);
 
 /* Starts the caches if they are not running yet. Returns 0 or a negative errno. */
@@ -69,11 +79,17 @@ typedef void (*gke_done_cb)(void *data, int status, const char *error);
 
 /* Deletes the PodSnapshot (NotFound counts as done); the trigger that made
  * it follows once the cache sees the PodSnapshot gone. cb runs once with 0
- * or a negative errno, unless cancelled first. NULL: could not start (no
- * callback). */
+ * or a negative errno, unless cancelled first. The arguments are copied
+ * before the call returns.
+ * Returns 0 and *ret_delete (a handle that stays the caller's until cb has
+ * run or gke_delete_cancel() is called), or a negative errno and no
+ * callback follows: -EINVAL (an argument missing), -ENOMEM, or what
+ * kube_delete() refuses with (include/kube/client.h). */
 struct gke_delete;
-struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
-                                        gke_done_cb cb, void *data);
+MUST_USE int gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
+                                  gke_done_cb cb, void *data, struct gke_delete **ret_delete);
+/* Cancels a delete that has not called back: no callback follows, x is
+ * freed. NULL is ignored. */
 void gke_delete_cancel(struct gke_delete *x);
 
 /* The Workspace ns/workspace is being deleted (or is gone): each of its
@@ -144,11 +160,17 @@ cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct worksp
  * then creates the trigger; AlreadyExists of the trigger counts as done (a
  * repeated call after a crash).
  * cb gets 0 or a negative errno with the API server's words. bodies is only
- * read during the call. The handle can be cancelled (no callback follows);
- * NULL: could not start (no callback). */
+ * read during the call.
+ * Returns 0 and *ret_begin (a handle that stays the caller's until cb has
+ * run or gke_begin_cancel() is called), or a negative errno and no callback
+ * follows: -EINVAL (an argument missing, or bodies without a named policy
+ * or a trigger), -ENOMEM, or what kube_create() refuses with
+ * (include/kube/client.h). */
 struct gke_begin;
-struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
-                                      gke_done_cb cb, void *data);
+MUST_USE int gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
+                                 gke_done_cb cb, void *data, struct gke_begin **ret_begin);
+/* Cancels a begin that has not called back: no callback follows, b is
+ * freed. NULL is ignored. */
 void gke_begin_cancel(struct gke_begin *b);
 
 #endif

@@ -54,8 +54,11 @@ struct app_checkpoint_seen {
 
 struct decide_input {
     const struct workspace *ws;
-    const struct workspace_class *cls;       /* NULL: the class does not exist or is unreadable */
-    const struct workspace_pod *const *pods; /* the workspace's pods (by label), any order */
+    const struct workspace_class *cls; /* NULL: the class does not exist or is unreadable */
+    /* The workspace's pods (by label), any order; when more carry its label
+     * than a decision looks at, the pod the status names and live pods are
+     * among them (controller/pods_seen.h), so none left out matters here. */
+    const struct workspace_pod *const *pods;
     size_t n_pods;
     const struct workspace_pvc *pvc;             /* NULL: no home claim */
     int64_t now_ms;                              /* Unix milliseconds */

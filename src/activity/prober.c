@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 #include <time.h>
 
 #include "activity/code_server.h"
@@ -79,9 +80,9 @@ struct probe_request {
     struct target *t;
     enum endpoint ep;
     enum request_state state;
-    struct probe_request *prev, *next; /* in p->queue while QUEUED */
-    struct http_get *get;              /* while RUNNING */
-    struct probe_result result;        /* once DONE */
+    TAILQ_ENTRY(probe_request) link; /* in p->queue while QUEUED */
+    struct http_get *get;            /* while RUNNING */
+    struct probe_result result;      /* once DONE */
 };
 
 struct target {
@@ -112,7 +113,7 @@ struct prober {
     struct strmap targets;
     struct target **heap;
     size_t heap_len, heap_cap;
-    struct probe_request *queue_head, *queue_tail;
+    TAILQ_HEAD(probe_queue, probe_request) queue; /* QUEUED requests, oldest first */
     unsigned in_flight;
     unsigned max_in_flight;
     int64_t (*now_ms)(void *data);
@@ -278,7 +279,7 @@ static void arm_timer(struct prober *p)
     uint64_t delay = UINT64_MAX;
     if (p->heap_len > 0)
         delay = p->heap[0]->due > now ? p->heap[0]->due - now : 0;
-    if (p->queue_head && p->in_flight < p->max_in_flight)
+    if (!TAILQ_EMPTY(&p->queue) && p->in_flight < p->max_in_flight)
         delay = 0;
     if (delay == UINT64_MAX)
         uv_timer_stop(&p->timer);
@@ -377,30 +378,6 @@ static struct target *target_new(struct prober *p, const char *key, const struct
 
 /* ---- requests ------------------------------------------------------------ */
 
-static void queue_push(struct prober *p, struct probe_request *r)
-{
-    r->next = NULL;
-    r->prev = p->queue_tail;
-    if (p->queue_tail)
-        p->queue_tail->next = r;
-    else
-        p->queue_head = r;
-    p->queue_tail = r;
-}
-
-static void queue_remove(struct prober *p, struct probe_request *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        p->queue_head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        p->queue_tail = r->prev;
-    r->prev = r->next = NULL;
-}
-
 /* Stops whatever of t's round is queued or running; no result follows. */
 static void round_cancel(struct target *t)
 {
@@ -408,7 +385,7 @@ static void round_cancel(struct target *t)
     for (int i = 0; i < EP_COUNT; i++) {
         struct probe_request *r = &t->req[i];
         if (r->state == REQ_QUEUED) {
-            queue_remove(p, r);
+            TAILQ_REMOVE(&p->queue, r, link);
         } else if (r->state == REQ_RUNNING) {
             http_get_cancel(r->get);
             r->get = NULL;
@@ -569,10 +546,10 @@ static int request_start(struct probe_request *r, uint64_t remaining_ms)
 /* Starts queued requests while slots are free. */
 static void pump(struct prober *p)
 {
-    while (!p->closing && p->queue_head && p->in_flight < p->max_in_flight) {
-        struct probe_request *r = p->queue_head;
+    while (!p->closing && !TAILQ_EMPTY(&p->queue) && p->in_flight < p->max_in_flight) {
+        struct probe_request *r = TAILQ_FIRST(&p->queue);
         struct target *t = r->t;
-        queue_remove(p, r);
+        TAILQ_REMOVE(&p->queue, r, link);
         uint64_t now = uv_now(p->loop);
         uint64_t deadline = t->round_start + (uint64_t)t->timeout_ms;
         const char *src = endpoint_source[r->ep];
@@ -610,7 +587,7 @@ static void round_start(struct target *t)
             continue;
         probe_result_init(&r->result, endpoint_source[i]);
         r->state = REQ_QUEUED;
-        queue_push(p, r);
+        TAILQ_INSERT_TAIL(&p->queue, r, link);
         t->pending++;
     }
     t->due = now + (uint64_t)t->timeout_ms;
@@ -626,7 +603,7 @@ static void round_expire(struct target *t)
         const char *src = endpoint_source[i];
         const char *ep = endpoint_name[i];
         if (r->state == REQ_QUEUED) {
-            queue_remove(p, r);
+            TAILQ_REMOVE(&p->queue, r, link);
             probe_result_fail(&r->result, src,
                               "%s: timed out after %lld ms waiting for a free request slot", ep,
                               (long long)t->timeout_ms);
@@ -671,6 +648,7 @@ int prober_new(uv_loop_t *loop, const struct prober_options *opts, prober_result
     if (!p)
         return -ENOMEM;
     p->loop = loop;
+    TAILQ_INIT(&p->queue);
     p->cb = cb;
     p->data = data;
     p->max_in_flight = opts && opts->max_in_flight ? opts->max_in_flight : DEFAULT_MAX_IN_FLIGHT;
@@ -720,7 +698,7 @@ void prober_close(struct prober *p)
     free(p->heap);
     p->heap = NULL;
     p->heap_len = p->heap_cap = 0;
-    p->queue_head = p->queue_tail = NULL;
+    TAILQ_INIT(&p->queue);
     curl_loop_close(p->curl);
     p->curl = NULL;
     uv_close((uv_handle_t *)&p->timer, timer_closed);

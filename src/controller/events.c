@@ -64,10 +64,19 @@ static void on_posted(void *data, struct kube_response *resp)
              resp->error.message ? resp->error.message : resp->transport_error);
 }
 
-void events_post(struct kube_client *c, const struct event_subject *s, const char *type,
-                 const char *reason, const char *message, const char *occasion,
-                 const char *reporting_instance, int64_t now_ms)
+/* Adds key: value to o unless value is NULL (the field is then left out).
+ * Returns whether o has what it should. */
+static int add_string(cJSON *o, const char *key, const char *value)
 {
+    return !value || cJSON_AddStringToObject(o, key, value);
+}
+
+int events_body(const struct event_subject *s, const char *type, const char *reason,
+                const char *message, const char *occasion, const char *reporting_instance,
+                int64_t now_ms, cJSON **ret_ev)
+{
+    if (!s || !s->name || !reason)
+        return -EINVAL;
     char when[TIMEFMT_RFC3339_MICRO_SIZE], micro[TIMEFMT_RFC3339_MICRO_SIZE];
     timefmt_format_rfc3339(now_ms, when, sizeof(when));
     timefmt_format_rfc3339_micro(now_ms, micro, sizeof(micro));
@@ -79,33 +88,39 @@ void events_post(struct kube_client *c, const struct event_subject *s, const cha
     cJSON *meta = cJSON_AddObjectToObject(ev, "metadata");
     cJSON *obj = cJSON_AddObjectToObject(ev, "involvedObject");
     cJSON *src = cJSON_AddObjectToObject(ev, "source");
-    if (!ev || !meta || !obj || !src) {
+    int ok = ev && meta && obj && src &&
+             (named ? add_string(meta, "name", name) : add_string(meta, "generateName", prefix)) &&
+             add_string(meta, "namespace", s->ns) &&
+             add_string(obj, "apiVersion", s->api_version) && add_string(obj, "kind", s->kind) &&
+             add_string(obj, "namespace", s->ns) && add_string(obj, "name", s->name) &&
+             add_string(obj, "uid", s->uid) && add_string(ev, "type", type) &&
+             add_string(ev, "reason", reason) && add_string(ev, "message", message) &&
+             add_string(ev, "firstTimestamp", when) && add_string(ev, "lastTimestamp", when) &&
+             add_string(ev, "eventTime", micro) && add_string(ev, "action", reason) &&
+             cJSON_AddNumberToObject(ev, "count", 1) &&
+             add_string(src, "component", "hibernator") &&
+             add_string(ev, "reportingComponent", "hibernator.dev/controller") &&
+             add_string(ev, "reportingInstance", reporting_instance);
+    if (!ok) {
         cJSON_Delete(ev);
+        return -ENOMEM;
+    }
+    *ret_ev = ev;
+    return 0;
+}
+
+void events_post(struct kube_client *c, const struct event_subject *s, const char *type,
+                 const char *reason, const char *message, const char *occasion,
+                 const char *reporting_instance, int64_t now_ms)
+{
+    cJSON *ev = NULL;
+    int e = events_body(s, type, reason, message, occasion, reporting_instance, now_ms, &ev);
+    if (e < 0) {
+        log_warn("event not recorded", "reason", reason, "error", log_errno_str(e));
         return;
     }
-    if (named)
-        cJSON_AddStringToObject(meta, "name", name);
-    else
-        cJSON_AddStringToObject(meta, "generateName", prefix);
-    cJSON_AddStringToObject(meta, "namespace", s->ns);
-    cJSON_AddStringToObject(obj, "apiVersion", s->api_version);
-    cJSON_AddStringToObject(obj, "kind", s->kind);
-    cJSON_AddStringToObject(obj, "namespace", s->ns);
-    cJSON_AddStringToObject(obj, "name", s->name);
-    cJSON_AddStringToObject(obj, "uid", s->uid);
-    cJSON_AddStringToObject(ev, "type", type);
-    cJSON_AddStringToObject(ev, "reason", reason);
-    cJSON_AddStringToObject(ev, "message", message);
-    cJSON_AddStringToObject(ev, "firstTimestamp", when);
-    cJSON_AddStringToObject(ev, "lastTimestamp", when);
-    cJSON_AddStringToObject(ev, "eventTime", micro);
-    cJSON_AddStringToObject(ev, "action", reason);
-    cJSON_AddNumberToObject(ev, "count", 1);
-    cJSON_AddStringToObject(src, "component", "hibernator");
-    cJSON_AddStringToObject(ev, "reportingComponent", "hibernator.dev/controller");
-    cJSON_AddStringToObject(ev, "reportingInstance", reporting_instance);
     struct kube_request *req = NULL;
-    int e = kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, on_posted, NULL, &req);
+    e = kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, on_posted, NULL, &req);
     /* Events only inform: they never hold up what pauses or resumes. */
     if (e == 0)
         kube_request_set_priority(req, KUBE_PRIORITY_LOW);

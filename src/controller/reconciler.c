@@ -13,6 +13,7 @@
 #include "controller/app_checkpoint.h"
 #include "controller/events.h"
 #include "controller/expectations.h"
+#include "controller/pods_seen.h"
 #include "controller/writes.h"
 #include "kube/informer.h"
 #include "kube/node_cache.h"
@@ -40,14 +41,11 @@ static const struct kube_resource classes = {"hibernator.dev", "v1alpha1", "work
 /* Snapshots of one workspace looked at per decision; retention keeps 10 at
  * most, so more only means some wait for the next pass. */
 #define MAX_SNAPSHOTS_SEEN 32
-/* Pods of one workspace looked at per decision: the controller makes one
- * at a time, so more are someone else's doing (said in the log). */
-#define MAX_PODS_SEEN 16
-
 /* The pod keys ("ns/pod") that carry one workspace's label, by workspace key. */
 struct pod_keys {
     char **keys;
     size_t n, cap;
+    int cut_logged; /* more than a decision looks at was said in the log */
 };
 
 struct reconciler {
@@ -994,20 +992,23 @@ static void run_next(struct job *j)
         j->next++;
         run_next(j);
         return;
-    case ACTION_SNAPSHOT_BEGIN:
-        j->begin = gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j);
-        if (!j->begin)
-            action_failed(j, NULL, "cannot start the request");
+    case ACTION_SNAPSHOT_BEGIN: {
+        int e =
+            gke_snapshots_begin(r->gke, j->ns, j->bodies[j->next], on_backend_done, j, &j->begin);
+        if (e < 0)
+            action_not_started(j, e);
         return;
+    }
     case ACTION_APP_CHECKPOINT:
         app_checkpoint_run(j, a);
         return;
-    case ACTION_SNAPSHOT_DELETE:
+    case ACTION_SNAPSHOT_DELETE: {
         /* The PodSnapshot only: its trigger goes when it is gone. */
-        j->gdel = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j);
-        if (!j->gdel)
-            action_failed(j, NULL, "cannot start the request");
+        int e = gke_snapshots_delete(r->gke, j->ns, a->name, on_backend_done, j, &j->gdel);
+        if (e < 0)
+            action_not_started(j, e);
         return;
+    }
     default:
         break;
     }
@@ -1075,9 +1076,8 @@ static int64_t own_write_wait(struct reconciler *r, const char *key, const struc
 struct gathered {
     const struct workspace *ws;
     const struct workspace_class *cls;
-    const struct workspace_pod *pods[MAX_PODS_SEEN];
-    size_t n_pods;
-    struct decide_node nodes[MAX_PODS_SEEN];
+    struct pods_seen pods;
+    struct decide_node nodes[PODS_SEEN_MAX];
     size_t n_nodes;
     struct snapshot_view snap_view, snap_list[MAX_SNAPSHOTS_SEEN];
     struct decide_input in;
@@ -1123,22 +1123,29 @@ static void workspace_gone(struct job *j, const char *name)
     job_finish(j, 0);
 }
 
-/* The cached pods that carry key's label, at most MAX_PODS_SEEN of them
- * (more is not the controller's doing: the rest are left out, and said so). */
+/* The cached pods that carry key's label, at most PODS_SEEN_MAX of them
+ * (controller/pods_seen.h picks those that matter). More is not the
+ * controller's doing: it is said in the log once while it lasts. */
 static void gather_pods(struct reconciler *r, const char *key, struct gathered *g)
 {
     struct pod_keys *set = strmap_get(&r->pods_by_ws, key);
-    if (set && set->n > MAX_PODS_SEEN)
-        log_warn("more pods carry the workspace's label than are looked at", "workspace", key,
-                 "pods", LOG_INT(set->n), "looked_at", LOG_INT(MAX_PODS_SEEN));
-    for (size_t i = 0; set && i < set->n && g->n_pods < MAX_PODS_SEEN; i++) {
+    pods_seen_init(&g->pods, g->ws->status.pod_name);
+    for (size_t i = 0; set && i < set->n; i++) {
         const char *s = strchr(set->keys[i], '/');
         char *pns = s ? strndup(set->keys[i], (size_t)(s - set->keys[i])) : NULL;
         const struct cache_entry *pe = pns ? informer_get(r->pod_inf, pns, s + 1) : NULL;
         free(pns);
         if (pe)
-            g->pods[g->n_pods++] = pe->obj;
+            pods_seen_offer(&g->pods, pe->obj);
     }
+    size_t left_out = pods_seen_left_out(&g->pods);
+    if (set && left_out && !set->cut_logged)
+        log_warn("more pods carry the workspace's label than a decision looks at; it looks at "
+                 "the pod the status names and live pods first",
+                 "workspace", key, "pods", LOG_INT(g->pods.n_offered), "looked_at",
+                 LOG_INT(g->pods.n), "left_out", LOG_INT(left_out));
+    if (set)
+        set->cut_logged = left_out > 0;
 }
 
 /* The accelerator product label of each pod's node (accelerator classes only). */
@@ -1148,11 +1155,11 @@ static void gather_nodes(struct reconciler *r, const char *key, struct gathered 
         return;
     if (node_cache_start(r->nodes) < 0)
         log_warn("cannot watch Nodes", "workspace", key);
-    for (size_t i = 0; i < g->n_pods; i++)
-        if (g->pods[i]->node_name)
+    for (size_t i = 0; i < g->pods.n; i++)
+        if (g->pods.pods[i]->node_name)
             g->nodes[g->n_nodes++] = (struct decide_node){
-                g->pods[i]->node_name,
-                node_cache_label(r->nodes, g->pods[i]->node_name, g->cls->product_label)};
+                g->pods.pods[i]->node_name,
+                node_cache_label(r->nodes, g->pods.pods[i]->node_name, g->cls->product_label)};
 }
 
 /* The GKE Pod Snapshots of the workspace, and the backend told whether it
@@ -1173,7 +1180,7 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     g->in.n_snapshots =
         gke_snapshots_list(r->gke, ws->ns, ws->name, g->snap_list, MAX_SNAPSHOTS_SEEN);
     /* Once no pod is left, no trigger can still be served. */
-    if (ws->deletion_ms && g->n_pods == 0)
+    if (ws->deletion_ms && g->pods.n == 0)
         gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);
     else if (!ws->deletion_ms)
         gke_snapshots_workspace_live(r->gke, ws->ns, ws->name);
@@ -1200,8 +1207,8 @@ static void gather(struct reconciler *r, const char *key, const struct cache_ent
     in->ws = ws;
     in->cls = g->cls;
     in->class_error = ce && !ce->obj ? ce->error : NULL;
-    in->pods = g->pods;
-    in->n_pods = g->n_pods;
+    in->pods = g->pods.pods;
+    in->n_pods = g->pods.n;
     in->pvc = pvce ? pvce->obj : NULL;
     in->now_ms = now;
     in->activity = activity_tracker_observation(r->activity, key);
@@ -1227,9 +1234,10 @@ static const struct workspace_pod *gathered_pod(const struct gathered *g, const 
                                                 int live_only)
 {
     const struct workspace_pod *found = NULL;
-    for (size_t i = 0; i < g->n_pods && name; i++)
-        if (strcmp(g->pods[i]->name, name) == 0 && (!live_only || !g->pods[i]->deletion_ms))
-            found = g->pods[i];
+    for (size_t i = 0; i < g->pods.n && name; i++)
+        if (strcmp(g->pods.pods[i]->name, name) == 0 &&
+            (!live_only || !g->pods.pods[i]->deletion_ms))
+            found = g->pods.pods[i];
     return found;
 }
 
@@ -1257,10 +1265,10 @@ static int build_checkpoint_url(struct job *j, size_t i, const struct gathered *
 static int build_delete_uid(struct job *j, size_t i, const struct gathered *g)
 {
     const struct action *a = &j->out.actions[i];
-    for (size_t k = 0; k < g->n_pods; k++)
-        if (strcmp(g->pods[k]->name, a->name) == 0 && g->pods[k]->uid) {
+    for (size_t k = 0; k < g->pods.n; k++)
+        if (strcmp(g->pods.pods[k]->name, a->name) == 0 && g->pods.pods[k]->uid) {
             free(j->pod_uids[i]);
-            if (!(j->pod_uids[i] = strdup(g->pods[k]->uid)))
+            if (!(j->pod_uids[i] = strdup(g->pods.pods[k]->uid)))
                 return -ENOMEM;
         }
     return 0;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "kube/credentials.h"
 #include "net/curl_loop.h"
@@ -36,7 +37,7 @@ enum request_state {
 
 struct kube_request {
     struct kube_client *client;
-    struct kube_request *prev, *next; /* in client->queued or client->active */
+    TAILQ_ENTRY(kube_request) link; /* in client->queued, ->active or ->failed */
     enum request_state state;
     int cancelled;
     int in_write; /* a watch's on_bytes is on the stack */
@@ -63,9 +64,7 @@ struct kube_request {
     char errbuf[CURL_ERROR_SIZE]; /* curl's words, or why the request failed early */
 };
 
-struct request_list {
-    struct kube_request *head, *tail;
-};
+TAILQ_HEAD(request_list, kube_request);
 
 struct kube_client {
     uv_loop_t *loop;
@@ -90,30 +89,6 @@ struct kube_client {
     uint64_t dropped;
     unsigned in_flight;
 };
-
-static void list_push(struct request_list *l, struct kube_request *r)
-{
-    r->next = NULL;
-    r->prev = l->tail;
-    if (l->tail)
-        l->tail->next = r;
-    else
-        l->head = r;
-    l->tail = r;
-}
-
-static void list_remove(struct request_list *l, struct kube_request *r)
-{
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        l->head = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        l->tail = r->prev;
-    r->prev = r->next = NULL;
-}
 
 /* A RUNNING request's easy handle and headers belong to the curl_loop. */
 static void request_free(struct kube_request *r)
@@ -249,7 +224,7 @@ static void on_done(void *data, CURL *easy, CURLcode code, const char *error)
     (void)easy;
     struct kube_request *r = data;
     struct kube_client *c = r->client;
-    list_remove(&c->active, r);
+    TAILQ_REMOVE(&c->active, r, link);
     c->in_flight--;
     request_finish(r, code, error);
 }
@@ -267,7 +242,7 @@ static void request_fail(struct kube_request *r, int status, const char *why)
     r->state = REQUEST_FAILED;
     r->fail_status = status;
     snprintf(r->errbuf, sizeof(r->errbuf), "%s", why);
-    list_push(&c->failed, r);
+    TAILQ_INSERT_TAIL(&c->failed, r, link);
     uv_timer_start(&c->reap_timer, on_reap_timer, 0, 0);
 }
 
@@ -363,7 +338,7 @@ static void on_credential(void *data, int status, const struct kube_credential *
         return;
     }
     if (status < 0) {
-        char why[512];
+        char why[sizeof(r->errbuf)]; /* request_fail() keeps no more */
         snprintf(why, sizeof(why), "credentials: %s", err ? err : log_errno_str(status));
         request_fail(r, status, why);
         return;
@@ -377,7 +352,7 @@ static void on_credential(void *data, int status, const struct kube_credential *
     }
     r->headers = NULL; /* the curl_loop's now, with the easy handle */
     r->state = REQUEST_RUNNING;
-    list_push(&c->active, r);
+    TAILQ_INSERT_TAIL(&c->active, r, link);
     c->in_flight++;
     c->sent++;
 }
@@ -390,13 +365,13 @@ static void request_start(struct kube_request *r)
 
 static void queue_remove(struct kube_client *c, struct kube_request *r)
 {
-    list_remove(&c->queued[r->priority], r);
+    TAILQ_REMOVE(&c->queued[r->priority], r, link);
     c->n_queued[r->priority]--;
 }
 
 static void queue_push(struct kube_client *c, struct kube_request *r)
 {
-    list_push(&c->queued[r->priority], r);
+    TAILQ_INSERT_TAIL(&c->queued[r->priority], r, link);
     c->n_queued[r->priority]++;
 }
 
@@ -405,7 +380,7 @@ static void queue_push(struct kube_client *c, struct kube_request *r)
 static void shed_low(struct kube_client *c, uint64_t now)
 {
     struct kube_request *r;
-    while ((r = c->queued[KUBE_PRIORITY_LOW].head) &&
+    while ((r = TAILQ_FIRST(&c->queued[KUBE_PRIORITY_LOW])) &&
            (c->n_queued[KUBE_PRIORITY_LOW] > c->opts.low_max_queued ||
             now - r->queued_at_ms >= c->opts.low_max_wait_ms)) {
         queue_remove(c, r);
@@ -424,7 +399,7 @@ static void on_rate_timer(uv_timer_t *t)
     for (;;) {
         unsigned waiting = 0;
         for (int p = 0; p < KUBE_PRIORITIES; p++)
-            if (c->queued[p].head)
+            if (!TAILQ_EMPTY(&c->queued[p]))
                 waiting |= 1u << p;
         uint64_t wait_ms;
         int p = priority_bucket_next(&c->bucket, waiting, now, &wait_ms);
@@ -435,7 +410,7 @@ static void on_rate_timer(uv_timer_t *t)
                 uv_timer_start(&c->rate_timer, on_rate_timer, wait_ms, 0);
             return;
         }
-        struct kube_request *r = c->queued[p].head;
+        struct kube_request *r = TAILQ_FIRST(&c->queued[p]);
         queue_remove(c, r);
         request_start(r);
         if (c->closing)
@@ -482,8 +457,8 @@ static void on_reap_timer(uv_timer_t *t)
 {
     struct kube_client *c = t->data;
     struct kube_request *f;
-    while (!c->closing && (f = c->failed.head)) {
-        list_remove(&c->failed, f);
+    while (!c->closing && (f = TAILQ_FIRST(&c->failed))) {
+        TAILQ_REMOVE(&c->failed, f, link);
         struct kube_response resp = {.status = f->fail_status, .transport_error = f->errbuf};
         f->state = REQUEST_DONE;
         if (f->cb)
@@ -510,14 +485,14 @@ void kube_request_cancel(struct kube_request *r)
     case REQUEST_AUTH:
         break; /* freed by on_credential */
     case REQUEST_RUNNING:
-        list_remove(&c->active, r);
+        TAILQ_REMOVE(&c->active, r, link);
         c->in_flight--;
         curl_loop_remove(c->curl, r->easy);
         if (!r->in_write) /* else on_write frees it once on_bytes returns */
             request_free(r);
         break;
     case REQUEST_FAILED:
-        list_remove(&c->failed, r);
+        TAILQ_REMOVE(&c->failed, r, link);
         request_free(r);
         break;
     case REQUEST_DONE:
@@ -535,6 +510,10 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
     if (!c)
         return -ENOMEM;
     c->loop = loop;
+    for (int p = 0; p < KUBE_PRIORITIES; p++)
+        TAILQ_INIT(&c->queued[p]);
+    TAILQ_INIT(&c->active);
+    TAILQ_INIT(&c->failed);
     if (options)
         c->opts = *options;
     if (c->opts.qps == 0 && c->opts.burst == 0) {
@@ -598,7 +577,7 @@ void kube_client_close(struct kube_client *c)
     c->closing = 1;
     struct kube_request *r;
     for (int p = 0; p < KUBE_PRIORITIES; p++)
-        while ((r = c->queued[p].head)) {
+        while ((r = TAILQ_FIRST(&c->queued[p]))) {
             queue_remove(c, r);
             request_free(r);
         }
@@ -606,14 +585,14 @@ void kube_client_close(struct kube_client *c)
      * (at once, or once libcurl has returned if we are inside it). */
     curl_loop_close(c->curl);
     c->curl = NULL;
-    while ((r = c->active.head)) {
-        list_remove(&c->active, r);
+    while ((r = TAILQ_FIRST(&c->active))) {
+        TAILQ_REMOVE(&c->active, r, link);
         r->cancelled = 1;
         if (!r->in_write) /* else on_write frees it once on_bytes returns */
             request_free(r);
     }
-    while ((r = c->failed.head)) {
-        list_remove(&c->failed, r);
+    while ((r = TAILQ_FIRST(&c->failed))) {
+        TAILQ_REMOVE(&c->failed, r, link);
         request_free(r);
     }
     c->in_flight = 0;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 enum transfer_state {
     TRANSFER_PENDING,
@@ -25,7 +26,7 @@ enum transfer_state {
 
 struct transfer {
     struct curl_loop *cl;
-    struct transfer *prev, *next; /* in cl->active or cl->deferred */
+    TAILQ_ENTRY(transfer) link; /* in cl->active or cl->deferred */
     enum transfer_state state;
     int in_multi;
     CURL *easy;
@@ -36,15 +37,13 @@ struct transfer {
     char errbuf[CURL_ERROR_SIZE];
 };
 
-struct transfer_list {
-    struct transfer *head, *tail;
-};
+TAILQ_HEAD(transfer_list, transfer);
 
 struct socket_ctx {
     uv_poll_t poll;
     curl_socket_t fd;
     struct curl_loop *cl;
-    struct socket_ctx *prev, *next;
+    LIST_ENTRY(socket_ctx) link; /* in cl->sockets */
 };
 
 struct curl_loop {
@@ -58,34 +57,10 @@ struct curl_loop {
     unsigned running; /* PENDING + RUNNING */
     struct transfer_list active;
     struct transfer_list deferred;
-    struct socket_ctx *sockets;
+    LIST_HEAD(socket_list, socket_ctx) sockets;
 };
 
 static int curl_global_ready;
-
-static void list_push(struct transfer_list *l, struct transfer *t)
-{
-    t->next = NULL;
-    t->prev = l->tail;
-    if (l->tail)
-        l->tail->next = t;
-    else
-        l->head = t;
-    l->tail = t;
-}
-
-static void list_remove(struct transfer_list *l, struct transfer *t)
-{
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        l->head = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    else
-        l->tail = t->prev;
-    t->prev = t->next = NULL;
-}
 
 /* Takes the transfer out of the multi (if there) and frees it with its easy
  * handle and headers. The transfer is already off every list. */
@@ -121,13 +96,7 @@ static void socket_closed(uv_handle_t *h)
 
 static void socket_ctx_close(struct socket_ctx *s)
 {
-    struct curl_loop *cl = s->cl;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        cl->sockets = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    LIST_REMOVE(s, link);
     uv_poll_stop(&s->poll);
     uv_close((uv_handle_t *)&s->poll, socket_closed);
 }
@@ -139,12 +108,12 @@ static void finish_close(struct curl_loop *cl)
     if (cl->closed)
         return;
     struct transfer *t;
-    while ((t = cl->active.head)) {
-        list_remove(&cl->active, t);
+    while ((t = TAILQ_FIRST(&cl->active))) {
+        TAILQ_REMOVE(&cl->active, t, link);
         transfer_drop(t);
     }
-    while ((t = cl->deferred.head)) {
-        list_remove(&cl->deferred, t);
+    while ((t = TAILQ_FIRST(&cl->deferred))) {
+        TAILQ_REMOVE(&cl->deferred, t, link);
         transfer_drop(t);
     }
     /* Stop watching before curl closes the descriptors, so a number reused
@@ -152,8 +121,8 @@ static void finish_close(struct curl_loop *cl)
      * not call back into a half-closed loop while it cleans up. */
     curl_multi_setopt(cl->multi, CURLMOPT_SOCKETFUNCTION, NULL);
     curl_multi_setopt(cl->multi, CURLMOPT_TIMERFUNCTION, NULL);
-    while (cl->sockets)
-        socket_ctx_close(cl->sockets);
+    while (!LIST_EMPTY(&cl->sockets))
+        socket_ctx_close(LIST_FIRST(&cl->sockets));
     curl_multi_cleanup(cl->multi);
     cl->multi = NULL;
     cl->closed = 1;
@@ -175,7 +144,7 @@ static void check_multi_info(struct curl_loop *cl)
             continue; /* removed meanwhile; settle() drops it */
         curl_multi_remove_handle(cl->multi, easy);
         t->in_multi = 0;
-        list_remove(&cl->active, t);
+        TAILQ_REMOVE(&cl->active, t, link);
         cl->running--;
         t->state = TRANSFER_DONE;
         const char *error = "";
@@ -197,8 +166,8 @@ static void settle(struct curl_loop *cl)
         return;
     }
     struct transfer *t;
-    while ((t = cl->deferred.head)) {
-        list_remove(&cl->deferred, t);
+    while ((t = TAILQ_FIRST(&cl->deferred))) {
+        TAILQ_REMOVE(&cl->deferred, t, link);
         if (t->state == TRANSFER_REMOVED) {
             transfer_drop(t);
             continue;
@@ -206,7 +175,7 @@ static void settle(struct curl_loop *cl)
         if (curl_multi_add_handle(cl->multi, t->easy) == CURLM_OK) {
             t->in_multi = 1;
             t->state = TRANSFER_RUNNING;
-            list_push(&cl->active, t);
+            TAILQ_INSERT_TAIL(&cl->active, t, link);
             continue;
         }
         /* curl_loop_add() has returned 0 already, so report from here. */
@@ -267,10 +236,7 @@ static int on_curl_socket(CURL *easy, curl_socket_t fd, int action, void *userp,
         s->fd = fd;
         s->cl = cl;
         s->poll.data = s;
-        s->next = cl->sockets;
-        if (cl->sockets)
-            cl->sockets->prev = s;
-        cl->sockets = s;
+        LIST_INSERT_HEAD(&cl->sockets, s, link);
         cl->open_handles++;
         curl_multi_assign(cl->multi, fd, s);
     }
@@ -333,6 +299,9 @@ int curl_loop_new(uv_loop_t *loop, struct curl_loop **ret_cl)
     if (!cl)
         return -ENOMEM;
     cl->loop = loop;
+    TAILQ_INIT(&cl->active);
+    TAILQ_INIT(&cl->deferred);
+    LIST_INIT(&cl->sockets);
     cl->multi = curl_multi_init();
     if (!cl->multi) {
         free(cl);
@@ -358,10 +327,11 @@ void curl_loop_close(struct curl_loop *cl)
     cl->running = 0;
     /* From here on no write callback reaches an owner; inside libcurl the
      * handles themselves go once it has returned. */
-    for (struct transfer *t = cl->active.head; t; t = t->next)
-        t->state = TRANSFER_REMOVED;
-    for (struct transfer *t = cl->deferred.head; t; t = t->next)
-        t->state = TRANSFER_REMOVED;
+    struct transfer *t;
+    TAILQ_FOREACH(t, &cl->active, link)
+    t->state = TRANSFER_REMOVED;
+    TAILQ_FOREACH(t, &cl->deferred, link)
+    t->state = TRANSFER_REMOVED;
     if (cl->depth == 0)
         finish_close(cl);
 }
@@ -397,7 +367,7 @@ int curl_loop_add(struct curl_loop *cl, CURL *easy, struct curl_slist *headers,
     curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
     if (cl->depth > 0) {
         t->state = TRANSFER_PENDING;
-        list_push(&cl->deferred, t);
+        TAILQ_INSERT_TAIL(&cl->deferred, t, link);
     } else {
         CURLMcode mc = curl_multi_add_handle(cl->multi, easy);
         if (mc != CURLM_OK) {
@@ -407,7 +377,7 @@ int curl_loop_add(struct curl_loop *cl, CURL *easy, struct curl_slist *headers,
         }
         t->in_multi = 1;
         t->state = TRANSFER_RUNNING;
-        list_push(&cl->active, t);
+        TAILQ_INSERT_TAIL(&cl->active, t, link);
     }
     /* Only now: on failure the caller keeps its headers. */
     t->headers = headers;
@@ -426,15 +396,15 @@ void curl_loop_remove(struct curl_loop *cl, CURL *easy)
     switch (t->state) {
     case TRANSFER_PENDING:
         cl->running--;
-        list_remove(&cl->deferred, t);
+        TAILQ_REMOVE(&cl->deferred, t, link);
         transfer_drop(t);
         return;
     case TRANSFER_RUNNING:
         cl->running--;
-        list_remove(&cl->active, t);
+        TAILQ_REMOVE(&cl->active, t, link);
         if (cl->depth > 0) {
             t->state = TRANSFER_REMOVED;
-            list_push(&cl->deferred, t);
+            TAILQ_INSERT_TAIL(&cl->deferred, t, link);
         } else {
             transfer_drop(t);
         }

@@ -871,33 +871,34 @@ static char *policy_patch(const cJSON *policy)
     return text;
 }
 
-struct gke_begin *gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
-                                      gke_done_cb cb, void *data)
+int gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
+                        gke_done_cb cb, void *data, struct gke_begin **ret_begin)
 {
-    struct gke_begin *b = calloc(1, sizeof(*b));
     const cJSON *policy = json_member(bodies, "policy");
     const char *policy_name = json_string(json_member(policy, "metadata"), "name");
+    const cJSON *trigger = json_member(bodies, "trigger");
     int keep = cJSON_IsTrue(json_member(bodies, "keepPolicy"));
+    if (!g || !ns || !cb || !ret_begin || !policy || !policy_name || !trigger)
+        return -EINVAL;
+    struct gke_begin *b = calloc(1, sizeof(*b));
     if (!b)
-        return NULL;
-    if (!policy || !policy_name ||
-        !(b->trigger = cJSON_Duplicate(json_member(bodies, "trigger"), 1)) ||
-        !(b->ns = strdup(ns)) || !(b->policy_name = strdup(policy_name)) ||
+        return -ENOMEM;
+    if (!(b->trigger = cJSON_Duplicate(trigger, 1)) || !(b->ns = strdup(ns)) ||
+        !(b->policy_name = strdup(policy_name)) ||
         (!keep && !(b->policy_patch = policy_patch(policy)))) {
         begin_free(b);
-        return NULL;
+        return -ENOMEM;
     }
     b->g = g;
     b->cb = cb;
     b->data = data;
     int e = kube_create(g->client, &policies, ns, policy, on_policy_created, b, &b->req);
     if (e < 0) {
-        log_warn("snapshot policy create could not start", "namespace", ns, "error",
-                 log_errno_str(e));
         begin_free(b);
-        return NULL;
+        return e;
     }
-    return b;
+    *ret_begin = b;
+    return 0;
 }
 
 void gke_begin_cancel(struct gke_begin *b)
@@ -926,23 +927,24 @@ static void on_snapshot_deleted(void *data, struct kube_response *resp)
     free(x);
 }
 
-struct gke_delete *gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
-                                        gke_done_cb cb, void *data)
+int gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name, gke_done_cb cb,
+                         void *data, struct gke_delete **ret_delete)
 {
+    if (!g || !ns || !name || !cb || !ret_delete)
+        return -EINVAL;
     struct gke_delete *x = calloc(1, sizeof(*x));
     if (!x)
-        return NULL;
+        return -ENOMEM;
     x->cb = cb;
     x->data = data;
     struct kube_delete_options o = {.grace_period_seconds = -1, .propagation_policy = "Background"};
     int e = kube_delete(g->client, &snapshots, ns, name, &o, on_snapshot_deleted, x, &x->req);
     if (e < 0) {
-        log_warn("snapshot delete could not start", "namespace", ns, "snapshot", name, "error",
-                 log_errno_str(e));
         free(x);
-        return NULL;
+        return e;
     }
-    return x;
+    *ret_delete = x;
+    return 0;
 }
 
 void gke_delete_cancel(struct gke_delete *x)

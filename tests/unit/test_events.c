@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -113,6 +114,122 @@ static void test_refuses_what_it_cannot_name(void **state)
     assert_int_equal(events_name(&nb, "Pausing", "pause-1", out, 100), -EINVAL);
 }
 
+/* ---- the Event's body: whole or not at all ---- */
+
+/* cJSON's allocations, the Nth (from 0) failing; fail_at < 0: none fails. */
+static long calls, fail_at = -1;
+
+static void *failing_malloc(size_t n)
+{
+    if (fail_at >= 0 && calls++ == fail_at)
+        return NULL;
+    return malloc(n);
+}
+
+static void fail_from(long n)
+{
+    calls = 0;
+    fail_at = n;
+    cJSON_Hooks hooks = {failing_malloc, free};
+    cJSON_InitHooks(&hooks);
+}
+
+static void fail_none(void)
+{
+    fail_at = -1;
+    cJSON_InitHooks(NULL);
+}
+
+/* o.a.b (b NULL: o.a), which must be a string ("(missing)" otherwise, so
+ * that a comparison with it fails with a readable message). */
+static const char *string_at(const cJSON *o, const char *a, const char *b)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, a);
+    if (b)
+        v = cJSON_GetObjectItemCaseSensitive(v, b);
+    return cJSON_IsString(v) ? v->valuestring : "(missing)";
+}
+
+/* Every field a posted Event carries. */
+static void check_whole(const cJSON *ev, int named)
+{
+    char name[EVENTS_NAME_SIZE];
+    name_of(&nb, "Pausing", "pause-1", name);
+    if (named)
+        assert_string_equal(string_at(ev, "metadata", "name"), name);
+    else
+        assert_string_equal(string_at(ev, "metadata", "generateName"), "nb.");
+    assert_string_equal(string_at(ev, "metadata", "namespace"), "team");
+    assert_string_equal(string_at(ev, "involvedObject", "apiVersion"), nb.api_version);
+    assert_string_equal(string_at(ev, "involvedObject", "kind"), "Workspace");
+    assert_string_equal(string_at(ev, "involvedObject", "namespace"), "team");
+    assert_string_equal(string_at(ev, "involvedObject", "name"), "nb");
+    assert_string_equal(string_at(ev, "involvedObject", "uid"), nb.uid);
+    assert_string_equal(string_at(ev, "type", NULL), "Normal");
+    assert_string_equal(string_at(ev, "reason", NULL), "Pausing");
+    assert_string_equal(string_at(ev, "message", NULL), "pausing: idle for 30m");
+    assert_string_equal(string_at(ev, "firstTimestamp", NULL), "2026-01-02T03:04:05Z");
+    assert_string_equal(string_at(ev, "lastTimestamp", NULL), "2026-01-02T03:04:05Z");
+    assert_string_equal(string_at(ev, "eventTime", NULL), "2026-01-02T03:04:05.678000Z");
+    assert_string_equal(string_at(ev, "action", NULL), "Pausing");
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(ev, "count")));
+    assert_string_equal(string_at(ev, "source", "component"), "hibernator");
+    assert_string_equal(string_at(ev, "reportingComponent", NULL), "hibernator.dev/controller");
+    assert_string_equal(string_at(ev, "reportingInstance", NULL), "hibernator-0");
+}
+
+/* The body is built with allocation N failing, N = 0, 1, ... until a run
+ * makes no Nth allocation: every run either fails with -ENOMEM and hands
+ * out nothing, or hands out the whole Event. */
+static void each_failure(const char *occasion)
+{
+    int failed = 0;
+    for (long n = 0; n < 10000; n++) {
+        cJSON *ev = NULL;
+        fail_from(n);
+        int e = events_body(&nb, "Normal", "Pausing", "pausing: idle for 30m", occasion,
+                            "hibernator-0", 1767323045678, &ev);
+        long made = calls;
+        fail_none();
+        if (e == 0) {
+            check_whole(ev, occasion != NULL);
+            cJSON_Delete(ev);
+        } else {
+            assert_int_equal(e, -ENOMEM);
+            assert_null(ev);
+            failed++;
+        }
+        if (made <= n) {
+            assert_true(failed > 0);
+            return;
+        }
+    }
+    fail(); /* never ran out of allocations to fail */
+}
+
+static void test_body_whole_or_nothing(void **state)
+{
+    (void)state;
+    each_failure("pause-1");
+    each_failure(NULL);
+}
+
+/* A subject without a uid gives an Event without one, as before. */
+static void test_body_leaves_out_what_is_missing(void **state)
+{
+    (void)state;
+    struct event_subject s = nb;
+    s.uid = NULL;
+    cJSON *ev = NULL;
+    assert_int_equal(events_body(&s, "Normal", "Pausing", "m", NULL, "i", 0, &ev), 0);
+    assert_null(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(ev, "involvedObject"), "uid"));
+    assert_string_equal(string_at(ev, "involvedObject", "name"), "nb");
+    cJSON_Delete(ev);
+    assert_int_equal(events_body(&s, "Normal", NULL, "m", NULL, "i", 0, &ev), -EINVAL);
+    assert_int_equal(events_body(NULL, "Normal", "Pausing", "m", NULL, "i", 0, &ev), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -120,6 +237,8 @@ int main(void)
         cmocka_unit_test(test_other_transitions_other_names),
         cmocka_unit_test(test_long_name_is_cut),
         cmocka_unit_test(test_refuses_what_it_cannot_name),
+        cmocka_unit_test(test_body_whole_or_nothing),
+        cmocka_unit_test(test_body_leaves_out_what_is_missing),
     };
     return cmocka_run_group_tests_name("event names", tests, NULL, NULL);
 }
