@@ -627,6 +627,28 @@ static void test_canary_url(void **state)
     free(u);
 }
 
+static void test_canary_http_error(void **state)
+{
+    (void)state;
+    /* A body that would break the drill's one-line verdict or steer the
+     * terminal: line breaks, an escape sequence, DEL. */
+    char *m = canary_http_error(503, "not\r\nready \x1b[2Jyet\x7f");
+    assert_string_equal(m, "HTTP 503: not  ready  [2Jyet ");
+    free(m);
+
+    /* Only the first CANARY_ERROR_BODY bytes are quoted. */
+    char body[CANARY_ERROR_BODY + 50];
+    memset(body, 'x', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    m = canary_http_error(500, body);
+    assert_int_equal(strlen(m), strlen("HTTP 500: ") + CANARY_ERROR_BODY);
+    free(m);
+
+    m = canary_http_error(404, "");
+    assert_string_equal(m, "HTTP 404: ");
+    free(m);
+}
+
 /* ---- the report's arithmetic, by hand -------------------------------------------- */
 
 static void test_report_intervals(void **state)
@@ -883,6 +905,7 @@ int main(void)
         cmocka_unit_test(test_drill_cold_start_why), /* one test a line */
         cmocka_unit_test(test_percentile),
         cmocka_unit_test(test_canary_url),
+        cmocka_unit_test(test_canary_http_error),
         cmocka_unit_test(test_report_intervals),
         cmocka_unit_test(test_ledger_fallback),
         cmocka_unit_test(test_golden_list),
