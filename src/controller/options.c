@@ -142,12 +142,14 @@ static int scan_error(int opt, char **argv, char *err, size_t size)
         snprintf(err, size, "unknown flag -%c (see --help)", optopt);
         return -EINVAL;
     }
-    if (opt == ':' && args_long_exact(element, flags[optopt - LONG_VAL(0)].name)) {
+    if (opt == ':' && optopt < HELP_VAL &&
+        args_long_exact(element, flags[optopt - LONG_VAL(0)].name)) {
         snprintf(err, size, "--%s needs a value", flags[optopt - LONG_VAL(0)].name);
         return -EINVAL;
     }
-    if (opt == '?' && optopt != 0 && strchr(element, '=')) {
-        snprintf(err, size, "%.*s takes no value", (int)strcspn(element, "="), element);
+    const char *no_value = optopt == HELP_VAL ? "help" : optopt == VERSION_VAL ? "version" : NULL;
+    if (opt == '?' && no_value && args_long_exact(element, no_value)) {
+        snprintf(err, size, "--%s takes no value", no_value);
         return -EINVAL;
     }
     return unknown_flag(element, err, size);

@@ -108,6 +108,7 @@ static void test_errors_name_the_flag(void **state)
         {"-hx", "unknown flag -x"},
         {"--help=yes", "--help takes no value"},
         {"--version=1", "--version takes no value"},
+        {"--vers=1", "unknown flag --vers (see --help)"},
         {"--log-level", "--log-level needs a value"},
         {"--leader-elect=maybe", "--leader-elect: invalid value \"maybe\""},
     };
