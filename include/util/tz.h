@@ -122,12 +122,12 @@ int tz_name_valid(const char *name);
 typedef void (*tz_loaded_cb)(void *data, int status, struct tz *tz, const char *error);
 
 /* Loads zone name from <dir>/<name> (dir NULL: TZ_DEFAULT_DIR) with
- * uv_fs_open/read/close, never blocking the loop. "UTC" and "Etc/UTC" give
- * tz_utc() without a read; a name tz_name_valid() refuses fails without
- * touching the file system. Returns 0, after which cb runs exactly once,
- * always from the loop and never from within tz_load(); or -EINVAL (NULL
- * loop or cb) or -ENOMEM, and cb never runs. The loop must keep running
- * until cb has run; there is no cancellation. name and dir are copied. */
+ * util/file_read.h (uv_fs_* on libuv's thread pool), never blocking the
+ * loop. "UTC" and "Etc/UTC" give tz_utc() without a read; a name
+ * tz_name_valid() refuses fails without touching the file system. Returns 0, after which cb runs
+ * exactly once, always from the loop and never from within tz_load(); or -EINVAL (NULL loop or cb)
+ * or -ENOMEM, and cb never runs. The loop must keep running until cb has run; there is no
+ * cancellation. name and dir are copied. */
 int tz_load(uv_loop_t *loop, const char *dir, const char *name, tz_loaded_cb cb, void *data);
 
 #endif

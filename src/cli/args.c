@@ -1,11 +1,13 @@
 #include "cli/args.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/timetext.h"
+#include "util/args.h"
 
 #define BIT(c) (1u << (c))
 #define CMDS_ALL                                                                                   \
@@ -95,14 +97,6 @@ const char *cli_command_name(enum cli_command command)
     return "";
 }
 
-static const struct flag *find_long(const char *name, size_t len)
-{
-    for (size_t i = 0; i < N_FLAGS; i++)
-        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
-            return &flags[i];
-    return NULL;
-}
-
 static const struct flag *find_short(char c)
 {
     for (size_t i = 0; i < N_FLAGS; i++)
@@ -135,41 +129,14 @@ static int parse_port(const char *spelled, const char *v, int *ret, char *err, s
     return 0;
 }
 
-/* Applies one flag once the command is known. */
-static int apply(const struct seen_flag *s, int64_t now_ms, struct cli_args *a, const char **from,
-                 const char **to, char *err, size_t size)
+/* Applies a flag that holds a time or a duration; from and to are set to
+ * the spelling of --from and --to when they are given. */
+static int apply_time(const struct seen_flag *s, int64_t now_ms, struct cli_args *a,
+                      const char **from, const char **to, char *err, size_t size)
 {
     const char *v = s->value;
     int64_t ms;
     switch (s->flag->id) {
-    case F_HELP:
-        return parse_bool(s->spelled, v, &a->help, err, size);
-    case F_VERSION: {
-        int on = 0;
-        int r = parse_bool(s->spelled, v, &on, err, size);
-        if (r == 0 && on)
-            a->command = CLI_CMD_VERSION;
-        return r;
-    }
-    case F_ALL_NAMESPACES:
-        return parse_bool(s->spelled, v, &a->all_namespaces, err, size);
-    case F_WAIT:
-        return parse_bool(s->spelled, v, &a->wait, err, size);
-    case F_KUBECONFIG:
-        if (!*v)
-            return errorf(err, size, "%s: empty path", s->spelled);
-        a->kubeconfig = v;
-        return 0;
-    case F_CONTEXT:
-        if (!*v)
-            return errorf(err, size, "%s: empty context name", s->spelled);
-        a->context = v;
-        return 0;
-    case F_NAMESPACE:
-        if (!*v)
-            return errorf(err, size, "%s: empty namespace", s->spelled);
-        a->ns = v;
-        return 0;
     case F_TIMEOUT:
         if (timetext_parse_duration(v, &ms) < 0 || ms <= 0)
             return errorf(err, size,
@@ -209,6 +176,45 @@ static int apply(const struct seen_flag *s, int64_t now_ms, struct cli_args *a, 
             *to = s->spelled;
         }
         return 0;
+    default:
+        return 0;
+    }
+}
+
+/* Applies one flag once the command is known. */
+static int apply(const struct seen_flag *s, int64_t now_ms, struct cli_args *a, const char **from,
+                 const char **to, char *err, size_t size)
+{
+    const char *v = s->value;
+    switch (s->flag->id) {
+    case F_HELP:
+        return parse_bool(s->spelled, v, &a->help, err, size);
+    case F_VERSION: {
+        int on = 0;
+        int r = parse_bool(s->spelled, v, &on, err, size);
+        if (r == 0 && on)
+            a->command = CLI_CMD_VERSION;
+        return r;
+    }
+    case F_ALL_NAMESPACES:
+        return parse_bool(s->spelled, v, &a->all_namespaces, err, size);
+    case F_WAIT:
+        return parse_bool(s->spelled, v, &a->wait, err, size);
+    case F_KUBECONFIG:
+        if (!*v)
+            return errorf(err, size, "%s: empty path", s->spelled);
+        a->kubeconfig = v;
+        return 0;
+    case F_CONTEXT:
+        if (!*v)
+            return errorf(err, size, "%s: empty context name", s->spelled);
+        a->context = v;
+        return 0;
+    case F_NAMESPACE:
+        if (!*v)
+            return errorf(err, size, "%s: empty namespace", s->spelled);
+        a->ns = v;
+        return 0;
     case F_OUTPUT:
         if (strcmp(v, "table") == 0)
             a->output = CLI_OUTPUT_TABLE;
@@ -231,8 +237,9 @@ static int apply(const struct seen_flag *s, int64_t now_ms, struct cli_args *a, 
         return 0;
     case F_CANARY_PORT:
         return parse_port(s->spelled, v, &a->canary_port, err, size);
+    default:
+        return apply_time(s, now_ms, a, from, to, err, size);
     }
-    return 0;
 }
 
 static enum cli_command find_command(const char *word)
@@ -251,162 +258,231 @@ static int command_takes_name(enum cli_command c)
     return 0;
 }
 
+/* getopt_long's val for flags[i]: above every character, so that a short
+ * option's letter and a long option's index never meet. */
+#define LONG_VAL(i) (256 + (int)(i))
+
+/* What one pass of getopt_long found: flags in order, and the operands. */
+struct scan {
+    struct seen_flag *seen;
+    int n_seen;
+    const char **pos;
+    int n_pos;
+    /* Short flags are spelled "-n"; the longest spelling kept is "--" + a name. */
+    char spelled_short[N_FLAGS][3];
+    char spelled_long[N_FLAGS][32];
+};
+
+/* The option table from flags[]: every flag by its long name, a boolean
+ * with an optional "=value", and the short letters. shortopts starts with
+ * '-' (operands come back in order as option 1, argv is left as it is) and
+ * ':' (a missing value is ':', not '?'). */
+static void build_options(struct option *longopts, char *shortopts)
+{
+    char *s = shortopts;
+    *s++ = '-';
+    *s++ = ':';
+    for (size_t i = 0; i < N_FLAGS; i++) {
+        int has_arg = flags[i].takes_value ? required_argument : optional_argument;
+        longopts[i] = (struct option){flags[i].name, has_arg, NULL, LONG_VAL(i)};
+        if (flags[i].short_name) {
+            *s++ = flags[i].short_name;
+            *s++ = ':';
+            if (!flags[i].takes_value)
+                *s++ = ':';
+        }
+    }
+    *s = '\0';
+    longopts[N_FLAGS] = (struct option){0};
+}
+
+static int unknown_long(const char *element, char *err, size_t size)
+{
+    const char *name = element + 2;
+    size_t len = strcspn(name, "=");
+    return errorf(err, size, "unknown flag: --%.*s", (int)(len > 64 ? 64 : len), name);
+}
+
+static const struct flag *flag_of(int opt)
+{
+    return opt >= LONG_VAL(0) ? &flags[opt - LONG_VAL(0)] : find_short((char)opt);
+}
+
+/* getopt_long's '?' (an unknown flag) or ':' (a flag without its value). */
+static int scan_error(int opt, char **argv, char *err, size_t size)
+{
+    const char *element = argv[optind - 1];
+    if (opt == ':') {
+        const struct flag *f = flag_of(optopt);
+        if (strncmp(element, "--", 2) != 0)
+            return errorf(err, size, "-%c needs a value", f->short_name);
+        if (!args_long_exact(element, f->name))
+            return unknown_long(element, err, size);
+        return errorf(err, size, "--%s needs a value", f->name);
+    }
+    if (optopt == 0 || optopt >= LONG_VAL(0))
+        return unknown_long(element, err, size); /* a long option is a whole element */
+    return errorf(err, size, "unknown flag: -%c", optopt);
+}
+
+/* Keeps one flag getopt_long returned, with its value and its spelling. */
+static int scan_flag(struct scan *sc, int opt, char **argv, char *err, size_t size)
+{
+    const struct flag *f = flag_of(opt);
+    const char *element = args_element(argv, optind, optarg);
+    const char *value = optarg;
+    char *spelled;
+    if (opt >= LONG_VAL(0)) {
+        if (!args_long_exact(element, f->name))
+            return unknown_long(element, err, size);
+        spelled = sc->spelled_long[f - flags];
+        snprintf(spelled, sizeof(sc->spelled_long[0]), "--%s", f->name);
+    } else {
+        spelled = sc->spelled_short[f - flags];
+        snprintf(spelled, sizeof(sc->spelled_short[0]), "-%c", f->short_name);
+        /* "-n=team" is "-n team", as kubectl reads it; "-Ax" is no "-A -x". */
+        if (value && value == element + 2 && value[0] == '=')
+            value++;
+        else if (value && value == element + 2 && !f->takes_value)
+            return errorf(err, size, "unknown flag: %s (flags do not combine)", element);
+    }
+    sc->seen[sc->n_seen++] = (struct seen_flag){f, spelled, value};
+    return 0;
+}
+
+/* Splits argv into flags and operands; "--" ends the flags. */
+static int scan_args(int argc, char **argv, struct scan *sc, char *err, size_t size)
+{
+    struct option longopts[N_FLAGS + 1];
+    char shortopts[3 + 3 * N_FLAGS];
+    build_options(longopts, shortopts);
+    args_getopt_reset();
+    int opt;
+    while ((opt = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        if (opt == 1) {
+            sc->pos[sc->n_pos++] = optarg;
+            continue;
+        }
+        if (opt == '?' || opt == ':')
+            return scan_error(opt, argv, err, size);
+        int r = scan_flag(sc, opt, argv, err, size);
+        if (r < 0)
+            return r;
+    }
+    for (; optind < argc; optind++)
+        sc->pos[sc->n_pos++] = argv[optind];
+    return 0;
+}
+
+/* The command, from the first operand; "help COMMAND" is "COMMAND --help". */
+static int resolve_command(const struct scan *sc, struct cli_args *a, char *err, size_t size)
+{
+    if (sc->n_pos == 0)
+        return 0;
+    a->command = find_command(sc->pos[0]);
+    if (a->command == CLI_CMD_NONE)
+        return errorf(err, size,
+                      "unknown command \"%s\" (commands: list, pause, resume, keep-alive, "
+                      "describe, report, drill)",
+                      sc->pos[0]);
+    if (a->command == CLI_CMD_HELP) {
+        a->help = 1;
+        a->command = sc->n_pos > 1 ? find_command(sc->pos[1]) : CLI_CMD_NONE;
+        if (sc->n_pos > 1 && a->command == CLI_CMD_NONE)
+            return errorf(err, size, "help: unknown command \"%s\"", sc->pos[1]);
+    }
+    return 0;
+}
+
+/* Applies every flag the command accepts; from and to are their spellings. */
+static int apply_all(const struct scan *sc, int64_t now_ms, struct cli_args *a, const char **from,
+                     const char **to, char *err, size_t size)
+{
+    for (int i = 0; i < sc->n_seen; i++) {
+        const struct seen_flag *s = &sc->seen[i];
+        if (a->command != CLI_CMD_NONE && a->command != CLI_CMD_VERSION &&
+            !(s->flag->commands & BIT(a->command)))
+            return errorf(err, size, "%s is not a flag of %s", s->spelled,
+                          cli_command_name(a->command));
+        int r = apply(s, now_ms, a, from, to, err, size);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+/* The workspace's NAME, and nothing after it. */
+static int take_name(const struct scan *sc, struct cli_args *a, char *err, size_t size)
+{
+    int want = command_takes_name(a->command);
+    if (want && sc->n_pos < 2)
+        return errorf(err, size, "%s needs the workspace's NAME", cli_command_name(a->command));
+    if (sc->n_pos > 1 + want)
+        return errorf(err, size, "%s: unexpected argument \"%s\"", cli_command_name(a->command),
+                      sc->pos[1 + want]);
+    if (want)
+        a->name = sc->pos[1];
+    return 0;
+}
+
+/* Flags that need each other, or exclude each other; the defaults. */
+static int finish(struct cli_args *a, int64_t now_ms, const char *from, const char *to, char *err,
+                  size_t size)
+{
+    if (a->ns && a->all_namespaces)
+        return errorf(err, size, "-n/--namespace and -A/--all-namespaces cannot be used together");
+    if (a->timeout_ms && (a->command == CLI_CMD_PAUSE || a->command == CLI_CMD_RESUME) && !a->wait)
+        return errorf(err, size, "--timeout only applies with --wait");
+    if (a->command == CLI_CMD_KEEP_ALIVE && !a->until_ms && !a->until_clear)
+        return errorf(err, size, "keep-alive needs --until TIME|DURATION (or --until none)");
+    if (a->command == CLI_CMD_DRILL && !a->class_name)
+        return errorf(err, size, "drill needs --class CLASS");
+    if (a->command == CLI_CMD_REPORT) {
+        if (!to)
+            a->to_ms = now_ms;
+        if (!from)
+            a->from_ms = a->to_ms - CLI_DEFAULT_REPORT_SPAN_MS;
+        if (a->from_ms >= a->to_ms)
+            return errorf(err, size, "%s must be before %s", from, to ? to : "--to (default: now)");
+    }
+    if (!a->timeout_ms)
+        a->timeout_ms = a->command == CLI_CMD_DRILL ? CLI_DEFAULT_DRILL_TIMEOUT_MS
+                                                    : CLI_DEFAULT_WAIT_TIMEOUT_MS;
+    return 0;
+}
+
 int cli_args_parse(int argc, char **argv, int64_t now_ms, struct cli_args *ret, char *err,
                    size_t size)
 {
     struct cli_args a = {0};
-    int n_seen = 0, n_pos = 0;
-    struct seen_flag *seen = calloc((size_t)(argc > 0 ? argc : 1), sizeof(*seen));
-    const char **pos = calloc((size_t)(argc > 0 ? argc : 1), sizeof(*pos));
-    /* Short flags are spelled "-n"; the longest spelling kept is "--" + a name. */
-    char spelled_short[N_FLAGS][3];
-    char spelled_long[N_FLAGS][32];
-    int r = 0;
-    if (!seen || !pos) {
+    struct scan *sc = calloc(1, sizeof(*sc));
+    const char *from = NULL, *to = NULL;
+    int r = -ENOMEM;
+    if (sc) {
+        sc->seen = calloc((size_t)(argc > 0 ? argc : 1), sizeof(*sc->seen));
+        sc->pos = calloc((size_t)(argc > 0 ? argc : 1), sizeof(*sc->pos));
+    }
+    if (!sc || !sc->seen || !sc->pos) {
         r = errorf(err, size, "out of memory");
         goto out;
     }
-
-    int flags_done = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (flags_done || arg[0] != '-' || arg[1] == '\0') {
-            pos[n_pos++] = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            flags_done = 1;
-            continue;
-        }
-        const struct flag *f;
-        const char *value = NULL;
-        const char *spelled;
-        if (arg[1] == '-') {
-            const char *name = arg + 2;
-            const char *eq = strchr(name, '=');
-            size_t len = eq ? (size_t)(eq - name) : strlen(name);
-            f = find_long(name, len);
-            if (!f) {
-                r = errorf(err, size, "unknown flag: --%.*s", (int)(len > 64 ? 64 : len), name);
-                goto out;
-            }
-            spelled = spelled_long[f - flags];
-            snprintf(spelled_long[f - flags], sizeof(spelled_long[0]), "--%s", f->name);
-            if (eq)
-                value = eq + 1;
-        } else {
-            f = find_short(arg[1]);
-            if (!f) {
-                r = errorf(err, size, "unknown flag: -%c", arg[1]);
-                goto out;
-            }
-            spelled = spelled_short[f - flags];
-            snprintf(spelled_short[f - flags], sizeof(spelled_short[0]), "-%c", f->short_name);
-            if (arg[2] == '=')
-                value = arg + 3;
-            else if (arg[2] != '\0') {
-                if (!f->takes_value) {
-                    r = errorf(err, size, "unknown flag: %s (flags do not combine)", arg);
-                    goto out;
-                }
-                value = arg + 2;
-            }
-        }
-        if (f->takes_value && !value) {
-            if (i + 1 >= argc) {
-                r = errorf(err, size, "%s needs a value", spelled);
-                goto out;
-            }
-            value = argv[++i];
-        }
-        seen[n_seen++] = (struct seen_flag){f, spelled, value};
-    }
-
-    if (n_pos > 0) {
-        a.command = find_command(pos[0]);
-        if (a.command == CLI_CMD_NONE) {
-            r = errorf(err, size,
-                       "unknown command \"%s\" (commands: list, pause, resume, keep-alive, "
-                       "describe, report, drill)",
-                       pos[0]);
-            goto out;
-        }
-    }
-    if (a.command == CLI_CMD_HELP) {
-        /* "help pause" is "pause --help". */
-        a.help = 1;
-        a.command = n_pos > 1 ? find_command(pos[1]) : CLI_CMD_NONE;
-        if (n_pos > 1 && a.command == CLI_CMD_NONE) {
-            r = errorf(err, size, "help: unknown command \"%s\"", pos[1]);
-            goto out;
-        }
+    r = scan_args(argc, argv, sc, err, size);
+    if (r == 0)
+        r = resolve_command(sc, &a, err, size);
+    if (r < 0 || a.help)
         goto out;
-    }
-
-    const char *from = NULL, *to = NULL;
-    for (int i = 0; i < n_seen; i++) {
-        const struct seen_flag *s = &seen[i];
-        if (a.command != CLI_CMD_NONE && a.command != CLI_CMD_VERSION &&
-            !(s->flag->commands & BIT(a.command))) {
-            r = errorf(err, size, "%s is not a flag of %s", s->spelled,
-                       cli_command_name(a.command));
-            goto out;
-        }
-        r = apply(s, now_ms, &a, &from, &to, err, size);
-        if (r < 0)
-            goto out;
-    }
-    if (a.help || a.command == CLI_CMD_VERSION || a.command == CLI_CMD_NONE)
+    r = apply_all(sc, now_ms, &a, &from, &to, err, size);
+    if (r < 0 || a.help || a.command == CLI_CMD_VERSION || a.command == CLI_CMD_NONE)
         goto out;
-
-    /* Positional arguments. */
-    int want = command_takes_name(a.command);
-    if (want && n_pos < 2) {
-        r = errorf(err, size, "%s needs the workspace's NAME", cli_command_name(a.command));
-        goto out;
-    }
-    if (n_pos > 1 + want) {
-        r = errorf(err, size, "%s: unexpected argument \"%s\"", cli_command_name(a.command),
-                   pos[1 + want]);
-        goto out;
-    }
-    if (want)
-        a.name = pos[1];
-
-    /* Flags that need each other, or exclude each other. */
-    if (a.ns && a.all_namespaces) {
-        r = errorf(err, size, "-n/--namespace and -A/--all-namespaces cannot be used together");
-        goto out;
-    }
-    if (a.timeout_ms && (a.command == CLI_CMD_PAUSE || a.command == CLI_CMD_RESUME) && !a.wait) {
-        r = errorf(err, size, "--timeout only applies with --wait");
-        goto out;
-    }
-    if (a.command == CLI_CMD_KEEP_ALIVE && !a.until_ms && !a.until_clear) {
-        r = errorf(err, size, "keep-alive needs --until TIME|DURATION (or --until none)");
-        goto out;
-    }
-    if (a.command == CLI_CMD_DRILL && !a.class_name) {
-        r = errorf(err, size, "drill needs --class CLASS");
-        goto out;
-    }
-    if (a.command == CLI_CMD_REPORT) {
-        if (!to)
-            a.to_ms = now_ms;
-        if (!from)
-            a.from_ms = a.to_ms - CLI_DEFAULT_REPORT_SPAN_MS;
-        if (a.from_ms >= a.to_ms) {
-            r = errorf(err, size, "%s must be before %s", from, to ? to : "--to (default: now)");
-            goto out;
-        }
-    }
-    if (!a.timeout_ms)
-        a.timeout_ms =
-            a.command == CLI_CMD_DRILL ? CLI_DEFAULT_DRILL_TIMEOUT_MS : CLI_DEFAULT_WAIT_TIMEOUT_MS;
-
+    r = take_name(sc, &a, err, size);
+    if (r == 0)
+        r = finish(&a, now_ms, from, to, err, size);
 out:
-    free(seen);
-    free(pos);
+    if (sc) {
+        free(sc->seen);
+        free(sc->pos);
+        free(sc);
+    }
     if (r == 0)
         *ret = a;
     return r;

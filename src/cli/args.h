@@ -5,11 +5,15 @@
  *
  * Flags may come before or after the command, as with kubectl, in the forms
  * "--flag value", "--flag=value", "-n value", "-n=value" and "-nvalue";
- * "--" ends the flags. Each flag is accepted only by the commands it means
- * something to, and every error names the flag or argument at fault.
+ * "--" ends the flags. Long flags are spelled in full (no "--time" for
+ * "--timeout") and short flags do not combine ("-Ah" is refused). Each flag
+ * is accepted only by the commands it means something to, and every error
+ * names the flag or argument at fault.
  *
  * Pure: "now" is an argument (times such as "--until 2h" are resolved
- * against it), nothing is read from the environment.
+ * against it), nothing is read from the environment. argv is scanned with
+ * getopt_long(3), whose state is global: not reentrant (one parse at a time,
+ * from one thread); each parse starts afresh and leaves argv in its order.
  *
  * Ownership: strings in struct cli_args point into argv.
  */

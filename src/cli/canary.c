@@ -11,6 +11,7 @@
 #include "net/curl_loop.h"
 #include "net/http_get.h"
 #include "util/buf.h"
+#include "util/text.h"
 
 struct canary {
     struct cli_api *api;
@@ -35,6 +36,16 @@ static void read_free(struct read *rd)
     free(rd->url);
     buf_free(&rd->body);
     free(rd);
+}
+
+char *canary_http_error(long http_code, const char *body)
+{
+    char *excerpt = text_printable_copy(body, strnlen(body, CANARY_ERROR_BODY), false, ' ');
+    char *msg = NULL;
+    if (excerpt && asprintf(&msg, "HTTP %ld: %s", http_code, excerpt) < 0)
+        msg = NULL;
+    free(excerpt);
+    return msg;
 }
 
 int canary_new(struct cli_api *api, const char *url_template, struct canary **ret)
@@ -206,14 +217,8 @@ int canary_read(struct canary *c, const struct canary_target *t, char **ret_valu
         r = rd->status;
     if (r == 0 && (rd->http_code < 200 || rd->http_code > 299)) {
         r = -EIO;
-        char *start = strndup(buf_str(&rd->body), 200);
-        for (char *p = start; p && *p; p++)
-            if ((unsigned char)*p < 0x20)
-                *p = ' ';
         free(rd->error);
-        if (asprintf(&rd->error, "HTTP %ld: %s", rd->http_code, start ? start : "") < 0)
-            rd->error = NULL;
-        free(start);
+        rd->error = canary_http_error(rd->http_code, buf_str(&rd->body));
     }
     if (r == 0) {
         trim_into(rd, ret_value);

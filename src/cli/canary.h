@@ -45,4 +45,12 @@ int canary_read(struct canary *c, const struct canary_target *t, char **ret_valu
 
 void canary_free(struct canary *c);
 
+/* How much of a failed answer's body an error quotes. */
+#define CANARY_ERROR_BODY 200
+
+/* The error for an answer that is not 2xx: "HTTP 503: " and the body's first
+ * CANARY_ERROR_BODY bytes (up to a NUL) on one line, control characters as
+ * spaces. Malloc'd, the caller frees; NULL when out of memory. */
+char *canary_http_error(long http_code, const char *body);
+
 #endif

@@ -1,10 +1,12 @@
 #include "controller/options.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/args.h"
 #include "util/duration.h"
 
 enum flag_kind {
@@ -104,53 +106,108 @@ static int set_flag(struct controller_options *o, const struct flag *f, const ch
     return -EINVAL;
 }
 
+#define N_FLAGS (sizeof(flags) / sizeof(flags[0]))
+/* getopt_long's val for flags[i], --help and --version: above every
+ * character, so that they never meet -h's 'h'. */
+#define LONG_VAL(i) (256 + (int)(i))
+#define HELP_VAL LONG_VAL(N_FLAGS)
+#define VERSION_VAL LONG_VAL(N_FLAGS + 1)
+
+/* Every flag by its long name (a boolean with an optional "=value"), then
+ * --help and --version. */
+static void build_options(struct option *longopts)
+{
+    for (size_t i = 0; i < N_FLAGS; i++) {
+        int has_arg = flags[i].kind == FLAG_BOOL ? optional_argument : required_argument;
+        longopts[i] = (struct option){flags[i].name, has_arg, NULL, LONG_VAL(i)};
+    }
+    longopts[N_FLAGS] = (struct option){"help", no_argument, NULL, HELP_VAL};
+    longopts[N_FLAGS + 1] = (struct option){"version", no_argument, NULL, VERSION_VAL};
+    longopts[N_FLAGS + 2] = (struct option){0};
+}
+
+static int unknown_flag(const char *element, char *err, size_t size)
+{
+    const char *name = element + 2;
+    snprintf(err, size, "unknown flag --%.*s (see --help)", (int)strcspn(name, "="), name);
+    return -EINVAL;
+}
+
+/* getopt_long's '?' (an unknown flag, or a value given to --help or
+ * --version) or ':' (a flag without its value). */
+static int scan_error(int opt, char **argv, char *err, size_t size)
+{
+    const char *element = argv[optind - 1]; /* a long option is a whole element */
+    if (optopt > 0 && optopt < LONG_VAL(0)) {
+        snprintf(err, size, "unknown flag -%c (see --help)", optopt);
+        return -EINVAL;
+    }
+    if (opt == ':' && optopt < HELP_VAL &&
+        args_long_exact(element, flags[optopt - LONG_VAL(0)].name)) {
+        snprintf(err, size, "--%s needs a value", flags[optopt - LONG_VAL(0)].name);
+        return -EINVAL;
+    }
+    const char *no_value = optopt == HELP_VAL ? "help" : optopt == VERSION_VAL ? "version" : NULL;
+    if (opt == '?' && no_value && args_long_exact(element, no_value)) {
+        snprintf(err, size, "--%s takes no value", no_value);
+        return -EINVAL;
+    }
+    return unknown_flag(element, err, size);
+}
+
+/* Sets one flag getopt_long returned. */
+static int scan_flag(struct controller_options *o, int opt, char **argv, char *err, size_t size)
+{
+    if (opt == 'h') {
+        o->show_help = 1;
+        return 0;
+    }
+    const char *element = args_element(argv, optind, optarg);
+    if (opt == HELP_VAL || opt == VERSION_VAL) {
+        if (!args_long_exact(element, opt == HELP_VAL ? "help" : "version"))
+            return unknown_flag(element, err, size);
+        *(opt == HELP_VAL ? &o->show_help : &o->show_version) = 1;
+        return 0;
+    }
+    const struct flag *f = &flags[opt - LONG_VAL(0)];
+    if (!args_long_exact(element, f->name))
+        return unknown_flag(element, err, size);
+    return set_flag(o, f, optarg ? optarg : "true", err, size);
+}
+
+/* Reads argv with getopt_long: flags only, "--" ends them. */
+static int scan_args(int argc, char **argv, struct controller_options *o, char *err, size_t size)
+{
+    struct option longopts[N_FLAGS + 3];
+    build_options(longopts);
+    args_getopt_reset();
+    int opt;
+    while ((opt = getopt_long(argc, argv, "-:h", longopts, NULL)) != -1) {
+        if (opt == 1) {
+            snprintf(err, size, "unexpected argument \"%s\" (flags start with --)", optarg);
+            return -EINVAL;
+        }
+        if (opt == '?' || opt == ':')
+            return scan_error(opt, argv, err, size);
+        if (scan_flag(o, opt, argv, err, size) < 0)
+            return -EINVAL;
+    }
+    if (optind < argc) {
+        snprintf(err, size, "unexpected argument \"%s\" (flags start with --)", argv[optind]);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int controller_options_parse(int argc, char **argv, struct controller_options *ret, char *err,
                              size_t size)
 {
     struct controller_options o = {0};
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+    for (size_t i = 0; i < N_FLAGS; i++)
         if (set_flag(&o, &flags[i], flags[i].default_text, err, size) < 0)
             return -EINVAL;
-
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            o.show_help = 1;
-            continue;
-        }
-        if (strcmp(arg, "--version") == 0) {
-            o.show_version = 1;
-            continue;
-        }
-        if (strncmp(arg, "--", 2) != 0) {
-            snprintf(err, size, "unexpected argument \"%s\" (flags start with --)", arg);
-            return -EINVAL;
-        }
-        const char *name = arg + 2;
-        const char *eq = strchr(name, '=');
-        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-        const struct flag *f = NULL;
-        for (size_t j = 0; j < sizeof(flags) / sizeof(flags[0]); j++)
-            if (strlen(flags[j].name) == name_len && strncmp(flags[j].name, name, name_len) == 0)
-                f = &flags[j];
-        if (!f) {
-            snprintf(err, size, "unknown flag --%.*s (see --help)", (int)name_len, name);
-            return -EINVAL;
-        }
-        const char *value;
-        if (eq)
-            value = eq + 1;
-        else if (f->kind == FLAG_BOOL)
-            value = "true";
-        else if (i + 1 < argc)
-            value = argv[++i];
-        else {
-            snprintf(err, size, "--%s needs a value", f->name);
-            return -EINVAL;
-        }
-        if (set_flag(&o, f, value, err, size) < 0)
-            return -EINVAL;
-    }
+    if (scan_args(argc, argv, &o, err, size) < 0)
+        return -EINVAL;
     if (o.leader_elect &&
         !(o.retry_period_ms < o.renew_deadline_ms && o.renew_deadline_ms < o.lease_duration_ms)) {
         snprintf(err, size,
@@ -167,7 +224,7 @@ void controller_options_usage(FILE *out)
     fprintf(out, "Usage: hibernator [flags]\n\n"
                  "Pauses idle GPU workspaces and brings them back with their state.\n\n"
                  "Flags:\n");
-    for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+    for (size_t i = 0; i < N_FLAGS; i++)
         fprintf(out, "  --%-30s %s (default \"%s\")\n", flags[i].name, flags[i].help,
                 flags[i].default_text);
     fprintf(out, "  --%-30s %s\n  --%-30s %s\n", "help", "print this text", "version",

@@ -2,7 +2,6 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +15,7 @@
 #include "util/base64.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/file_read.h"
 #include "util/log.h"
 #include "util/secret.h"
 #include "util/text.h"
@@ -51,21 +51,9 @@ struct waiter {
     struct waiter *next;
 };
 
-/* One asynchronous read of the token file. Detached (c == NULL) when the
- * credentials object is freed mid-read: a uv_fs request cannot be taken
- * back, so the read finishes, closes its fd and frees itself. */
-struct token_read {
-    struct kube_credentials *c;
-    uv_loop_t *loop;
-    uv_fs_t req;
-    uv_file fd;
-    int status;
-    struct buf data;
-    char chunk[16384];
-};
-
-/* One run of an exec plugin. Detached like token_read on free; it then
- * kills the plugin and frees itself after its handles are closed. */
+/* One run of an exec plugin. Detached (c == NULL) when the credentials
+ * object is freed mid-run: it then kills the plugin and frees itself after
+ * its handles are closed. */
 struct exec_run {
     struct kube_credentials *c;
     uv_process_t process;
@@ -117,7 +105,7 @@ struct kube_credentials {
     struct waiter *waiters;
     struct waiter **waiters_tail;
     bool refreshing;
-    struct token_read *read;
+    struct file_read *read; /* the token file, while it is read */
     struct exec_run *run;
 
     unsigned delivering; /* callbacks on the stack; release waits for them */
@@ -259,45 +247,38 @@ static void deliver(struct kube_credentials *c, int status, const char *err)
 
 /* ---- token file ----------------------------------------------------------- */
 
-static void token_read_next(struct token_read *r);
-static void token_read_close(struct token_read *r);
-
-static void token_read_done(struct token_read *r)
+/* The token in the file's bytes, trimmed as client-go does (editors and echo
+ * add newlines). Returns 0 with *ret_token, or -EINVAL with *ret_err, or
+ * -ENOMEM. */
+static int token_from_file(const struct kube_credentials *c, const char *s, size_t n,
+                           char **ret_token, char **ret_err)
 {
-    struct kube_credentials *c = r->c;
-    int status = r->status;
+    size_t start = 0;
+    while (start < n && is_space(s[start]))
+        start++;
+    while (n > start && is_space(s[n - 1]))
+        n--;
+    if (n == start) {
+        *ret_err = strprintf("token file %s is empty", c->token_file);
+        return -EINVAL;
+    }
+    if (memchr(s + start, '\n', n - start) || memchr(s + start, '\r', n - start) ||
+        memchr(s + start, '\0', n - start)) {
+        *ret_err = strprintf("token file %s holds more than one line", c->token_file);
+        return -EINVAL;
+    }
+    *ret_token = strndup(s + start, n - start);
+    return *ret_token ? 0 : -ENOMEM;
+}
+
+/* The token file has been read (file_read wipes the bytes after this). */
+static void on_token_file(void *data, int status, const char *bytes, size_t len)
+{
+    struct kube_credentials *c = data;
     char *token = NULL, *err = NULL;
 
-    if (c && status == 0) {
-        size_t total = r->data.len, n = total;
-        char *s = buf_steal(&r->data);
-        if (!s) {
-            status = -ENOMEM;
-        } else {
-            /* Trim as client-go does: editors and echo add newlines. */
-            size_t start = 0;
-            while (start < n && is_space(s[start]))
-                start++;
-            while (n > start && is_space(s[n - 1]))
-                n--;
-            if (n == start) {
-                status = -EINVAL;
-                err = strprintf("token file %s is empty", c->token_file);
-            } else if (memchr(s + start, '\n', n - start) || memchr(s + start, '\r', n - start) ||
-                       memchr(s + start, '\0', n - start)) {
-                status = -EINVAL;
-                err = strprintf("token file %s holds more than one line", c->token_file);
-            } else if (!(token = strndup(s + start, n - start))) {
-                status = -ENOMEM;
-            }
-            secret_free(s, total);
-        }
-    }
-    secret_buf_free(&r->data);
-    free(r);
-    if (!c)
-        return;
-
+    if (status == 0)
+        status = token_from_file(c, bytes, len, &token, &err);
     c->read = NULL;
     c->refreshing = false;
     if (status == 0) {
@@ -321,95 +302,13 @@ static void token_read_done(struct token_read *r)
     free(err);
 }
 
-static void on_token_close(uv_fs_t *req)
-{
-    struct token_read *r = req->data;
-    uv_fs_req_cleanup(req);
-    token_read_done(r);
-}
-
-static void token_read_close(struct token_read *r)
-{
-    if (uv_fs_close(r->loop, &r->req, r->fd, on_token_close) < 0) {
-        uv_fs_req_cleanup(&r->req);
-        token_read_done(r);
-    }
-}
-
-static void on_token_read(uv_fs_t *req)
-{
-    struct token_read *r = req->data;
-    ssize_t n = req->result;
-    uv_fs_req_cleanup(req);
-    if (n < 0) {
-        r->status = (int)n;
-        token_read_close(r);
-        return;
-    }
-    if (n == 0 || !r->c) {
-        token_read_close(r);
-        return;
-    }
-    int k = buf_append(&r->data, r->chunk, (size_t)n);
-    OPENSSL_cleanse(r->chunk, (size_t)n);
-    if (k < 0) {
-        r->status = k == -ENOBUFS ? -EFBIG : k;
-        token_read_close(r);
-        return;
-    }
-    token_read_next(r);
-}
-
-static void token_read_next(struct token_read *r)
-{
-    uv_buf_t b = uv_buf_init(r->chunk, sizeof(r->chunk));
-    int k = uv_fs_read(r->loop, &r->req, r->fd, &b, 1, -1, on_token_read);
-    if (k < 0) {
-        r->status = k;
-        token_read_close(r);
-    }
-}
-
-static void on_token_open(uv_fs_t *req)
-{
-    struct token_read *r = req->data;
-    ssize_t fd = req->result;
-    uv_fs_req_cleanup(req);
-    if (fd < 0) {
-        r->status = (int)fd;
-        token_read_done(r);
-        return;
-    }
-    r->fd = (uv_file)fd;
-    token_read_next(r);
-}
-
 static int token_read_start(struct kube_credentials *c, char **ret_err)
 {
-    struct token_read *r = calloc(1, sizeof(*r));
-    if (!r)
-        return -ENOMEM;
-    r->c = c;
-    r->loop = c->loop;
-    r->fd = -1;
-    r->req.data = r;
-    buf_init(&r->data, TOKEN_FILE_MAX_BYTES);
-    /* Sized up front so growing by realloc leaves no copies of the token. */
-    if (buf_printf(&r->data, "%*s", (int)sizeof(r->chunk), "") < 0) {
-        free(r);
-        return -ENOMEM;
-    }
-    buf_reset(&r->data);
-    int k = uv_fs_open(c->loop, &r->req, c->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY, 0,
-                       on_token_open);
-    if (k < 0) {
-        buf_free(&r->data);
-        free(r);
+    int k =
+        file_read_start(c->loop, c->token_file, TOKEN_FILE_MAX_BYTES, on_token_file, c, &c->read);
+    if (k < 0 && k != -ENOMEM)
         *ret_err = strprintf("cannot read token file %s: %s", c->token_file, uv_strerror(k));
-        return k;
-    }
-    c->read = r;
-    return 0;
+    return k;
 }
 
 /* ---- exec plugin -------------------------------------------------------- */
@@ -929,10 +828,8 @@ void kube_credentials_free(struct kube_credentials *c)
         exec_run_kill(c->run);
         c->run = NULL;
     }
-    if (c->read) {
-        c->read->c = NULL;
-        c->read = NULL;
-    }
+    file_read_cancel(c->read);
+    c->read = NULL;
     c->refreshing = false;
     /* deliver() sees freeing and cancels every waiter, then releases c
      * unless a callback further up the stack still uses it. */

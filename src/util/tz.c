@@ -1,7 +1,6 @@
 #include "util/tz.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -9,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/buf.h"
+#include "util/file_read.h"
 #include "util/timefmt.h"
 
 #define SECS_PER_DAY INT64_C(86400)
@@ -743,19 +742,14 @@ struct tz_load_req {
     void *data;
     char *name;
     char *path;
-    uv_fs_t req;
     uv_timer_t timer; /* defers answers known before any I/O */
-    uv_file fd;
     int status;
     char *err;
     struct tz *tz;
-    struct buf bytes;
-    char chunk[16384];
 };
 
 static void load_req_free(struct tz_load_req *r)
 {
-    buf_free(&r->bytes);
     free(r->name);
     free(r->path);
     free(r->err);
@@ -798,83 +792,17 @@ static int load_defer(struct tz_load_req *r)
     return 0;
 }
 
-static void load_finish(struct tz_load_req *r)
+static void on_zone_file(void *data, int status, const char *bytes, size_t len)
 {
-    if (r->status == 0) {
-        int k = tz_parse(r->name, r->bytes.data, r->bytes.len, &r->tz, &r->err);
+    struct tz_load_req *r = data;
+    r->status = status;
+    if (status == 0) {
+        int k = tz_parse(r->name, bytes, len, &r->tz, &r->err);
         if (k < 0)
             r->status = k;
     }
     load_deliver(r);
     load_req_free(r);
-}
-
-static void on_load_close(uv_fs_t *req)
-{
-    struct tz_load_req *r = req->data;
-    if (req->result < 0 && r->status == 0)
-        r->status = (int)req->result;
-    uv_fs_req_cleanup(req);
-    load_finish(r);
-}
-
-static void load_close(struct tz_load_req *r)
-{
-    int k = uv_fs_close(r->loop, &r->req, r->fd, on_load_close);
-    if (k < 0) {
-        uv_fs_req_cleanup(&r->req);
-        load_finish(r);
-    }
-}
-
-static void load_read_next(struct tz_load_req *r);
-
-static void on_load_read(uv_fs_t *req)
-{
-    struct tz_load_req *r = req->data;
-    ssize_t n = req->result;
-    uv_fs_req_cleanup(req);
-    if (n < 0) {
-        r->status = (int)n;
-        load_close(r);
-        return;
-    }
-    if (n == 0) {
-        load_close(r);
-        return;
-    }
-    int k = buf_append(&r->bytes, r->chunk, (size_t)n);
-    if (k < 0) {
-        r->status = k == -ENOBUFS ? -EFBIG : k;
-        load_close(r);
-        return;
-    }
-    load_read_next(r);
-}
-
-static void load_read_next(struct tz_load_req *r)
-{
-    uv_buf_t b = uv_buf_init(r->chunk, sizeof(r->chunk));
-    int k = uv_fs_read(r->loop, &r->req, r->fd, &b, 1, -1, on_load_read);
-    if (k < 0) {
-        r->status = k;
-        load_close(r);
-    }
-}
-
-static void on_load_open(uv_fs_t *req)
-{
-    struct tz_load_req *r = req->data;
-    ssize_t fd = req->result;
-    uv_fs_req_cleanup(req);
-    if (fd < 0) {
-        r->status = (int)fd;
-        load_deliver(r);
-        load_req_free(r);
-        return;
-    }
-    r->fd = (uv_file)fd;
-    load_read_next(r);
 }
 
 int tz_load(uv_loop_t *loop, const char *dir, const char *name, tz_loaded_cb cb, void *data)
@@ -887,9 +815,6 @@ int tz_load(uv_loop_t *loop, const char *dir, const char *name, tz_loaded_cb cb,
     r->loop = loop;
     r->cb = cb;
     r->data = data;
-    r->fd = -1;
-    r->req.data = r;
-    buf_init(&r->bytes, TZ_FILE_MAX);
     if (!(r->name = strdup(name ? name : "")))
         goto oom;
 
@@ -910,11 +835,11 @@ int tz_load(uv_loop_t *loop, const char *dir, const char *name, tz_loaded_cb cb,
             r->path = NULL;
             goto oom;
         }
-        int k = uv_fs_open(loop, &r->req, r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0,
-                           on_load_open);
+        int k = file_read_start(loop, r->path, TZ_FILE_MAX, on_zone_file, r, NULL);
         if (k == 0)
             return 0;
-        uv_fs_req_cleanup(&r->req);
+        if (k == -ENOMEM)
+            goto oom;
         r->status = k;
     }
     int k = load_defer(r);

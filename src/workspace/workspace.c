@@ -8,6 +8,7 @@
 
 #include "util/duration.h"
 #include "util/json.h"
+#include "util/text.h"
 #include "util/timefmt.h"
 #include "workspace/status_fields.h"
 
@@ -580,10 +581,8 @@ int workspace_status_remove_condition(struct workspace_status *s, const char *ty
 
 void workspace_message_one_line(char *s)
 {
-    size_t n = 0;
-    for (char *p = s; *p; p++, n++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';
+    size_t n = strlen(s);
+    text_sanitize(s, n, ' ');
     if (n > WORKSPACE_MESSAGE_MAX) {
         size_t cut = WORKSPACE_MESSAGE_MAX - 3;
         while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)

@@ -206,6 +206,59 @@ static void test_args_commands(void **state)
     assert_string_equal(a.name, "-odd-name");
 }
 
+/* Each way to give a flag its value, before and after the command. */
+static void test_args_value_forms(void **state)
+{
+    (void)state;
+    struct cli_args a;
+    char err[512];
+    static const char *const lines[] = {
+        "list --namespace=team-d", "list --namespace team-d", "list -n team-d", "list -n=team-d",
+        "list -nteam-d",           "--namespace team-d list", "-n=team-d list",
+    };
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+        if (parse(lines[i], &a, err, sizeof(err)) != 0)
+            fail_msg("\"%s\": %s", lines[i], err);
+        assert_string_equal(a.ns, "team-d");
+    }
+    /* A value may start with '-'; a boolean's value only comes after '='. */
+    assert_int_equal(parse("list --context -c- -A=false", &a, err, sizeof(err)), 0);
+    assert_string_equal(a.context, "-c-");
+    assert_false(a.all_namespaces);
+    assert_int_equal(parse("list --all-namespaces=true", &a, err, sizeof(err)), 0);
+    assert_true(a.all_namespaces);
+    assert_int_equal(parse("pause a --wait false", &a, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "unexpected argument \"false\""));
+    assert_int_equal(parse("report -ojson --from=2026-03-01 --to 2026-03-02", &a, err, sizeof(err)),
+                     0);
+    assert_int_equal(a.output, CLI_OUTPUT_JSON);
+    assert_int_equal(a.to_ms, at("2026-03-02T00:00:00Z"));
+}
+
+/* The scanner's state is global: a parse that stopped inside an element
+ * ("-zq") must not leak into the next one, and argv keeps its order. */
+static void test_args_parse_again(void **state)
+{
+    (void)state;
+    struct cli_args a;
+    char err[512];
+    char *argv[] = {"kubectl-workspace", "-n", "x", "pause", "--wait", "w", "-zq", NULL};
+    char *orig[8];
+    memcpy(orig, argv, sizeof(argv));
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(cli_args_parse(7, argv, now_ms(), &a, err, sizeof(err)), -EINVAL);
+        assert_string_equal(err, "unknown flag: -z");
+        assert_memory_equal(argv, orig, sizeof(argv));
+        assert_int_equal(cli_args_parse(6, argv, now_ms(), &a, err, sizeof(err)), 0);
+        assert_string_equal(a.ns, "x");
+        assert_string_equal(a.name, "w");
+        assert_true(a.wait);
+        assert_memory_equal(argv, orig, sizeof(argv));
+    }
+    assert_int_equal(cli_args_parse(1, argv, now_ms(), &a, err, sizeof(err)), 0);
+    assert_int_equal(a.command, CLI_CMD_NONE);
+}
+
 /* Every usage error names the flag or argument at fault. */
 static void test_args_errors(void **state)
 {
@@ -242,6 +295,20 @@ static void test_args_errors(void **state)
         {"list --wait=maybe", "--wait is not a flag of list"},
         {"pause a --wait=maybe", "--wait: \"maybe\" is not true or false"},
         {"list -Ax", "flags do not combine"},
+        {"list -A -h -zq", "unknown flag: -z"},
+        {"list --bogus=1", "unknown flag: --bogus"},
+        /* A long flag is spelled in full: no prefixes, even unambiguous ones. */
+        {"list --names=x", "unknown flag: --names"},
+        {"resume a --wait --time 1m", "unknown flag: --time"},
+        {"list --c x", "unknown flag: --c"},
+        /* A flag's value missing at the end, each way it can be spelled. */
+        {"list --namespace", "--namespace needs a value"},
+        {"list --kubeconfig", "--kubeconfig needs a value"},
+        {"resume a --wait --timeout", "--timeout needs a value"},
+        {"drill --class", "--class needs a value"},
+        {"report -o", "-o needs a value"},
+        {"list --all-namespaces=maybe", "--all-namespaces: \"maybe\" is not true or false"},
+        {"list -A=maybe", "-A: \"maybe\" is not true or false"},
         {"help frob", "help: unknown command \"frob\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -633,6 +700,28 @@ static void test_canary_url(void **state)
     free(u);
 }
 
+static void test_canary_http_error(void **state)
+{
+    (void)state;
+    /* A body that would break the drill's one-line verdict or steer the
+     * terminal: line breaks, an escape sequence, DEL. */
+    char *m = canary_http_error(503, "not\r\nready \x1b[2Jyet\x7f");
+    assert_string_equal(m, "HTTP 503: not  ready  [2Jyet ");
+    free(m);
+
+    /* Only the first CANARY_ERROR_BODY bytes are quoted. */
+    char body[CANARY_ERROR_BODY + 50];
+    memset(body, 'x', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    m = canary_http_error(500, body);
+    assert_int_equal(strlen(m), strlen("HTTP 500: ") + CANARY_ERROR_BODY);
+    free(m);
+
+    m = canary_http_error(404, "");
+    assert_string_equal(m, "HTTP 404: ");
+    free(m);
+}
+
 /* ---- the report's arithmetic, by hand -------------------------------------------- */
 
 static void test_report_intervals(void **state)
@@ -934,6 +1023,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_args_commands),
         cmocka_unit_test(test_args_errors),
+        cmocka_unit_test(test_args_value_forms),
+        cmocka_unit_test(test_args_parse_again),
         cmocka_unit_test(test_args_times),
         cmocka_unit_test(test_timetext_age),
         cmocka_unit_test(test_timetext_parse),
@@ -944,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_drill_cold_start_why), /* one test a line */
         cmocka_unit_test(test_percentile),
         cmocka_unit_test(test_canary_url),
+        cmocka_unit_test(test_canary_http_error),
         cmocka_unit_test(test_report_intervals),
         cmocka_unit_test(test_ledger_fallback),
         cmocka_unit_test(test_golden_list),

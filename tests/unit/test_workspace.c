@@ -972,6 +972,28 @@ static void test_status_activity_lenient(void **state)
     workspace_free(ws);
 }
 
+static void test_message_one_line(void **state)
+{
+    (void)state;
+    char s[] = "pod\tfailed:\nimage pull\r\x1b[31mred\x7f\xc3\xa9";
+    workspace_message_one_line(s);
+    /* Control characters (C0 and DEL) become spaces; UTF-8 stays. */
+    assert_string_equal(s, "pod failed: image pull  [31mred \xc3\xa9");
+
+    /* Longer than WORKSPACE_MESSAGE_MAX: cut on a character boundary, "...". */
+    char long_msg[WORKSPACE_MESSAGE_MAX + 10];
+    memset(long_msg, 'a', sizeof(long_msg) - 1);
+    long_msg[sizeof(long_msg) - 1] = '\0';
+    /* A two-byte character straddles the cut at WORKSPACE_MESSAGE_MAX - 3. */
+    long_msg[WORKSPACE_MESSAGE_MAX - 4] = '\xc3';
+    long_msg[WORKSPACE_MESSAGE_MAX - 3] = '\xa9';
+    long_msg[5] = '\n';
+    workspace_message_one_line(long_msg);
+    assert_int_equal(strlen(long_msg), WORKSPACE_MESSAGE_MAX - 1);
+    assert_int_equal(long_msg[5], ' ');
+    assert_string_equal(long_msg + WORKSPACE_MESSAGE_MAX - 4, "...");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -994,6 +1016,7 @@ int main(void)
         cmocka_unit_test(test_status_history),
         cmocka_unit_test(test_status_history_lenient),
         cmocka_unit_test(test_decode_lenient),
+        cmocka_unit_test(test_message_one_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
