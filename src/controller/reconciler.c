@@ -228,6 +228,7 @@ static void on_ws_add(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     expectations_observe(&r->own_writes, e->key, e->resource_version);
+    controller_metrics_workspace_changed(r->metrics, NULL, e->obj);
     log_unreadable_spec(e);
     enqueue(r, e->ns, e->name);
 }
@@ -237,6 +238,7 @@ static void on_ws_update(void *data, const struct cache_entry *old_e, const stru
     struct reconciler *r = data;
     expectations_observe(&r->own_writes, e->key, e->resource_version);
     const struct workspace *was = old_e->obj, *ws = e->obj;
+    controller_metrics_workspace_changed(r->metrics, was, ws);
     if (!(was && ws && was->spec_error && ws->spec_error &&
           strcmp(was->spec_error, ws->spec_error) == 0))
         log_unreadable_spec(e);
@@ -249,6 +251,7 @@ static void on_ws_delete(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     expectations_forget(&r->own_writes, e->key);
+    controller_metrics_workspace_changed(r->metrics, e->obj, NULL);
     enqueue(r, e->ns, e->name);
 }
 
@@ -1419,8 +1422,8 @@ struct reconciler_stats reconciler_stats(const struct reconciler *r)
 
 void reconciler_collect_metrics(struct reconciler *r)
 {
-    controller_metrics_collect(r->metrics, reconciler_synced(r) ? r->ws_inf : NULL,
-                               workqueue_driver_queue(r->queue), uv_now(r->loop));
+    controller_metrics_collect(r->metrics, reconciler_synced(r), workqueue_driver_queue(r->queue),
+                               uv_now(r->loop));
 }
 
 int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,
