@@ -78,6 +78,16 @@ install_deps() {
   fi
 }
 
+# release_build DIR CC: what a packager builds (Release, no tests) with
+# compiler CC, warnings as errors; compiled only, nothing is run. The
+# optimiser finds warnings the other builds do not (format truncation,
+# maybe-uninitialized).
+release_build() {
+  local dir=$1 cc=$2
+  CC=$cc cmake -S "$repo" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DHIBERNATOR_TESTS=OFF >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
+}
+
 # cmake_build DIR [cmake args...]
 cmake_build() {
   local dir=$1

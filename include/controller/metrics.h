@@ -11,8 +11,10 @@
  *   - what the workspaces went through (hibernator_*): counted from a
  *     decision's outcome (workspace/outcome.h) once its status write has
  *     succeeded, so each pause, resume and snapshot counts exactly once;
- *   - hibernator_workspaces{class,state}: replaced whole from the cache at
- *     each collection (about every second, on the loop).
+ *   - hibernator_workspaces{class,state}: counted as the Workspace cache
+ *     changes (an add, update or delete the informer reports, relists
+ *     included), so nothing walks the cache; the counts are shown at the
+ *     next collection after they changed.
  *
  * Every function accepts a NULL struct controller_metrics and then does
  * nothing, so the controller runs the same with metrics off. All run on
@@ -25,7 +27,6 @@
 
 #include <stdint.h>
 
-#include "kube/informer.h"
 #include "kube/workqueue.h"
 #include "metrics/registry.h"
 #include "workspace/outcome.h"
@@ -34,6 +35,7 @@
 #define CONTROLLER_NAME "workspace"
 
 struct controller_metrics;
+struct workspace;
 
 /* Registers the families in registry; build_info carries version.
  * Returns 0, -ENOMEM, or -EEXIST when they are registered already. */
@@ -61,10 +63,21 @@ void controller_metrics_outcome(struct controller_metrics *m, const char *ns,
 void controller_metrics_probe_round(struct controller_metrics *m, const char *source,
                                     const char *result);
 
-/* The collection: workspaces by class and state from the Workspace cache
- * (entries are struct workspace), and the queue's gauges at now_ms (the
- * queue's clock). Either may be NULL. */
-void controller_metrics_collect(struct controller_metrics *m, const struct informer *workspaces,
+/* The Workspace cache changed: was is the workspace the cache held before
+ * (NULL: added, or the object could not be read), now what it holds now
+ * (NULL: deleted, or cannot be read). Call it with exactly what the
+ * informer hands its handlers, so the counts follow the cache, relists
+ * included. Costs a hash lookup or two, whatever the number of
+ * workspaces; nothing is kept of was or now. */
+void controller_metrics_workspace_changed(struct controller_metrics *m, const struct workspace *was,
+                                          const struct workspace *now);
+
+/* The collection: workspaces by class and state, when workspaces_synced
+ * (the Workspace cache holds its first list) and they changed since the
+ * last collection (a walk over the few classes and states, not over the
+ * workspaces), and the queue's gauges at now_ms (the queue's clock; q may
+ * be NULL). */
+void controller_metrics_collect(struct controller_metrics *m, int workspaces_synced,
                                 const struct workqueue *q, uint64_t now_ms);
 
 /* The API client's count of requests it dropped so far

@@ -70,8 +70,9 @@ int reconciler_start(struct reconciler *r);
 int reconciler_synced(const struct reconciler *r);
 struct reconciler_stats reconciler_stats(const struct reconciler *r);
 
-/* Brings the gauges read from the caches and the queue up to date (the
- * manager calls it about every second). */
+/* Brings the gauges up to date: the queue's, and the workspaces by class
+ * and state when they changed (the manager calls it about every second;
+ * it walks no cache). */
 void reconciler_collect_metrics(struct reconciler *r);
 
 void reconciler_close(struct reconciler *r);

@@ -39,6 +39,13 @@ int ledger_awaits_taker(const struct workspace_status *s, int64_t now_ms);
  * LEDGER_WATCH_MS before now, and no removal was seen yet. */
 int ledger_awaits_node_removal(const struct workspace_status *s, int64_t now_ms);
 
+/* The node the last pause's pod ran on, while the pause may still wait to
+ * learn something of it (ledger_awaits_taker() or
+ * ledger_awaits_node_removal() hold at the moment the accelerator was
+ * released); NULL otherwise. Reads no clock: whether it still waits now,
+ * within LEDGER_WATCH_MS, is for the caller to ask. */
+const char *ledger_watched_node(const struct workspace_status *s);
+
 /* Whether pod p took the accelerator ws's last pause released (which
  * ledger_awaits_taker() must still wait for): a pod of another workspace on
  * that node, asking for that resource, scheduled in or after the second the

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/strmap.h"
 #include "workspace/workspace.h"
 
 struct controller_metrics {
@@ -19,6 +20,17 @@ struct controller_metrics {
         *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
         *build_info, *interruptions, *home_losses, *client_dropped;
     uint64_t client_dropped_seen;
+
+    /* Workspaces by class and state: "class\nstate" -> struct ws_count
+     * (a class name never holds a line break); only counts above 0. */
+    struct strmap ws_counts;
+    int ws_counts_changed; /* since they were last shown */
+};
+
+struct ws_count {
+    size_t n;
+    const char *state; /* a static name */
+    char class_name[]; /* the key's first part */
 };
 
 static const char *const queue_label[] = {"name", NULL};
@@ -83,6 +95,7 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
     if (!m)
         return -ENOMEM;
     m->registry = registry;
+    strmap_init(&m->ws_counts);
     struct registrar g = {registry, 0};
 
     m->queue_depth = gauge(&g, "workqueue_depth", "Current depth of workqueue", queue_label);
@@ -183,6 +196,12 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
 
 void controller_metrics_free(struct controller_metrics *m)
 {
+    if (!m)
+        return;
+    void *v;
+    for (size_t it = 0; strmap_next(&m->ws_counts, &it, NULL, &v);)
+        free(v);
+    strmap_free(&m->ws_counts);
     free(m);
 }
 
@@ -283,28 +302,89 @@ void controller_metrics_probe_round(struct controller_metrics *m, const char *so
     metrics_counter_add(m->probe_rounds, (const char *[]){source, word}, 1);
 }
 
-/* ---- collection ---- */
+/* ---- workspaces by class and state ---- */
 
-static void count_workspace(void *data, const struct cache_entry *e)
+/* ws's state as the gauge names it. */
+static const char *ws_state(const struct workspace *ws)
 {
-    struct metrics_gauge_update *u = data;
-    const struct workspace *ws = e->obj;
-    if (!ws)
-        return;
     const char *state = workspace_state_name(ws->status.state);
-    metrics_gauge_update_add(
-        u, (const char *[]){ws->class_name ? ws->class_name : "", state[0] ? state : "Unknown"}, 1);
+    return state[0] ? state : "Unknown";
 }
 
-void controller_metrics_collect(struct controller_metrics *m, const struct informer *workspaces,
+/* "class\nstate" for ws in *ret (caller frees). Returns 0 or -ENOMEM. */
+static int ws_count_key(const struct workspace *ws, char **ret)
+{
+    return asprintf(ret, "%s\n%s", ws->class_name ? ws->class_name : "", ws_state(ws)) < 0 ? -ENOMEM
+                                                                                           : 0;
+}
+
+/* Adds delta (+1 or -1) to ws's class and state. A count never goes
+ * below 0 (a delete of what was never counted changes nothing); out of
+ * memory an add is not counted. */
+static void ws_count_add(struct controller_metrics *m, const struct workspace *ws, int delta)
+{
+    char *key = NULL;
+    if (ws_count_key(ws, &key) < 0)
+        return;
+    struct ws_count *c = strmap_get(&m->ws_counts, key);
+    if (delta < 0 && c) {
+        if (--c->n == 0)
+            free(strmap_remove(&m->ws_counts, key));
+        m->ws_counts_changed = 1;
+    } else if (delta > 0 && c) {
+        c->n++;
+        m->ws_counts_changed = 1;
+    } else if (delta > 0) {
+        const char *cls = ws->class_name ? ws->class_name : "";
+        c = malloc(sizeof(*c) + strlen(cls) + 1);
+        if (c) {
+            c->n = 1;
+            c->state = ws_state(ws);
+            strcpy(c->class_name, cls);
+            if (strmap_put(&m->ws_counts, key, c, NULL) < 0)
+                free(c);
+            else
+                m->ws_counts_changed = 1;
+        }
+    }
+    free(key);
+}
+
+/* Whether a and b count under the same class and state. */
+static int same_count(const struct workspace *a, const struct workspace *b)
+{
+    return a && b && a->status.state == b->status.state &&
+           strcmp(a->class_name ? a->class_name : "", b->class_name ? b->class_name : "") == 0;
+}
+
+void controller_metrics_workspace_changed(struct controller_metrics *m, const struct workspace *was,
+                                          const struct workspace *now)
+{
+    if (!m || same_count(was, now))
+        return;
+    if (was)
+        ws_count_add(m, was, -1);
+    if (now)
+        ws_count_add(m, now, +1);
+}
+
+/* ---- collection ---- */
+
+void controller_metrics_collect(struct controller_metrics *m, int workspaces_synced,
                                 const struct workqueue *q, uint64_t now_ms)
 {
     if (!m)
         return;
     struct metrics_gauge_update *u = NULL;
-    if (workspaces && metrics_gauge_update_begin(m->workspaces, &u) == 0) {
-        informer_foreach(workspaces, count_workspace, u);
+    if (workspaces_synced && m->ws_counts_changed &&
+        metrics_gauge_update_begin(m->workspaces, &u) == 0) {
+        void *v;
+        for (size_t it = 0; strmap_next(&m->ws_counts, &it, NULL, &v);) {
+            const struct ws_count *c = v;
+            metrics_gauge_update_add(u, (const char *[]){c->class_name, c->state}, (double)c->n);
+        }
         metrics_gauge_update_commit(u);
+        m->ws_counts_changed = 0;
     }
     if (q) {
         struct workqueue_metrics qm;

@@ -13,6 +13,7 @@
 #include "controller/app_checkpoint.h"
 #include "controller/events.h"
 #include "controller/expectations.h"
+#include "controller/node_index.h"
 #include "controller/pods_seen.h"
 #include "controller/writes.h"
 #include "kube/informer.h"
@@ -65,7 +66,10 @@ struct reconciler {
     struct node_cache *nodes; /* which accelerator a pod got; started with an accelerator class */
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
-    struct strmap noticed;    /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
+    /* Pods by node, paused workspaces by the node they left: what a node's
+     * or a scheduled pod's event looks at. */
+    struct node_index by_node;
+    struct strmap noticed; /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
     /* "ns/ws" -> struct action_failure *: the last action the API server
      * refused, until a pass carries out all its actions. */
     struct strmap failures;
@@ -222,10 +226,39 @@ static void log_unreadable_spec(const struct cache_entry *e)
                  "resourceVersion", e->resource_version, "error", ws->spec_error);
 }
 
+/* The entry of inf cached under key ("ns/name"), NULL: none. */
+static const struct cache_entry *cached(const struct informer *inf, const char *key)
+{
+    const char *s = strchr(key, '/');
+    char *ns = s ? strndup(key, (size_t)(s - key)) : NULL;
+    const struct cache_entry *e = ns ? informer_get(inf, ns, s + 1) : NULL;
+    free(ns);
+    return e;
+}
+
+/* The node index follows the caches; out of memory it misses an object
+ * until its next change, said once per change. */
+static void index_workspace(struct reconciler *r, const struct cache_entry *e,
+                            const struct workspace *ws)
+{
+    if (node_index_workspace(&r->by_node, e->key, ws) < 0)
+        log_warn("workspace not indexed by node", "workspace", e->key, "error",
+                 log_errno_str(-ENOMEM));
+}
+
+static void index_pod(struct reconciler *r, const struct cache_entry *e,
+                      const struct workspace_pod *p)
+{
+    if (node_index_pod(&r->by_node, e->key, p) < 0)
+        log_warn("pod not indexed by node", "pod", e->key, "error", log_errno_str(-ENOMEM));
+}
+
 static void on_ws_add(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     expectations_observe(&r->own_writes, e->key, e->resource_version);
+    controller_metrics_workspace_changed(r->metrics, NULL, e->obj);
+    index_workspace(r, e, e->obj);
     log_unreadable_spec(e);
     enqueue(r, e->ns, e->name);
 }
@@ -235,6 +268,8 @@ static void on_ws_update(void *data, const struct cache_entry *old_e, const stru
     struct reconciler *r = data;
     expectations_observe(&r->own_writes, e->key, e->resource_version);
     const struct workspace *was = old_e->obj, *ws = e->obj;
+    controller_metrics_workspace_changed(r->metrics, was, ws);
+    index_workspace(r, e, ws);
     if (!(was && ws && was->spec_error && ws->spec_error &&
           strcmp(was->spec_error, ws->spec_error) == 0))
         log_unreadable_spec(e);
@@ -247,6 +282,8 @@ static void on_ws_delete(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     expectations_forget(&r->own_writes, e->key);
+    controller_metrics_workspace_changed(r->metrics, e->obj, NULL);
+    index_workspace(r, e, NULL);
     enqueue(r, e->ns, e->name);
 }
 
@@ -304,6 +341,7 @@ static void on_pod_add(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     const struct workspace_pod *p = e->obj;
+    index_pod(r, e, p);
     char *wk = ws_key_of_pod(p);
     if (!wk)
         return;
@@ -343,11 +381,12 @@ struct pod_scheduled {
     int64_t now;
 };
 
-static void enqueue_if_taken(void *data, const struct cache_entry *e)
+static void enqueue_if_taken(void *data, const char *key)
 {
     struct pod_scheduled *m = data;
-    if (e->obj && ledger_taker_pick(e->obj, m->now, NULL, m->pod))
-        enqueue(m->r, e->ns, e->name);
+    const struct cache_entry *e = cached(m->r->ws_inf, key);
+    if (e && e->obj && ledger_taker_pick(e->obj, m->now, NULL, m->pod))
+        queue_key(m->r, e->key);
 }
 
 static void on_pod_update(void *data, const struct cache_entry *old_e, const struct cache_entry *e)
@@ -356,7 +395,7 @@ static void on_pod_update(void *data, const struct cache_entry *old_e, const str
     const struct workspace_pod *was = old_e->obj, *p = e->obj;
     if (was && p && !was->node_name && p->node_name && p->extended[0]) {
         struct pod_scheduled m = {r, p, r->now_ms(r->now_data)};
-        informer_foreach(r->ws_inf, enqueue_if_taken, &m);
+        node_index_paused_from(&r->by_node, p->node_name, enqueue_if_taken, &m);
     }
     on_pod_add(data, e);
 }
@@ -364,6 +403,7 @@ static void on_pod_update(void *data, const struct cache_entry *old_e, const str
 static void on_pod_delete(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
+    index_pod(r, e, NULL);
     char *wk = ws_key_of_pod(e->obj);
     if (!wk)
         return;
@@ -420,14 +460,35 @@ static void enqueue_if_paused_off_node(void *data, const struct cache_entry *e)
     queue_key(m->r, e->key);
 }
 
+static void enqueue_pod_key_if_on_node(void *data, const char *key)
+{
+    const struct node_match *m = data;
+    const struct cache_entry *e = cached(m->r->pod_inf, key);
+    if (e)
+        enqueue_if_on_node(data, e);
+}
+
+static void enqueue_ws_key_if_paused_off_node(void *data, const char *key)
+{
+    const struct node_match *m = data;
+    const struct cache_entry *e = cached(m->r->ws_inf, key);
+    if (e)
+        enqueue_if_paused_off_node(data, e);
+}
+
 /* A node's product label changed, or the node came or went: the
- * workspaces with a pod on it decide again. */
+ * workspaces with a pod on it decide again (NULL: any node, all of them). */
 static void on_node_change(void *data, const char *node)
 {
     struct reconciler *r = data;
     if (r->closing)
         return;
     struct node_match m = {r, node};
+    if (node) {
+        node_index_pods_on(&r->by_node, node, enqueue_pod_key_if_on_node, &m);
+        node_index_paused_from(&r->by_node, node, enqueue_ws_key_if_paused_off_node, &m);
+        return;
+    }
     informer_foreach(r->pod_inf, enqueue_if_on_node, &m);
     informer_foreach(r->ws_inf, enqueue_if_paused_off_node, &m);
 }
@@ -1023,25 +1084,29 @@ static void run_next(struct job *j)
 }
 
 struct taker_search {
+    const struct reconciler *r;
     const struct workspace *ws;
     int64_t now;
     const struct workspace_pod *first;
 };
 
-static void pick_taker(void *data, const struct cache_entry *e)
+static void pick_taker(void *data, const char *key)
 {
     struct taker_search *t = data;
-    t->first = ledger_taker_pick(t->ws, t->now, t->first, e->obj);
+    const struct cache_entry *e = cached(t->r->pod_inf, key);
+    if (e)
+        t->first = ledger_taker_pick(t->ws, t->now, t->first, e->obj);
 }
 
 /* The pod that took the accelerator ws's last pause released, from the
- * controller's own pods; NULL: none (yet), or nothing to look for. */
+ * controller's own pods on the node it left; NULL: none (yet), or nothing
+ * to look for. */
 static const struct workspace_pod *accelerator_taker(const struct reconciler *r,
                                                      const struct workspace *ws, int64_t now)
 {
-    struct taker_search t = {ws, now, NULL};
+    struct taker_search t = {r, ws, now, NULL};
     if (ledger_awaits_taker(&ws->status, now))
-        informer_foreach(r->pod_inf, pick_taker, &t);
+        node_index_pods_on(&r->by_node, ws->status.last_pause.node_name, pick_taker, &t);
     return t.first;
 }
 
@@ -1427,8 +1492,8 @@ struct reconciler_stats reconciler_stats(const struct reconciler *r)
 
 void reconciler_collect_metrics(struct reconciler *r)
 {
-    controller_metrics_collect(r->metrics, reconciler_synced(r) ? r->ws_inf : NULL,
-                               workqueue_driver_queue(r->queue), uv_now(r->loop));
+    controller_metrics_collect(r->metrics, reconciler_synced(r), workqueue_driver_queue(r->queue),
+                               uv_now(r->loop));
 }
 
 int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,
@@ -1449,6 +1514,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     if (o->failpoint && o->failpoint[0])
         r->failpoint = strdup(o->failpoint);
     strmap_init(&r->pods_by_ws);
+    node_index_init(&r->by_node);
     strmap_init(&r->noticed);
     strmap_init(&r->failures);
     strmap_init(&r->gone_pods);
@@ -1549,6 +1615,7 @@ void reconciler_close(struct reconciler *r)
         free(set);
     }
     strmap_free(&r->pods_by_ws);
+    node_index_free(&r->by_node);
     for (size_t it = 0; strmap_next(&r->noticed, &it, NULL, &v);)
         free(v);
     strmap_free(&r->noticed);

@@ -241,7 +241,8 @@ static void request_fail(struct kube_request *r, int status, const char *why)
     struct kube_client *c = r->client;
     r->state = REQUEST_FAILED;
     r->fail_status = status;
-    snprintf(r->errbuf, sizeof(r->errbuf), "%s", why);
+    if (snprintf(r->errbuf, sizeof(r->errbuf), "%s", why) >= (int)sizeof(r->errbuf))
+        memcpy(r->errbuf + sizeof(r->errbuf) - 4, "...", 4); /* a cut message says so */
     TAILQ_INSERT_TAIL(&c->failed, r, link);
     uv_timer_start(&c->reap_timer, on_reap_timer, 0, 0);
 }

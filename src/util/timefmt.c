@@ -139,12 +139,17 @@ static int format(int64_t unix_ms, bool micro, char *out, size_t size)
 
     unsigned secs = (unsigned)(rem / MS_PER_SECOND);
     unsigned ms = (unsigned)(rem % MS_PER_SECOND);
+    int n;
     if (micro)
-        snprintf(out, size, "%04u-%02u-%02uT%02u:%02u:%02u.%03u000Z", (unsigned)y, m, d,
-                 secs / 3600, secs / 60 % 60, secs % 60, ms);
+        n = snprintf(out, size, "%04u-%02u-%02uT%02u:%02u:%02u.%03u000Z", (unsigned)y, m, d,
+                     secs / 3600, secs / 60 % 60, secs % 60, ms);
     else
-        snprintf(out, size, "%04u-%02u-%02uT%02u:%02u:%02uZ", (unsigned)y, m, d, secs / 3600,
-                 secs / 60 % 60, secs % 60);
+        n = snprintf(out, size, "%04u-%02u-%02uT%02u:%02u:%02uZ", (unsigned)y, m, d, secs / 3600,
+                     secs / 60 % 60, secs % 60);
+    /* Each field has its width for a year within 0..9999, so this cannot
+     * happen; were it to, a cut time must not pass for a whole one. */
+    if (n < 0 || (size_t)n >= size)
+        return -ERANGE;
     return 0;
 }
 

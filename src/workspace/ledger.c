@@ -24,6 +24,13 @@ int ledger_awaits_node_removal(const struct workspace_status *s, int64_t now_ms)
            now_ms < lp->accelerator_released_ms + LEDGER_WATCH_MS;
 }
 
+const char *ledger_watched_node(const struct workspace_status *s)
+{
+    int64_t at = s->last_pause.accelerator_released_ms;
+    return ledger_awaits_taker(s, at) || ledger_awaits_node_removal(s, at) ? s->last_pause.node_name
+                                                                           : NULL;
+}
+
 /* p was scheduled before q (q NULL: nothing yet). */
 static int earlier(const struct workspace_pod *p, const struct workspace_pod *q)
 {

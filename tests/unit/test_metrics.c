@@ -14,6 +14,7 @@
 
 #include "controller/metrics.h"
 #include "metrics/registry.h"
+#include "workspace/workspace.h"
 
 #define DROPPED_HEAD                                                                               \
     "# HELP hibernator_metrics_series_dropped_total Series not recorded because their family "     \
@@ -373,14 +374,214 @@ static void test_controller_outcome(void **state)
     metrics_registry_free(r);
 }
 
+/* ---- hibernator_workspaces: running counts ---- */
+
+/* The hibernator_workspaces lines of r's exposition (caller frees). */
+static char *workspace_lines(struct metrics_registry *r)
+{
+    char *text = render(r);
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    static const char prefix[] = "hibernator_workspaces{";
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line) + 1 : strlen(line);
+        if (strncmp(line, prefix, sizeof(prefix) - 1) == 0)
+            assert_int_equal(buf_append(&b, line, n), 0);
+        line += n;
+    }
+    free(text);
+    assert_int_equal(buf_append(&b, "", 1), 0);
+    char *lines = buf_steal(&b);
+    buf_free(&b);
+    return lines;
+}
+
+static const char *const some_classes[] = {NULL, "", "cpu", "gpu", "a-very-long-class-name"};
+static const enum workspace_state some_states[] = {
+    WS_STATE_NONE,   WS_STATE_PENDING,  WS_STATE_RUNNING, WS_STATE_PAUSING,
+    WS_STATE_PAUSED, WS_STATE_RESUMING, WS_STATE_FAILED,  WS_STATE_WAITING_FOR_CAPACITY,
+};
+#define N_KEYS 12
+#define N_CLASSES (sizeof(some_classes) / sizeof(some_classes[0]))
+#define N_STATES (sizeof(some_states) / sizeof(some_states[0]))
+
+/* A cached object as the informer holds it: present or not, readable (a
+ * struct workspace) or not (NULL), and its resourceVersion. */
+struct model_entry {
+    int present;
+    int readable;
+    int rv;
+    struct workspace ws;
+};
+
+static void model_random(struct model_entry *e, int rv)
+{
+    e->present = 1;
+    e->readable = rand() % 8 != 0;
+    e->rv = rv;
+    e->ws.class_name = (char *)some_classes[rand() % N_CLASSES];
+    e->ws.status.state = some_states[rand() % N_STATES];
+}
+
+static const struct workspace *model_obj(const struct model_entry *e)
+{
+    return e->present && e->readable ? &e->ws : NULL;
+}
+
+/* What the controller exposed before: the gauge counted afresh from the
+ * whole cache, in a registry of its own. */
+static char *recount(const struct model_entry *cache)
+{
+    struct metrics_registry *r = registry(0);
+    struct metric_family *f = NULL;
+    assert_int_equal(metrics_gauge_new(r, "hibernator_workspaces", "Workspaces by class and state.",
+                                       (const char *[]){"class", "state", NULL}, &f),
+                     0);
+    struct metrics_gauge_update *u = NULL;
+    assert_int_equal(metrics_gauge_update_begin(f, &u), 0);
+    for (size_t k = 0; k < N_KEYS; k++) {
+        const struct workspace *ws = model_obj(&cache[k]);
+        if (!ws)
+            continue;
+        const char *state = workspace_state_name(ws->status.state);
+        assert_int_equal(
+            metrics_gauge_update_add(u,
+                                     (const char *[]){ws->class_name ? ws->class_name : "",
+                                                      state[0] ? state : "Unknown"},
+                                     1),
+            0);
+    }
+    metrics_gauge_update_commit(u);
+    char *lines = workspace_lines(r);
+    metrics_registry_free(r);
+    return lines;
+}
+
+/* The calls the informer makes for one watch event on key k. */
+static void watch_event(struct controller_metrics *m, struct model_entry *cache, size_t k, int rv)
+{
+    struct model_entry was = cache[k];
+    int kind = rand() % 3;
+    if (kind == 2 && was.present) { /* DELETED */
+        controller_metrics_workspace_changed(m, model_obj(&was), NULL);
+        cache[k].present = 0;
+        return;
+    }
+    model_random(&cache[k], rv); /* ADDED or MODIFIED */
+    controller_metrics_workspace_changed(m, model_obj(&was), model_obj(&cache[k]));
+}
+
+/* A relist after the watch expired (410 Gone): the informer swaps in what
+ * the list returned and calls add for the new keys, update for the changed
+ * ones (a resourceVersion that moved) and delete for those the list lacks. */
+static void relist(struct controller_metrics *m, struct model_entry *cache, int *rv)
+{
+    struct model_entry listed[N_KEYS];
+    for (size_t k = 0; k < N_KEYS; k++) {
+        listed[k] = cache[k];
+        int r = rand() % 4;
+        if (r == 0)
+            listed[k].present = 0;
+        else if (r == 1 || !listed[k].present)
+            model_random(&listed[k], ++*rv);
+    }
+    for (size_t k = 0; k < N_KEYS; k++) {
+        if (!listed[k].present)
+            continue;
+        if (!cache[k].present)
+            controller_metrics_workspace_changed(m, NULL, model_obj(&listed[k]));
+        else if (cache[k].rv != listed[k].rv)
+            controller_metrics_workspace_changed(m, model_obj(&cache[k]), model_obj(&listed[k]));
+    }
+    for (size_t k = 0; k < N_KEYS; k++)
+        if (cache[k].present && !listed[k].present)
+            controller_metrics_workspace_changed(m, model_obj(&cache[k]), NULL);
+    memcpy(cache, listed, sizeof(listed));
+}
+
+/* Workspaces by class and state are counted as the cache changes, not by
+ * walking it: after every sequence of adds, updates, deletes and relists
+ * the gauge equals a fresh count of the cache. */
+static void test_workspace_counts(void **state)
+{
+    (void)state;
+    struct metrics_registry *r = registry(0);
+    struct controller_metrics *m = NULL;
+    assert_int_equal(controller_metrics_new(r, "1.2.3", &m), 0);
+
+    /* A few steps by hand. */
+    struct workspace a = {.class_name = "gpu", .status.state = WS_STATE_RUNNING};
+    struct workspace b = {.class_name = "gpu", .status.state = WS_STATE_RUNNING};
+    struct workspace c = {.class_name = NULL, .status.state = WS_STATE_NONE};
+    controller_metrics_workspace_changed(m, NULL, &a);
+    controller_metrics_workspace_changed(m, NULL, &b);
+    controller_metrics_workspace_changed(m, NULL, &c);
+    controller_metrics_workspace_changed(NULL, NULL, &c); /* metrics off */
+    /* Not shown before the caches have synced. */
+    controller_metrics_collect(m, 0, NULL, 0);
+    char *lines = workspace_lines(r);
+    assert_string_equal(lines, "");
+    free(lines);
+    controller_metrics_collect(m, 1, NULL, 0);
+    lines = workspace_lines(r);
+    assert_string_equal(lines, "hibernator_workspaces{class=\"\",state=\"Unknown\"} 1\n"
+                               "hibernator_workspaces{class=\"gpu\",state=\"Running\"} 2\n");
+    free(lines);
+    struct workspace a2 = {.class_name = "gpu", .status.state = WS_STATE_PAUSED};
+    controller_metrics_workspace_changed(m, &a, &a2);
+    controller_metrics_workspace_changed(m, &c, NULL);
+    controller_metrics_workspace_changed(m, &b, &b); /* a status write that kept the state */
+    controller_metrics_collect(m, 1, NULL, 0);
+    lines = workspace_lines(r);
+    /* A series whose count fell to 0 is gone. */
+    assert_string_equal(lines, "hibernator_workspaces{class=\"gpu\",state=\"Paused\"} 1\n"
+                               "hibernator_workspaces{class=\"gpu\",state=\"Running\"} 1\n");
+    free(lines);
+    controller_metrics_workspace_changed(m, &a2, NULL);
+    controller_metrics_workspace_changed(m, &b, NULL);
+    controller_metrics_collect(m, 1, NULL, 0);
+    lines = workspace_lines(r);
+    assert_string_equal(lines, "");
+    free(lines);
+
+    /* Random sequences against a model of the cache. */
+    srand(7);
+    struct model_entry cache[N_KEYS];
+    memset(cache, 0, sizeof(cache));
+    int rv = 0;
+    for (int step = 0; step < 3000; step++) {
+        if (rand() % 20 == 0)
+            relist(m, cache, &rv);
+        else
+            watch_event(m, cache, (size_t)rand() % N_KEYS, ++rv);
+        if (rand() % 3 != 0)
+            continue; /* several changes between two collections */
+        controller_metrics_collect(m, 1, NULL, 0);
+        char *want = recount(cache), *got = workspace_lines(r);
+        if (strcmp(want, got) != 0)
+            fail_msg("step %d: want\n%sgot\n%s", step, want, got);
+        free(want);
+        free(got);
+    }
+    controller_metrics_free(m);
+    metrics_registry_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_empty),        cmocka_unit_test(test_counter),
-        cmocka_unit_test(test_gauge),        cmocka_unit_test(test_histogram),
-        cmocka_unit_test(test_escaping),     cmocka_unit_test(test_names),
-        cmocka_unit_test(test_series_limit), cmocka_unit_test(test_gauge_replaced),
-        cmocka_unit_test(test_format_value), cmocka_unit_test(test_controller_outcome),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_counter),
+        cmocka_unit_test(test_gauge),
+        cmocka_unit_test(test_histogram),
+        cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_series_limit),
+        cmocka_unit_test(test_gauge_replaced),
+        cmocka_unit_test(test_format_value),
+        cmocka_unit_test(test_controller_outcome),
+        cmocka_unit_test(test_workspace_counts),
     };
     return cmocka_run_group_tests_name("metrics registry", tests, NULL, NULL);
 }
