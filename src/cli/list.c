@@ -53,8 +53,10 @@ static int add_row(struct table *t, const struct workspace *ws, size_t skip, int
     char idle[TIMETEXT_SIZE] = "-", snap[TIMETEXT_SIZE], age[TIMETEXT_SIZE];
     if (st->state == WS_STATE_RUNNING)
         timetext_age_at(st->activity.idle_since_ms, now, idle);
+    /* The accelerator held or awaited, as `kubectl get ws` shows it: a
+     * paused or failed workspace holds none (its product is cleared). */
     const char *acc = st->accelerator_product;
-    if (!acc || !*acc)
+    if ((!acc || !*acc) && st->state != WS_STATE_PAUSED && st->state != WS_STATE_FAILED)
         acc = st->accelerator_resource;
     snapshot_cell(ws, now, snap);
     timetext_age_at(ws->created_ms, now, age);
