@@ -791,19 +791,27 @@ static void on_action_done(void *data, struct kube_response *resp)
     action_succeeded(j);
 }
 
+/* A write to the Workspace itself failed: returns 1 when it did (and the job
+ * is told), 0 when it succeeded. 409: the workspace changed since the
+ * decision (a user's edit wins), decide again on what it is now; 404: it is
+ * gone, nothing left to do; anything else is the action's failure. */
+static int workspace_write_failed(struct job *j, struct kube_response *resp)
+{
+    if (resp->status >= 0)
+        return 0;
+    if (kube_response_conflict(resp) || kube_response_not_found(resp))
+        job_finish(j, !kube_response_not_found(resp));
+    else
+        action_failed(j, resp, kube_response_error_text(resp));
+    return 1;
+}
+
 static void on_finalizer_patched(void *data, struct kube_response *resp)
 {
     struct job *j = data;
     j->req = NULL;
-    if (resp->status < 0) {
-        /* 404: the Workspace is gone already, nothing left to do; 409: it
-         * changed, decide again. */
-        if (kube_response_conflict(resp) || kube_response_not_found(resp))
-            job_finish(j, !kube_response_not_found(resp));
-        else
-            action_failed(j, resp, kube_response_error_text(resp));
+    if (workspace_write_failed(j, resp))
         return;
-    }
     wrote_workspace(j, resp->body);
     next_action(j);
 }
@@ -858,15 +866,8 @@ static void on_auto_paused(void *data, struct kube_response *resp)
 {
     struct job *j = data;
     j->req = NULL;
-    if (resp->status < 0) {
-        /* 409: the workspace changed since the decision (a user's edit
-         * wins); decide again on what it is now. 404: it is gone. */
-        if (kube_response_conflict(resp) || kube_response_not_found(resp))
-            job_finish(j, !kube_response_not_found(resp));
-        else
-            action_failed(j, resp, kube_response_error_text(resp));
+    if (workspace_write_failed(j, resp))
         return;
-    }
     wrote_workspace(j, resp->body);
     log_info("paused an idle workspace", "workspace", j->key, "reason",
              j->out.actions[j->next].message);
