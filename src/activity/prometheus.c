@@ -61,6 +61,8 @@ static int fail_remote(struct probe_result *r, const cJSON *root)
     return -EREMOTEIO;
 }
 
+/* Long: each step of the query response (status, data, resultType, each sample) is checked with its
+ * own message, in the order the response nests them. */
 int prometheus_parse_gpu_util(const char *body, size_t len, struct probe_result *r)
 {
     cJSON *root = NULL;

@@ -149,6 +149,8 @@ static void make_identity(char *out, size_t size)
              rnd[5]);
 }
 
+/* Long: the wiring of the whole process, each step undoing the ones before it when it fails,
+ * which reads best in one place. */
 int manager_run(const struct controller_options *o)
 {
     struct manager m = {.o = o};

@@ -88,6 +88,7 @@ static struct metric_family *histogram(struct registrar *g, const char *name, co
     return f;
 }
 
+/* Long: one registration per metric family, a list that reads like the exposition it makes. */
 int controller_metrics_new(struct metrics_registry *registry, const char *version,
                            struct controller_metrics **ret)
 {

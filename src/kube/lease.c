@@ -242,6 +242,50 @@ static uint64_t renew_time_left(const struct lease_state *s, const struct lease_
     return now_ms < deadline ? deadline - now_ms : 0;
 }
 
+/* The leader's turn: keep the Lease, or give it up before another could
+ * take it. */
+static int decide_as_leader(const struct lease_config *cfg, struct lease_state *state,
+                            enum lease_read read, const struct lease_record *current,
+                            const struct lease_times *t, uint64_t now_ms, int64_t now_unix_ms,
+                            struct lease_decision *ret_decision)
+{
+    struct lease_decision d = {.action = LEASE_WAIT, .delay_ms = t->retry_period_ms};
+    int r;
+    uint64_t left = renew_time_left(state, t, now_ms);
+    bool ours = read == LEASE_READ_FOUND &&
+                strcmp(str_or_empty(current->holder_identity), cfg->identity) == 0;
+    /* Past the deadline, or someone else's name on the record (or an
+     * empty one): leading any longer could overlap a new leader. */
+    if (left == 0 || (read == LEASE_READ_FOUND && !ours)) {
+        state->leader = false;
+        d.action = LEASE_LOST;
+        *ret_decision = d;
+        return 0;
+    }
+    if (read == LEASE_READ_FAILED) {
+        /* Look again in time to notice the deadline when it passes. */
+        d.delay_ms = min_u64(t->retry_period_ms, left);
+        *ret_decision = d;
+        return 0;
+    }
+    if (read == LEASE_READ_NOT_FOUND) {
+        /* Deleted under us: recreate it at once, nobody else holds it. */
+        r = build_record(cfg->identity, duration_seconds(t), NULL, 0, now_unix_ms, &d.record);
+        if (r < 0)
+            return r;
+        d.action = LEASE_CREATE;
+        *ret_decision = d;
+        return 0;
+    }
+    r = build_record(cfg->identity, duration_seconds(t), current->acquire_time,
+                     current->lease_transitions, now_unix_ms, &d.record);
+    if (r < 0)
+        return r;
+    d.action = LEASE_RENEW;
+    *ret_decision = d;
+    return 0;
+}
+
 int lease_decide(const struct lease_config *cfg, struct lease_state *state, enum lease_read read,
                  const struct lease_record *current, uint64_t now_ms, int64_t now_unix_ms,
                  struct lease_decision *ret_decision)
@@ -256,41 +300,8 @@ int lease_decide(const struct lease_config *cfg, struct lease_state *state, enum
     if (r < 0)
         return r;
 
-    if (state->leader) {
-        uint64_t left = renew_time_left(state, &t, now_ms);
-        bool ours = read == LEASE_READ_FOUND &&
-                    strcmp(str_or_empty(current->holder_identity), cfg->identity) == 0;
-        /* Past the deadline, or someone else's name on the record (or an
-         * empty one): leading any longer could overlap a new leader. */
-        if (left == 0 || (read == LEASE_READ_FOUND && !ours)) {
-            state->leader = false;
-            d.action = LEASE_LOST;
-            *ret_decision = d;
-            return 0;
-        }
-        if (read == LEASE_READ_FAILED) {
-            /* Look again in time to notice the deadline when it passes. */
-            d.delay_ms = min_u64(t.retry_period_ms, left);
-            *ret_decision = d;
-            return 0;
-        }
-        if (read == LEASE_READ_NOT_FOUND) {
-            /* Deleted under us: recreate it at once, nobody else holds it. */
-            r = build_record(cfg->identity, duration_seconds(&t), NULL, 0, now_unix_ms, &d.record);
-            if (r < 0)
-                return r;
-            d.action = LEASE_CREATE;
-            *ret_decision = d;
-            return 0;
-        }
-        r = build_record(cfg->identity, duration_seconds(&t), current->acquire_time,
-                         current->lease_transitions, now_unix_ms, &d.record);
-        if (r < 0)
-            return r;
-        d.action = LEASE_RENEW;
-        *ret_decision = d;
-        return 0;
-    }
+    if (state->leader)
+        return decide_as_leader(cfg, state, read, current, &t, now_ms, now_unix_ms, ret_decision);
 
     switch (read) {
     case LEASE_READ_FAILED:
