@@ -45,6 +45,11 @@ struct activity_tracker_options {
     struct controller_metrics *metrics; /* rounds are counted here; NULL: not */
 };
 
+/* A tracker on loop that reads token Secrets through client (both borrowed:
+ * they must outlive it). opts is read during the call (NULL: the defaults),
+ * except metrics and now_data, which are borrowed too. cb (NULL: none) runs
+ * from the loop. Returns 0 and *ret (the caller's, activity_tracker_close()),
+ * -EINVAL without a loop, or -ENOMEM (also when libcurl cannot start). */
 int activity_tracker_new(uv_loop_t *loop, struct kube_client *client,
                          const struct activity_tracker_options *opts, activity_changed_cb cb,
                          void *data, struct activity_tracker **ret);
@@ -83,6 +88,7 @@ void activity_tracker_check_restore(struct activity_tracker *t, const char *key,
 const struct restore_check *activity_tracker_restore_check(struct activity_tracker *t,
                                                            const char *key);
 
+/* Copies the prober's counters into *ret (the caller's). */
 void activity_tracker_stats(const struct activity_tracker *t, struct prober_stats *ret);
 
 #endif

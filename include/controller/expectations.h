@@ -53,6 +53,7 @@ enum expectation_state {
 
 /* timeout_ms <= 0: EXPECTATIONS_TIMEOUT_MS. */
 void expectations_init(struct expectations *x, int64_t timeout_ms);
+/* Frees every record; x is empty afterwards and may be used again. */
 void expectations_free(struct expectations *x);
 
 /* A write for key succeeded and the API server answered with rv at now_ms.
@@ -80,8 +81,11 @@ void expectations_forget(struct expectations *x, const char *key);
  * that changes x. */
 const char *expectations_recorded(const struct expectations *x, const char *key);
 
+/* How many keys have a write recorded (one past its timeout counts until
+ * expectations_check() drops it). */
 size_t expectations_len(const struct expectations *x);
 
+/* "None", "Seen", "Wait" or "Expired" ("?" for another value); static. */
 const char *expectation_state_name(enum expectation_state s);
 
 #endif

@@ -11,6 +11,10 @@
 
 #include "controller/options.h"
 
+/* Runs the controller as o says (borrowed for the whole run). Returns the
+ * process's exit status: as above, or 1 (logged) when it cannot start: the
+ * kubeconfig does not load, or the API client, the health and metrics
+ * servers, leader election or the controllers cannot be made. */
 int manager_run(const struct controller_options *options);
 
 #endif

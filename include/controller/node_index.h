@@ -41,6 +41,7 @@ struct node_index {
     struct key_groups paused; /* Workspace keys by the node their last pause left */
 };
 
+/* Makes x an empty index; allocates nothing. */
 void node_index_init(struct node_index *x);
 
 /* Frees what the index holds; it is empty afterwards. */
@@ -65,7 +66,9 @@ void node_index_pods_on(const struct node_index *x, const char *node,
 void node_index_paused_from(const struct node_index *x, const char *node,
                             void (*fn)(void *data, const char *key), void *data);
 
-/* How many keys one group holds (0 for none); for tests. */
+/* How many keys node's group holds (0 when it has none), for tests:
+ * node_index_pods_count() of pods on node, node_index_paused_count() of
+ * paused workspaces whose last pause left it. */
 size_t node_index_pods_count(const struct node_index *x, const char *node);
 size_t node_index_paused_count(const struct node_index *x, const char *node);
 

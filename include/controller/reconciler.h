@@ -61,13 +61,20 @@ struct reconciler_stats {
 
 struct reconciler;
 
+/* A reconciler on loop talking through client. o is read during the call
+ * (strings copied), except metrics and now_data, which are borrowed. Nothing
+ * is watched until reconciler_start(). Returns 0 and *ret (the caller's,
+ * reconciler_close()), or -ENOMEM or libuv's negative errno for a timer. */
 int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,
                    struct reconciler **ret);
 
 /* Starts the informers; reconciling begins once all of them have synced. */
 int reconciler_start(struct reconciler *r);
 
+/* 1 once the Workspace, WorkspaceClass, pod and claim caches have each
+ * listed once (it stays 1 through relists), else 0. */
 int reconciler_synced(const struct reconciler *r);
+/* A copy of the counters since reconciler_new(). */
 struct reconciler_stats reconciler_stats(const struct reconciler *r);
 
 /* Brings the gauges up to date: the queue's, and the workspaces by class
@@ -75,6 +82,8 @@ struct reconciler_stats reconciler_stats(const struct reconciler *r);
  * it walks no cache). */
 void reconciler_collect_metrics(struct reconciler *r);
 
+/* No callback follows and r is invalid on return; run the loop afterwards
+ * so its handles close. Accepts NULL. */
 void reconciler_close(struct reconciler *r);
 
 #endif

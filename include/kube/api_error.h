@@ -53,6 +53,7 @@ int kube_api_error_is_conflict(const struct kube_api_error *e);
  * resourceVersion is too old, relist. ("Unknown" counts as no reason.) */
 int kube_api_error_is_gone(const struct kube_api_error *e);
 
+/* Frees e's strings and zeroes it, ready to be filled again. Accepts NULL. */
 void kube_api_error_clear(struct kube_api_error *e);
 
 #endif

@@ -97,8 +97,11 @@ void kube_client_close(struct kube_client *client);
 /* The namespace the config names (context namespace or "default"). */
 const char *kube_client_namespace(const struct kube_client *client);
 
-/* Requests sent, dropped (LOW requests shed under pressure) and currently in
- * flight, for metrics and tests. */
+/* For metrics and tests: kube_client_requests_sent() counts requests handed
+ * to libcurl since the client was made, kube_client_requests_dropped() LOW
+ * requests shed under pressure (their callback got -EAGAIN), and
+ * kube_client_requests_in_flight() is how many were handed to libcurl and
+ * have not ended (watches included). */
 uint64_t kube_client_requests_sent(const struct kube_client *client);
 uint64_t kube_client_requests_dropped(const struct kube_client *client);
 unsigned kube_client_requests_in_flight(const struct kube_client *client);
@@ -132,10 +135,12 @@ struct kube_watch_options {
 };
 
 /*
- * Starting a call. Each returns 0 and, when ret_req is not NULL, the request
- * in *ret_req (written only on success): the client owns it; it stays valid
- * until its callback has returned or kube_request_cancel(). On failure the
- * callback is never called and the result says why:
+ * Starting a call: kube_get(), kube_list(), kube_create(), kube_replace(),
+ * kube_patch(), kube_delete(), kube_watch(). Each returns 0 and, when
+ * ret_req is not NULL, the request in *ret_req (written only on success):
+ * the client owns it; it stays valid until its callback has returned or
+ * kube_request_cancel(). On failure the callback is never called and the
+ * result says why:
  *   -EINVAL     a NULL client or resource, a missing name, patch, object or
  *               stream callback, a path that is not absolute;
  *   -ESHUTDOWN  the client is closing;
@@ -150,9 +155,11 @@ struct kube_watch_options {
 MUST_USE int kube_get(struct kube_client *c, const struct kube_resource *res, const char *ns,
                       const char *name, kube_response_cb cb, void *data,
                       struct kube_request **ret_req);
+/* GET of the collection, filtered and paged as opts says (NULL: all of it). */
 MUST_USE int kube_list(struct kube_client *c, const struct kube_resource *res, const char *ns,
                        const struct kube_list_options *opts, kube_response_cb cb, void *data,
                        struct kube_request **ret_req);
+/* POST of obj to the collection. */
 MUST_USE int kube_create(struct kube_client *c, const struct kube_resource *res, const char *ns,
                          const cJSON *obj, kube_response_cb cb, void *data,
                          struct kube_request **ret_req);
@@ -160,10 +167,13 @@ MUST_USE int kube_create(struct kube_client *c, const struct kube_resource *res,
 MUST_USE int kube_replace(struct kube_client *c, const struct kube_resource *res, const char *ns,
                           const char *name, const char *subresource, const cJSON *obj,
                           kube_response_cb cb, void *data, struct kube_request **ret_req);
+/* PATCH of name (or of its subresource) with patch, a document of type
+ * (copied). */
 MUST_USE int kube_patch(struct kube_client *c, const struct kube_resource *res, const char *ns,
                         const char *name, const char *subresource, enum kube_patch_type type,
                         const char *patch, kube_response_cb cb, void *data,
                         struct kube_request **ret_req);
+/* DELETE of name with opts (NULL: the API server's defaults). */
 MUST_USE int kube_delete(struct kube_client *c, const struct kube_resource *res, const char *ns,
                          const char *name, const struct kube_delete_options *opts,
                          kube_response_cb cb, void *data, struct kube_request **ret_req);
@@ -190,7 +200,9 @@ void kube_request_cancel(struct kube_request *req);
 /* Reading an answer: the API server's words for an API error, else
  * libcurl's, else the errno's (never NULL; valid while resp is). */
 const char *kube_response_error_text(const struct kube_response *resp);
-/* The API server answered 404, or 409 AlreadyExists. */
+/* 1 when the API server answered 404 (kube_response_not_found()), or 409
+ * with reason AlreadyExists (kube_response_already_exists()); else 0, also
+ * after a transport failure. */
 int kube_response_not_found(const struct kube_response *resp);
 int kube_response_already_exists(const struct kube_response *resp);
 /* The API server answered 409 Conflict (kube_api_error_is_conflict): the

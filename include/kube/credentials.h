@@ -51,6 +51,10 @@ struct kube_credentials;
 typedef void (*kube_credentials_cb)(void *data, int status, const struct kube_credential *cred,
                                     const char *err);
 
+/* Credentials for the user config names, on loop (borrowed: it must outlive
+ * them). Nothing is read or run before kube_credentials_get(). Returns 0 and
+ * *ret_credentials (the caller's), -EINVAL (a NULL argument, or an exec
+ * plugin without command or apiVersion) or -ENOMEM. */
 int kube_credentials_new(uv_loop_t *loop, const struct kube_config *config,
                          struct kube_credentials **ret_credentials);
 

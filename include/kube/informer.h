@@ -87,17 +87,24 @@ struct informer_stats {
 
 struct informer;
 
+/* An informer on loop for o->resource through client; loop, client and
+ * o->resource are borrowed and must outlive it, the rest of o is copied.
+ * Nothing is requested before informer_start(). Returns 0 and *ret_informer
+ * (the caller's, informer_free()), -EINVAL without a resource, or -ENOMEM. */
 int informer_new(uv_loop_t *loop, struct kube_client *client, const struct informer_options *o,
                  struct informer **ret_informer);
 
 /* Starts listing. Returns 0 or a negative errno. */
 int informer_start(struct informer *inf);
 
+/* 1 from when the first list is in the cache (on_synced runs then); it
+ * stays 1 through relists. 0 before. */
 int informer_has_synced(const struct informer *inf);
 
 /* ns NULL or "" for cluster-scoped objects. */
 const struct cache_entry *informer_get(const struct informer *inf, const char *ns,
                                        const char *name);
+/* How many objects the cache holds, unreadable ones included. */
 size_t informer_len(const struct informer *inf);
 
 /* Calls fn for every entry (unspecified order); fn must not change the informer. */
@@ -107,6 +114,7 @@ void informer_foreach(const struct informer *inf,
 /* The resourceVersion the cache reflects. */
 const char *informer_resource_version(const struct informer *inf);
 
+/* A copy of the counters since informer_new(). */
 struct informer_stats informer_stats(const struct informer *inf);
 
 /* Stops requests and timers and frees everything once the loop has closed

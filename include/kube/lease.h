@@ -46,6 +46,7 @@ struct lease_record {
     int64_t lease_transitions;
 };
 
+/* Frees r's strings and zeroes it. Accepts NULL. */
 void lease_record_clear(struct lease_record *r);
 
 /* Copies src into *ret_copy (which is overwritten, not freed).
@@ -76,6 +77,9 @@ struct lease_state {
     uint64_t renewed_ms; /* monotonic time of the last successful acquire or renew */
 };
 
+/* lease_state_init() makes s empty: nothing observed, not leading (it
+ * allocates nothing). lease_state_clear() frees the observed record and
+ * empties s the same way; it accepts NULL. */
 void lease_state_init(struct lease_state *s);
 void lease_state_clear(struct lease_state *s);
 
@@ -95,6 +99,8 @@ enum lease_action {
     LEASE_RELEASE, /* give the Lease up: replace it with record (PUT) */
 };
 
+/* "wait", "create", "acquire", "renew", "lost" or "release" ("unknown" for
+ * another value); static. */
 const char *lease_action_name(enum lease_action action);
 
 struct lease_decision {
@@ -103,6 +109,7 @@ struct lease_decision {
     uint64_t delay_ms;          /* until the next attempt, once this one is done */
 };
 
+/* Frees d's record and zeroes d (LEASE_WAIT, no delay). Accepts NULL. */
 void lease_decision_clear(struct lease_decision *d);
 
 /*

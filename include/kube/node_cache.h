@@ -32,6 +32,9 @@ struct node_cache;
  * in: any node may have changed. */
 typedef void (*node_cache_changed_cb)(void *data, const char *node);
 
+/* A cache on loop reading through client; cb (NULL: none) runs from the
+ * loop. Nothing is listed before node_cache_start(). Returns 0 and *ret (the
+ * caller's, node_cache_free()) or -ENOMEM. */
 int node_cache_new(uv_loop_t *loop, struct kube_client *client, node_cache_changed_cb cb,
                    void *data, struct node_cache **ret);
 

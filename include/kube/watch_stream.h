@@ -64,6 +64,8 @@ const char *watch_event_type_name(enum watch_event_type type);
 
 /* Drops any partial line (for a new connection) and frees the buffer. */
 void watch_stream_reset(struct watch_stream *s);
+/* The same as watch_stream_reset(): frees the buffer, the struct stays the
+ * caller's and may be fed again. Both accept NULL. */
 void watch_stream_free(struct watch_stream *s);
 
 #endif

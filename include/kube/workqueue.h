@@ -111,8 +111,10 @@ uint64_t workqueue_next_deadline(const struct workqueue *q);
 /* Stops accepting keys and drops the waiting ones. Keys already queued are
  * still handed out; after them workqueue_get() returns -ESHUTDOWN. */
 void workqueue_shutdown(struct workqueue *q);
+/* 1 once workqueue_shutdown() has been called, else 0. */
 int workqueue_shutting_down(const struct workqueue *q);
 
+/* Copies the queue's counts into *ret_metrics (the caller's). */
 void workqueue_get_metrics(const struct workqueue *q, struct workqueue_metrics *ret_metrics);
 
 /*
@@ -172,7 +174,10 @@ void workqueue_driver_close(struct workqueue_driver *d);
  * driver would not notice. */
 struct workqueue *workqueue_driver_queue(struct workqueue_driver *d);
 
-/* As the workqueue_* functions, with now_ms = uv_now(loop). */
+/* workqueue_driver_add(), _add_after(), _add_rate_limited() (which does not
+ * say the delay), _get(), _done(), _forget() and _shutdown() are the
+ * workqueue_* functions of the same name with now_ms = uv_now(loop): same
+ * results, same ownership of keys. */
 MUST_USE int workqueue_driver_add(struct workqueue_driver *d, const char *key);
 MUST_USE int workqueue_driver_add_after(struct workqueue_driver *d, const char *key,
                                         uint64_t delay_ms);

@@ -63,12 +63,14 @@ int metrics_registry_new(size_t max_series, struct metrics_registry **ret_regist
 void metrics_registry_free(struct metrics_registry *r);
 
 /*
- * Registers a family. labels is a NULL-terminated list of label names (NULL
- * for none, at most METRICS_MAX_LABELS). Histograms take their upper
- * bounds, finite and strictly increasing (+Inf is added). Returns 0 with
- * *ret_family set, -EEXIST when the name is taken, -EINVAL for a name, label
- * or bucket list Prometheus would refuse (a histogram may not have a label
- * "le"), or -ENOMEM.
+ * Registers a family: metrics_counter_new() a counter, metrics_gauge_new() a
+ * gauge, metrics_histogram_new() a histogram. labels is a NULL-terminated
+ * list of label names (NULL for none, at most METRICS_MAX_LABELS).
+ * Histograms take their upper bounds (buckets, n_buckets of them), finite
+ * and strictly increasing (+Inf is added). Everything given is copied.
+ * Returns 0 with *ret_family set, -EEXIST when the name is taken, -EINVAL
+ * for a name, label or bucket list Prometheus would refuse (a histogram may
+ * not have a label "le"), or -ENOMEM.
  */
 int metrics_counter_new(struct metrics_registry *r, const char *name, const char *help,
                         const char *const *labels, struct metric_family **ret_family);
@@ -79,11 +81,14 @@ int metrics_histogram_new(struct metrics_registry *r, const char *name, const ch
                           struct metric_family **ret_family);
 
 /*
- * Updates the series with these label values (one per label name, in their
- * order; NULL reads as ""; values may be NULL for a family without labels),
- * creating it at 0 when new. Returns 0, -EINVAL for the wrong type, a
- * negative counter increment or a NaN, -ENOSPC when the series is new and
- * the family is full (counted as dropped), or -ENOMEM.
+ * metrics_counter_add() adds delta (>= 0), metrics_gauge_set() sets value,
+ * metrics_gauge_add() adds delta (any sign), metrics_histogram_observe()
+ * counts value in its bucket, _sum and _count. Each updates the series with
+ * these label values (one per label name, in their order; NULL reads as "";
+ * values may be NULL for a family without labels), creating it at 0 when
+ * new. Returns 0, -EINVAL for a NULL family, the wrong type, a negative
+ * counter increment or a NaN, -ENOSPC when the series is new and the family
+ * is full (counted as dropped), or -ENOMEM.
  */
 int metrics_counter_add(struct metric_family *f, const char *const *values, double delta);
 int metrics_gauge_set(struct metric_family *f, const char *const *values, double value);

@@ -46,9 +46,10 @@ int http_servers_start(const char *health_bind, struct health_state *health,
                        const char *metrics_bind, struct metrics_registry *metrics,
                        struct http_server *ret_servers[2], char **ret_err);
 
-/* Parses "host:port" / ":port" / "[v6]:port" into a socket address.
- * Returns 0 or -EINVAL. */
 struct sockaddr_storage;
+/* Parses "host:port", ":port" (every IPv4 address) or "[v6]:port" into
+ * *ret_addr (the caller's). host is a numeric address, never a name; port is
+ * 1..65535. Returns 0, or -EINVAL (*ret_addr may be partly written). */
 int http_parse_bind(const char *bind, struct sockaddr_storage *ret_addr);
 
 #endif

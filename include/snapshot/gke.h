@@ -77,6 +77,7 @@ size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const c
 
 typedef void (*gke_done_cb)(void *data, int status, const char *error);
 
+struct gke_delete;
 /* Deletes the PodSnapshot (NotFound counts as done); the trigger that made
  * it follows once the cache sees the PodSnapshot gone. cb runs once with 0
  * or a negative errno, unless cancelled first. The arguments are copied
@@ -85,7 +86,6 @@ typedef void (*gke_done_cb)(void *data, int status, const char *error);
  * run or gke_delete_cancel() is called), or a negative errno and no
  * callback follows: -EINVAL (an argument missing), -ENOMEM, or what
  * kube_delete() refuses with (include/kube/client.h). */
-struct gke_delete;
 MUST_USE int gke_snapshots_delete(struct gke_snapshots *g, const char *ns, const char *name,
                                   gke_done_cb cb, void *data, struct gke_delete **ret_delete);
 /* Cancels a delete that has not called back: no callback follows, x is
@@ -142,6 +142,7 @@ struct gke_trigger_facts {
  * that never made a PodSnapshot is kept while its workspace lives (GKE may
  * still serve it, or decide() reads its failure) and deleted with it. */
 enum gke_trigger_fate gke_trigger_fate(const struct gke_trigger_facts *f);
+/* "Keep", "Check" or "Delete" ("?" for another value); static. */
 const char *gke_trigger_fate_name(enum gke_trigger_fate fate);
 
 /* The objects an attempt needs, built at decision time (the caches may
@@ -155,6 +156,7 @@ const char *gke_trigger_fate_name(enum gke_trigger_fate fate);
 cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct workspace_class *c,
                                  const char *attempt, const char *pod_name, const char *pod_group);
 
+struct gke_begin;
 /* Makes sure the workspace's policy exists (one that exists already is
  * patched to the built spec, without owner reference, unless "keepPolicy"),
  * then creates the trigger; AlreadyExists of the trigger counts as done (a
@@ -166,7 +168,6 @@ cJSON *gke_snapshot_begin_bodies(const struct workspace *ws, const struct worksp
  * follows: -EINVAL (an argument missing, or bodies without a named policy
  * or a trigger), -ENOMEM, or what kube_create() refuses with
  * (include/kube/client.h). */
-struct gke_begin;
 MUST_USE int gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bodies,
                                  gke_done_cb cb, void *data, struct gke_begin **ret_begin);
 /* Cancels a begin that has not called back: no callback follows, b is

@@ -30,6 +30,8 @@ struct snapshot_view {
     int unknown;
 };
 
+/* "InProgress", "Ready" or "Failed"; "" for SNAPSHOT_PHASE_NONE or another
+ * value. Static. */
 const char *snapshot_phase_name(enum snapshot_phase p);
 
 #endif

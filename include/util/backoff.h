@@ -17,6 +17,8 @@ struct backoff {
     uint64_t next_ms; /* the un-jittered delay the next call returns */
 };
 
+/* Sets the fields as given (no check: backoff_next() reads a factor below 1
+ * as 1 and clamps jitter to 0..1); the next delay is initial_ms. */
 void backoff_init(struct backoff *b, uint64_t initial_ms, uint64_t max_ms, double factor,
                   double jitter);
 

@@ -23,6 +23,8 @@ struct token_bucket {
     uint64_t last_ms;
 };
 
+/* A bucket of burst tokens (none when burst < 1), full at now_ms, refilling
+ * at rate_per_s tokens a second (<= 0: unlimited, never a wait). */
 void token_bucket_init(struct token_bucket *tb, double rate_per_s, int burst, uint64_t now_ms);
 
 /* Reserves one token and returns how long to wait before using it (0: now). */

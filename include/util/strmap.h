@@ -24,6 +24,7 @@ struct strmap {
     size_t len;
 };
 
+/* Makes m empty; allocates nothing. */
 void strmap_init(struct strmap *m);
 
 /* Returns the value for key or NULL. */
@@ -36,6 +37,7 @@ MUST_USE int strmap_put(struct strmap *m, const char *key, void *value, void **r
 /* Removes key and returns its value, or NULL when absent. */
 void *strmap_remove(struct strmap *m, const char *key);
 
+/* How many keys m holds. */
 size_t strmap_len(const struct strmap *m);
 
 /* Iterates: for (size_t i = 0; strmap_next(m, &i, &k, &v);) { ... } */

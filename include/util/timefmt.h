@@ -36,7 +36,9 @@ void timefmt_rfc3339_text(int64_t unix_ms, char out[TIMEFMT_RFC3339_SIZE]);
 int timefmt_format_rfc3339_micro(int64_t unix_ms, char *out, size_t size);
 
 /* Calendar arithmetic on the proleptic Gregorian calendar, exact for every
- * year: days since 1970-01-01 of a date (m 1..12, d 1..31), and back. */
+ * year: timefmt_days_from_civil() gives the days since 1970-01-01 of a date
+ * (m 1..12, d 1..31, not checked), timefmt_civil_from_days() the date of a
+ * day in *ret_y, *ret_m (1..12) and *ret_d (1..31). */
 int64_t timefmt_days_from_civil(int64_t y, unsigned m, unsigned d);
 void timefmt_civil_from_days(int64_t days, int64_t *ret_y, unsigned *ret_m, unsigned *ret_d);
 

@@ -83,9 +83,11 @@ void workspace_outcome_diff(const struct workspace_status *old,
 /* Whether the outcome has anything to count. */
 int workspace_outcome_any(const struct workspace_outcome *o);
 
-/* Label values: "files" | "snapshot" | "snapshot_failed"; "snapshot" |
- * "checkpoint" | "cold_start" | "fresh" | "fresh_home" ("" for none); "ready" | "failed" |
- * "timeout" ("" for none). */
+/* Metric label values, static: pause_memory_name() "files" | "snapshot" |
+ * "snapshot_failed" ("files" for another value); restore_source_name()
+ * "snapshot" | "checkpoint" | "cold_start" | "fresh" | "fresh_home" ("" for
+ * none or another value); snapshot_result_name() "ready" | "failed" |
+ * "timeout" ("" for none or another value). */
 const char *pause_memory_name(enum pause_memory m);
 const char *restore_source_name(enum restore_source s);
 const char *snapshot_result_name(enum snapshot_result r);

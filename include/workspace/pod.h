@@ -94,7 +94,10 @@ struct workspace_pvc {
     int64_t deletion_ms;
 };
 
-/* Informer codecs (void * = struct workspace_pod * / struct workspace_pvc *).
+/* Informer codecs (void * = struct workspace_pod * / struct workspace_pvc *):
+ * workspace_pod_decode() and workspace_pvc_decode() return a new struct made
+ * from obj (only read; data is unused), the caller's to free with
+ * workspace_pod_free() / workspace_pvc_free(), which free it and its strings.
  * Decoding is lenient (a missing field is unset); NULL only when out of
  * memory. The free functions accept NULL. */
 void *workspace_pod_decode(const cJSON *obj, void *data);
@@ -123,6 +126,8 @@ struct pod_end {
     char message[POD_END_MESSAGE_SIZE];
     int64_t at_ms;
 };
+/* Fills *ret (the caller's; every field written) with why p ended; p is
+ * only read. Cannot fail; a long message is cut. */
 void workspace_pod_end(const struct workspace_pod *p, int node_absent, struct pod_end *ret);
 
 /* Whether the pod's containers ask for the extended resource. */
@@ -157,12 +162,12 @@ struct pod_build {
     const char *group;
 };
 
+#define SNAPSHOT_GROUP_SIZE 64
 /* The snapshot group of a pod of the workspace meant to start from files:
  * "<workspace uid>-<pod generation>", unique per pod generation and per
  * incarnation of the workspace, a valid label value (at most 63
  * characters: a longer uid is cut). Writes into out; returns 0, or -EINVAL
- * without a uid. */
-#define SNAPSHOT_GROUP_SIZE 64
+ * without a uid (out untouched). */
 int workspace_snapshot_group(const struct workspace *ws, int64_t pod_generation,
                              char out[SNAPSHOT_GROUP_SIZE]);
 
@@ -177,7 +182,10 @@ int workspace_snapshot_group(const struct workspace *ws, int64_t pod_generation,
  * class. */
 cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspace_class *c,
                                 const struct pod_build *b);
-/* Shorthands of workspace_pod_build_with() for the class's product. */
+/* Shorthands of workspace_pod_build_with() for the class's product, without
+ * a snapshot group label or a capacity fallback: workspace_pod_build_restore()
+ * restores from snapshot (NULL: none), workspace_pod_build() from none. Same
+ * results. */
 cJSON *workspace_pod_build_restore(const struct workspace *ws, const struct workspace_class *c,
                                    const char *pod_name, int from_checkpoint, const char *snapshot);
 cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_class *c,
@@ -191,13 +199,14 @@ cJSON *workspace_pod_build(const struct workspace *ws, const struct workspace_cl
 int workspace_token_secret_name(const struct workspace *ws, const struct workspace_class *c,
                                 char **ret_name);
 
+#define POD_SPEC_HASH_SIZE 65
 /* A hash (64 hex digits) of what a restored pod must match of the pod the
  * snapshot came from: image, port, resources, runtime class, accelerator
  * resource and count, home mount and claim. Not the accelerator product: a
  * restore is pinned to the snapshot's own product, which the class must
  * allow (checked apart). Writes a NUL-terminated string into out; returns 0
- * or -ENOMEM. */
-#define POD_SPEC_HASH_SIZE 65
+ * or -ENOMEM (out untouched; also for a name no Workspace can have, as
+ * workspace_home_claim_name()). c must not be NULL. */
 int workspace_pod_spec_hash(const struct workspace *ws, const struct workspace_class *c,
                             char out[POD_SPEC_HASH_SIZE]);
 

@@ -293,9 +293,10 @@ void workspace_free(struct workspace *ws);
  * new tree (caller deletes) or NULL when out of memory. */
 cJSON *workspace_status_to_json(const struct workspace_status *s);
 
-/* Deep copy into *dst (which is overwritten, not released: clear it first
- * if it owned anything); returns 0 or -ENOMEM (*dst untouched). clear
- * releases what a status owns and zeroes it; it accepts NULL. */
+/* workspace_status_copy() deep-copies src into *dst (which is overwritten,
+ * not released: clear it first if it owned anything); returns 0 or -ENOMEM
+ * (*dst untouched). workspace_status_clear() releases what s owns and zeroes
+ * it; it accepts NULL. */
 int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst);
 void workspace_status_clear(struct workspace_status *s);
 
