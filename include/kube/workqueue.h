@@ -158,7 +158,7 @@ typedef void (*workqueue_ready_cb)(void *data);
 struct workqueue_driver;
 
 /* Creates a queue driven by loop; the clock is uv_now(loop). opts as for
- * workqueue_new(). Returns 0, -ENOMEM, or a libuv error.
+ * workqueue_new(). Returns 0 or -ENOMEM (the timer and idle handles cannot fail to init on a loop).
  * Close with workqueue_driver_close(). */
 int workqueue_driver_new(uv_loop_t *loop, const struct workqueue_options *opts,
                          workqueue_ready_cb on_ready, void *data,

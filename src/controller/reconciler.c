@@ -1520,7 +1520,11 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     strmap_init(&r->failures);
     strmap_init(&r->gone_pods);
     expectations_init(&r->own_writes, EXPECTATIONS_TIMEOUT_MS);
-    int e = r->identity ? 0 : -ENOMEM;
+    /* A namespace lost to out-of-memory would widen the watch to all of
+     * them: every copy is checked. */
+    int e = r->identity && (!o->ns || r->ns) && (!o->failpoint || !o->failpoint[0] || r->failpoint)
+                ? 0
+                : -ENOMEM;
     if (e == 0)
         e = workqueue_driver_new(loop, NULL, pull, r, &r->queue);
     if (e == 0)
