@@ -26,7 +26,8 @@
 #define PROBE_BODY_MAX (1024 * 1024)
 
 /* Bytes of a response body quoted in an error message at most (before
- * sanitising). The body is never quoted whole. */
+ * sanitising, see text_excerpt() in util/text.h). The body is never quoted
+ * whole. */
 #define PROBE_EXCERPT_MAX 64
 
 struct probe_result {
@@ -67,12 +68,6 @@ void probe_result_fail(struct probe_result *r, const char *source, const char *f
  * "struct probe_result all = {0};" followed by merges works.
  */
 void probe_result_merge(struct probe_result *dst, const struct probe_result *src);
-
-/* Writes at most max_in bytes of in to out as printable ASCII: control
- * characters, quotes, backslashes and non-ASCII bytes become '?', and "..."
- * marks a cut. Always NUL-terminates when size > 0. For quoting untrusted
- * text in error messages. Returns the length written. */
-size_t probe_excerpt(const char *in, size_t len, size_t max_in, char *out, size_t size);
 
 /* For the source parsers: parses body as one JSON value (trailing whitespace
  * allowed). On success *ret_root is a cJSON tree owned by the caller

@@ -5,8 +5,12 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/text.h"
 
 #define EP_HEALTHZ "GET /healthz"
+
+/* Bytes of an unknown status quoted in the error at most. */
+#define STATUS_EXCERPT_MAX 32
 
 /* Past 2^53 a double no longer holds every millisecond exactly. */
 #define MAX_EXACT_MS 9007199254740992.0
@@ -40,8 +44,8 @@ int code_server_parse_healthz(const char *body, size_t len, struct probe_result 
     else if (strcmp(status, "expired") == 0)
         alive = 0;
     else {
-        char excerpt[40];
-        probe_excerpt(status, strlen(status), 32, excerpt, sizeof(excerpt));
+        char excerpt[TEXT_EXCERPT_SIZE(STATUS_EXCERPT_MAX)];
+        text_excerpt(status, strlen(status), STATUS_EXCERPT_MAX, excerpt, sizeof(excerpt));
         probe_result_fail(r, CODE_SERVER_SOURCE, "%s: unknown status \"%s\"", EP_HEALTHZ, excerpt);
         goto out;
     }

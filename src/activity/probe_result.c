@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/text.h"
+
 static void copy_bounded(char *dst, size_t size, const char *src)
 {
     snprintf(dst, size, "%s", src ? src : "");
@@ -109,31 +111,12 @@ void probe_result_merge(struct probe_result *dst, const struct probe_result *src
     append_source(dst, src->source);
 }
 
-size_t probe_excerpt(const char *in, size_t len, size_t max_in, char *out, size_t size)
-{
-    size_t n = len < max_in ? len : max_in;
-    size_t o = 0;
-
-    if (size == 0)
-        return 0;
-    for (size_t i = 0; i < n && o + 1 < size; i++) {
-        unsigned char c = (unsigned char)in[i];
-        out[o++] = (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? (char)c : '?';
-    }
-    if (n < len && o + 3 < size) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o] = '\0';
-    return o;
-}
-
 int probe_parse_json(const char *body, size_t len, const char *source, const char *endpoint,
                      struct probe_result *r, cJSON **ret_root)
 {
     const char *end = NULL;
     cJSON *root;
-    char excerpt[PROBE_EXCERPT_MAX + 4];
+    char excerpt[TEXT_EXCERPT_SIZE(PROBE_EXCERPT_MAX)];
 
     if (len > PROBE_BODY_MAX) {
         probe_result_fail(r, source, "%s: response of %zu bytes exceeds the %d byte limit",
@@ -148,7 +131,7 @@ int probe_parse_json(const char *body, size_t len, const char *source, const cha
     root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
     if (!root) {
         size_t at = end && end >= body && end <= body + len ? (size_t)(end - body) : 0;
-        probe_excerpt(body, len, PROBE_EXCERPT_MAX, excerpt, sizeof(excerpt));
+        text_excerpt(body, len, PROBE_EXCERPT_MAX, excerpt, sizeof(excerpt));
         probe_result_fail(r, source, "%s: response is not JSON (error at byte %zu): \"%s\"",
                           endpoint, at, excerpt);
         return -EBADMSG;

@@ -36,6 +36,7 @@
 #include "util/clock.h"
 #include "util/secret.h"
 #include "util/strmap.h"
+#include "util/text.h"
 
 #define DEFAULT_MAX_IN_FLIGHT 64
 /* A new or changed target's first round comes within this. */
@@ -460,10 +461,10 @@ static void fail_http(struct probe_request *r, const struct http_get_result *res
             return;
         }
     }
-    char excerpt[PROBE_EXCERPT_MAX * 2];
+    char excerpt[TEXT_EXCERPT_SIZE(PROBE_EXCERPT_MAX)];
     excerpt[0] = '\0';
     if (!t->token || !t->token[0] || !memmem(res->body, res->body_len, t->token, strlen(t->token)))
-        probe_excerpt(res->body, res->body_len, PROBE_EXCERPT_MAX, excerpt, sizeof(excerpt));
+        text_excerpt(res->body, res->body_len, PROBE_EXCERPT_MAX, excerpt, sizeof(excerpt));
     if (excerpt[0])
         probe_result_fail(&r->result, src, "%s: HTTP %ld: \"%s\"", ep, res->http_code, excerpt);
     else

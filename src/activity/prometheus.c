@@ -6,12 +6,15 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/text.h"
 
 #define EP_QUERY "GET /api/v1/query"
 
 /* Prometheus error strings can echo the whole query back; keep the quote
  * short so the message stays readable and inside PROBE_ERROR_SIZE. */
 #define ERROR_EXCERPT_MAX 120
+/* errorType is one short word ("bad_data", "timeout"). */
+#define TYPE_EXCERPT_MAX 32
 
 static int fail_shape(struct probe_result *r, const char *what, int index)
 {
@@ -50,12 +53,13 @@ static int fail_remote(struct probe_result *r, const cJSON *root)
 {
     const char *type = json_string(root, "errorType");
     const char *msg = json_string(root, "error");
-    char type_q[40];
-    char msg_q[ERROR_EXCERPT_MAX + 4];
+    char type_q[TEXT_EXCERPT_SIZE(TYPE_EXCERPT_MAX)];
+    char msg_q[TEXT_EXCERPT_SIZE(ERROR_EXCERPT_MAX)];
 
-    probe_excerpt(type ? type : "unknown", strlen(type ? type : "unknown"), 32, type_q,
-                  sizeof(type_q));
-    probe_excerpt(msg ? msg : "", msg ? strlen(msg) : 0, ERROR_EXCERPT_MAX, msg_q, sizeof(msg_q));
+    if (!type)
+        type = "unknown";
+    text_excerpt(type, strlen(type), TYPE_EXCERPT_MAX, type_q, sizeof(type_q));
+    text_excerpt(msg ? msg : "", msg ? strlen(msg) : 0, ERROR_EXCERPT_MAX, msg_q, sizeof(msg_q));
     probe_result_fail(r, PROMETHEUS_SOURCE, "%s: Prometheus error %s: %s", EP_QUERY, type_q,
                       msg_q[0] ? msg_q : "(no message)");
     return -EREMOTEIO;

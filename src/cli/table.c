@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
+
 #define MIN_WIDTH 10
 #define PADDING 3
 
@@ -14,17 +16,13 @@ struct table {
     char **cells; /* n_rows * n_columns */
 };
 
+/* A copy of s without control characters (util/text.h): a cell or a line
+ * must not break the table or move the terminal's cursor. */
 static char *clean_dup(const char *s)
 {
     char *c = strdup(s ? s : "");
-    if (!c)
-        return NULL;
-    for (unsigned char *p = (unsigned char *)c; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            *p = ' ';
-        else if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) /* C1 controls (CSI) */
-            p[0] = p[1] = ' ';
-    }
+    if (c)
+        text_sanitize(c, strlen(c), ' ');
     return c;
 }
 

@@ -6,8 +6,10 @@
  * three spaces, and to at least ten characters; a line ends after its last
  * non-empty cell, without trailing spaces. Widths count UTF-8 code
  * points. Cells come from the cluster, so control characters (C0 and C1: a
- * newline in a message, a terminal escape) are shown as spaces: nothing the
- * API server returns can move the cursor or forge a line.
+ * newline in a message, a terminal escape; and the bidi overrides that would
+ * reorder the line) are shown as spaces, one per byte (text_sanitize() in
+ * util/text.h): nothing the API server returns can move the cursor or forge
+ * a line.
  *
  * Ownership: the table copies every cell; table_free() releases it.
  */
@@ -37,7 +39,8 @@ void table_print_csv(const struct table *t, FILE *out);
 
 void table_free(struct table *t);
 
-/* Writes s with control characters as spaces (for text from the cluster). */
+/* Writes s with control characters as spaces, as the cells (for text from
+ * the cluster). */
 void text_print_clean(FILE *out, const char *s);
 
 /* Code points in a UTF-8 string (bytes that are not valid UTF-8 count one each). */

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "util/buf.h"
+#include "util/text.h"
 
 /* Enough for a validation error naming several fields; anything longer is a
  * webhook or proxy pouring text into our logs. */
@@ -93,20 +94,14 @@ static size_t utf8_seq_len(const unsigned char *s, size_t avail)
     return n;
 }
 
-/* Characters that would let a message break a log line or reorder what a
- * terminal shows: C0/C1 controls, DEL, line/paragraph separators and bidi
- * overrides. They are turned into spaces like ordinary whitespace. */
+/* Spaces and the characters that would let a message break a log line or
+ * reorder what a terminal shows (text_control_len(): C0/C1 controls, DEL,
+ * line/paragraph separators and bidi overrides). All of them are turned into
+ * spaces like ordinary whitespace. n is the length of the valid UTF-8
+ * character at s. */
 static bool is_blank(const unsigned char *s, size_t n)
 {
-    if (n == 1)
-        return s[0] <= 0x20 || s[0] == 0x7f;
-    if (n == 2)
-        return s[0] == 0xc2 && s[1] < 0xa0; /* U+0080..U+009F */
-    if (n == 3 && s[0] == 0xe2 && s[1] == 0x80)
-        return s[2] >= 0xa8 && s[2] <= 0xae; /* U+2028..U+202E */
-    if (n == 3 && s[0] == 0xe2 && s[1] == 0x81)
-        return s[2] >= 0xa6 && s[2] <= 0xa9; /* U+2066..U+2069 */
-    return false;
+    return (n == 1 && s[0] == ' ') || text_control_len((const char *)s, n) == n;
 }
 
 /* Appends s as one line of valid UTF-8: runs of whitespace and control

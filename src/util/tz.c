@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "util/file_read.h"
+#include "util/text.h"
 #include "util/timefmt.h"
 
 #define SECS_PER_DAY INT64_C(86400)
@@ -29,6 +30,10 @@
 /* The walk in tz_local_to_utc() looks this far either side of a reading:
  * farther than any UT offset, so every instant showing it is covered. */
 #define TZ_SEARCH_SPAN (27 * 3600)
+
+/* Bytes of a footer or zone name (text from a file or a caller) quoted in an
+ * error message at most. */
+#define TZ_EXCERPT_MAX 64
 
 enum rule_kind {
     RULE_JULIAN,      /* Jn: 1..365, February 29 never counted */
@@ -475,20 +480,6 @@ static int read_block(struct parser *ps, const struct tzif_header *h, size_t tim
     return 0;
 }
 
-/* Copies at most 64 bytes of text from a file or a caller, printable
- * characters only, for an error message. */
-static void printable_excerpt(const unsigned char *s, size_t n, char out[70])
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n && k < 64; i++)
-        out[k++] = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' ? (char)s[i] : '?';
-    if (n > 64) {
-        memcpy(out + k, "...", 3);
-        k += 3;
-    }
-    out[k] = '\0';
-}
-
 static int read_footer(struct parser *ps, size_t off, struct tz *z)
 {
     const unsigned char *f = ps->data + off;
@@ -505,8 +496,8 @@ static int read_footer(struct parser *ps, size_t off, struct tz *z)
         return 0;
 
     char text[128];
-    char excerpt[70];
-    printable_excerpt(f + 1, flen, excerpt);
+    char excerpt[TEXT_EXCERPT_SIZE(TZ_EXCERPT_MAX)];
+    text_excerpt((const char *)f + 1, flen, TZ_EXCERPT_MAX, excerpt, sizeof(excerpt));
     if (flen >= sizeof(text) || memchr(f + 1, '\0', flen))
         return fail(ps, -EINVAL, "footer \"%s\" is not a TZ string", excerpt);
     memcpy(text, f + 1, flen);
@@ -823,8 +814,8 @@ int tz_load(uv_loop_t *loop, const char *dir, const char *name, tz_loaded_cb cb,
     } else if (!tz_name_valid(r->name)) {
         r->status = -EINVAL;
         /* The name came from outside: quote it only when it is printable. */
-        char excerpt[70];
-        printable_excerpt((const unsigned char *)r->name, strlen(r->name), excerpt);
+        char excerpt[TEXT_EXCERPT_SIZE(TZ_EXCERPT_MAX)];
+        text_excerpt(r->name, strlen(r->name), TZ_EXCERPT_MAX, excerpt, sizeof(excerpt));
         if (asprintf(&r->err,
                      "time zone \"%s\": not a valid zone name (letters, digits, '/', '_', '+', "
                      "'-', '.'; no '..')",

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/text.h"
 #include "util/tz.h"
 
 #define MS_PER_DAY INT64_C(86400000)
@@ -20,24 +21,14 @@
 
 static const char *const day_names[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 
-/* Quotes caller text in a message, printable characters only and at most
- * 32 of them: it usually comes from a user's object. */
-static void quote(const char *s, char out[40])
-{
-    size_t k = 0, n = strlen(s);
-    for (size_t i = 0; i < n && k < 32; i++)
-        out[k++] = s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' ? s[i] : '?';
-    if (n > 32) {
-        memcpy(out + k, "...", 3);
-        k += 3;
-    }
-    out[k] = '\0';
-}
+/* Bytes of caller text quoted in a message at most: it usually comes from a
+ * user's object. */
+#define QUOTE_MAX 32
 
 static int parse_error(const char *s, const char *what, char **ret_err)
 {
-    char q[40];
-    quote(s ? s : "", q);
+    char q[TEXT_EXCERPT_SIZE(QUOTE_MAX)];
+    text_excerpt(s ? s : "", s ? strlen(s) : 0, QUOTE_MAX, q, sizeof(q));
     if (ret_err && asprintf(ret_err, "\"%s\" is not %s", q, what) < 0)
         *ret_err = NULL;
     return -EINVAL;

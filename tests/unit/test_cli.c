@@ -478,6 +478,11 @@ static void test_table_layout(void **state)
     assert_string_equal(text, "a\x9b"
                               "b  c ");
     free(text);
+    /* A bidi override would reorder the rest of the line on the terminal. */
+    text_print_clean(capture_start(&c), "x\xe2\x80\xaey\xe2\x81\xa6z");
+    text = capture_end(&c);
+    assert_string_equal(text, "x   y   z");
+    free(text);
 }
 
 /* ---- progress ----------------------------------------------------------------- */

@@ -360,6 +360,11 @@ static void test_parse_time(void **state)
     assert_int_equal(pause_window_parse_time("08:\n0", &m, &err), -EINVAL);
     assert_null(strchr(err, '\n'));
     free(err);
+    /* Nothing inside the quotes can read as an escape of the closing one. */
+    err = NULL;
+    assert_int_equal(pause_window_parse_time("08:0\\", &m, &err), -EINVAL);
+    assert_string_equal(err, "\"08:0?\" is not a time of day HH:MM (00:00 to 23:59)");
+    free(err);
 }
 
 static void test_parse_day(void **state)
