@@ -897,6 +897,9 @@ int gke_snapshots_begin(struct gke_snapshots *g, const char *ns, const cJSON *bo
         begin_free(b);
         return e;
     }
+    /* Like the steps after it: the first step of a pause with memory waits
+     * behind no ordinary traffic. */
+    kube_request_set_priority(b->req, KUBE_PRIORITY_CRITICAL);
     *ret_begin = b;
     return 0;
 }
