@@ -141,11 +141,7 @@ static void must_contain(const char *text, const char *what)
 static void set_default_mode(const char *mode)
 {
     if (mode)
-        assert_int_equal(harness_kubectl(NULL,
-                                         "-n %s patch configmap snapshot-simulator --type=merge "
-                                         "-p '{\"data\":{\"_default\":\"%s\"}}'",
-                                         ns, mode),
-                         0);
+        simulator_set_mode("_default", mode);
     else
         assert_int_equal(harness_kubectl(NULL,
                                          "-n %s patch configmap snapshot-simulator --type=json "
@@ -693,7 +689,7 @@ static void test_errors_and_config(void **state)
 static int clean_slate(void **state)
 {
     (void)state;
-    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=120s", ns);
+    delete_all_workspaces(120);
     return 0;
 }
 

@@ -98,15 +98,6 @@ static char *get_table(const char *flags)
 
 /* ---- the workspaces ------------------------------------------------------- */
 
-static void set_mode(const char *pod, const char *mode)
-{
-    assert_int_equal(harness_kubectl(NULL,
-                                     "-n %s patch configmap snapshot-simulator --type=merge "
-                                     "-p '{\"data\":{\"%s\":\"%s\"}}'",
-                                     ns, pod, mode),
-                     0);
-}
-
 /* Runs, pauses with a snapshot, and resumes each of names[n] (pod <name>-2
  * cold-started by the simulator when cold[i]); returns when the resumes are
  * asked for. */
@@ -125,7 +116,7 @@ static void pause_and_resume(const char *const *names, const int *cold, size_t n
         if (cold[i]) {
             char pod[128];
             snprintf(pod, sizeof(pod), "%s-2", names[i]);
-            set_mode(pod, "cold-start");
+            simulator_set_mode(pod, "cold-start");
         }
     }
     for (size_t i = 0; i < n; i++)
@@ -249,7 +240,7 @@ static void test_wait_available(void **state)
 static int clean_slate(void **state)
 {
     (void)state;
-    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
+    delete_all_workspaces(60);
     return 0;
 }
 

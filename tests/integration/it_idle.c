@@ -393,7 +393,7 @@ static void test_code_server_and_gpu(void **state)
 static int clean_slate(void **state)
 {
     (void)state;
-    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
+    delete_all_workspaces(60);
     return 0;
 }
 

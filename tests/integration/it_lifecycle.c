@@ -434,7 +434,7 @@ static void test_forbidden_for_controller(void **state)
 static int clean_slate(void **state)
 {
     (void)state;
-    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
+    delete_all_workspaces(60);
     return 0;
 }
 

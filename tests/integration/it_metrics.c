@@ -335,7 +335,7 @@ static void test_health_under_load(void **state)
 static int clean_slate(void **state)
 {
     (void)state;
-    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=120s", ns);
+    delete_all_workspaces(120);
     return 0;
 }
 

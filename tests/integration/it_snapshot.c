@@ -149,16 +149,6 @@ static int follow_deletion(const char *trigger, uint64_t timeout_ms)
     return held;
 }
 
-/* The simulator's failure mode for the pods of one workspace. */
-static void set_mode(const char *pod, const char *mode)
-{
-    assert_int_equal(harness_kubectl(NULL,
-                                     "-n %s patch configmap snapshot-simulator --type=merge "
-                                     "-p '{\"data\":{\"%s\":\"%s\"}}'",
-                                     ns, pod, mode),
-                     0);
-}
-
 static int count_events(const char *name, const char *reason);
 
 /* ---- the application's checkpoint ------------------------------------------ */
@@ -574,8 +564,8 @@ static void test_gpu_cycle(void **state)
 static void test_checkpoint_failed(void **state)
 {
     (void)state;
-    set_mode("keep-1", "checkpoint-failed");
-    set_mode("drop-1", "checkpoint-failed");
+    simulator_set_mode("keep-1", "checkpoint-failed");
+    simulator_set_mode("drop-1", "checkpoint-failed");
     apply_ws("keep", "it-gpu-snap", 0, NULL);
     apply_ws("drop", "it-cpu-snap-nomem", 0, NULL);
     cJSON_Delete(wait_state("keep", "Running", 60000));
@@ -620,8 +610,8 @@ static void test_cold_start_and_crash_loop(void **state)
     set_paused("crash", 1);
     cJSON_Delete(wait_state("cold", "Paused", 60000));
     cJSON_Delete(wait_state("crash", "Paused", 60000));
-    set_mode("cold-2", "cold-start");
-    set_mode("crash-2", "crash-loop");
+    simulator_set_mode("cold-2", "cold-start");
+    simulator_set_mode("crash-2", "crash-loop");
     set_paused("cold", 0);
     set_paused("crash", 0);
 
@@ -1262,7 +1252,7 @@ static void test_retention_format(void **state)
 static void test_trigger_error(void **state)
 {
     (void)state;
-    set_mode("terr-1", "trigger-error");
+    simulator_set_mode("terr-1", "trigger-error");
     apply_ws("terr", "it-cpu-snap-nomem", 0, NULL);
     cJSON_Delete(wait_state("terr", "Running", 60000));
     set_paused("terr", 1);
@@ -1280,7 +1270,7 @@ static void test_trigger_error(void **state)
 static void test_hang(void **state)
 {
     (void)state;
-    set_mode("hang-1", "hang");
+    simulator_set_mode("hang-1", "hang");
     apply_ws("hang", "it-cpu-snap-8s", 0, NULL);
     cJSON_Delete(wait_state("hang", "Running", 60000));
     set_paused("hang", 1);
@@ -1353,7 +1343,7 @@ static void pause_fail_second(const char *name)
     set_paused(name, 0);
     cJSON_Delete(wait_reason(name, "Restored", "FromSnapshot", 60000));
     cJSON_Delete(wait_state(name, "Running", 60000));
-    set_mode(pod2, "checkpoint-failed");
+    simulator_set_mode(pod2, "checkpoint-failed");
     set_paused(name, 1);
     cJSON *ws = wait_state(name, "Paused", 60000);
     assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
@@ -1397,7 +1387,7 @@ static void test_unasked_restore(void **state)
                         "{\"hibernator.dev/workspace\":\"ua\"},\"matchExpressions\":null}}}'",
                         ns),
         0);
-    set_mode("ua-3", "crash-loop");
+    simulator_set_mode("ua-3", "crash-loop");
     set_paused("ua", 0);
     cJSON *ws = wait_reason("ua", "Restored", "UnwantedRestore", 60000);
     assert_non_null(strstr(cond_field(ws, "Restored", "message"), "ua-3"));
@@ -1512,7 +1502,7 @@ static void test_policy_outlives_snapshots(void **state)
     for (int i = 0; i < 2; i++) {
         char pod[64];
         snprintf(pod, sizeof(pod), "%s-1", names[i]);
-        set_mode(pod, "stuck-finalizer");
+        simulator_set_mode(pod, "stuck-finalizer");
         apply_ws(names[i], "it-cpu-snap", 0, NULL);
     }
     for (int i = 0; i < 2; i++) {
@@ -1562,7 +1552,7 @@ static int clean_slate(void **state)
 {
     (void)state;
     watch_stop();
-    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
+    delete_all_workspaces(60);
     return 0;
 }
 

@@ -381,3 +381,17 @@ void simulator_stop(void)
     }
     simulator = 0;
 }
+
+void simulator_set_mode(const char *key, const char *mode)
+{
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch configmap snapshot-simulator --type=merge "
+                                     "-p '{\"data\":{\"%s\":\"%s\"}}'",
+                                     ns, key, mode),
+                     0);
+}
+
+void delete_all_workspaces(int timeout_s)
+{
+    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=%ds", ns, timeout_s);
+}

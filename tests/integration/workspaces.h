@@ -70,5 +70,12 @@ void install_snapshot_crds(const char *storage_config);
 void simulator_start(const char *checkpoint_delay, const char *delete_delay);
 /* Stops it, if it runs. */
 void simulator_stop(void);
+/* Sets the simulator's failure mode for the pods of one workspace: key is a
+ * pod name, or "_default" for every pod, in ns's ConfigMap
+ * snapshot-simulator (docs/simulator.md). */
+void simulator_set_mode(const char *key, const char *mode);
+/* A test's clean slate: deletes every Workspace in ns and waits up to
+ * timeout_s seconds for them to go (a failed wait is left to the test). */
+void delete_all_workspaces(int timeout_s);
 
 #endif
