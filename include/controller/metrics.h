@@ -85,6 +85,16 @@ void controller_metrics_collect(struct controller_metrics *m, int workspaces_syn
  * as hibernator_client_requests_dropped_total. */
 void controller_metrics_client_dropped(struct controller_metrics *m, uint64_t total);
 
+/* How many caches controller_metrics_cache_walked() tells apart. */
+#define CONTROLLER_METRICS_CACHES 8
+
+/* The objects an informer's walks over its whole cache visited so far
+ * (informer_stats().walked) for resource (static: "workspaces", "pods",
+ * ...; at most CONTROLLER_METRICS_CACHES of them, others are ignored):
+ * added to hibernator_cache_walked_objects_total. */
+void controller_metrics_cache_walked(struct controller_metrics *m, const char *resource,
+                                     uint64_t total);
+
 /* Whether this replica leads (hibernator_leader). */
 void controller_metrics_set_leader(struct controller_metrics *m, int leading);
 

@@ -83,6 +83,8 @@ struct informer_stats {
     uint64_t events;       /* watch events applied (bookmarks included) */
     uint64_t watch_errors; /* watches that ended in an error */
     uint64_t unreadable;   /* changes to objects the codec could not read */
+    uint64_t walks;        /* informer_foreach() calls */
+    uint64_t walked;       /* entries they visited */
 };
 
 struct informer;
@@ -107,9 +109,11 @@ const struct cache_entry *informer_get(const struct informer *inf, const char *n
 /* How many objects the cache holds, unreadable ones included. */
 size_t informer_len(const struct informer *inf);
 
-/* Calls fn for every entry (unspecified order); fn must not change the informer. */
-void informer_foreach(const struct informer *inf,
-                      void (*fn)(void *data, const struct cache_entry *e), void *data);
+/* Calls fn for every entry (unspecified order); fn must not change the
+ * informer. Counted in the stats (walks, walked): a walk costs as much as
+ * the cache is large, so a path taken on every event must not take one. */
+void informer_foreach(struct informer *inf, void (*fn)(void *data, const struct cache_entry *e),
+                      void *data);
 
 /* The resourceVersion the cache reflects. */
 const char *informer_resource_version(const struct informer *inf);

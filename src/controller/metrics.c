@@ -18,8 +18,14 @@ struct controller_metrics {
 
     struct metric_family *workspaces, *pauses, *resumes, *snapshots, *snapshot_seconds,
         *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
-        *build_info, *interruptions, *home_losses, *client_dropped;
+        *build_info, *interruptions, *home_losses, *client_dropped, *cache_walked;
     uint64_t client_dropped_seen;
+    /* hibernator_cache_walked_objects_total: the informers' own counts,
+     * by resource, as last shown. */
+    struct {
+        const char *resource; /* static */
+        uint64_t seen;
+    } walked[CONTROLLER_METRICS_CACHES];
 
     /* Workspaces by class and state: "class\nstate" -> struct ws_count
      * (a class name never holds a line break); only counts above 0. */
@@ -174,6 +180,12 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
                                 "Low-priority API requests (Events) the client dropped because "
                                 "they waited too long for its rate limit.",
                                 NULL);
+    m->cache_walked = counter(&g, "hibernator_cache_walked_objects_total",
+                              "Cached objects visited by walks over a whole cache (a class "
+                              "change, a node seen everywhere); events and reconciles look "
+                              "objects up instead, so this grows with configuration changes, "
+                              "not with the number of workspaces times their events.",
+                              (const char *[]){"resource", NULL});
     m->build_info = gauge(&g, "hibernator_build_info", "The controller's version; always 1.",
                           (const char *[]){"version", NULL});
     if (g.e == 0)
@@ -404,6 +416,25 @@ void controller_metrics_client_dropped(struct controller_metrics *m, uint64_t to
         return;
     metrics_counter_add(m->client_dropped, NULL, (double)(total - m->client_dropped_seen));
     m->client_dropped_seen = total;
+}
+
+void controller_metrics_cache_walked(struct controller_metrics *m, const char *resource,
+                                     uint64_t total)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < CONTROLLER_METRICS_CACHES; i++) {
+        if (!m->walked[i].resource)
+            m->walked[i].resource = resource;
+        if (strcmp(m->walked[i].resource, resource) != 0)
+            continue;
+        if (total > m->walked[i].seen) {
+            metrics_counter_add(m->cache_walked, (const char *[]){resource},
+                                (double)(total - m->walked[i].seen));
+            m->walked[i].seen = total;
+        }
+        return;
+    }
 }
 
 void controller_metrics_set_leader(struct controller_metrics *m, int leading)

@@ -1495,6 +1495,12 @@ void reconciler_collect_metrics(struct reconciler *r)
 {
     controller_metrics_collect(r->metrics, reconciler_synced(r), workqueue_driver_queue(r->queue),
                                uv_now(r->loop));
+    controller_metrics_cache_walked(r->metrics, "workspaces", informer_stats(r->ws_inf).walked);
+    controller_metrics_cache_walked(r->metrics, "pods", informer_stats(r->pod_inf).walked);
+    controller_metrics_cache_walked(r->metrics, "persistentvolumeclaims",
+                                    informer_stats(r->pvc_inf).walked);
+    controller_metrics_cache_walked(r->metrics, "workspaceclasses",
+                                    informer_stats(r->class_inf).walked);
 }
 
 int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,

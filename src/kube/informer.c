@@ -539,12 +539,15 @@ size_t informer_len(const struct informer *inf)
     return strmap_len(&inf->cache);
 }
 
-void informer_foreach(const struct informer *inf, void (*fn)(void *, const struct cache_entry *),
+void informer_foreach(struct informer *inf, void (*fn)(void *, const struct cache_entry *),
                       void *data)
 {
     void *value;
-    for (size_t it = 0; strmap_next(&inf->cache, &it, NULL, &value);)
+    inf->stats.walks++;
+    for (size_t it = 0; strmap_next(&inf->cache, &it, NULL, &value);) {
+        inf->stats.walked++;
         fn(data, value);
+    }
 }
 
 const char *informer_resource_version(const struct informer *inf)

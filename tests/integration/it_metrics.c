@@ -8,7 +8,11 @@
  *     status.accounting;
  *   - a wait for capacity ends once in its histogram;
  *   - the health probes and /metrics answer, every time, while ~60
- *     workspaces are created, and hibernator_workspaces counts them.
+ *     workspaces are created, and hibernator_workspaces counts them;
+ *   - events and reconciles walk no cache: annotations, pauses, resumes
+ *     and their pods' scheduling leave hibernator_cache_walked_objects_total
+ *     where it was (each such walk would cost as much as the cache is
+ *     large, on every event).
  */
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -330,6 +334,64 @@ static void test_health_under_load(void **state)
                     ns);
 }
 
+/* Objects visited by whole-cache walks so far, all caches together. */
+static double walked(void)
+{
+    static const char *const resources[] = {"workspaces", "pods", "persistentvolumeclaims",
+                                            "workspaceclasses"};
+    char *text = scrape();
+    double n = 0;
+    for (size_t i = 0; i < sizeof(resources) / sizeof(resources[0]); i++) {
+        char s[128];
+        series(s, sizeof(s), "hibernator_cache_walked_objects_total{resource=\"%s\"}",
+               resources[i]);
+        n += sample(text, s);
+    }
+    free(text);
+    return n;
+}
+
+#define WALK_WORKSPACES 6
+
+static void test_events_walk_no_cache(void **state)
+{
+    (void)state;
+    char name[32];
+    for (int i = 0; i < WALK_WORKSPACES; i++) {
+        snprintf(name, sizeof(name), "walk-%d", i);
+        apply_ws(name, CPU, i % 2, NULL);
+    }
+    for (int i = 0; i < WALK_WORKSPACES; i++) {
+        snprintf(name, sizeof(name), "walk-%d", i);
+        cJSON_Delete(wait_state(name, i % 2 ? "Paused" : "Running", 60000));
+    }
+    sleep(2); /* a collection after the last change */
+    double before = walked();
+
+    /* Events of every kind a workspace has: annotations (watch events and
+     * reconciles), pauses (pods deleted), resumes (pods created and
+     * scheduled onto a node). */
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < WALK_WORKSPACES; i++)
+            assert_int_equal(harness_kubectl(NULL,
+                                             "-n %s annotate workspace walk-%d --overwrite "
+                                             "it-metrics/round=%d",
+                                             ns, i, round),
+                             0);
+    for (int i = 0; i < WALK_WORKSPACES; i++) {
+        snprintf(name, sizeof(name), "walk-%d", i);
+        set_paused(name, !(i % 2));
+    }
+    for (int i = 0; i < WALK_WORKSPACES; i++) {
+        snprintf(name, sizeof(name), "walk-%d", i);
+        cJSON_Delete(wait_state(name, i % 2 ? "Running" : "Paused", 60000));
+    }
+    sleep(2);
+    double after = walked();
+    print_message("  cached objects walked: %.0f before the events, %.0f after\n", before, after);
+    assert_true(after == before);
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 static int clean_slate(void **state)
@@ -398,6 +460,7 @@ int main(void)
         cmocka_unit_test_setup(test_gpu_cycle, clean_slate),
         cmocka_unit_test_setup(test_capacity_wait, clean_slate),
         cmocka_unit_test_setup(test_health_under_load, clean_slate),
+        cmocka_unit_test_setup(test_events_walk_no_cache, clean_slate),
     };
     int r = cmocka_run_group_tests_name("metrics", tests, group_setup, group_teardown);
     curl_global_cleanup();
