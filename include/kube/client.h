@@ -54,9 +54,15 @@ struct kube_client_options {
     uint64_t low_max_wait_ms;  /* default 60 s */
     unsigned low_max_queued;   /* default 1000 */
     size_t max_response_bytes; /* default 16 MiB: larger bodies fail with -EFBIG */
-    long timeout_ms;           /* per request, not for watches; default 30 s */
-    long connect_timeout_ms;   /* default 10 s */
-    const char *user_agent;    /* default "hibernator/<version>" */
+    /* Requests other than watches at once, default 64; the rest wait in
+     * their priority's queue. libcurl multiplexes up to 100 streams on one
+     * HTTP/2 connection and opens another beyond that: under a burst, new
+     * connections' TLS handshakes queue behind the busy API server and time
+     * out, where requests over one connection only wait. */
+    unsigned max_in_flight;
+    long timeout_ms;         /* per request, not for watches; default 30 s */
+    long connect_timeout_ms; /* default 10 s */
+    const char *user_agent;  /* default "hibernator/<version>" */
 };
 
 struct kube_response {

@@ -48,7 +48,8 @@ struct kube_request {
     size_t body_len;
     const char *content_type;
     int is_watch;
-    int raw; /* kube_get_path(): the answer is passed as bytes */
+    int holds_slot; /* counted in client->busy (not a watch; started, not yet freed) */
+    int raw;        /* kube_get_path(): the answer is passed as bytes */
     long timeout_ms;
     enum kube_priority priority;
     uint64_t queued_at_ms;
@@ -88,13 +89,31 @@ struct kube_client {
     uint64_t sent;
     uint64_t dropped;
     unsigned in_flight;
+    unsigned busy; /* requests other than watches started and not yet ended: at most
+                      opts.max_in_flight, so that they share one HTTP/2 connection */
 };
+
+static void on_rate_timer(uv_timer_t *t);
+
+/* A request that held one of the max_in_flight slots gives it back: the
+ * next queued request may start. */
+static void release_slot(struct kube_request *r)
+{
+    struct kube_client *c = r->client;
+    if (!r->holds_slot)
+        return;
+    r->holds_slot = 0;
+    c->busy--;
+    if (!c->closing)
+        uv_timer_start(&c->rate_timer, on_rate_timer, 0, 0);
+}
 
 /* A RUNNING request's easy handle and headers belong to the curl_loop. */
 static void request_free(struct kube_request *r)
 {
     if (!r)
         return;
+    release_slot(r);
     if (r->easy && r->state != REQUEST_RUNNING && r->state != REQUEST_DONE)
         curl_easy_cleanup(r->easy);
     curl_loop_free_headers(r->headers); /* may hold the bearer token */
@@ -203,6 +222,7 @@ static void request_finish(struct kube_request *r, CURLcode code, const char *er
             kube_credentials_invalidate(c->creds);
             kube_api_error_clear(&resp.error);
             r->auth_retried = 1;
+            release_slot(r);
             r->easy = NULL; /* the curl_loop cleans it up after this call */
             buf_reset(&r->response);
             r->errbuf[0] = '\0';
@@ -360,6 +380,10 @@ static void on_credential(void *data, int status, const struct kube_credential *
 
 static void request_start(struct kube_request *r)
 {
+    if (!r->is_watch) {
+        r->holds_slot = 1;
+        r->client->busy++;
+    }
     r->state = REQUEST_AUTH;
     kube_credentials_get(r->client->creds, on_credential, r);
 }
@@ -390,14 +414,19 @@ static void shed_low(struct kube_client *c, uint64_t now)
     }
 }
 
-/* Sends what the bucket allows, the most urgent first, and sets the timer
- * for the rest. */
+/* Sends what the bucket and the max_in_flight slots allow, the most urgent
+ * first, and sets the timer for the rest (a slot given back starts it
+ * again). */
 static void on_rate_timer(uv_timer_t *t)
 {
     struct kube_client *c = t->data;
     uint64_t now = uv_now(c->loop);
     shed_low(c, now);
     for (;;) {
+        if (c->busy >= c->opts.max_in_flight) {
+            uv_timer_stop(&c->rate_timer);
+            return;
+        }
         unsigned waiting = 0;
         for (int p = 0; p < KUBE_PRIORITIES; p++)
             if (!TAILQ_EMPTY(&c->queued[p]))
@@ -531,6 +560,8 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
         c->opts.low_max_wait_ms = 60000;
     if (!c->opts.low_max_queued)
         c->opts.low_max_queued = 1000;
+    if (!c->opts.max_in_flight)
+        c->opts.max_in_flight = 64;
     priority_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
     buf_init(&c->ca, 4u << 20);
     buf_init(&c->cert, 4u << 20);

@@ -2,8 +2,8 @@
  * The API client against the real API server: every verb, pagination,
  * preconditions, both patch types, the status subresource, a GET of a path
  * that answers with bytes (kube_get_path), the errors a controller must
- * tell apart (404, 409 conflict, 422 invalid), and requests going out by
- * priority under the rate limit.
+ * tell apart (404, 409 conflict, 422 invalid), requests going out by
+ * priority under the rate limit, and a burst held to max_in_flight.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -395,6 +395,75 @@ static void test_priorities(void **state)
     kube_client_close(c);
 }
 
+struct burst {
+    struct kube_client *client;
+    int answered, failed;
+    unsigned most_in_flight;
+    int watch_bytes;
+};
+
+static void on_burst_answer(void *data, struct kube_response *resp)
+{
+    struct burst *b = data;
+    b->answered++;
+    b->failed += resp->status != 0;
+    unsigned n = kube_client_requests_in_flight(b->client);
+    if (n > b->most_in_flight)
+        b->most_in_flight = n;
+}
+
+static int on_burst_watch_bytes(void *data, const char *bytes, size_t len)
+{
+    (void)bytes;
+    struct burst *b = data;
+    b->watch_bytes += (int)len;
+    return 0;
+}
+
+static void on_burst_watch_done(void *data, struct kube_response *resp)
+{
+    (void)data;
+    (void)resp;
+}
+
+#define BURST 300
+#define BURST_SLOTS 8
+
+/* Hundreds of requests made at once, the rate limit out of the way: at
+ * most max_in_flight of them run at a time (a watch aside, which neither
+ * counts nor waits), the rest wait their turn, and every one is answered. */
+static void test_in_flight_bound(void **state)
+{
+    struct fixture *f = *state;
+    struct kube_client_options o = {.qps = 1e6, .burst = 1000000, .max_in_flight = BURST_SLOTS};
+    struct burst b = {0};
+    assert_int_equal(kube_client_new(&f->loop, f->config, &o, &b.client, NULL), 0);
+    struct kube_watch_options wo = {.timeout_seconds = 60};
+    struct kube_request *watch = NULL;
+    assert_int_equal(kube_watch(b.client, &KUBE_RESOURCE_CONFIGMAPS, f->ns, &wo,
+                                on_burst_watch_bytes, on_burst_watch_done, &b, &watch),
+                     0);
+    for (int i = 0; i < BURST; i++)
+        assert_int_equal(
+            kube_get(b.client, &KUBE_RESOURCE_NAMESPACES, NULL, f->ns, on_burst_answer, &b, NULL),
+            0);
+    /* One of them is created while the burst waits: the watch saw it. */
+    struct harness_call call = {0};
+    create_cm(f, "burst", "1", &call);
+    harness_call_clear(&call);
+    for (int i = 0; i < 600 && (b.answered < BURST || b.watch_bytes == 0); i++)
+        harness_run_for(&f->loop, 50);
+    print_message("  %d answered, %d failed, at most %u in flight (the watch included)\n",
+                  b.answered, b.failed, b.most_in_flight);
+    assert_int_equal(b.answered, BURST);
+    assert_int_equal(b.failed, 0);
+    assert_true(b.watch_bytes > 0);
+    assert_true(b.most_in_flight <= BURST_SLOTS + 1);
+    assert_true(b.most_in_flight >= 2);
+    kube_request_cancel(watch);
+    kube_client_close(b.client);
+}
+
 /* A path that answers with bytes, not an API object: the API server's own
  * /healthz, a limit on what is read, and a pod proxy's error. */
 static void test_get_path(void **state)
@@ -444,6 +513,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_limits_and_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_get_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_priorities, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_flight_bound, setup, teardown),
     };
     return cmocka_run_group_tests_name("api client", tests, NULL, NULL);
 }
