@@ -48,6 +48,10 @@ struct status_field {
     size_t size;                    /* SF_LIST, SF_CONDITIONS: one element's size */
     size_t max;                     /* SF_LIST: the most elements decoded or encoded */
     const struct status_field *sub; /* SF_OBJECT, SF_INLINE, SF_LIST, SF_CONDITIONS */
+    /* SF_STR, SF_TEXT: the value repeats across workspaces (a reason, a
+     * state's message, a node's name), so a cache of many holds one copy
+     * of each text (status_fields_share()). */
+    int shared;
 };
 
 /* struct workspace_status as the status subresource's "status" object. */
@@ -82,6 +86,18 @@ int status_fields_encode(const struct status_field *t, const void *base, cJSON *
 
 /* Frees every string and list table t names in base; does not zero base. */
 void status_fields_clear(const struct status_field *t, void *base);
+
+struct strpool;
+
+/* Replaces each string of a field marked shared in base by a hold on the
+ * pool's copy (util/strpool.h), freeing its own. Returns 0 or -ENOMEM (the
+ * strings not reached keep their own copies); either way base is then
+ * cleared only by status_fields_clear_shared() with the same pool. */
+int status_fields_share(const struct status_field *t, void *base, struct strpool *pool);
+
+/* status_fields_clear() of a base status_fields_share() made: holds go
+ * back to pool, the other strings are freed. */
+void status_fields_clear_shared(const struct status_field *t, void *base, struct strpool *pool);
 
 /* dst holds a shallow copy of src (a struct assignment): gives it copies of
  * its own of every string and list table t names. Returns 0 or -ENOMEM

@@ -245,6 +245,10 @@ struct workspace {
     size_t n_unread;
     size_t n_unread_more;
     int unreadable;
+
+    /* Set by workspace_share_strings(): the pool its repeated strings are
+     * held in; NULL: it owns all its strings. */
+    struct strpool *pool;
 };
 
 #define WORKSPACE_UNREAD_MAX 32
@@ -282,8 +286,20 @@ int workspace_decode(const cJSON *obj, struct workspace **ret_ws, char **ret_err
  * object at all. */
 int workspace_decode_lenient(const cJSON *obj, struct workspace **ret_ws);
 
-/* Releases a decoded workspace and everything it owns; accepts NULL. */
+/* Releases a decoded workspace and everything it owns (its holds on a
+ * pool's strings too); accepts NULL. */
 void workspace_free(struct workspace *ws);
+
+struct strpool;
+
+/* For a cache of many workspaces: the strings that repeat across them (the
+ * namespace, the class name, and the status fields marked shared:
+ * conditions' types, reasons and messages, a state's message, node and
+ * product names) become holds on pool's copies, so the cache keeps one of
+ * each. ws is read as before; pool must outlive it (workspace_free() gives
+ * the holds back). Returns 0 or -ENOMEM (some strings are then still its
+ * own, which is as correct, only larger). */
+int workspace_share_strings(struct workspace *ws, struct strpool *pool);
 
 /* Encodes a status as the JSON of the status subresource's "status" field.
  * Times are RFC 3339 (whole seconds); unset fields (0, NULL, "") and empty

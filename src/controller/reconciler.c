@@ -23,6 +23,7 @@
 #include "util/clock.h"
 #include "util/log.h"
 #include "util/strmap.h"
+#include "util/strpool.h"
 #include "util/timefmt.h"
 #include "workspace/action_failure.h"
 #include "workspace/class.h"
@@ -80,6 +81,10 @@ struct reconciler {
     struct strmap gone_pods;
     struct controller_metrics *metrics;
     struct expectations own_writes; /* our last Workspace write per key, until the cache shows it */
+    /* The strings cached Workspaces repeat (workspace_share_strings()):
+     * the cache's entries are freed after reconciler_close(), hence a pool
+     * it lets go of rather than frees. */
+    struct strpool *strings;
     unsigned in_flight;
     LIST_HEAD(job_list, job) jobs; /* in flight */
     int closing;
@@ -122,10 +127,20 @@ struct job {
 /* A Workspace whose spec cannot be read still decodes (spec_error), so
  * that decide() can say so on it; a class that cannot be read is kept by
  * the informer without its decoded form, and its workspaces say so. */
+/* The Workspace cache holds one copy of each repeated string (data: the
+ * reconciler's pool). */
 static int ws_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
-    (void)data;
-    return workspace_decode(obj, (struct workspace **)ret, ret_err);
+    struct workspace *ws = NULL;
+    int e = workspace_decode(obj, &ws, ret_err);
+    if (e < 0)
+        return e;
+    if (workspace_share_strings(ws, data) < 0) {
+        workspace_free(ws);
+        return -ENOMEM;
+    }
+    *ret = ws;
+    return 0;
 }
 
 static void ws_free(void *p)
@@ -144,7 +159,6 @@ static void class_free(void *p)
     workspace_class_free(p);
 }
 
-static const struct informer_codec ws_codec = {ws_decode, ws_free, NULL};
 static const struct informer_codec class_codec = {class_decode, class_free, NULL};
 /* Pods and claims are read leniently: only memory can fail. */
 static int pod_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
@@ -1528,13 +1542,16 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     expectations_init(&r->own_writes, EXPECTATIONS_TIMEOUT_MS);
     /* A namespace lost to out-of-memory would widen the watch to all of
      * them: every copy is checked. */
-    int e = r->identity && (!o->ns || r->ns) && (!o->failpoint || !o->failpoint[0] || r->failpoint)
+    r->strings = strpool_new();
+    int e = r->identity && (!o->ns || r->ns) &&
+                    (!o->failpoint || !o->failpoint[0] || r->failpoint) && r->strings
                 ? 0
                 : -ENOMEM;
     if (e == 0)
         e = workqueue_driver_new(loop, NULL, pull, r, &r->queue);
     if (e == 0)
         controller_metrics_watch_queue(r->metrics, workqueue_driver_queue(r->queue));
+    struct informer_codec ws_codec = {ws_decode, ws_free, r->strings};
     struct informer_options wo = {
         .resource = &workspaces,
         .ns = r->ns,
@@ -1647,6 +1664,7 @@ void reconciler_close(struct reconciler *r)
     for (size_t it = 0; strmap_next(&r->gone_pods, &it, NULL, &v);)
         workspace_pod_free(v);
     strmap_free(&r->gone_pods);
+    strpool_let_go(r->strings);
     free(r->ns);
     free(r->identity);
     free(r->failpoint);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/json.h"
+#include "util/strpool.h"
 #include "util/timefmt.h"
 #include "workspace/workspace.h"
 
@@ -15,13 +16,13 @@
 
 #define CONDITION(m) offsetof(struct condition, m)
 const struct status_field workspace_condition_fields[] = {
-    {.key = "type", .kind = SF_STR, .off = CONDITION(type)},
+    {.key = "type", .kind = SF_STR, .off = CONDITION(type), .shared = 1},
     {.key = "status", .kind = SF_COND_STATUS, .off = CONDITION(status)},
     {.key = "observedGeneration", .kind = SF_INT64, .off = CONDITION(observed_generation)},
     {.key = "lastTransitionTime", .kind = SF_TIME, .off = CONDITION(last_transition_ms)},
     /* metav1.Condition requires reason and message, even when empty. */
-    {.key = "reason", .kind = SF_TEXT, .off = CONDITION(reason)},
-    {.key = "message", .kind = SF_TEXT, .off = CONDITION(message)},
+    {.key = "reason", .kind = SF_TEXT, .off = CONDITION(reason), .shared = 1},
+    {.key = "message", .kind = SF_TEXT, .off = CONDITION(message), .shared = 1},
     {.kind = SF_END},
 };
 
@@ -36,9 +37,9 @@ static const struct status_field pause_ledger_fields[] = {
      .kind = SF_FIGURE,
      .off = PAUSE(snapshot_seconds),
      .when = PAUSE(snapshot_ready_ms)},
-    {.key = "memory", .kind = SF_STR, .off = PAUSE(memory)},
-    {.key = "nodeName", .kind = SF_STR, .off = PAUSE(node_name)},
-    {.key = "product", .kind = SF_STR, .off = PAUSE(product)},
+    {.key = "memory", .kind = SF_STR, .off = PAUSE(memory), .shared = 1},
+    {.key = "nodeName", .kind = SF_STR, .off = PAUSE(node_name), .shared = 1},
+    {.key = "product", .kind = SF_STR, .off = PAUSE(product), .shared = 1},
     {.key = "acceleratorTakenAt", .kind = SF_TIME, .off = PAUSE(accelerator_taken_ms)},
     {.key = "acceleratorTakenBy", .kind = SF_STR, .off = PAUSE(accelerator_taken_by)},
     {.key = "nodeRemovedAt", .kind = SF_TIME, .off = PAUSE(node_removed_ms)},
@@ -49,7 +50,7 @@ const struct status_field workspace_pause_fields[] = {
     {.key = "requestedAt", .kind = SF_TIME, .off = PAUSE(requested_ms)},
     {.key = "podDeletedAt", .kind = SF_TIME, .off = PAUSE(pod_deleted_ms)},
     {.key = "acceleratorReleasedAt", .kind = SF_TIME, .off = PAUSE(accelerator_released_ms)},
-    {.key = "reason", .kind = SF_STR, .off = PAUSE(reason)},
+    {.key = "reason", .kind = SF_STR, .off = PAUSE(reason), .shared = 1},
     {.key = "message", .kind = SF_STR, .off = PAUSE(message)},
     {.key = NULL, .kind = SF_INLINE, .off = 0, .sub = pause_ledger_fields},
     {.kind = SF_END},
@@ -65,7 +66,7 @@ static const struct status_field resume_fields[] = {
      .kind = SF_FIGURE,
      .off = RESUME(seconds_to_ready),
      .when = RESUME(ready_ms)},
-    {.key = "restoredFrom", .kind = SF_STR, .off = RESUME(restored_from)},
+    {.key = "restoredFrom", .kind = SF_STR, .off = RESUME(restored_from), .shared = 1},
     {.kind = SF_END},
 };
 
@@ -74,7 +75,7 @@ static const struct status_field resume_fields[] = {
 #define RECORD(m) offsetof(struct workspace_pause_record, m)
 const struct status_field workspace_record_fields[] = {
     {.key = "pausedAt", .kind = SF_TIME, .off = RECORD(pause.requested_ms)},
-    {.key = "reason", .kind = SF_STR, .off = RECORD(pause.reason)},
+    {.key = "reason", .kind = SF_STR, .off = RECORD(pause.reason), .shared = 1},
     {.key = "podDeletedAt", .kind = SF_TIME, .off = RECORD(pause.pod_deleted_ms)},
     {.key = "acceleratorReleasedAt", .kind = SF_TIME, .off = RECORD(pause.accelerator_released_ms)},
     {.key = NULL, .kind = SF_INLINE, .off = RECORD(pause), .sub = pause_ledger_fields},
@@ -85,7 +86,7 @@ const struct status_field workspace_record_fields[] = {
      .kind = SF_FIGURE,
      .off = RECORD(resume.seconds_to_ready),
      .when = RECORD(resume.ready_ms)},
-    {.key = "restoredFrom", .kind = SF_STR, .off = RECORD(resume.restored_from)},
+    {.key = "restoredFrom", .kind = SF_STR, .off = RECORD(resume.restored_from), .shared = 1},
     {.key = NULL,
      .kind = SF_STR,
      .off = RECORD(pause.message)}, /* never set in a record; owned if it were */
@@ -97,7 +98,7 @@ static const struct status_field app_checkpoint_fields[] = {
     {.key = "attempt", .kind = SF_STR, .off = SNAPSHOT(checkpoint_attempt)},
     {.key = "requestedAt", .kind = SF_TIME, .off = SNAPSHOT(checkpoint_requested_ms)},
     {.key = "answeredAt", .kind = SF_TIME, .off = SNAPSHOT(checkpoint_answered_ms)},
-    {.key = "result", .kind = SF_STR, .off = SNAPSHOT(checkpoint_result)},
+    {.key = "result", .kind = SF_STR, .off = SNAPSHOT(checkpoint_result), .shared = 1},
     {.key = "message", .kind = SF_STR, .off = SNAPSHOT(checkpoint_message)},
     {.kind = SF_END},
 };
@@ -106,14 +107,14 @@ static const struct status_field snapshot_fields[] = {
     {.key = "attempt", .kind = SF_STR, .off = SNAPSHOT(attempt)},
     {.key = "attempts", .kind = SF_INT64, .off = SNAPSHOT(attempts)},
     {.key = "name", .kind = SF_STR, .off = SNAPSHOT(name)},
-    {.key = "phase", .kind = SF_STR, .off = SNAPSHOT(phase)},
+    {.key = "phase", .kind = SF_STR, .off = SNAPSHOT(phase), .shared = 1},
     {.key = "requestedAt", .kind = SF_TIME, .off = SNAPSHOT(requested_ms)},
     {.key = "readyAt", .kind = SF_TIME, .off = SNAPSHOT(ready_ms)},
     {.key = "failedAt", .kind = SF_TIME, .off = SNAPSHOT(failed_ms)},
     {.key = "restoreFailedAt", .kind = SF_TIME, .off = SNAPSHOT(restore_failed_ms)},
     {.key = "seconds", .kind = SF_FIGURE, .off = SNAPSHOT(seconds), .when = SNAPSHOT(ready_ms)},
-    {.key = "nodeName", .kind = SF_STR, .off = SNAPSHOT(node_name)},
-    {.key = "gpuProduct", .kind = SF_STR, .off = SNAPSHOT(gpu_product)},
+    {.key = "nodeName", .kind = SF_STR, .off = SNAPSHOT(node_name), .shared = 1},
+    {.key = "gpuProduct", .kind = SF_STR, .off = SNAPSHOT(gpu_product), .shared = 1},
     {.key = "podSpecHash", .kind = SF_STR, .off = SNAPSHOT(pod_spec_hash)},
     {.key = "message", .kind = SF_STR, .off = SNAPSHOT(message)},
     {.key = "homeClaimUID", .kind = SF_STR, .off = SNAPSHOT(home_claim_uid)},
@@ -127,9 +128,12 @@ static const struct status_field snapshot_fields[] = {
 #define ACTIVITY(m) offsetof(struct workspace_activity, m)
 static const struct status_field activity_fields[] = {
     {.key = "lastActivityTime", .kind = SF_TIME, .off = ACTIVITY(last_activity_ms)},
-    {.key = "lastActivitySource", .kind = SF_STR, .off = ACTIVITY(last_activity_source)},
+    {.key = "lastActivitySource",
+     .kind = SF_STR,
+     .off = ACTIVITY(last_activity_source),
+     .shared = 1},
     {.key = "lastProbeTime", .kind = SF_TIME, .off = ACTIVITY(last_probe_ms)},
-    {.key = "lastProbeResult", .kind = SF_STR, .off = ACTIVITY(last_probe_result)},
+    {.key = "lastProbeResult", .kind = SF_STR, .off = ACTIVITY(last_probe_result), .shared = 1},
     {.key = "lastProbeError", .kind = SF_STR, .off = ACTIVITY(last_probe_error)},
     {.key = "idleSince", .kind = SF_TIME, .off = ACTIVITY(idle_since_ms)},
     {.key = "pauseAt", .kind = SF_TIME_MICRO, .off = ACTIVITY(pause_at_ms)},
@@ -155,8 +159,8 @@ static const struct status_field interruption_fields[] = {
     {.key = "at", .kind = SF_TIME, .off = INTERRUPTION(at_ms)},
     {.key = "pod", .kind = SF_STR, .off = INTERRUPTION(pod)},
     {.key = "podUID", .kind = SF_STR, .off = INTERRUPTION(pod_uid)},
-    {.key = "nodeName", .kind = SF_STR, .off = INTERRUPTION(node_name)},
-    {.key = "reason", .kind = SF_STR, .off = INTERRUPTION(reason)},
+    {.key = "nodeName", .kind = SF_STR, .off = INTERRUPTION(node_name), .shared = 1},
+    {.key = "reason", .kind = SF_STR, .off = INTERRUPTION(reason), .shared = 1},
     {.key = "message", .kind = SF_STR, .off = INTERRUPTION(message)},
     {.key = "replacedBy", .kind = SF_STR, .off = INTERRUPTION(replaced_by)},
     {.kind = SF_END},
@@ -165,9 +169,9 @@ static const struct status_field interruption_fields[] = {
 /* The sub-objects below hold fields that live flat in the status. */
 #define STATUS(m) offsetof(struct workspace_status, m)
 static const struct status_field accelerator_fields[] = {
-    {.key = "resourceName", .kind = SF_STR, .off = STATUS(accelerator_resource)},
+    {.key = "resourceName", .kind = SF_STR, .off = STATUS(accelerator_resource), .shared = 1},
     {.key = "count", .kind = SF_INT, .off = STATUS(accelerator_count)},
-    {.key = "product", .kind = SF_STR, .off = STATUS(accelerator_product)},
+    {.key = "product", .kind = SF_STR, .off = STATUS(accelerator_product), .shared = 1},
     {.key = "fallback", .kind = SF_BOOL, .off = STATUS(accelerator_fallback)},
     {.kind = SF_END},
 };
@@ -195,12 +199,12 @@ static const struct status_field interruptions_fields[] = {
 const struct status_field workspace_status_fields[] = {
     {.key = "observedGeneration", .kind = SF_INT64, .off = STATUS(observed_generation)},
     {.key = "state", .kind = SF_STATE, .off = STATUS(state)},
-    {.key = "message", .kind = SF_STR, .off = STATUS(message)},
+    {.key = "message", .kind = SF_STR, .off = STATUS(message), .shared = 1},
     {.key = "podName", .kind = SF_STR, .off = STATUS(pod_name)},
     {.key = "podUID", .kind = SF_STR, .off = STATUS(pod_uid)},
     {.key = "deletedPod", .kind = SF_STR, .off = STATUS(deleted_pod)},
     {.key = "podGeneration", .kind = SF_INT64, .off = STATUS(pod_generation)},
-    {.key = "nodeName", .kind = SF_STR, .off = STATUS(node_name)},
+    {.key = "nodeName", .kind = SF_STR, .off = STATUS(node_name), .shared = 1},
     {.key = "homeClaimName", .kind = SF_STR, .off = STATUS(home_claim_name)},
     {.key = "accelerator", .kind = SF_OBJECT, .off = 0, .sub = accelerator_fields},
     {.key = "conditions",
@@ -704,6 +708,57 @@ void status_fields_clear(const struct status_field *t, void *base)
             free(items);
         }
     }
+}
+
+/* ---- sharing ---- */
+
+/* Pools (give 0) or releases (give 1) the strings of t's shared fields in
+ * base, lists and objects included; releasing also frees the other strings
+ * and the lists. */
+static int share_walk(const struct status_field *t, void *base, struct strpool *pool, int give)
+{
+    for (; t->kind != SF_END; t++) {
+        if (is_string(t)) {
+            char **field = AT(base, t->off, char *);
+            if (!t->shared) {
+                if (give)
+                    free(*field);
+            } else if (give) {
+                strpool_drop(pool, *field); /* pooled, or left its own by -ENOMEM */
+            } else if (*field) {
+                const char *held = strpool_get(pool, *field);
+                if (!held)
+                    return -ENOMEM;
+                free(*field);
+                *field = (char *)held;
+            }
+        } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
+            int e = share_walk(t->sub, AT(base, t->off, char), pool, give);
+            if (e < 0)
+                return e;
+        } else if (is_list(t)) {
+            char *items = *AT(base, t->off, char *);
+            size_t n = *AT(base, t->count, size_t);
+            for (size_t i = 0; i < n; i++) {
+                int e = share_walk(t->sub, items + i * t->size, pool, give);
+                if (e < 0)
+                    return e;
+            }
+            if (give)
+                free(items);
+        }
+    }
+    return 0;
+}
+
+int status_fields_share(const struct status_field *t, void *base, struct strpool *pool)
+{
+    return share_walk(t, base, pool, 0);
+}
+
+void status_fields_clear_shared(const struct status_field *t, void *base, struct strpool *pool)
+{
+    share_walk(t, base, pool, 1);
 }
 
 /* Forgets (without freeing) every string and list t names in base. */

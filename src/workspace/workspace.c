@@ -8,6 +8,7 @@
 
 #include "util/duration.h"
 #include "util/json.h"
+#include "util/strpool.h"
 #include "util/text.h"
 #include "util/timefmt.h"
 #include "workspace/status_fields.h"
@@ -365,16 +366,39 @@ int workspace_decode_lenient(const cJSON *obj, struct workspace **ret_ws)
     return decode(obj, 1, ret_ws, NULL);
 }
 
+int workspace_share_strings(struct workspace *ws, struct strpool *pool)
+{
+    ws->pool = pool;
+    char **own[] = {&ws->ns, &ws->class_name};
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+        if (!*own[i])
+            continue;
+        const char *held = strpool_get(pool, *own[i]);
+        if (!held)
+            return -ENOMEM;
+        free(*own[i]);
+        *own[i] = (char *)held;
+    }
+    return status_fields_share(workspace_status_fields, &ws->status, pool);
+}
+
 void workspace_free(struct workspace *ws)
 {
     if (!ws)
         return;
     free(ws->spec_error);
-    free(ws->ns);
+    if (ws->pool) {
+        strpool_drop(ws->pool, ws->ns);
+        strpool_drop(ws->pool, ws->class_name);
+        status_fields_clear_shared(workspace_status_fields, &ws->status, ws->pool);
+    } else {
+        free(ws->ns);
+        free(ws->class_name);
+        workspace_status_clear(&ws->status);
+    }
     free(ws->name);
     free(ws->uid);
     free(ws->resource_version);
-    free(ws->class_name);
     free(ws->image);
     free(ws->home_size);
     free(ws->auto_pause_message);
@@ -384,7 +408,6 @@ void workspace_free(struct workspace *ws)
         free(ws->env[i].value);
     }
     free(ws->env);
-    workspace_status_clear(&ws->status);
     for (size_t i = 0; i < ws->n_unread; i++)
         free(ws->unread[i]);
     free(ws->unread);

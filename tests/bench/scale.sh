@@ -256,16 +256,19 @@ done
 
 "$bench" census scale-0 | sed 's/^/census (namespace scale-0): /'
 
-# Cleaned up with a controller running, which releases the finalizers.
-start_controller "$work/cleanup.log"
-for n in $(seq 0 $((namespaces - 1))); do
-  "${kubectl[@]}" delete namespace "scale-$n" --wait=false >/dev/null || true
-done
-for n in $(seq 0 $((namespaces - 1))); do
-  "${kubectl[@]}" wait --for=delete "namespace/scale-$n" --timeout=1800s >/dev/null 2>&1 || true
-done
-stop_controller
-"${kubectl[@]}" delete workspaceclass scale-bench --wait=false >/dev/null || true
-"${kubectl[@]}" delete storageclass scale-bench --wait=false >/dev/null || true
-for k in $(seq 1 "$nodes"); do "${kubectl[@]}" delete node "scale-node-$k" --wait=false >/dev/null || true; done
+# A cluster of its own goes as a whole; in a given one, the workspaces are
+# cleaned up with a controller running, which releases the finalizers.
+if [ -z "$own_cluster" ]; then
+  start_controller "$work/cleanup.log"
+  for n in $(seq 0 $((namespaces - 1))); do
+    "${kubectl[@]}" delete namespace "scale-$n" --wait=false >/dev/null || true
+  done
+  for n in $(seq 0 $((namespaces - 1))); do
+    "${kubectl[@]}" wait --for=delete "namespace/scale-$n" --timeout=1800s >/dev/null 2>&1 || true
+  done
+  stop_controller
+  "${kubectl[@]}" delete workspaceclass scale-bench --wait=false >/dev/null || true
+  "${kubectl[@]}" delete storageclass scale-bench --wait=false >/dev/null || true
+  for k in $(seq 1 "$nodes"); do "${kubectl[@]}" delete node "scale-node-$k" --wait=false >/dev/null || true; done
+fi
 echo "logs in $work"

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "util/strpool.h"
 #include "util/timefmt.h"
 #include "workspace/workspace.h"
 
@@ -271,6 +272,60 @@ static void test_decode_spec_errors(void **state)
     assert_int_equal(ws->n_env, 0);
     workspace_free(ws);
     cJSON_Delete(obj);
+}
+
+/* A cache's workspaces share their repeated strings: the same pointer for
+ * the same text, the same status when encoded, and every hold given back
+ * when they are freed. */
+static void test_shared_strings(void **state)
+{
+    (void)state;
+    static const char *const json =
+        "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"team-a\",\"uid\":\"%s\"},"
+        "\"spec\":{\"className\":\"gpu-t4\",\"paused\":true},"
+        "\"status\":{\"state\":\"Paused\",\"message\":\"the workspace is paused\","
+        "\"homeClaimName\":\"%s-home\",\"conditions\":[{\"type\":\"Ready\","
+        "\"status\":\"False\",\"reason\":\"Paused\",\"message\":\"the workspace is "
+        "paused\",\"lastTransitionTime\":\"2027-01-01T00:00:00Z\"}],"
+        "\"lastPause\":{\"reason\":\"User\",\"nodeName\":\"gpu-node-1\","
+        "\"message\":\"by %s\"}}}";
+    struct strpool *pool = strpool_new();
+    assert_non_null(pool);
+    struct workspace *ws[2];
+    char *before[2];
+    for (int i = 0; i < 2; i++) {
+        char text[1024], name[8];
+        snprintf(name, sizeof(name), "w%d", i);
+        snprintf(text, sizeof(text), json, name, name, name, name);
+        ws[i] = decode(text, 0, NULL);
+        cJSON *st = workspace_status_to_json(&ws[i]->status);
+        before[i] = cJSON_PrintUnformatted(st);
+        cJSON_Delete(st);
+        assert_int_equal(workspace_share_strings(ws[i], pool), 0);
+        st = workspace_status_to_json(&ws[i]->status);
+        char *after = cJSON_PrintUnformatted(st);
+        cJSON_Delete(st);
+        assert_string_equal(after, before[i]);
+        free(after);
+        free(before[i]);
+    }
+    assert_ptr_equal(ws[0]->ns, ws[1]->ns);
+    assert_ptr_equal(ws[0]->class_name, ws[1]->class_name);
+    assert_ptr_equal(ws[0]->status.message, ws[1]->status.message);
+    assert_ptr_equal(ws[0]->status.conditions[0].message, ws[0]->status.message);
+    assert_ptr_equal(ws[0]->status.conditions[0].reason, ws[1]->status.conditions[0].reason);
+    assert_ptr_equal(ws[0]->status.last_pause.node_name, ws[1]->status.last_pause.node_name);
+    /* Not shared: names, the claim, a pause's message with its figures. */
+    assert_ptr_not_equal(ws[0]->status.home_claim_name, ws[1]->status.home_claim_name);
+    assert_string_equal(ws[1]->status.last_pause.message, "by w1");
+    assert_string_equal(ws[1]->name, "w1");
+    /* team-a, gpu-t4, the message, Ready, Paused, User, gpu-node-1 */
+    assert_int_equal(strpool_len(pool), 7);
+    workspace_free(ws[0]);
+    assert_int_equal(strpool_len(pool), 7);
+    workspace_free(ws[1]);
+    assert_int_equal(strpool_len(pool), 0);
+    strpool_let_go(pool);
 }
 
 static void test_state_names(void **state)
@@ -1002,6 +1057,7 @@ int main(void)
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_decode_spec_errors),
         cmocka_unit_test(test_state_names),
+        cmocka_unit_test(test_shared_strings),
         cmocka_unit_test(test_status_round_trip),
         cmocka_unit_test(test_status_omits_unset),
         cmocka_unit_test(test_status_lenient_decode),
