@@ -33,40 +33,15 @@ while getopts "w:s:r:c:h" opt; do
 done
 [ ${#controllers[@]} -gt 0 ] || controllers=("$repo/build/hibernator")
 
-work=$(mktemp -d /tmp/hibernator-idle-bench.XXXXXX)
-own_cluster=""
-controller_pid=""
-stop_controller() {
-  if [ -n "$controller_pid" ]; then
-    kill "$controller_pid" 2>/dev/null || true
-    wait "$controller_pid" 2>/dev/null || true
-    controller_pid=""
-  fi
-}
-cleanup() {
-  stop_controller
-  if [ -n "$own_cluster" ]; then
-    "$repo/deploy/local/cluster.sh" down --dir "$own_cluster" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
-if [ -z "${HIBERNATOR_KUBECONFIG:-}" ]; then
-  own_cluster=$work/cluster
-  "$repo/deploy/local/cluster.sh" up --dir "$own_cluster" >/dev/null
-  eval "$("$repo/deploy/local/cluster.sh" env --dir "$own_cluster")"
-fi
-kubectl=(kubectl --kubeconfig "$HIBERNATOR_KUBECONFIG")
+# shellcheck source=tests/bench/lib.sh
+. "$repo/tests/bench/lib.sh"
+bench_begin idle
 ns=idle-bench-$$
 
 start_controller() { # BINARY LOG
   "$1" --kubeconfig "$HIBERNATOR_KUBECONFIG" --namespace "$ns" --leader-elect=false \
     --health-probe-bind-address=0 --metrics-bind-address=0 2>"$2" &
   controller_pid=$!
-}
-# CPU seconds (user + system) the process has used so far.
-cpu_seconds() { # PID
-  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' "/proc/$1/stat"
 }
 wait_paused() {
   local i got
@@ -103,14 +78,14 @@ for round in $(seq 1 "$rounds"); do
     start_controller "$c" "$work/controller-$round-$k.log"
     wait_paused
     sleep 15 # the start's status writes and Events drain
-    before=$(cpu_seconds "$controller_pid")
+    before=$(bench_cpu_seconds "$controller_pid")
     load_before=$(cut -d' ' -f1 /proc/loadavg)
     sleep "$seconds"
-    after=$(cpu_seconds "$controller_pid")
+    after=$(bench_cpu_seconds "$controller_pid")
     load_after=$(cut -d' ' -f1 /proc/loadavg)
     rss=$(awk '/^VmRSS/ { print $2 / 1024 " MiB" }' "/proc/$controller_pid/status")
     echo "round $round controller $c: $(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.2f", b - a }') CPU-s in ${seconds} s idle, RSS $rss, load average $load_before -> $load_after"
-    stop_controller
+    bench_stop_controller
   done
 done
 

@@ -34,31 +34,9 @@ done
 total=0
 for n in $sizes; do [ "$n" -gt "$total" ] && total=$n; done
 
-work=$(mktemp -d /tmp/hibernator-pause-bench.XXXXXX)
-own_cluster=""
-controller_pid=""
-stop_controller() {
-  if [ -n "$controller_pid" ]; then
-    kill "$controller_pid" 2>/dev/null || true
-    wait "$controller_pid" 2>/dev/null || true
-    controller_pid=""
-  fi
-}
-cleanup() {
-  stop_controller
-  if [ -n "$own_cluster" ]; then
-    "$repo/deploy/local/cluster.sh" down --dir "$own_cluster" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
-if [ -z "${HIBERNATOR_KUBECONFIG:-}" ]; then
-  own_cluster=$work/cluster
-  "$repo/deploy/local/cluster.sh" up --dir "$own_cluster" >/dev/null
-  eval "$("$repo/deploy/local/cluster.sh" env --dir "$own_cluster")"
-fi
-export KUBECONFIG=$HIBERNATOR_KUBECONFIG
-kubectl=(kubectl --kubeconfig "$HIBERNATOR_KUBECONFIG")
+# shellcheck source=tests/bench/lib.sh
+. "$repo/tests/bench/lib.sh"
+bench_begin pause
 ns=pause-bench-$$
 
 start_controller() { # BINARY LOG
@@ -119,7 +97,7 @@ for c in "${controllers[@]}"; do
     wait_states "$total" Running
     sleep 5
   done
-  stop_controller
+  bench_stop_controller
 done
 
 # Cleaned up with a controller running, which releases the finalizers.

@@ -56,43 +56,17 @@ bench=$build/tests/scale_bench
 namespaces=10
 port=$((20000 + $$ % 20000))
 
-work=$(mktemp -d /tmp/hibernator-scale-bench.XXXXXX)
-own_cluster=""
-controller_pid=""
-stop_controller() {
-  if [ -n "$controller_pid" ]; then
-    kill "$controller_pid" 2>/dev/null || true
-    wait "$controller_pid" 2>/dev/null || true
-    controller_pid=""
-  fi
-}
-cleanup() {
-  stop_controller
-  if [ -n "$own_cluster" ]; then
-    "$repo/deploy/local/cluster.sh" down --dir "$own_cluster" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
-if [ -z "${HIBERNATOR_KUBECONFIG:-}" ]; then
-  own_cluster=$work/cluster
-  # The controller manager's own client limit (20/s) would make binding the
-  # running share's claims the slowest part of the run.
-  HIBERNATOR_CONTROLLER_MANAGER_ARGS="--kube-api-qps=300 --kube-api-burst=600" \
-    "$repo/deploy/local/cluster.sh" up --dir "$own_cluster" >/dev/null
-  eval "$("$repo/deploy/local/cluster.sh" env --dir "$own_cluster")"
-fi
-export KUBECONFIG=$HIBERNATOR_KUBECONFIG
-kubectl=(kubectl --kubeconfig "$HIBERNATOR_KUBECONFIG")
+# shellcheck source=tests/bench/lib.sh
+. "$repo/tests/bench/lib.sh"
+# The controller manager's own client limit (20/s) would make binding the
+# running share's claims the slowest part of the run.
+HIBERNATOR_CONTROLLER_MANAGER_ARGS="--kube-api-qps=300 --kube-api-burst=600" bench_begin scale
 
 start_controller() { # LOG
   "$controller" --kubeconfig "$HIBERNATOR_KUBECONFIG" --leader-elect=false \
     --kube-api-qps 500 --kube-api-burst 1000 \
     --health-probe-bind-address=0 --metrics-bind-address="127.0.0.1:$port" 2>"$1" &
   controller_pid=$!
-}
-cpu_seconds() { # PID: user + system CPU seconds so far
-  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' "/proc/$1/stat"
 }
 status_mib() { # FIELD: VmRSS or VmHWM of the controller, MiB
   awk -v f="$1:" '$1 == f { printf "%.1f\n", $2 / 1024 }' "/proc/$controller_pid/status"
@@ -198,7 +172,7 @@ for w in $counts; do
   wait_settled "$w"
   first_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   sleep 10
-  stop_controller
+  bench_stop_controller
 
   k=0
   for controller in "${controllers[@]}"; do
@@ -209,14 +183,14 @@ for w in $counts; do
     t0=$(date +%s.%N)
     wait_reconciled "$w"
     sync_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-    sync_cpu=$(cpu_seconds "$controller_pid")
+    sync_cpu=$(bench_cpu_seconds "$controller_pid")
     sleep 10
 
     # Idle, nothing scraping.
     load0=$(cut -d' ' -f1 /proc/loadavg)
-    c0=$(cpu_seconds "$controller_pid")
+    c0=$(bench_cpu_seconds "$controller_pid")
     sleep "$seconds"
-    c1=$(cpu_seconds "$controller_pid")
+    c1=$(bench_cpu_seconds "$controller_pid")
     load1=$(cut -d' ' -f1 /proc/loadavg)
     idle_cpu=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
     rss=$(status_mib VmRSS)
@@ -227,7 +201,7 @@ for w in $counts; do
     r0=$(metric controller_runtime_reconcile_total)
     rt0=$(metric_float controller_runtime_reconcile_time_seconds_sum)
     rn0=$(metric controller_runtime_reconcile_time_seconds_count)
-    c0=$(cpu_seconds "$controller_pid")
+    c0=$(bench_cpu_seconds "$controller_pid")
     pids=()
     for n in $(seq 0 $((namespaces - 1))); do
       "$bench" patch "scale-$n" s- 0 100 '{"metadata":{"annotations":{"bench/touch":"%p"}}}' >/dev/null &
@@ -235,10 +209,10 @@ for w in $counts; do
     done
     for p in "${pids[@]}"; do wait "$p"; done
     wait_reconciled $((r0 + 1000))
-    c1=$(cpu_seconds "$controller_pid")
+    c1=$(bench_cpu_seconds "$controller_pid")
     rt1=$(metric_float controller_runtime_reconcile_time_seconds_sum)
     rn1=$(metric controller_runtime_reconcile_time_seconds_count)
-    stop_controller
+    bench_stop_controller
     touched=$((100 * namespaces))
 
     awk -v w="$w" -v name="$name" -v cs="$create_s" -v fs="$first_s" -v ss="$sync_s" -v sc="$sync_cpu" \
@@ -266,7 +240,7 @@ if [ -z "$own_cluster" ]; then
   for n in $(seq 0 $((namespaces - 1))); do
     "${kubectl[@]}" wait --for=delete "namespace/scale-$n" --timeout=1800s >/dev/null 2>&1 || true
   done
-  stop_controller
+  bench_stop_controller
   "${kubectl[@]}" delete workspaceclass scale-bench --wait=false >/dev/null || true
   "${kubectl[@]}" delete storageclass scale-bench --wait=false >/dev/null || true
   for k in $(seq 1 "$nodes"); do "${kubectl[@]}" delete node "scale-node-$k" --wait=false >/dev/null || true; done

@@ -43,34 +43,11 @@ port=$((20000 + $$ % 20000))
 qps=20
 burst=30
 
-work=$(mktemp -d /tmp/hibernator-storm-bench.XXXXXX)
-own_cluster=""
-controller_pid=""
-stop_controller() {
-  if [ -n "$controller_pid" ]; then
-    kill "$controller_pid" 2>/dev/null || true
-    wait "$controller_pid" 2>/dev/null || true
-    controller_pid=""
-  fi
-}
-cleanup() {
-  stop_controller
-  if [ -n "$own_cluster" ]; then
-    "$repo/deploy/local/cluster.sh" down --dir "$own_cluster" >/dev/null 2>&1 || true
-  fi
-}
-trap cleanup EXIT
-
-if [ -z "${HIBERNATOR_KUBECONFIG:-}" ]; then
-  own_cluster=$work/cluster
-  # The controller manager's own client limit (20/s) would make binding the
-  # claims the slowest part of the set-up.
-  HIBERNATOR_CONTROLLER_MANAGER_ARGS="--kube-api-qps=300 --kube-api-burst=600" \
-    "$repo/deploy/local/cluster.sh" up --dir "$own_cluster" >/dev/null
-  eval "$("$repo/deploy/local/cluster.sh" env --dir "$own_cluster")"
-fi
-export KUBECONFIG=$HIBERNATOR_KUBECONFIG
-kubectl=(kubectl --kubeconfig "$HIBERNATOR_KUBECONFIG")
+# shellcheck source=tests/bench/lib.sh
+. "$repo/tests/bench/lib.sh"
+# The controller manager's own client limit (20/s) would make binding the
+# claims the slowest part of the set-up.
+HIBERNATOR_CONTROLLER_MANAGER_ARGS="--kube-api-qps=300 --kube-api-burst=600" bench_begin storm
 
 scrape() { curl -sf "http://127.0.0.1:$port/metrics" || true; }
 gauge() { # STATE: workspaces of the class in STATE

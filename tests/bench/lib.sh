@@ -1,0 +1,46 @@
+# Sourced by the benchmark scripts in tests/bench: a work directory, the
+# cluster, and one controller process at a time.
+#
+#   bench_begin NAME      $work (a new directory), $own_cluster (set when the
+#                         bench brought up a cluster of its own: the one
+#                         HIBERNATOR_KUBECONFIG names is used if set), and
+#                         KUBECONFIG and kubectl=(...) for it; at exit the
+#                         controller stops and a cluster of its own goes
+#   bench_stop_controller stops $controller_pid, if any
+#   bench_cpu_seconds PID user + system CPU seconds of PID so far
+#
+# The caller sets $repo. Environment for cluster.sh up (such as
+# HIBERNATOR_CONTROLLER_MANAGER_ARGS) passes through bench_begin.
+
+bench_stop_controller() {
+  if [ -n "${controller_pid:-}" ]; then
+    kill "$controller_pid" 2>/dev/null || true
+    wait "$controller_pid" 2>/dev/null || true
+    controller_pid=""
+  fi
+}
+
+bench_end() {
+  bench_stop_controller
+  if [ -n "${own_cluster:-}" ]; then
+    "$repo/deploy/local/cluster.sh" down --dir "$own_cluster" >/dev/null 2>&1 || true
+  fi
+}
+
+bench_begin() {
+  work=$(mktemp -d "/tmp/hibernator-$1-bench.XXXXXX")
+  own_cluster=""
+  controller_pid=""
+  trap bench_end EXIT
+  if [ -z "${HIBERNATOR_KUBECONFIG:-}" ]; then
+    own_cluster=$work/cluster
+    "$repo/deploy/local/cluster.sh" up --dir "$own_cluster" >/dev/null
+    eval "$("$repo/deploy/local/cluster.sh" env --dir "$own_cluster")"
+  fi
+  export KUBECONFIG=$HIBERNATOR_KUBECONFIG
+  kubectl=(kubectl --kubeconfig "$HIBERNATOR_KUBECONFIG")
+}
+
+bench_cpu_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' "/proc/$1/stat"
+}
