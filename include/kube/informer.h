@@ -83,8 +83,7 @@ struct informer_stats {
     uint64_t events;       /* watch events applied (bookmarks included) */
     uint64_t watch_errors; /* watches that ended in an error */
     uint64_t unreadable;   /* changes to objects the codec could not read */
-    uint64_t walks;        /* informer_foreach() calls */
-    uint64_t walked;       /* entries they visited */
+    uint64_t walked;       /* entries informer_foreach() visited */
 };
 
 struct informer;
@@ -110,7 +109,7 @@ const struct cache_entry *informer_get(const struct informer *inf, const char *n
 size_t informer_len(const struct informer *inf);
 
 /* Calls fn for every entry (unspecified order); fn must not change the
- * informer. Counted in the stats (walks, walked): a walk costs as much as
+ * informer. Counted in the stats (walked): a walk costs as much as
  * the cache is large, so a path taken on every event must not take one. */
 void informer_foreach(struct informer *inf, void (*fn)(void *data, const struct cache_entry *e),
                       void *data);

@@ -44,6 +44,11 @@ void strpool_put(struct strpool *p, const char *text);
  * or frees the copy. NULL is ignored. */
 void strpool_drop(struct strpool *p, char *s);
 
+/* *field, the caller's own malloc'd string (or NULL), becomes a hold on the
+ * pool's copy and the own copy is freed. Returns 0, or -ENOMEM with *field
+ * left as it was (strpool_drop() tells the two apart later). */
+MUST_USE int strpool_adopt(struct strpool *p, char **field);
+
 /* How many distinct texts are held. */
 size_t strpool_len(const struct strpool *p);
 

@@ -543,7 +543,6 @@ void informer_foreach(struct informer *inf, void (*fn)(void *, const struct cach
                       void *data)
 {
     void *value;
-    inf->stats.walks++;
     for (size_t it = 0; strmap_next(&inf->cache, &it, NULL, &value);) {
         inf->stats.walked++;
         fn(data, value);

@@ -1,5 +1,6 @@
 #include "util/strpool.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,18 @@ void strpool_drop(struct strpool *p, char *s)
         strpool_put(p, s);
     else
         free(s);
+}
+
+int strpool_adopt(struct strpool *p, char **field)
+{
+    if (!*field)
+        return 0;
+    const char *held = strpool_get(p, *field);
+    if (!held)
+        return -ENOMEM;
+    free(*field);
+    *field = (char *)held;
+    return 0;
 }
 
 size_t strpool_len(const struct strpool *p)

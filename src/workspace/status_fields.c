@@ -725,12 +725,8 @@ static int share_walk(const struct status_field *t, void *base, struct strpool *
                     free(*field);
             } else if (give) {
                 strpool_drop(pool, *field); /* pooled, or left its own by -ENOMEM */
-            } else if (*field) {
-                const char *held = strpool_get(pool, *field);
-                if (!held)
-                    return -ENOMEM;
-                free(*field);
-                *field = (char *)held;
+            } else if (strpool_adopt(pool, field) < 0) {
+                return -ENOMEM;
             }
         } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
             int e = share_walk(t->sub, AT(base, t->off, char), pool, give);

@@ -369,16 +369,8 @@ int workspace_decode_lenient(const cJSON *obj, struct workspace **ret_ws)
 int workspace_share_strings(struct workspace *ws, struct strpool *pool)
 {
     ws->pool = pool;
-    char **own[] = {&ws->ns, &ws->class_name};
-    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
-        if (!*own[i])
-            continue;
-        const char *held = strpool_get(pool, *own[i]);
-        if (!held)
-            return -ENOMEM;
-        free(*own[i]);
-        *own[i] = (char *)held;
-    }
+    if (strpool_adopt(pool, &ws->ns) < 0 || strpool_adopt(pool, &ws->class_name) < 0)
+        return -ENOMEM;
     return status_fields_share(workspace_status_fields, &ws->status, pool);
 }
 

@@ -53,6 +53,26 @@ static void test_drop(void **state)
     strpool_free(&p);
 }
 
+/* An own copy becomes a hold on the pool's, freed (the sanitizer build
+ * shows a leak otherwise); NULL stays NULL. */
+static void test_adopt(void **state)
+{
+    (void)state;
+    struct strpool p;
+    strpool_init(&p);
+    const char *held = strpool_get(&p, "gpu-t4");
+    char *own = strdup("gpu-t4"), *none = NULL;
+    assert_int_equal(strpool_adopt(&p, &own), 0);
+    assert_ptr_equal(own, held);
+    assert_int_equal(strpool_adopt(&p, &none), 0);
+    assert_null(none);
+    assert_int_equal(strpool_len(&p), 1);
+    strpool_drop(&p, own);
+    strpool_put(&p, held);
+    assert_int_equal(strpool_len(&p), 0);
+    strpool_free(&p);
+}
+
 /* Holders may outlive the maker: the pool goes with its last text (the
  * sanitizer build shows a leak or a use after free otherwise). */
 static void test_let_go(void **state)
@@ -76,6 +96,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_copy_per_text),
         cmocka_unit_test(test_drop),
+        cmocka_unit_test(test_adopt),
         cmocka_unit_test(test_let_go),
     };
     return cmocka_run_group_tests_name("strpool", tests, NULL, NULL);
