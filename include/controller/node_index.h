@@ -25,16 +25,10 @@
 #ifndef HIBERNATOR_CONTROLLER_NODE_INDEX_H
 #define HIBERNATOR_CONTROLLER_NODE_INDEX_H
 
+#include "util/key_groups.h"
 #include "util/must_use.h"
-#include "util/strmap.h"
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
-
-/* Keys grouped by a name, each key in one group at most. */
-struct key_groups {
-    struct strmap by_key;  /* key -> struct key_group * */
-    struct strmap by_name; /* group name -> struct key_group * */
-};
 
 struct node_index {
     struct key_groups pods;   /* pod keys by spec.nodeName */

@@ -9,7 +9,8 @@
  * probes, metrics, or both. http_servers_start() sets up the controller's
  * two addresses (--health-probe-bind-address and --metrics-bind-address):
  * a server for each, or one serving every route when both name the same
- * address; "0" turns one off.
+ * address; "0" turns one off. Port 0 in an address lets the kernel choose
+ * one; every server logs "serving" with the address it listens on.
  *
  * Ownership: the health state and the registry are borrowed and must stay
  * alive until http_server_stop() has returned.
@@ -35,6 +36,10 @@ struct http_server;
 int http_server_start(const struct http_server_options *o, struct http_server **ret_server,
                       char **ret_err);
 
+/* The port the server listens on: the one asked for, or the kernel's
+ * choice when the address asked for port 0 (also logged as "serving"). */
+int http_server_port(const struct http_server *s);
+
 /* Stops the thread and frees the server; accepts NULL. */
 void http_server_stop(struct http_server *s);
 
@@ -49,7 +54,7 @@ int http_servers_start(const char *health_bind, struct health_state *health,
 struct sockaddr_storage;
 /* Parses "host:port", ":port" (every IPv4 address) or "[v6]:port" into
  * *ret_addr (the caller's). host is a numeric address, never a name; port is
- * 1..65535. Returns 0, or -EINVAL (*ret_addr may be partly written). */
+ * 0..65535 (0: the kernel chooses). Returns 0, or -EINVAL (*ret_addr may be partly written). */
 int http_parse_bind(const char *bind, struct sockaddr_storage *ret_addr);
 
 #endif

@@ -30,6 +30,7 @@
 #ifndef HIBERNATOR_SNAPSHOT_GKE_H
 #define HIBERNATOR_SNAPSHOT_GKE_H
 
+#include <stdint.h>
 #include <uv.h>
 
 #include "kube/client.h"
@@ -74,6 +75,15 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
  * returns how many. 0 before the caches have synced. */
 size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const char *workspace,
                           struct snapshot_view *out, size_t max);
+
+/* The objects whole-cache walks of the three caches visited so far
+ * (informer_stats().walked; 0 before they start): a sweep once they have
+ * synced, and nothing per reconcile or event while the indexes hold.
+ * Accepts NULL (all 0). */
+struct gke_snapshots_walked {
+    uint64_t snapshots, triggers, policies;
+};
+struct gke_snapshots_walked gke_snapshots_walked(const struct gke_snapshots *g);
 
 typedef void (*gke_done_cb)(void *data, int status, const char *error);
 

@@ -1,142 +1,47 @@
 #include "controller/node_index.h"
 
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "workspace/ledger.h"
-
-struct key_group {
-    struct strmap keys; /* the set: key -> the group itself (any non-NULL value) */
-    char name[];
-};
-
-static void groups_init(struct key_groups *g)
-{
-    strmap_init(&g->by_key);
-    strmap_init(&g->by_name);
-}
-
-static void groups_free(struct key_groups *g)
-{
-    void *v;
-    for (size_t it = 0; strmap_next(&g->by_name, &it, NULL, &v);) {
-        struct key_group *grp = v;
-        strmap_free(&grp->keys);
-        free(grp);
-    }
-    strmap_free(&g->by_name);
-    strmap_free(&g->by_key);
-}
-
-/* Takes key out of its group, if it has one; an emptied group goes. */
-static void groups_leave(struct key_groups *g, const char *key)
-{
-    struct key_group *grp = strmap_remove(&g->by_key, key);
-    if (!grp)
-        return;
-    strmap_remove(&grp->keys, key);
-    if (strmap_len(&grp->keys) == 0) {
-        strmap_remove(&g->by_name, grp->name);
-        strmap_free(&grp->keys);
-        free(grp);
-    }
-}
-
-/* Puts key in the group called name (NULL or "": in none). Returns 0 or
- * -ENOMEM, key then in no group. */
-static int groups_set(struct key_groups *g, const char *key, const char *name)
-{
-    struct key_group *now = strmap_get(&g->by_key, key);
-    if (now && name && strcmp(now->name, name) == 0)
-        return 0;
-    groups_leave(g, key);
-    if (!name || !name[0])
-        return 0;
-    struct key_group *grp = strmap_get(&g->by_name, name);
-    int fresh = !grp;
-    if (fresh) {
-        grp = malloc(sizeof(*grp) + strlen(name) + 1);
-        if (!grp)
-            return -ENOMEM;
-        strmap_init(&grp->keys);
-        strcpy(grp->name, name);
-        if (strmap_put(&g->by_name, grp->name, grp, NULL) < 0) {
-            free(grp);
-            return -ENOMEM;
-        }
-    }
-    if (strmap_put(&grp->keys, key, grp, NULL) < 0)
-        goto fail;
-    if (strmap_put(&g->by_key, key, grp, NULL) < 0) {
-        strmap_remove(&grp->keys, key);
-        goto fail;
-    }
-    return 0;
-fail:
-    if (strmap_len(&grp->keys) == 0) {
-        strmap_remove(&g->by_name, grp->name);
-        strmap_free(&grp->keys);
-        free(grp);
-    }
-    return -ENOMEM;
-}
-
-static void groups_foreach(const struct key_groups *g, const char *name,
-                           void (*fn)(void *data, const char *key), void *data)
-{
-    const struct key_group *grp = name ? strmap_get(&g->by_name, name) : NULL;
-    const char *key;
-    for (size_t it = 0; grp && strmap_next(&grp->keys, &it, &key, NULL);)
-        fn(data, key);
-}
-
-static size_t groups_count(const struct key_groups *g, const char *name)
-{
-    const struct key_group *grp = name ? strmap_get(&g->by_name, name) : NULL;
-    return grp ? strmap_len(&grp->keys) : 0;
-}
 
 void node_index_init(struct node_index *x)
 {
-    groups_init(&x->pods);
-    groups_init(&x->paused);
+    key_groups_init(&x->pods);
+    key_groups_init(&x->paused);
 }
 
 void node_index_free(struct node_index *x)
 {
-    groups_free(&x->pods);
-    groups_free(&x->paused);
+    key_groups_free(&x->pods);
+    key_groups_free(&x->paused);
 }
 
 int node_index_pod(struct node_index *x, const char *key, const struct workspace_pod *p)
 {
-    return groups_set(&x->pods, key, p ? p->node_name : NULL);
+    return key_groups_set(&x->pods, key, p ? p->node_name : NULL);
 }
 
 int node_index_workspace(struct node_index *x, const char *key, const struct workspace *ws)
 {
-    return groups_set(&x->paused, key, ws ? ledger_watched_node(&ws->status) : NULL);
+    return key_groups_set(&x->paused, key, ws ? ledger_watched_node(&ws->status) : NULL);
 }
 
 void node_index_pods_on(const struct node_index *x, const char *node,
                         void (*fn)(void *data, const char *key), void *data)
 {
-    groups_foreach(&x->pods, node, fn, data);
+    key_groups_foreach(&x->pods, node, fn, data);
 }
 
 void node_index_paused_from(const struct node_index *x, const char *node,
                             void (*fn)(void *data, const char *key), void *data)
 {
-    groups_foreach(&x->paused, node, fn, data);
+    key_groups_foreach(&x->paused, node, fn, data);
 }
 
 size_t node_index_pods_count(const struct node_index *x, const char *node)
 {
-    return groups_count(&x->pods, node);
+    return key_groups_count(&x->pods, node);
 }
 
 size_t node_index_paused_count(const struct node_index *x, const char *node)
 {
-    return groups_count(&x->paused, node);
+    return key_groups_count(&x->paused, node);
 }

@@ -1515,6 +1515,10 @@ void reconciler_collect_metrics(struct reconciler *r)
                                     informer_stats(r->pvc_inf).walked);
     controller_metrics_cache_walked(r->metrics, "workspaceclasses",
                                     informer_stats(r->class_inf).walked);
+    struct gke_snapshots_walked g = gke_snapshots_walked(r->gke);
+    controller_metrics_cache_walked(r->metrics, "podsnapshots", g.snapshots);
+    controller_metrics_cache_walked(r->metrics, "podsnapshotmanualtriggers", g.triggers);
+    controller_metrics_cache_walked(r->metrics, "podsnapshotpolicies", g.policies);
 }
 
 int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct reconciler_options *o,

@@ -9,12 +9,15 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "util/log.h"
+
 /* The exposition is bounded by the registry's series limit; this is far
  * above it and only guards against a runaway. */
 #define METRICS_BODY_MAX (256u * 1024 * 1024)
 
 struct http_server {
     struct MHD_Daemon *daemon;
+    int port; /* bound: the kernel's choice when bind asked for port 0 */
     struct health_state *health;
     struct metrics_registry *metrics;
 };
@@ -26,7 +29,7 @@ int http_parse_bind(const char *bind, struct sockaddr_storage *ret)
         return -EINVAL;
     char *end;
     long port = strtol(colon + 1, &end, 10);
-    if (*end || port < 1 || port > 65535)
+    if (*end || end == colon + 1 || port < 0 || port > 65535)
         return -EINVAL;
     char host[64];
     size_t hl = (size_t)(colon - bind);
@@ -146,8 +149,24 @@ int http_server_start(const struct http_server_options *o, struct http_server **
         say(ret_err, "%s: cannot listen on %s", o->flag, o->bind);
         return -EADDRINUSE;
     }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info && info->port ? info->port : port;
+    /* The address as asked with the port as bound: with port 0 the log is
+     * where a caller learns it. */
+    char address[96];
+    snprintf(address, sizeof(address), "%.*s:%d", (int)(strrchr(o->bind, ':') - o->bind), o->bind,
+             s->port);
+    log_info("serving", "routes",
+             s->health && s->metrics ? "health probes and metrics"
+                                     : (s->health ? "health probes" : "metrics"),
+             "address", address, "flag", o->flag ? o->flag : "");
     *ret_server = s;
     return 0;
+}
+
+int http_server_port(const struct http_server *s)
+{
+    return s->port;
 }
 
 void http_server_stop(struct http_server *s)
@@ -163,6 +182,8 @@ static int off(const char *bind)
     return !bind || strcmp(bind, "0") == 0;
 }
 
+/* Two addresses that name the same port; port 0 (the kernel's choice)
+ * twice is two ports. */
 static int same_address(const char *a, const char *b)
 {
     struct sockaddr_storage x, y;
@@ -170,11 +191,12 @@ static int same_address(const char *a, const char *b)
         return 0;
     if (x.ss_family == AF_INET6) {
         const struct sockaddr_in6 *x6 = (struct sockaddr_in6 *)&x, *y6 = (struct sockaddr_in6 *)&y;
-        return x6->sin6_port == y6->sin6_port &&
+        return x6->sin6_port && x6->sin6_port == y6->sin6_port &&
                memcmp(&x6->sin6_addr, &y6->sin6_addr, sizeof(x6->sin6_addr)) == 0;
     }
     const struct sockaddr_in *x4 = (struct sockaddr_in *)&x, *y4 = (struct sockaddr_in *)&y;
-    return x4->sin_port == y4->sin_port && x4->sin_addr.s_addr == y4->sin_addr.s_addr;
+    return x4->sin_port && x4->sin_port == y4->sin_port &&
+           x4->sin_addr.s_addr == y4->sin_addr.s_addr;
 }
 
 int http_servers_start(const char *health_bind, struct health_state *health,

@@ -8,6 +8,7 @@
 #include "kube/informer.h"
 #include "snapshot/gke_retention.h"
 #include "util/json.h"
+#include "util/key_groups.h"
 #include "util/log.h"
 #include "util/strmap.h"
 #include "workspace/names.h"
@@ -61,6 +62,13 @@ struct gke_snapshots {
     struct strmap removals;
     struct strmap retiring; /* "ns/workspace" -> "": deleted workspaces whose policy may go */
     uv_timer_t timer;       /* runs the removals that are due */
+    /* The caches indexed by what a reconcile and an event look up, kept by
+     * the informers' handlers, so each costs one workspace's objects and
+     * not every object in the cluster (group names are "ns/name"). */
+    struct key_groups snapshots_by_trigger; /* PodSnapshot keys by their trigger label */
+    struct key_groups snapshots_by_policy;  /* PodSnapshot keys by spec.policyName */
+    struct key_groups triggers_by_workspace;
+    int index_lost; /* out of memory once: walks of the caches answer instead */
 };
 
 /* Retries of a trigger delete that failed: 1 s doubling to a minute. */
@@ -87,6 +95,59 @@ static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, c
 static int both_synced(const struct gke_snapshots *g);
 static void consider_policy(struct gke_snapshots *g, const char *ns, const char *workspace);
 static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe);
+
+/* ---- the indexes ---- */
+
+/* The group name "ns/name" in buf, NULL when name is unset. */
+static const char *group_name(char buf[static 512], const char *ns, const char *name)
+{
+    if (!name || !name[0])
+        return NULL;
+    int n = snprintf(buf, 512, "%s/%s", ns, name);
+    return n > 0 && n < 512 ? buf : NULL;
+}
+
+static void index_failed(struct gke_snapshots *g, int r)
+{
+    if (r == 0 || g->index_lost)
+        return;
+    g->index_lost = 1;
+    log_warn("out of memory indexing GKE Pod Snapshots; walking the caches from now on");
+}
+
+/* e is cached now, or (gone) was deleted. */
+static void index_snapshot(struct gke_snapshots *g, const struct cache_entry *e, int gone)
+{
+    const struct podsnapshot *s = gone ? NULL : e->obj;
+    char a[512], b[512];
+    index_failed(g, key_groups_set(&g->snapshots_by_trigger, e->key,
+                                   group_name(a, e->ns, s ? s->triggered_by : NULL)));
+    index_failed(g, key_groups_set(&g->snapshots_by_policy, e->key,
+                                   group_name(b, e->ns, s ? s->policy_name : NULL)));
+}
+
+static void index_trigger(struct gke_snapshots *g, const struct cache_entry *e, int gone)
+{
+    const struct trigger *t = gone ? NULL : e->obj;
+    char a[512];
+    index_failed(g, key_groups_set(&g->triggers_by_workspace, e->key,
+                                   group_name(a, e->ns, t ? t->workspace : NULL)));
+}
+
+/* A cache key "ns/name" back to its entry. */
+static const struct cache_entry *entry_of(struct informer *inf, const char *key)
+{
+    const char *slash = strchr(key, '/');
+    if (!slash)
+        return informer_get(inf, NULL, key);
+    char ns[256];
+    size_t n = (size_t)(slash - key);
+    if (n >= sizeof(ns))
+        return NULL;
+    memcpy(ns, key, n);
+    ns[n] = '\0';
+    return informer_get(inf, ns, slash + 1);
+}
 
 struct gke_begin {
     struct gke_snapshots *g;
@@ -296,6 +357,33 @@ static void find_by_trigger(void *data, const struct cache_entry *e)
         f->found = e;
 }
 
+struct first_key {
+    struct informer *inf;
+    const struct cache_entry *found;
+};
+
+static void take_first(void *data, const char *key)
+{
+    struct first_key *f = data;
+    if (!f->found)
+        f->found = entry_of(f->inf, key);
+}
+
+/* The PodSnapshot GKE labelled as made by trigger, NULL: none cached. */
+static const struct cache_entry *snapshot_by_trigger(const struct gke_snapshots *g, const char *ns,
+                                                     const char *trigger)
+{
+    if (g->index_lost) {
+        struct find f = {ns, trigger, NULL};
+        informer_foreach(g->snapshots, find_by_trigger, &f);
+        return f.found;
+    }
+    char a[512];
+    struct first_key f = {g->snapshots, NULL};
+    key_groups_foreach(&g->snapshots_by_trigger, group_name(a, ns, trigger), take_first, &f);
+    return f.found;
+}
+
 /* Looks at one trigger from the caches and starts its removal when it is
  * due. GKE labels a PodSnapshot before it names it in the trigger; the
  * label is looked for (a walk over the cache) only where it changes the
@@ -308,11 +396,8 @@ static void consider_trigger(struct gke_snapshots *g, const struct cache_entry *
                                   .workspace_deleting = workspace_deleting};
     f.snapshot_cached =
         t->snapshot_created && informer_get(g->snapshots, te->ns, t->snapshot_created);
-    if (!f.snapshot_cached && workspace_deleting) {
-        struct find fs = {te->ns, te->name, NULL};
-        informer_foreach(g->snapshots, find_by_trigger, &fs);
-        f.snapshot_cached = fs.found != NULL;
-    }
+    if (!f.snapshot_cached && workspace_deleting)
+        f.snapshot_cached = snapshot_by_trigger(g, te->ns, te->name) != NULL;
     switch (gke_trigger_fate(&f)) {
     case GKE_TRIGGER_KEEP:
         break;
@@ -382,12 +467,25 @@ static void consider_if_workspace(void *data, const struct cache_entry *te)
         consider_trigger(m->g, te, 1);
 }
 
+static void consider_trigger_key(void *data, const char *key)
+{
+    struct workspace_match *m = data;
+    const struct cache_entry *te = entry_of(m->g->triggers, key);
+    if (te)
+        consider_trigger(m->g, te, 1);
+}
+
 void gke_snapshots_workspace_deleted(struct gke_snapshots *g, const char *ns, const char *workspace)
 {
     if (!g->started || !both_synced(g))
         return;
     struct workspace_match m = {g, ns, workspace};
-    informer_foreach(g->triggers, consider_if_workspace, &m);
+    char a[512];
+    if (g->index_lost)
+        informer_foreach(g->triggers, consider_if_workspace, &m);
+    else
+        key_groups_foreach(&g->triggers_by_workspace, group_name(a, ns, workspace),
+                           consider_trigger_key, &m);
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", ns, workspace);
     /* Out of memory: the next pass over the deleted workspace tries again. */
@@ -447,8 +545,14 @@ static const struct cache_entry *policy_facts(const struct gke_snapshots *g, con
         return NULL;
     snprintf(key, sizeof(key), "%s/%s", ns, workspace);
     struct policy_users u = {ns, name, workspace, 0, 0};
-    informer_foreach(g->snapshots, count_snapshot_user, &u);
-    informer_foreach(g->triggers, count_trigger_user, &u);
+    if (g->index_lost) {
+        informer_foreach(g->snapshots, count_snapshot_user, &u);
+        informer_foreach(g->triggers, count_trigger_user, &u);
+    } else {
+        char a[512], b[512];
+        u.snapshots = (int)key_groups_count(&g->snapshots_by_policy, group_name(a, ns, name));
+        u.triggers = (int)key_groups_count(&g->triggers_by_workspace, group_name(b, ns, workspace));
+    }
     *ret = (struct gke_policy_facts){.workspace_deleting = strmap_get(&g->retiring, key) != NULL,
                                      .snapshots_left = u.snapshots,
                                      .triggers_left = u.triggers};
@@ -471,6 +575,7 @@ static void consider_policy(struct gke_snapshots *g, const char *ns, const char 
 static void on_trigger(void *data, const struct cache_entry *e)
 {
     struct gke_snapshots *g = data;
+    index_trigger(g, e, 0);
     const struct trigger *t = e->obj;
     notify_workspace(g, e->ns, t->workspace);
     if (g->swept)
@@ -486,6 +591,7 @@ static void on_trigger_update(void *data, const struct cache_entry *old_e,
 
 static void on_trigger_delete(void *data, const struct cache_entry *e)
 {
+    index_trigger(data, e, 1);
     const struct trigger *t = e->obj;
     notify_workspace(data, e->ns, t->workspace);
     if (t->workspace)
@@ -502,6 +608,7 @@ static const struct cache_entry *trigger_of(const struct gke_snapshots *g,
 static void on_snapshot(void *data, const struct cache_entry *e)
 {
     struct gke_snapshots *g = data;
+    index_snapshot(g, e, 0);
     const struct cache_entry *te = trigger_of(g, e);
     if (te)
         notify_workspace(g, e->ns, ((const struct trigger *)te->obj)->workspace);
@@ -519,6 +626,7 @@ static void on_snapshot_update(void *data, const struct cache_entry *old_e,
 static void on_snapshot_delete(void *data, const struct cache_entry *e)
 {
     struct gke_snapshots *g = data;
+    index_snapshot(g, e, 1);
     const struct podsnapshot *s = e->obj;
     const struct cache_entry *pe =
         s->policy_name ? informer_get(g->policies, e->ns, s->policy_name) : NULL;
@@ -580,12 +688,8 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
     const struct cache_entry *se = NULL;
     if (t && t->snapshot_created)
         se = informer_get(g->snapshots, ns, t->snapshot_created);
-    if (!se) {
-        /* GKE labels the snapshot before it names it in the trigger. */
-        struct find f = {ns, attempt, NULL};
-        informer_foreach(g->snapshots, find_by_trigger, &f);
-        se = f.found;
-    }
+    if (!se) /* GKE labels the snapshot before it names it in the trigger. */
+        se = snapshot_by_trigger(g, ns, attempt);
     if (se) {
         fill_view(se, attempt, ret);
         return;
@@ -596,6 +700,20 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
     } else if (!t) {
         ret->phase = SNAPSHOT_PHASE_NONE;
     }
+}
+
+struct gke_snapshots_walked gke_snapshots_walked(const struct gke_snapshots *g)
+{
+    struct gke_snapshots_walked w = {0};
+    if (!g)
+        return w;
+    if (g->snapshots)
+        w.snapshots = informer_stats(g->snapshots).walked;
+    if (g->triggers)
+        w.triggers = informer_stats(g->triggers).walked;
+    if (g->policies)
+        w.policies = informer_stats(g->policies).walked;
+    return w;
 }
 
 struct lister {
@@ -618,13 +736,33 @@ static void list_one(void *data, const struct cache_entry *e)
     fill_view(e, te->name, &l->out[l->n++]);
 }
 
+static void list_snapshot_key(void *data, const char *key)
+{
+    struct lister *l = data;
+    const struct cache_entry *e = entry_of(l->g->snapshots, key);
+    if (e)
+        list_one(l, e);
+}
+
+/* Each PodSnapshot of one of the workspace's triggers. */
+static void list_trigger_key(void *data, const char *key)
+{
+    struct lister *l = data;
+    key_groups_foreach(&l->g->snapshots_by_trigger, key, list_snapshot_key, l);
+}
+
 size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const char *workspace,
                           struct snapshot_view *out, size_t max)
 {
     if (!g->started || !both_synced(g))
         return 0;
     struct lister l = {g, ns, workspace, out, max, 0};
-    informer_foreach(g->snapshots, list_one, &l);
+    char a[512];
+    if (g->index_lost)
+        informer_foreach(g->snapshots, list_one, &l);
+    else /* a trigger's key is the group name of the snapshots it made */
+        key_groups_foreach(&g->triggers_by_workspace, group_name(a, ns, workspace),
+                           list_trigger_key, &l);
     return l.n;
 }
 
@@ -1197,6 +1335,9 @@ int gke_snapshots_new(uv_loop_t *loop, struct kube_client *client, const char *n
     g->cb_data = data;
     strmap_init(&g->removals);
     strmap_init(&g->retiring);
+    key_groups_init(&g->snapshots_by_trigger);
+    key_groups_init(&g->snapshots_by_policy);
+    key_groups_init(&g->triggers_by_workspace);
     if (ns && !(g->ns = strdup(ns))) {
         free(g);
         return -ENOMEM;
@@ -1279,6 +1420,9 @@ void gke_snapshots_free(struct gke_snapshots *g)
         removal_free(v);
     strmap_free(&g->removals);
     strmap_free(&g->retiring);
+    key_groups_free(&g->snapshots_by_trigger);
+    key_groups_free(&g->snapshots_by_policy);
+    key_groups_free(&g->triggers_by_workspace);
     uv_timer_stop(&g->timer);
     uv_close((uv_handle_t *)&g->timer, on_timer_closed);
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -229,6 +230,58 @@ void harness_call_clear(struct harness_call *call)
 {
     cJSON_Delete(call->body);
     memset(call, 0, sizeof(*call));
+}
+
+/* The value of key in a log line (quoted or not) into out; 0 when absent. */
+static int log_value(const char *line, const char *key, char *out, size_t size)
+{
+    char want[64];
+    snprintf(want, sizeof(want), " %s=", key);
+    const char *at = strstr(line, want);
+    if (!at)
+        return 0;
+    at += strlen(want);
+    size_t n = *at == '"' ? strcspn(++at, "\"") : strcspn(at, " \n");
+    snprintf(out, size, "%.*s", (int)n, at);
+    return 1;
+}
+
+static int serving_port_in(const char *path, const char *routes)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[4096], value[128], address[128];
+    int port = -1;
+    while (port < 0 && fgets(line, sizeof(line), f)) {
+        if (!strstr(line, " msg=\"serving\" ") ||
+            !log_value(line, "routes", value, sizeof(value)) || strcmp(value, routes) != 0 ||
+            !log_value(line, "address", address, sizeof(address)))
+            continue;
+        const char *colon = strrchr(address, ':');
+        if (colon)
+            port = atoi(colon + 1);
+    }
+    fclose(f);
+    return port > 0 ? port : -1;
+}
+
+int harness_serving_port(const char *path, pid_t pid, const char *routes, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    for (;;) {
+        int port = serving_port_in(path, routes);
+        if (port > 0)
+            return port;
+        /* Exited (looked at without reaping: the caller waits for it). */
+        siginfo_t info = {0};
+        if (pid > 0 && waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == pid)
+            return -1;
+        if (harness_now_ms() >= end)
+            return -1;
+        usleep(20 * 1000);
+    }
 }
 
 int harness_start_server(const char *bin, pid_t *ret_pid)

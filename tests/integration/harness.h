@@ -39,6 +39,12 @@ const char *harness_kubeconfig(void);
 int harness_start_server(const char *bin, pid_t *ret_pid);
 const char *harness_cluster_dir(void);
 
+/* Waits until the controller's log at path says it is "serving" routes
+ * ("health probes", "metrics", or "health probes and metrics") and returns
+ * the port it bound (an address with port 0 lets the kernel choose, so
+ * tests never race for a port); -1 when pid exits or timeout_ms passes. */
+int harness_serving_port(const char *path, pid_t pid, const char *routes, uint64_t timeout_ms);
+
 /* Runs kubectl with the admin kubeconfig; returns its exit status. When out
  * is not NULL, stdout is captured into a malloc'd string. */
 int harness_kubectl(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

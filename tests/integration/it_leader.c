@@ -35,15 +35,19 @@ static int n_started;
 /* The kubeconfig of the next start(): the admin's unless a test names one. */
 static const char *next_kubeconfig;
 
+static void dump(const struct proc *p)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "tail -n 20 '%s' >&2", p->log);
+    (void)system(cmd);
+}
+
 static void start(struct proc *p, const char *name)
 {
     const char *kubeconfig = next_kubeconfig ? next_kubeconfig : harness_kubeconfig();
     next_kubeconfig = NULL;
     snprintf(p->log, sizeof(p->log), "%s/%s.log", tmpdir, name);
     assert_true(n_started < 8);
-    /* Distinct health ports per process; above the kernel's ephemeral range's
-     * start would collide with client sockets, so stay in 20000-32000. */
-    p->port = 20000 + (int)((getpid() * 7 + n_started * 1009 + (int)harness_now_ms()) % 12000);
     p->pid = fork();
     assert_true(p->pid >= 0);
     if (p->pid > 0)
@@ -51,13 +55,18 @@ static void start(struct proc *p, const char *name)
     if (p->pid == 0) {
         int fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
-        char nsflag[256], health[64];
+        char nsflag[256];
         snprintf(nsflag, sizeof(nsflag), "--leader-election-namespace=%s", lease_ns);
-        snprintf(health, sizeof(health), "--health-probe-bind-address=127.0.0.1:%d", p->port);
+        /* Port 0: the kernel picks a free port, read back from the log. */
         execl(HIBERNATOR_BIN, HIBERNATOR_BIN, "--kubeconfig", kubeconfig, "--leader-elect", nsflag,
-              "--namespace", lease_ns, health, "--metrics-bind-address=0", (char *)NULL);
+              "--namespace", lease_ns, "--health-probe-bind-address=127.0.0.1:0",
+              "--metrics-bind-address=0", (char *)NULL);
         _exit(127);
     }
+    p->port = harness_serving_port(p->log, p->pid, "health probes", 30000);
+    if (p->port < 0)
+        dump(p);
+    assert_true(p->port > 0);
 }
 
 static int log_has(const struct proc *p, const char *needle)
@@ -83,6 +92,12 @@ static int wait_for(struct proc *procs, int n, const char *needle, uint64_t time
                 return i;
         usleep(50 * 1000);
     }
+    for (int i = 0; i < n; i++)
+        if (procs[i].pid > 0) {
+            fprintf(stderr, "no \"%s\" within %llu ms; the log of %s:\n", needle,
+                    (unsigned long long)timeout_ms, procs[i].log);
+            dump(&procs[i]);
+        }
     return -1;
 }
 
@@ -121,13 +136,6 @@ static char *probe(const struct proc *p, const char *path, int *ret_code)
     if (nl)
         *nl = '\0';
     return body;
-}
-
-static void dump(const struct proc *p)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "tail -n 20 '%s' >&2", p->log);
-    (void)system(cmd);
 }
 
 /* Kills whatever a test left running (after a failed assertion). */

@@ -337,8 +337,10 @@ static void test_health_under_load(void **state)
 /* Objects visited by whole-cache walks so far, all caches together. */
 static double walked(void)
 {
-    static const char *const resources[] = {"workspaces", "pods", "persistentvolumeclaims",
-                                            "workspaceclasses"};
+    static const char *const resources[] = {
+        "workspaces",         "pods",         "persistentvolumeclaims",
+        "workspaceclasses",   "podsnapshots", "podsnapshotmanualtriggers",
+        "podsnapshotpolicies"};
     char *text = scrape();
     double n = 0;
     for (size_t i = 0; i < sizeof(resources) / sizeof(resources[0]); i++) {
@@ -361,6 +363,12 @@ static void test_events_walk_no_cache(void **state)
         snprintf(name, sizeof(name), "walk-%d", i);
         apply_ws(name, CPU, i % 2, NULL);
     }
+    /* And one with GKE Pod Snapshots, already snapshotted once, so its
+     * backend's caches have synced and hold its objects. */
+    apply_ws("walk-gke", GPU_SNAP, 0, NULL);
+    cJSON_Delete(wait_state("walk-gke", "Running", 60000));
+    set_paused("walk-gke", 1);
+    cJSON_Delete(wait_state("walk-gke", "Paused", 90000));
     for (int i = 0; i < WALK_WORKSPACES; i++) {
         snprintf(name, sizeof(name), "walk-%d", i);
         cJSON_Delete(wait_state(name, i % 2 ? "Paused" : "Running", 60000));
@@ -386,6 +394,33 @@ static void test_events_walk_no_cache(void **state)
         snprintf(name, sizeof(name), "walk-%d", i);
         cJSON_Delete(wait_state(name, i % 2 ? "Running" : "Paused", 60000));
     }
+    /* The GKE workspace resumes from its snapshot, pauses with a new one
+     * and is deleted: its snapshots, triggers and policy are looked up,
+     * listed and retired through the backend's indexes. */
+    set_paused("walk-gke", 0);
+    cJSON_Delete(wait_reason("walk-gke", "Restored", "FromSnapshot", 90000));
+    set_paused("walk-gke", 1);
+    cJSON_Delete(wait_state("walk-gke", "Paused", 90000));
+    delete_ws("walk-gke");
+    assert_true(wait_gone("walk-gke", 120000));
+    /* Its triggers and policy found through the indexes and retired. */
+    uint64_t end = harness_now_ms() + 60000;
+    char *left = NULL;
+    while (harness_now_ms() < end) {
+        free(left);
+        left = NULL;
+        harness_kubectl(&left,
+                        "-n %s get podsnapshotmanualtriggers,podsnapshotpolicies "
+                        "-l hibernator.dev/workspace=walk-gke -o name",
+                        ns);
+        if (left && !left[0])
+            break;
+        usleep(500 * 1000);
+    }
+    print_message("  left of the deleted workspace's GKE objects: \"%s\"\n", left ? left : "?");
+    assert_non_null(left);
+    assert_string_equal(left, "");
+    free(left);
     sleep(2);
     double after = walked();
     print_message("  cached objects walked: %.0f before the events, %.0f after\n", before, after);
@@ -418,21 +453,14 @@ static int group_setup(void **state)
     apply_class(CPU, "");
     simulator_start("2s", NULL);
 
-    /* Health and metrics on addresses of their own, above the ephemeral
-     * range's start so no client socket holds them. */
-    health_port = 20000 + (int)((getpid() * 7 + (int)harness_now_ms()) % 12000);
-    metrics_port = health_port + 1;
-    static char health_flag[64], metrics_flag[64];
-    snprintf(health_flag, sizeof(health_flag), "--health-probe-bind-address=127.0.0.1:%d",
-             health_port);
-    snprintf(metrics_flag, sizeof(metrics_flag), "--metrics-bind-address=127.0.0.1:%d",
-             metrics_port);
-    static const char *args[3];
-    args[0] = health_flag;
-    args[1] = metrics_flag;
-    args[2] = NULL;
+    /* Health and metrics on addresses of their own; the kernel picks the
+     * ports and the controller's log says which. */
+    static const char *args[] = {"--health-probe-bind-address=127.0.0.1:0",
+                                 "--metrics-bind-address=127.0.0.1:0", NULL};
     controller_extra_args(args);
     controller_start(NULL);
+    health_port = controller_serving_port("health probes");
+    metrics_port = controller_serving_port("metrics");
     uint64_t end = harness_now_ms() + 30000;
     while (http_get(health_port, "/readyz", NULL) != 200 && harness_now_ms() < end)
         usleep(100 * 1000);

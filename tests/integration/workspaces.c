@@ -27,13 +27,15 @@ char *ns;
 static pid_t controller;
 static int controller_runs;
 static const char *const *controller_args;
+static char controller_log[600];
 
 /* ---- the controller process ---------------------------------------------- */
 
 void controller_start(const char *failpoint)
 {
-    char log[600];
-    snprintf(log, sizeof(log), "%s/controller-%d.log", tmpdir, controller_runs++);
+    char *log = controller_log;
+    snprintf(controller_log, sizeof(controller_log), "%s/controller-%d.log", tmpdir,
+             controller_runs++);
     /* One controller at a time here (it_leader tests the election): without
      * it, a loaded machine cannot make a test's controller give up leading. */
     /* No listening sockets unless a test asks for them (extra args come
@@ -59,6 +61,14 @@ void controller_start(const char *failpoint)
         execv(HIBERNATOR_BIN, (char *const *)argv);
         _exit(127);
     }
+}
+
+int controller_serving_port(const char *routes)
+{
+    int port = harness_serving_port(controller_log, controller, routes, 30000);
+    if (port < 0)
+        fail_msg("the controller did not say it serves %s (log %s)", routes, controller_log);
+    return port;
 }
 
 /* Waits for the controller to exit by itself (a failpoint); returns its status. */

@@ -25,6 +25,9 @@ void it_show_logs(void);
 void controller_extra_args(const char *const *args);
 /* Starts the controller; failpoint: HIBERNATOR_FAILPOINT for crash tests or NULL. */
 void controller_start(const char *failpoint);
+/* The port the running controller serves routes on (harness_serving_port()):
+ * a test passes an address with port 0 and reads the port here. */
+int controller_serving_port(const char *routes);
 /* Waits for the controller to exit by itself; returns its status, -1 on timeout. */
 int controller_wait_exit(uint64_t timeout_ms);
 void controller_stop(void);

@@ -213,6 +213,19 @@ static void test_off_and_invalid(void **state)
     assert_int_equal(get(hp, "/readyz", &r), 200);
     http_server_stop(servers[0]);
 
+    /* Port 0 twice: two ports of the kernel's choosing, not one address. */
+    assert_int_equal(
+        http_servers_start("127.0.0.1:0", &f->health, "127.0.0.1:0", f->metrics, servers, NULL), 0);
+    assert_non_null(servers[0]);
+    assert_non_null(servers[1]);
+    int p0 = http_server_port(servers[0]), p1 = http_server_port(servers[1]);
+    assert_true(p0 > 0 && p1 > 0 && p0 != p1);
+    assert_int_equal(get(p0, "/healthz", &r), 200);
+    assert_int_equal(get(p0, "/metrics", &r), 404);
+    assert_int_equal(get(p1, "/metrics", &r), 200);
+    http_server_stop(servers[0]);
+    http_server_stop(servers[1]);
+
     assert_int_equal(http_servers_start("0", &f->health, "8080", f->metrics, servers, &err),
                      -EINVAL);
     assert_string_equal(err, "--metrics-bind-address: \"8080\" is not host:port");
