@@ -53,6 +53,10 @@ void controller_metrics_watch_queue(struct controller_metrics *m, struct workque
 void controller_metrics_reconciled(struct controller_metrics *m, int error, int requeue_after,
                                    double seconds);
 
+/* A reconcile's own work (reading the caches, deciding, building its
+ * requests) took seconds of the loop thread's CPU. */
+void controller_metrics_reconcile_cpu(struct controller_metrics *m, double seconds);
+
 /* A status write recording outcome o of workspace ns/... of class
  * class_name (NULL: "") has succeeded. */
 void controller_metrics_outcome(struct controller_metrics *m, const char *ns,

@@ -97,7 +97,8 @@ struct workspace_pvc {
 /* Informer codecs (void * = struct workspace_pod * / struct workspace_pvc *):
  * workspace_pod_decode() and workspace_pvc_decode() return a new struct made
  * from obj (only read; data is unused), the caller's to free with
- * workspace_pod_free() / workspace_pvc_free(), which free it and its strings.
+ * workspace_pod_free() / workspace_pvc_free(), which free it and its strings
+ * (a decoded claim's strings share its allocation: never free one alone).
  * Decoding is lenient (a missing field is unset); NULL only when out of
  * memory. The free functions accept NULL. */
 void *workspace_pod_decode(const cJSON *obj, void *data);

@@ -32,6 +32,9 @@ enum status_field_kind {
     SF_STATE,       /* enum workspace_state, by its name */
     SF_COND_STATUS, /* enum condition_status, by its name, always written */
     SF_OBJECT,      /* a JSON object of .sub's fields at .off; omitted when empty */
+    SF_BLOCK,       /* the same, held through a pointer at .off to .size bytes: .empty (a
+                       read-only block of zeros) when absent, so a status without it is
+                       small; never NULL once decoded (status_fields_fill_empty()) */
     SF_INLINE,      /* .sub's fields at .off, written into this same JSON object */
     SF_LIST,        /* an array of .sub objects: the array at .off, its length (size_t) at
                        .count, elements of .size bytes, at most .max (0: no limit) */
@@ -47,7 +50,8 @@ struct status_field {
     size_t count;                   /* SF_LIST, SF_CONDITIONS: where the element count lives */
     size_t size;                    /* SF_LIST, SF_CONDITIONS: one element's size */
     size_t max;                     /* SF_LIST: the most elements decoded or encoded */
-    const struct status_field *sub; /* SF_OBJECT, SF_INLINE, SF_LIST, SF_CONDITIONS */
+    const struct status_field *sub; /* SF_OBJECT, SF_BLOCK, SF_INLINE, SF_LIST, SF_CONDITIONS */
+    const void *empty;              /* SF_BLOCK: the read-only block that stands for absent */
     /* SF_STR, SF_TEXT: the value repeats across workspaces (a reason, a
      * state's message, a node's name), so a cache of many holds one copy
      * of each text (status_fields_share()). */
@@ -84,8 +88,18 @@ int status_fields_decode_noting(const struct status_field *t, const cJSON *o, vo
  * -ENOMEM (o then holds part of them; the caller deletes it). */
 int status_fields_encode(const struct status_field *t, const void *base, cJSON *o);
 
-/* Frees every string and list table t names in base; does not zero base. */
+/* Frees every string, list and block table t names in base; does not zero
+ * base, but points each block at its empty one. */
 void status_fields_clear(const struct status_field *t, void *base);
+
+/* Points each block of base that is NULL (a zeroed struct) at its empty
+ * one, so it reads as absent. Allocates nothing. */
+void status_fields_fill_empty(const struct status_field *t, void *base);
+
+/* Gives base a block of its own for each block that is empty (or NULL), so
+ * every field may be written. Returns 0 or -ENOMEM (the blocks not reached
+ * stay empty; base stays valid). */
+int status_fields_own_blocks(const struct status_field *t, void *base);
 
 struct strpool;
 
@@ -100,7 +114,8 @@ int status_fields_share(const struct status_field *t, void *base, struct strpool
 void status_fields_clear_shared(const struct status_field *t, void *base, struct strpool *pool);
 
 /* dst holds a shallow copy of src (a struct assignment): gives it copies of
- * its own of every string and list table t names. Returns 0 or -ENOMEM
+ * its own of every string and list table t names, and a block of its own
+ * for every block (empty ones too, so the copy may be written). Returns 0 or -ENOMEM
  * (then dst owns nothing: what was copied is freed, and dst must not be
  * used). */
 int status_fields_deepen(const struct status_field *t, const void *src, void *dst);

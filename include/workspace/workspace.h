@@ -186,11 +186,16 @@ struct workspace_status {
     int accelerator_fallback;  /* the pod is a capacity fallback (any allowed product) */
     struct condition *conditions;
     size_t n_conditions;
-    struct workspace_pause_timeline last_pause;
-    struct workspace_resume_timeline last_resume;
+    /* The blocks below are never NULL: each points at a block of the
+     * status's own or, when absent, at a read-only block of zeros (see
+     * workspace_status_init()), so they read the same either way and a
+     * status of a cache keeps only what is set. A status is written only
+     * after workspace_status_own() (or as workspace_status_copy()'s copy). */
+    struct workspace_pause_timeline *last_pause;
+    struct workspace_resume_timeline *last_resume;
     int64_t waiting_for_capacity_since_ms;
-    struct workspace_activity activity;
-    struct workspace_snapshot snapshot;
+    struct workspace_activity *activity;
+    struct workspace_snapshot *snapshot;
     int64_t pauses;
     int64_t resumes;
     double accelerator_seconds_released;
@@ -198,9 +203,9 @@ struct workspace_status {
     int64_t accelerator_held_since_ms;      /* a pod of the workspace holds the accelerator */
     struct workspace_pause_record *history; /* newest first, at most WORKSPACE_HISTORY_MAX */
     size_t n_history;
-    struct workspace_home home;
+    struct workspace_home *home;
     int64_t interruptions; /* pods that ended without the controller asking */
-    struct workspace_interruption last_interruption;
+    struct workspace_interruption *last_interruption;
 };
 
 struct workspace {
@@ -310,11 +315,20 @@ int workspace_share_strings(struct workspace *ws, struct strpool *pool);
 cJSON *workspace_status_to_json(const struct workspace_status *s);
 
 /* workspace_status_copy() deep-copies src into *dst (which is overwritten,
- * not released: clear it first if it owned anything); returns 0 or -ENOMEM
- * (*dst untouched). workspace_status_clear() releases what s owns and zeroes
- * it; it accepts NULL. */
+ * not released: clear it first if it owned anything), every block of the
+ * copy its own, so the copy may be written; returns 0 or -ENOMEM (*dst
+ * untouched). workspace_status_clear() releases what s owns and leaves it
+ * empty (workspace_status_init()); it accepts NULL. */
 int workspace_status_copy(const struct workspace_status *src, struct workspace_status *dst);
 void workspace_status_clear(struct workspace_status *s);
+
+/* Makes s an empty status, every block absent (the read-only empties).
+ * Allocates nothing. */
+void workspace_status_init(struct workspace_status *s);
+
+/* Gives s a block of its own for each absent one, so any field may be
+ * written. Returns 0 or -ENOMEM (s stays valid, some blocks still absent). */
+int workspace_status_own(struct workspace_status *s);
 
 /* "True", "False" or "Unknown". */
 const char *workspace_condition_status_name(enum condition_status s);

@@ -79,7 +79,7 @@ static void print_spec(const struct workspace *ws, int64_t now, FILE *out)
 
     int64_t keep = ws->keep_alive_until_ms;
     if (keep) {
-        int64_t bounded = st->activity.keep_alive_until_ms;
+        int64_t bounded = st->activity->keep_alive_until_ms;
         if (bounded && bounded < keep) {
             char b[WHEN_SIZE];
             field(out, 0, TOP_WIDTH, "Keep-alive", "until %s, bounded by the class to %s",
@@ -91,7 +91,7 @@ static void print_spec(const struct workspace *ws, int64_t now, FILE *out)
     char asked[TIMETEXT_SIZE] = "", applied[TIMETEXT_SIZE] = "";
     if (ws->idle_after_ms && duration_format_ms(ws->idle_after_ms, asked, sizeof(asked)) < 0)
         asked[0] = '\0';
-    int64_t applied_s = st->activity.idle_after_seconds;
+    int64_t applied_s = st->activity->idle_after_seconds;
     if (applied_s > 0 && duration_format_ms(applied_s * 1000, applied, sizeof(applied)) < 0)
         applied[0] = '\0';
     if (asked[0] && applied_s > 0)
@@ -161,7 +161,7 @@ static void print_activity(const struct workspace *ws, const cJSON *enc, int64_t
 {
     if (!json_member(enc, "activity"))
         return;
-    const struct workspace_activity *a = &ws->status.activity;
+    const struct workspace_activity *a = ws->status.activity;
     char w[WHEN_SIZE];
     fprintf(out, "Activity:\n");
     if (a->last_activity_ms)
@@ -226,7 +226,7 @@ static void print_last_pause(const struct workspace *ws, const struct ledger *l,
                              FILE *out)
 {
     const struct workspace_status *st = &ws->status;
-    const struct workspace_pause_timeline *p = &st->last_pause;
+    const struct workspace_pause_timeline *p = st->last_pause;
     int64_t asked = p->requested_ms;
     if (!asked) {
         fprintf(out, "Last pause:   <none>\n");
@@ -244,7 +244,7 @@ static void print_last_pause(const struct workspace *ws, const struct ledger *l,
     field(out, 2, NESTED_WIDTH, "Requested", "%s", when(w, asked, now));
     if (r && r->work_ended_ms)
         field(out, 2, NESTED_WIDTH, "Work ended", "%s", when(w, r->work_ended_ms, now));
-    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct workspace_snapshot *sn = st->snapshot;
     if (sn->requested_ms >= asked && sn->ready_ms) {
         char s[TIMETEXT_SIZE];
         timetext_seconds(sn->seconds, s);
@@ -270,7 +270,7 @@ static void print_last_pause(const struct workspace *ws, const struct ledger *l,
 
 static void print_last_resume(const struct workspace *ws, int64_t now, FILE *out)
 {
-    const struct workspace_resume_timeline *r = &ws->status.last_resume;
+    const struct workspace_resume_timeline *r = ws->status.last_resume;
     int64_t asked = r->requested_ms;
     if (!asked) {
         fprintf(out, "Last resume:  <none>\n");
@@ -302,7 +302,7 @@ static void print_snapshot(const struct workspace *ws, const cJSON *enc, int64_t
 {
     if (!json_member(enc, "snapshot"))
         return;
-    const struct workspace_snapshot *s = &ws->status.snapshot;
+    const struct workspace_snapshot *s = ws->status.snapshot;
     char w[WHEN_SIZE];
     fprintf(out, "Snapshot:\n");
     if (s->name)

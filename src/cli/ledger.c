@@ -6,11 +6,11 @@
 /* The resume half of a record from status.lastResume. */
 static void add_resume(const struct workspace_status *st, struct workspace_pause_record *r)
 {
-    r->resume.requested_ms = st->last_resume.requested_ms;
-    r->resume.pod_scheduled_ms = st->last_resume.pod_scheduled_ms;
-    r->resume.ready_ms = st->last_resume.ready_ms;
-    r->resume.seconds_to_ready = st->last_resume.seconds_to_ready;
-    r->resume.restored_from = st->last_resume.restored_from;
+    r->resume.requested_ms = st->last_resume->requested_ms;
+    r->resume.pod_scheduled_ms = st->last_resume->pod_scheduled_ms;
+    r->resume.ready_ms = st->last_resume->ready_ms;
+    r->resume.seconds_to_ready = st->last_resume->seconds_to_ready;
+    r->resume.restored_from = st->last_resume->restored_from;
 }
 
 /* Without status.history: the last pause (with its snapshot and, when it
@@ -19,16 +19,16 @@ static void add_resume(const struct workspace_status *st, struct workspace_pause
 static size_t synthesize(const struct workspace_status *st, struct workspace_pause_record *out)
 {
     size_t n = 0;
-    int64_t paused = st->last_pause.requested_ms;
-    int64_t resumed = st->last_resume.requested_ms;
+    int64_t paused = st->last_pause->requested_ms;
+    int64_t resumed = st->last_resume->requested_ms;
     if (paused) {
         struct workspace_pause_record *r = &out[n++];
         *r = (struct workspace_pause_record){0};
         r->pause.requested_ms = paused;
-        r->pause.reason = st->last_pause.reason;
-        r->pause.pod_deleted_ms = st->last_pause.pod_deleted_ms;
-        r->pause.accelerator_released_ms = st->last_pause.accelerator_released_ms;
-        const struct workspace_snapshot *sn = &st->snapshot;
+        r->pause.reason = st->last_pause->reason;
+        r->pause.pod_deleted_ms = st->last_pause->pod_deleted_ms;
+        r->pause.accelerator_released_ms = st->last_pause->accelerator_released_ms;
+        const struct workspace_snapshot *sn = st->snapshot;
         if (sn->requested_ms && sn->requested_ms >= paused) {
             r->pause.snapshot_ready_ms = sn->ready_ms;
             r->pause.snapshot_seconds = sn->seconds;

@@ -27,7 +27,7 @@ static int item_cmp(const void *a, const void *b)
 
 static void snapshot_cell(const struct workspace *ws, int64_t now, char out[TIMETEXT_SIZE])
 {
-    const struct workspace_snapshot *s = &ws->status.snapshot;
+    const struct workspace_snapshot *s = ws->status.snapshot;
     if (s->phase && strcmp(s->phase, snapshot_phase_name(SNAPSHOT_PHASE_READY)) == 0 && s->ready_ms)
         timetext_age_at(s->ready_ms, now, out);
     else
@@ -39,12 +39,12 @@ static const char *restored_cell(const struct workspace *ws)
     const struct workspace_status *st = &ws->status;
     const struct condition *c = workspace_status_condition(st, WS_COND_RESTORED);
     const char *reason = c ? c->reason : NULL;
-    if (st->last_resume.requested_ms && reason &&
+    if (st->last_resume->requested_ms && reason &&
         (strcmp(reason, WS_REASON_RESTORING) == 0 ||
          strcmp(reason, WS_REASON_RESTORE_CRASHED) == 0 ||
          strcmp(reason, WS_REASON_RESTORE_UNRESPONSIVE) == 0))
         return reason;
-    return or_dash(st->last_resume.restored_from);
+    return or_dash(st->last_resume->restored_from);
 }
 
 static int add_row(struct table *t, const struct workspace *ws, size_t skip, int64_t now)
@@ -52,7 +52,7 @@ static int add_row(struct table *t, const struct workspace *ws, size_t skip, int
     const struct workspace_status *st = &ws->status;
     char idle[TIMETEXT_SIZE] = "-", snap[TIMETEXT_SIZE], age[TIMETEXT_SIZE];
     if (st->state == WS_STATE_RUNNING)
-        timetext_age_at(st->activity.idle_since_ms, now, idle);
+        timetext_age_at(st->activity->idle_since_ms, now, idle);
     /* The accelerator held or awaited, as `kubectl get ws` shows it: a
      * paused or failed workspace holds none (its product is cleared). */
     const char *acc = st->accelerator_product;

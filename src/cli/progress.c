@@ -25,8 +25,8 @@ void progress_begin(struct progress *p, enum progress_goal goal, const struct wo
     if (goal == PROGRESS_RESUME)
         p->counted_expected = open;
     /* Following a resume already counted and not ready yet: that one. */
-    if (goal == PROGRESS_RESUME && !open && p->resumes_before > 0 && st->last_resume.requested_ms &&
-        !st->last_resume.ready_ms) {
+    if (goal == PROGRESS_RESUME && !open && p->resumes_before > 0 &&
+        st->last_resume->requested_ms && !st->last_resume->ready_ms) {
         p->counted_expected = 1;
         p->resumes_before--;
     }
@@ -64,7 +64,7 @@ static int observe_start(struct progress *p, const struct workspace *ws, int64_t
     const char *restored = cond_reason(ws, WS_COND_RESTORED);
     int ready;
     if (p->goal == PROGRESS_RESUME && p->counted_expected)
-        ready = st->last_resume.ready_ms != 0;
+        ready = st->last_resume->ready_ms != 0;
     else
         ready = st->state == WS_STATE_RUNNING &&
                 streq(cond_reason(ws, WS_COND_READY), WS_REASON_POD_READY);
@@ -84,7 +84,7 @@ static int observe_start(struct progress *p, const struct workspace *ws, int64_t
     }
     if (streq(restored, WS_REASON_RESTORING))
         return set(p, PROGRESS_CONFIRMING, "ready; waiting to learn whether the memory came back");
-    const char *from = st->last_resume.restored_from;
+    const char *from = st->last_resume->restored_from;
     if (p->goal == PROGRESS_RESUME && p->counted_expected && from)
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", from);
     else if (restored && !streq(restored, WS_REASON_RESTORE_CRASHED) &&
@@ -92,7 +92,7 @@ static int observe_start(struct progress *p, const struct workspace *ws, int64_t
         snprintf(p->restored_from, sizeof(p->restored_from), "%s", restored);
     /* Ready here means lastResume.readyAt is set, and with it the figure. */
     if (p->goal == PROGRESS_RESUME && p->counted_expected)
-        p->seconds = st->last_resume.seconds_to_ready;
+        p->seconds = st->last_resume->seconds_to_ready;
     else
         p->seconds = (double)(now - p->started_ms) / 1000.0;
     return set(p, PROGRESS_DONE, NULL);
@@ -107,8 +107,8 @@ static int observe_pause(struct progress *p, const struct workspace *ws, int64_t
         return set(p, PROGRESS_REQUESTED, NULL);
     if (st->state == WS_STATE_PAUSED) {
         p->seconds = (double)(now - p->started_ms) / 1000.0;
-        const struct workspace_snapshot *sn = &st->snapshot;
-        if (sn->requested_ms && sn->requested_ms >= st->last_pause.requested_ms && sn->ready_ms)
+        const struct workspace_snapshot *sn = st->snapshot;
+        if (sn->requested_ms && sn->requested_ms >= st->last_pause->requested_ms && sn->ready_ms)
             p->snapshot_seconds = sn->seconds;
         return set(p, PROGRESS_DONE, NULL);
     }

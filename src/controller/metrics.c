@@ -14,7 +14,7 @@ struct controller_metrics {
 
     struct metric_family *queue_depth, *queue_adds, *queue_latency, *queue_work, *queue_retries,
         *queue_unfinished, *queue_longest;
-    struct metric_family *reconciles, *reconcile_errors, *reconcile_time;
+    struct metric_family *reconciles, *reconcile_errors, *reconcile_time, *reconcile_cpu;
 
     struct metric_family *workspaces, *pauses, *resumes, *snapshots, *snapshot_seconds,
         *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
@@ -136,6 +136,12 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
     m->reconcile_time = histogram(&g, "controller_runtime_reconcile_time_seconds",
                                   "Length of time per reconciliation per controller",
                                   controller_label, reconcile_buckets, N(reconcile_buckets));
+
+    m->reconcile_cpu = counter(&g, "hibernator_reconcile_cpu_seconds_total",
+                               "CPU the event loop spent in reconciles' own work: reading the "
+                               "caches, deciding, building the requests (not the answers' "
+                               "handling, nor waiting for them).",
+                               controller_label);
 
     m->workspaces = gauge(&g, "hibernator_workspaces", "Workspaces by class and state.",
                           (const char *[]){"class", "state", NULL});
@@ -268,6 +274,12 @@ void controller_metrics_reconciled(struct controller_metrics *m, int error, int 
     if (error)
         metrics_counter_add(m->reconcile_errors, controller_name, 1);
     metrics_histogram_observe(m->reconcile_time, controller_name, seconds);
+}
+
+void controller_metrics_reconcile_cpu(struct controller_metrics *m, double seconds)
+{
+    if (m && seconds > 0)
+        metrics_counter_add(m->reconcile_cpu, controller_name, seconds);
 }
 
 void controller_metrics_outcome(struct controller_metrics *m, const char *ns,

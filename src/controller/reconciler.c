@@ -467,7 +467,7 @@ static void enqueue_if_paused_off_node(void *data, const struct cache_entry *e)
 {
     const struct node_match *m = data;
     const struct workspace *ws = e->obj;
-    const char *node = ws ? ws->status.last_pause.node_name : NULL;
+    const char *node = ws ? ws->status.last_pause->node_name : NULL;
     if (!node || (m->node && strcmp(node, m->node) != 0) ||
         !ledger_awaits_node_removal(&ws->status, m->r->now_ms(m->r->now_data)))
         return;
@@ -1121,7 +1121,7 @@ static const struct workspace_pod *accelerator_taker(const struct reconciler *r,
 {
     struct taker_search t = {r, ws, now, NULL};
     if (ledger_awaits_taker(&ws->status, now))
-        node_index_pods_on(&r->by_node, ws->status.last_pause.node_name, pick_taker, &t);
+        node_index_pods_on(&r->by_node, ws->status.last_pause->node_name, pick_taker, &t);
     return t.first;
 }
 
@@ -1253,8 +1253,8 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
         return;
     if (gke && gke_snapshots_start(r->gke) < 0)
         log_warn("cannot watch GKE Pod Snapshots", "workspace", key);
-    if (ws->status.snapshot.attempt) {
-        gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot.attempt, &g->snap_view);
+    if (ws->status.snapshot->attempt) {
+        gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot->attempt, &g->snap_view);
         g->in.snapshot = &g->snap_view;
     }
     g->in.n_snapshots =
@@ -1299,7 +1299,7 @@ static void gather(struct reconciler *r, const char *key, const struct cache_ent
     in->accelerator_taker = accelerator_taker(r, ws, now);
     in->pause_node_absent =
         ledger_awaits_node_removal(&ws->status, now) &&
-        node_cache_lookup(r->nodes, ws->status.last_pause.node_name) == NODE_ABSENT;
+        node_cache_lookup(r->nodes, ws->status.last_pause->node_name) == NODE_ABSENT;
     in->nodes = g->nodes;
     in->n_nodes = g->n_nodes;
     in->gone_pod = strmap_get(&r->gone_pods, key);
@@ -1417,8 +1417,28 @@ static int decide(struct job *j, const struct gathered *g)
     return 0;
 }
 
-/* Reads the caches for key and decides; the output's actions then run. */
+/* The loop thread's CPU time so far, in seconds. */
+static double thread_cpu_seconds(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) < 0)
+        return 0;
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void reconcile_work(struct reconciler *r, const char *key);
+
+/* Reads the caches for key and decides; the output's actions then run.
+ * Counts the CPU this part takes (hibernator_reconcile_cpu_seconds_total):
+ * per reconcile, it must not grow with the number of workspaces. */
 static void reconcile(struct reconciler *r, const char *key)
+{
+    double cpu = thread_cpu_seconds();
+    reconcile_work(r, key);
+    controller_metrics_reconcile_cpu(r->metrics, thread_cpu_seconds() - cpu);
+}
+
+static void reconcile_work(struct reconciler *r, const char *key)
 {
     struct job *j = job_new(r, key);
     if (!j)

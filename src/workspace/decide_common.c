@@ -164,7 +164,7 @@ int decide_in_pause(const struct workspace_status *s)
 /* A resume is in progress from its request until its pod is first ready. */
 int decide_resume_in_progress(const struct workspace_status *s)
 {
-    return s->last_resume.requested_ms != 0 && s->last_resume.ready_ms == 0;
+    return s->last_resume->requested_ms != 0 && s->last_resume->ready_ms == 0;
 }
 
 const char *decide_node_or_unknown(const struct workspace_pod *p)
@@ -247,7 +247,7 @@ const char *decide_pod_product(const struct decider *d, const struct workspace_p
     if (p->capacity_fallback)
         return NULL;
     /* A restore is pinned to its snapshot's product. */
-    const struct workspace_snapshot *sn = &d->old->snapshot;
+    const struct workspace_snapshot *sn = d->old->snapshot;
     if (p->snapshot && sn->gpu_product && (decide_streq(p->snapshot, sn->name) || !sn->name))
         return sn->gpu_product;
     return c->product;

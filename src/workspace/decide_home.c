@@ -6,7 +6,7 @@
  * nothing starts on a new, empty home. */
 int decide_home_awaits_acknowledgement(const struct decider *d)
 {
-    const struct workspace_home *h = &d->st->home;
+    const struct workspace_home *h = d->st->home;
     return h->lost_ms && !h->acknowledged_ms && d->cls &&
            d->cls->home_on_loss == HOME_ON_LOSS_WAIT_FOR_ACKNOWLEDGEMENT;
 }
@@ -32,7 +32,7 @@ static const char *home_loss_plan(const struct decider *d)
 void decide_home(struct decider *d, const char *claim)
 {
     struct workspace_status *st = d->st;
-    struct workspace_home *h = &st->home;
+    struct workspace_home *h = st->home;
     const struct workspace_pvc *pvc = d->in->pvc;
     const char *uid = pvc && pvc->uid && pvc->uid[0] ? pvc->uid : NULL;
     char occ[OCCASION_SIZE], at[TIMEFMT_RFC3339_SIZE];

@@ -14,7 +14,7 @@ void decide_requeue_at(struct decider *d, int64_t at_ms)
 /* Entering Running counts as activity and forgets what came before. */
 static void reset_activity(struct decider *d)
 {
-    struct workspace_activity *a = &d->st->activity;
+    struct workspace_activity *a = d->st->activity;
     d->st->state_since_ms = d->now; /* running since, also after a resume from Running */
     a->last_activity_ms = d->now;
     decide_set_string(d, &a->last_activity_source, "start");
@@ -29,7 +29,7 @@ static void reset_activity(struct decider *d)
  * activity stays (when work ended). */
 void decide_clear_idle(struct decider *d)
 {
-    struct workspace_activity *a = &d->st->activity;
+    struct workspace_activity *a = d->st->activity;
     workspace_status_remove_condition(d->st, WS_COND_IDLE);
     workspace_status_remove_condition(d->st, WS_COND_ACTIVITY_PROBE);
     a->last_probe_ms = 0;
@@ -63,7 +63,7 @@ static void idle_policy_condition(struct decider *d, const struct idle_policy *p
 static void record_probe(struct decider *d, const struct activity_observation *obs,
                          const struct idle_policy *pol)
 {
-    struct workspace_activity *a = &d->st->activity;
+    struct workspace_activity *a = d->st->activity;
     const char *word = idle_probe_result_word(&obs->result, pol->gpu_threshold_percent);
     const char *error = obs->result.ok ? NULL : obs->result.error;
     if (!decide_streq(a->last_probe_result, word) || !decide_streq(a->last_probe_error, error) ||
@@ -115,7 +115,7 @@ static void auto_pause(struct decider *d, const struct idle_policy *pol,
  * cancelled or carried out, and in steps otherwise. */
 static void record_activity(struct decider *d, const struct idle_verdict *v, int64_t running_since)
 {
-    struct workspace_activity *a = &d->st->activity;
+    struct workspace_activity *a = d->st->activity;
     int exact = v->announce || v->cancelled || v->pause_now;
     if (v->last_activity_ms > a->last_activity_ms &&
         (exact || v->last_activity_ms - a->last_activity_ms >= ACTIVITY_RECORD_STEP_MS ||
@@ -148,7 +148,7 @@ void decide_idle(struct decider *d)
 {
     const struct workspace *ws = d->ws;
     struct workspace_status *st = d->st;
-    struct workspace_activity *a = &st->activity;
+    struct workspace_activity *a = st->activity;
     struct idle_policy pol;
     char problem[IDLE_PROBLEM_SIZE];
     int clamped = idle_policy_resolve(d->cls, ws, &pol, problem, sizeof(problem));
@@ -166,7 +166,7 @@ void decide_idle(struct decider *d)
     /* A resume counted in this very pass is a start too, and so is the
      * controller's own pause of this announcement taken back by the user
      * before a pass saw it. */
-    int64_t announced_pause = d->old->activity.pause_at_ms;
+    int64_t announced_pause = d->old->activity->pause_at_ms;
     int taken_back = announced_pause && ws->auto_paused_ms >= announced_pause;
     int entering =
         d->old->state != WS_STATE_RUNNING || st->resumes != d->old->resumes || taken_back;
@@ -189,8 +189,8 @@ void decide_idle(struct decider *d)
         .annotated_activity_ms = ws->annotated_activity_ms,
         .keep_alive_until_ms = a->keep_alive_until_ms,
         .announced = announced,
-        .announced_pause_at_ms = d->old->activity.pause_at_ms,
-        .announced_idle_since_ms = d->old->activity.idle_since_ms,
+        .announced_pause_at_ms = d->old->activity->pause_at_ms,
+        .announced_idle_since_ms = d->old->activity->idle_since_ms,
     };
     struct idle_verdict v;
     idle_evaluate(&in, &v);
@@ -209,7 +209,7 @@ void decide_idle(struct decider *d)
     decide_condition(d, WS_COND_IDLE, cs, v.reason, "%s", v.message);
     if (v.cancelled) {
         char at[TIMEFMT_RFC3339_SIZE];
-        timefmt_rfc3339_text(d->old->activity.pause_at_ms, at);
+        timefmt_rfc3339_text(d->old->activity->pause_at_ms, at);
         decide_event(
             d, "Normal", WS_EVENT_IDLE_CANCELLED, "the pause announced for %s is cancelled: %s", at,
             v.state == IDLE_STATE_PAUSE_SCHEDULED ? "there was activity since" : v.message);

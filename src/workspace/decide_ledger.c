@@ -36,8 +36,8 @@ static void track_hold(struct decider *d)
     int count = st->accelerator_count > 0 ? st->accelerator_count : 1;
     if (d->now > since)
         st->accelerator_seconds_held += (double)(d->now - since) / 1000.0 * count;
-    if (decide_in_pause(st) && !st->last_pause.held_since_ms)
-        st->last_pause.held_since_ms = since;
+    if (decide_in_pause(st) && !st->last_pause->held_since_ms)
+        st->last_pause->held_since_ms = since;
     st->accelerator_held_since_ms = 0;
 }
 
@@ -47,7 +47,7 @@ static void track_hold(struct decider *d)
 static const char *pause_memory(const struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct workspace_snapshot *sn = st->snapshot;
     int current = decide_snapshot_current(st);
     if (current && decide_streq(sn->phase, "Ready"))
         return "snapshot";
@@ -61,7 +61,7 @@ static const char *pause_memory(const struct decider *d)
 
 static void note_taker(struct decider *d)
 {
-    struct workspace_pause_timeline *lp = &d->st->last_pause;
+    struct workspace_pause_timeline *lp = d->st->last_pause;
     const struct workspace_pod *t = d->in->accelerator_taker;
     if (!t || lp->accelerator_taken_ms || ledger_taker_pick(d->ws, d->now, NULL, t) != t)
         return;
@@ -78,7 +78,7 @@ static void note_taker(struct decider *d)
 void decide_keep_ledger(struct decider *d)
 {
     struct workspace_status *st = d->st;
-    struct workspace_pause_timeline *lp = &st->last_pause;
+    struct workspace_pause_timeline *lp = st->last_pause;
     track_hold(d);
     if (decide_in_pause(st) && lp->requested_ms) {
         const struct workspace_pod *p = d->keep && d->keep->node_name         ? d->keep
@@ -92,7 +92,7 @@ void decide_keep_ledger(struct decider *d)
     }
     /* The pause's snapshot may be settled after the resume began (a crash
      * kept it from the status): the record follows it. */
-    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct workspace_snapshot *sn = st->snapshot;
     if (lp->requested_ms && !lp->snapshot_ready_ms && decide_snapshot_current(st) &&
         decide_streq(sn->phase, "Ready") && sn->ready_ms) {
         lp->snapshot_ready_ms = sn->ready_ms;

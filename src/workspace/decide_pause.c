@@ -9,8 +9,8 @@ static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p
     int64_t at = p->deletion_ms ? p->deletion_ms : d->now;
     if (p->deletion_ms && decide_pod_is_scheduled(p))
         at -= grace_seconds(d) * 1000;
-    if (at < d->st->last_pause.requested_ms)
-        at = d->st->last_pause.requested_ms;
+    if (at < d->st->last_pause->requested_ms)
+        at = d->st->last_pause->requested_ms;
     return at < d->now ? at : d->now;
 }
 
@@ -19,7 +19,7 @@ static int snapshot_kept(const struct decider *d)
 {
     const struct workspace_status *st = d->st;
     return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && decide_in_pause(st) &&
-           decide_snapshot_current(st) && decide_streq(st->snapshot.phase, "Ready");
+           decide_snapshot_current(st) && decide_streq(st->snapshot->phase, "Ready");
 }
 
 /* The pause's pod, completed by its snapshot and not yet deleted. */
@@ -45,24 +45,24 @@ static void begin_pause(struct decider *d)
      * spec.paused; an older one (before the last pause or resume) is
      * history. */
     const struct workspace *ws = d->ws;
-    int idle = ws->auto_paused_ms && ws->auto_paused_ms > st->last_resume.requested_ms &&
-               ws->auto_paused_ms > st->last_pause.requested_ms && ws->auto_paused_ms <= d->now &&
+    int idle = ws->auto_paused_ms && ws->auto_paused_ms > st->last_resume->requested_ms &&
+               ws->auto_paused_ms > st->last_pause->requested_ms && ws->auto_paused_ms <= d->now &&
                ws->auto_paused_ms >= d->old->state_since_ms;
     st->pauses++;
-    workspace_pause_timeline_clear(&st->last_pause);
+    workspace_pause_timeline_clear(st->last_pause);
     int64_t requested = idle ? ws->auto_paused_ms : d->now;
-    st->last_pause.requested_ms = requested;
+    st->last_pause->requested_ms = requested;
     /* When work ended: for the controller's own pause, the last activity
      * its decision was based on (the pass that decided it recorded it
      * exactly); for the user's, the request. */
-    int64_t work = d->old->activity.last_activity_ms;
-    st->last_pause.work_ended_ms = !idle ? requested : work < requested ? work : requested;
-    decide_set_string(d, &st->last_pause.reason, idle ? "IdleTimeout" : "User");
+    int64_t work = d->old->activity->last_activity_ms;
+    st->last_pause->work_ended_ms = !idle ? requested : work < requested ? work : requested;
+    decide_set_string(d, &st->last_pause->reason, idle ? "IdleTimeout" : "User");
     if (idle && ws->auto_pause_message) {
         char msg[MAX_MESSAGE + 1];
         snprintf(msg, sizeof(msg), "%s", ws->auto_pause_message);
         workspace_message_one_line(msg);
-        decide_set_string(d, &st->last_pause.message, msg);
+        decide_set_string(d, &st->last_pause->message, msg);
     }
 }
 
@@ -74,16 +74,16 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
     char occ[OCCASION_SIZE], fate[MAX_MESSAGE];
     decide_pause_occasion(d, occ);
     const char *name = p ? p->name : d->leaving->name;
-    if (keeps && st->snapshot.checkpoint_attempt && !st->snapshot.attempt)
+    if (keeps && st->snapshot->checkpoint_attempt && !st->snapshot->attempt)
         snprintf(fate, sizeof(fate),
                  "pod %s keeps running: its application is asked for its checkpoint, then "
                  "snapshot %s is taken; the pod stops once the snapshot is ready",
-                 name, st->snapshot.checkpoint_attempt);
+                 name, st->snapshot->checkpoint_attempt);
     else if (keeps)
         snprintf(fate, sizeof(fate),
                  "pod %s keeps running while snapshot %s is taken; it stops once the snapshot "
                  "is ready",
-                 name, st->snapshot.attempt ? st->snapshot.attempt : "");
+                 name, st->snapshot->attempt ? st->snapshot->attempt : "");
     else if (!p)
         snprintf(fate, sizeof(fate), "pod %s is already stopping", name);
     else if (decide_pod_is_scheduled(p))
@@ -98,10 +98,10 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
         : d->cls->snapshot.on_failure == SNAPSHOT_ON_FAILURE_RETRY
             ? " (should the snapshot fail, the pod keeps running and the pause is tried again)"
             : " (should the snapshot fail, the pod stops and the pause keeps the files only)";
-    if (st->last_pause.reason && decide_streq(st->last_pause.reason, "IdleTimeout"))
+    if (st->last_pause->reason && decide_streq(st->last_pause->reason, "IdleTimeout"))
         decide_transition_event(
             d, occ, "Normal", WS_EVENT_IDLE_TIMEOUT, "pausing idle workspace: %s; %s%s",
-            st->last_pause.message ? st->last_pause.message : "idle", fate, if_failed);
+            st->last_pause->message ? st->last_pause->message : "idle", fate, if_failed);
     else
         decide_transition_event(d, occ, "Normal", WS_EVENT_PAUSING, "pause requested: %s%s", fate,
                                 if_failed);
@@ -111,9 +111,9 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
 static void pause_kept(const struct decider *d, char *out, size_t size)
 {
     const struct workspace_status *st = d->st;
-    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct workspace_snapshot *sn = st->snapshot;
     int this_pause = d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && sn->attempt &&
-                     sn->requested_ms >= st->last_pause.requested_ms;
+                     sn->requested_ms >= st->last_pause->requested_ms;
     if (this_pause && decide_streq(sn->phase, "Ready"))
         snprintf(out, size, "snapshot %s holds its memory and GPU state, home its files",
                  sn->name ? sn->name : sn->attempt);
@@ -130,8 +130,8 @@ static void pause_kept(const struct decider *d, char *out, size_t size)
 static void pause_done(struct decider *d)
 {
     struct workspace_status *st = d->st;
-    if (decide_in_pause(st) && !st->last_pause.accelerator_released_ms)
-        st->last_pause.accelerator_released_ms = d->now;
+    if (decide_in_pause(st) && !st->last_pause->accelerator_released_ms)
+        st->last_pause->accelerator_released_ms = d->now;
     decide_set_string(d, &st->node_name, NULL);
     decide_set_string(d, &st->pod_name, NULL);
     decide_set_string(d, &st->pod_uid, NULL);
@@ -147,7 +147,7 @@ static void pause_done(struct decider *d)
                      "the workspace is paused; set spec.paused to false to resume");
     st->state = WS_STATE_PAUSED;
     if (d->old->state != WS_STATE_PAUSED) {
-        const struct workspace_pause_timeline *lp = &st->last_pause;
+        const struct workspace_pause_timeline *lp = st->last_pause;
         char occ[OCCASION_SIZE];
         char kept[MAX_MESSAGE];
         pause_kept(d, kept, sizeof(kept));
@@ -196,19 +196,19 @@ void decide_pause(struct decider *d)
          * memory a resume restores, and the restore would fail. */
         int64_t grace = decide_pod_is_scheduled(p) && !snapshot_kept(d) ? grace_seconds(d) : 0;
         decide_own_delete_pod(d, p, grace);
-        if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
-            st->last_pause.pod_deleted_ms = d->now;
+        if (decide_in_pause(st) && !st->last_pause->pod_deleted_ms)
+            st->last_pause->pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
         decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
                          p->name);
         return;
     }
     const struct workspace_pod *done = stopped_by_snapshot(d);
-    if (done && !decide_streq(st->snapshot.phase, "InProgress")) {
+    if (done && !decide_streq(st->snapshot->phase, "InProgress")) {
         /* Completed by its snapshot, which is settled now: the pod goes. */
         decide_own_delete_pod(d, done, 0);
-        if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
-            st->last_pause.pod_deleted_ms = d->now;
+        if (decide_in_pause(st) && !st->last_pause->pod_deleted_ms)
+            st->last_pause->pod_deleted_ms = d->now;
         st->state = WS_STATE_PAUSING;
         decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
                          done->name);
@@ -221,13 +221,13 @@ void decide_pause(struct decider *d)
                          "checkpoint; an application that exits by itself looks the same); it is "
                          "removed once the snapshot is settled: Ready holds the session, a failure "
                          "pauses without memory",
-                         done->name, st->snapshot.attempt);
+                         done->name, st->snapshot->attempt);
         return;
     }
     if (d->n_leaving) {
         /* Deleted by a pass whose status write was lost: the pod says when. */
-        if (decide_in_pause(st) && !st->last_pause.pod_deleted_ms)
-            st->last_pause.pod_deleted_ms = deleted_at(d, d->leaving);
+        if (decide_in_pause(st) && !st->last_pause->pod_deleted_ms)
+            st->last_pause->pod_deleted_ms = deleted_at(d, d->leaving);
         st->state = WS_STATE_PAUSING;
         decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
                          d->leaving->name);

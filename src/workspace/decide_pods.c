@@ -82,21 +82,21 @@ void decide_sort_pods(struct decider *d, int may_delete)
  * the session is on it. */
 int decide_on_fresh_home(const struct decider *d, const char *pod_name)
 {
-    const struct workspace_home *h = &d->st->home;
+    const struct workspace_home *h = d->st->home;
     return h->lost_ms && pod_name && decide_streq(h->fresh_pod, pod_name);
 }
 
 /* The pod created in place of one that ended without the controller asking. */
 static int replaces_interrupted(const struct decider *d, const char *pod_name)
 {
-    const struct workspace_interruption *li = &d->st->last_interruption;
+    const struct workspace_interruption *li = d->st->last_interruption;
     return li->pod && pod_name && decide_streq(li->replaced_by, pod_name);
 }
 
 void decide_set_restored(struct decider *d, const char *pod_name, int from_checkpoint)
 {
-    const struct workspace_home *h = &d->st->home;
-    const struct workspace_interruption *li = &d->st->last_interruption;
+    const struct workspace_home *h = d->st->home;
+    const struct workspace_interruption *li = d->st->last_interruption;
     const char *env = d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "checkpoint";
     const char *path = d->cls && d->cls->checkpoint_path ? d->cls->checkpoint_path : "";
     const char *cause = li->reason ? li->reason : "Deleted";
@@ -133,7 +133,7 @@ void decide_set_restored(struct decider *d, const char *pod_name, int from_check
                          "pod %s starts fresh: the workspace was never paused", pod_name);
     }
     if (decide_resume_in_progress(d->st))
-        decide_set_string(d, &d->st->last_resume.restored_from, restored_from);
+        decide_set_string(d, &d->st->last_resume->restored_from, restored_from);
 }
 
 /* The pod exists but the status does not name it: the controller stopped
@@ -151,11 +151,11 @@ void decide_adopt(struct decider *d)
     int64_t gen = pod_generation_of(d->ws, p->name);
     if (gen > d->st->pod_generation)
         d->st->pod_generation = gen;
-    if (decide_resume_in_progress(d->st) && !d->st->last_resume.pod_created_ms)
-        d->st->last_resume.pod_created_ms = p->created_ms ? p->created_ms : d->now;
+    if (decide_resume_in_progress(d->st) && !d->st->last_resume->pod_created_ms)
+        d->st->last_resume->pod_created_ms = p->created_ms ? p->created_ms : d->now;
     /* Created after the home was lost, by a pass whose status write was
      * lost: the first pod on the new home. */
-    struct workspace_home *h = &d->st->home;
+    struct workspace_home *h = d->st->home;
     if (h->lost_ms && !h->fresh_pod && p->created_ms >= h->lost_ms - 1000)
         decide_set_string(d, &h->fresh_pod, p->name);
     if (p->snapshot)
@@ -182,7 +182,7 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
     if (p && decide_snapshot_stopped(d, p, old))
         return 1;
     /* The pause's pod, still named while its resume has created none. */
-    if (decide_resume_in_progress(old) && !old->last_resume.pod_created_ms)
+    if (decide_resume_in_progress(old) && !old->last_resume->pod_created_ms)
         return 1;
     if (old->state == WS_STATE_FAILED &&
         decide_streq(decide_condition_reason(old, WS_COND_CAPACITY_AVAILABLE),
@@ -198,12 +198,12 @@ static int own_delete(const struct decider *d, const struct workspace_pod *p)
            : decide_streq(decide_condition_reason(old, WS_COND_CAPACITY_AVAILABLE),
                           WS_REASON_CAPACITY_TIMEOUT)))
         return 1;
-    if (old->snapshot.restore_failed_ms && (!p || p->snapshot) &&
+    if (old->snapshot->restore_failed_ms && (!p || p->snapshot) &&
         (decide_streq(decide_condition_reason(old, WS_COND_RESTORED), WS_REASON_RESTORE_CRASHED) ||
          decide_streq(decide_condition_reason(old, WS_COND_RESTORED),
                       WS_REASON_RESTORE_UNRESPONSIVE)))
         return 1;
-    if (old->snapshot.rejected_ms && (!p || !p->snapshot) &&
+    if (old->snapshot->rejected_ms && (!p || !p->snapshot) &&
         decide_streq(decide_condition_reason(old, WS_COND_RESTORED), WS_REASON_UNWANTED_RESTORE))
         return 1;
     return 0;
@@ -255,7 +255,7 @@ void decide_note_interruption(struct decider *d)
             snprintf(e.message, sizeof(e.message), "node %s: no longer in the cluster", node);
     }
     workspace_message_one_line(e.message);
-    struct workspace_interruption *li = &st->last_interruption;
+    struct workspace_interruption *li = st->last_interruption;
     st->interruptions++;
     li->at_ms = e.at_ms && e.at_ms <= d->now ? e.at_ms : d->now;
     decide_set_string(d, &li->pod, st->pod_name);

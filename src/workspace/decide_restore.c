@@ -66,8 +66,8 @@ static void restore_unresponsive(struct decider *d, const struct workspace_pod *
     struct workspace_status *st = d->st;
     int again =
         decide_streq(decide_condition_reason(st, WS_COND_RESTORED), WS_REASON_RESTORE_UNRESPONSIVE);
-    if (!st->snapshot.restore_failed_ms)
-        st->snapshot.restore_failed_ms = d->now;
+    if (!st->snapshot->restore_failed_ms)
+        st->snapshot->restore_failed_ms = d->now;
     decide_own_delete_pod(d, p, 0);
     st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
     decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
@@ -109,7 +109,7 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
     if (!checks_application(d) || decide_streq(reason, WS_REASON_FROM_SNAPSHOT))
         return 0;
     const struct restore_check *rc = restore_check_of(d, p);
-    if (decide_streq(reason, WS_REASON_RESTORE_UNRESPONSIVE) && st->snapshot.restore_failed_ms) {
+    if (decide_streq(reason, WS_REASON_RESTORE_UNRESPONSIVE) && st->snapshot->restore_failed_ms) {
         restore_unresponsive(d, p, rc);
         return 1;
     }
@@ -187,14 +187,14 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
     }
     int again = decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED),
                              WS_REASON_UNWANTED_RESTORE) &&
-                st->snapshot.rejected_ms;
+                st->snapshot->rejected_ms;
     if (!again) {
         const char *group = "*";
         for (size_t i = 0; p->group && i < d->in->n_snapshots; i++)
             if (decide_streq(d->in->snapshots[i].group, p->group))
                 group = p->group;
-        decide_set_string(d, &st->snapshot.rejected_group, group);
-        st->snapshot.rejected_ms = d->now;
+        decide_set_string(d, &st->snapshot->rejected_group, group);
+        st->snapshot->rejected_ms = d->now;
     }
     decide_own_delete_pod(d, p, 0);
     decide_condition(
@@ -212,7 +212,7 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
             "it could come from",
             p->name);
     if (decide_resume_in_progress(st))
-        decide_set_string(d, &st->last_resume.restored_from, NULL);
+        decide_set_string(d, &st->last_resume->restored_from, NULL);
     st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
     decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
                      "pod %s is being replaced", p->name);
@@ -228,8 +228,8 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
     /* Restored or not: a session that crashes as it comes back is not one
      * to keep restarting from the same memory. */
     if (decide_crash_looping(p)) {
-        if (!st->snapshot.restore_failed_ms)
-            st->snapshot.restore_failed_ms = d->now;
+        if (!st->snapshot->restore_failed_ms)
+            st->snapshot->restore_failed_ms = d->now;
         decide_own_delete_pod(d, p, 0);
         decide_condition(
             d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
@@ -255,8 +255,8 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
         decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_SNAPSHOT,
                          "pod %s was restored from snapshot %s: memory and GPU state are back",
                          p->name, p->snapshot);
-        if (st->last_resume.requested_ms)
-            decide_set_string(d, &st->last_resume.restored_from, WS_REASON_FROM_SNAPSHOT);
+        if (st->last_resume->requested_ms)
+            decide_set_string(d, &st->last_resume->restored_from, WS_REASON_FROM_SNAPSHOT);
         return 0;
     }
     if (!p->ready)
@@ -286,8 +286,8 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
             "pod %s was not restored from snapshot %s (the backend cold-started it); the "
             "session's memory is lost, files and the application's checkpoint remain",
             p->name, p->snapshot);
-    if (st->last_resume.requested_ms)
-        decide_set_string(d, &st->last_resume.restored_from, WS_REASON_COLD_START);
+    if (st->last_resume->requested_ms)
+        decide_set_string(d, &st->last_resume->restored_from, WS_REASON_COLD_START);
     return 0;
 }
 
@@ -296,12 +296,12 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
 const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
 {
     const struct workspace_status *st = d->st;
-    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct workspace_snapshot *sn = st->snapshot;
     const struct snapshot_config *sc = &d->cls->snapshot;
     why[0] = '\0';
     if (sc->backend == SNAPSHOT_BACKEND_NONE)
         return NULL;
-    if (!sn->attempt || sn->requested_ms < st->last_pause.requested_ms ||
+    if (!sn->attempt || sn->requested_ms < st->last_pause->requested_ms ||
         !decide_streq(sn->phase, "Ready")) {
         snprintf(why, size, "the last pause has no snapshot%s%s", sn->message ? ": " : "",
                  sn->message ? sn->message : "");
@@ -352,7 +352,7 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
                  "the pod template changed since snapshot %s (image, resources or class)", name);
         return NULL;
     }
-    if (sn->home_claim_uid && !decide_streq(sn->home_claim_uid, st->home.claim_uid)) {
+    if (sn->home_claim_uid && !decide_streq(sn->home_claim_uid, st->home->claim_uid)) {
         snprintf(why, size, "snapshot %s was taken with home claim %s, which is gone", name,
                  sn->home_claim_uid);
         return NULL;
@@ -376,7 +376,7 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
  * Returns the snapshot waited for, NULL: none. */
 const char *decide_snapshot_in_the_way(struct decider *d)
 {
-    const struct workspace_snapshot *sn = &d->st->snapshot;
+    const struct workspace_snapshot *sn = d->st->snapshot;
     for (size_t i = 0; i < d->in->n_snapshots; i++) {
         const struct snapshot_view *v = &d->in->snapshots[i];
         const char *name = v->name ? v->name : v->attempt;

@@ -5,10 +5,10 @@
 static void begin_resume(struct decider *d)
 {
     struct workspace_status *st = d->st;
-    int64_t released = st->last_pause.accelerator_released_ms;
+    int64_t released = st->last_pause->accelerator_released_ms;
     st->resumes++;
-    free(st->last_resume.restored_from);
-    st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
+    free(st->last_resume->restored_from);
+    *st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
     if (released && d->now > released && d->cls && d->cls->has_accelerator) {
         st->accelerator_seconds_released +=
             (double)(d->now - released) / 1000.0 * d->cls->accelerator_count;
@@ -20,9 +20,9 @@ static void begin_resume(struct decider *d)
     /* What the pause left to come back from (the pod's creation may still
      * choose otherwise: SnapshotNotUsed says why). */
     if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
-        decide_snapshot_current(st) && decide_streq(st->snapshot.phase, "Ready"))
+        decide_snapshot_current(st) && decide_streq(st->snapshot->phase, "Ready"))
         snprintf(from, sizeof(from), "the pod is to be restored from snapshot %s",
-                 st->snapshot.name ? st->snapshot.name : st->snapshot.attempt);
+                 st->snapshot->name ? st->snapshot->name : st->snapshot->attempt);
     else
         snprintf(from, sizeof(from),
                  "the pod starts from the files and the application's checkpoint");
@@ -37,14 +37,14 @@ static int first_start_of_paused(const struct decider *d)
 {
     const struct workspace_status *st = d->st;
     return d->old->state == WS_STATE_PAUSED && st->pauses == 0 && st->resumes == 0 &&
-           !st->last_resume.requested_ms && !d->keep;
+           !st->last_resume->requested_ms && !d->keep;
 }
 
 static void begin_first_start(struct decider *d)
 {
     struct workspace_status *st = d->st;
-    free(st->last_resume.restored_from);
-    st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
+    free(st->last_resume->restored_from);
+    *st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
     char occ[OCCASION_SIZE];
     decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", WS_EVENT_RESUMING,
                             "resume requested: a first start (the workspace was created paused; "
@@ -56,7 +56,7 @@ static void begin_first_start(struct decider *d)
 static void came_back(const struct decider *d, const struct workspace_pod *p, char *out,
                       size_t size)
 {
-    const char *from = d->st->last_resume.restored_from;
+    const char *from = d->st->last_resume->restored_from;
     if (decide_streq(from, WS_REASON_FROM_SNAPSHOT))
         snprintf(out, size, "from snapshot %s: memory and GPU state are back",
                  p->snapshot ? p->snapshot : "");
@@ -79,7 +79,7 @@ static void came_back(const struct decider *d, const struct workspace_pod *p, ch
 static void resume_ready(struct decider *d, const struct workspace_pod *p)
 {
     struct workspace_status *st = d->st;
-    struct workspace_resume_timeline *r = &st->last_resume;
+    struct workspace_resume_timeline *r = st->last_resume;
     /* Pod times have whole seconds; the request has milliseconds. When
      * the pod's second cannot be told from the request's, the time we
      * saw it ready is the better figure (later by our cache's lag). */
@@ -120,7 +120,7 @@ static void run_with_pod(struct decider *d)
         /* The resume ends when how the pod came back is known: a pod
          * created from a snapshot may be ready before the backend says
          * whether it restored it (then within the cold-start grace). */
-        if (resuming && (!p->snapshot || st->last_resume.restored_from))
+        if (resuming && (!p->snapshot || st->last_resume->restored_from))
             resume_ready(d, p);
         decide_idle(d);
         return;
@@ -133,9 +133,9 @@ static void run_with_pod(struct decider *d)
         st->waiting_for_capacity_since_ms = 0;
         decide_condition(d, WS_COND_CAPACITY_AVAILABLE, COND_TRUE, WS_REASON_SCHEDULED,
                          "pod %s is scheduled on %s", p->name, decide_node_or_unknown(p));
-        if (resuming && !st->last_resume.pod_scheduled_ms)
-            st->last_resume.pod_scheduled_ms =
-                p->scheduled_ms > st->last_resume.requested_ms ? p->scheduled_ms : d->now;
+        if (resuming && !st->last_resume->pod_scheduled_ms)
+            st->last_resume->pod_scheduled_ms =
+                p->scheduled_ms > st->last_resume->requested_ms ? p->scheduled_ms : d->now;
         if (!p->snapshot && decide_crash_looping(p) && d->cls &&
             d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE) {
             /* Not restored: the application's own crash. Kubernetes restarts
@@ -186,9 +186,9 @@ static int snapshot_pending(struct decider *d)
     const struct workspace_status *st = d->st;
     if (!decide_resume_in_progress(st) || !d->cls ||
         d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !decide_snapshot_current(st) ||
-        !decide_streq(st->snapshot.phase, "InProgress"))
+        !decide_streq(st->snapshot->phase, "InProgress"))
         return 0;
-    int64_t until = st->last_resume.requested_ms + d->cls->snapshot.timeout_ms;
+    int64_t until = st->last_resume->requested_ms + d->cls->snapshot.timeout_ms;
     if (d->now >= until)
         return 0;
     decide_requeue_at(d, until);
@@ -206,8 +206,8 @@ static int pod_held_back(struct decider *d, int resuming)
                          "no pod starts: the home claim (uid %s) was lost; annotate the Workspace "
                          "with " ACKNOWLEDGE_HOME_LOSS_ANNOTATION
                          "=%s to start on a new, empty home",
-                         st->home.lost_claim_uid ? st->home.lost_claim_uid : "",
-                         st->home.lost_claim_uid ? st->home.lost_claim_uid : "");
+                         st->home->lost_claim_uid ? st->home->lost_claim_uid : "",
+                         st->home->lost_claim_uid ? st->home->lost_claim_uid : "");
         return 1;
     }
     if (snapshot_pending(d)) {
@@ -215,7 +215,7 @@ static int pod_held_back(struct decider *d, int resuming)
         decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
                          "waiting for the snapshot backend to say whether snapshot %s is ready, so "
                          "that the new pod starts from it or from files",
-                         st->snapshot.attempt);
+                         st->snapshot->attempt);
         return 1;
     }
     const char *in_the_way = decide_snapshot_in_the_way(d);
@@ -253,12 +253,12 @@ static int name_pod(struct decider *d)
         workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
         /* The first pod after an interruption (and no pause since) replaces
          * the interrupted one. */
-        struct workspace_interruption *li = &st->last_interruption;
-        if (li->pod && !li->replaced_by && li->at_ms >= st->last_pause.requested_ms)
+        struct workspace_interruption *li = st->last_interruption;
+        if (li->pod && !li->replaced_by && li->at_ms >= st->last_pause->requested_ms)
             decide_set_string(d, &li->replaced_by, name);
         /* The first pod on a home made after the last one was lost. */
-        if (st->home.lost_ms && !st->home.fresh_pod)
-            decide_set_string(d, &st->home.fresh_pod, name);
+        if (st->home->lost_ms && !st->home->fresh_pod)
+            decide_set_string(d, &st->home->fresh_pod, name);
     }
     return is_new;
 }
@@ -275,7 +275,7 @@ static void say_how_it_starts(struct decider *d, const char *snapshot, char *why
         decide_condition(d, WS_COND_RESTORED, COND_UNKNOWN, WS_REASON_RESTORING,
                          "pod %s is restored from snapshot %s", st->pod_name, snapshot);
         if (resuming)
-            decide_set_string(d, &st->last_resume.restored_from, NULL);
+            decide_set_string(d, &st->last_resume->restored_from, NULL);
     } else if (fresh_home) {
         decide_set_restored(d, st->pod_name, 0);
         char occ[OCCASION_SIZE];
@@ -347,13 +347,13 @@ void decide_create_pod(struct decider *d)
     const char *snapshot =
         from_checkpoint && !fallback ? decide_restore_snapshot(d, why, sizeof(why)) : NULL;
     if (fresh_home && st->pauses > 0 && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
-        decide_snapshot_current(st) && decide_streq(st->snapshot.phase, "Ready"))
+        decide_snapshot_current(st) && decide_streq(st->snapshot->phase, "Ready"))
         snprintf(why, sizeof(why),
                  "snapshot %s was taken with home claim %s, which is gone: it is not laid over "
                  "a new, empty home",
-                 st->snapshot.name ? st->snapshot.name : st->snapshot.attempt,
-                 st->snapshot.home_claim_uid ? st->snapshot.home_claim_uid : "(unrecorded)");
-    const char *pin = snapshot && d->cls->has_accelerator ? st->snapshot.gpu_product : NULL;
+                 st->snapshot->name ? st->snapshot->name : st->snapshot->attempt,
+                 st->snapshot->home_claim_uid ? st->snapshot->home_claim_uid : "(unrecorded)");
+    const char *pin = snapshot && d->cls->has_accelerator ? st->snapshot->gpu_product : NULL;
     struct action *a = decide_push(d, ACTION_CREATE_POD, st->pod_name);
     /* A pod made under the name (a fallback's, or a replacement after a
      * lost status write) is a new one: its uid is learnt when it is seen,
@@ -364,7 +364,7 @@ void decide_create_pod(struct decider *d)
      * groups: the policy then has none either); any other pod a group of
      * its own, which no snapshot has. */
     char fresh[SNAPSHOT_GROUP_SIZE];
-    const char *group = snapshot ? st->snapshot.group
+    const char *group = snapshot ? st->snapshot->group
                         : workspace_snapshot_group(d->ws, st->pod_generation, fresh) == 0 ? fresh
                                                                                           : NULL;
     if (a) {
@@ -377,8 +377,8 @@ void decide_create_pod(struct decider *d)
     decide_set_string(d, &st->node_name, NULL);
     decide_set_accelerator(d, fallback ? NULL : pin ? pin : d->cls->product, fallback);
     st->waiting_for_capacity_since_ms = 0;
-    if (resuming && !st->last_resume.pod_created_ms)
-        st->last_resume.pod_created_ms = d->now;
+    if (resuming && !st->last_resume->pod_created_ms)
+        st->last_resume->pod_created_ms = d->now;
     say_how_it_starts(d, snapshot, why, fresh_home, fallback, from_checkpoint);
     st->state = resuming ? WS_STATE_RESUMING : WS_STATE_PENDING;
     decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_PENDING,
@@ -401,7 +401,7 @@ void decide_create_pod(struct decider *d)
  * fresh record. */
 void decide_checkpoint_cancelled(struct decider *d, const char *why)
 {
-    struct workspace_snapshot *sn = &d->st->snapshot;
+    struct workspace_snapshot *sn = d->st->snapshot;
     if (!sn->checkpoint_attempt || sn->checkpoint_result)
         return;
     char msg[MAX_MESSAGE];
@@ -444,8 +444,9 @@ void decide_run(struct decider *d)
     /* A pause whose end no pass recorded (its pod went while the controller
      * was down, or the pass that saw it died before its status write) ended
      * by now: its record is completed before the resume. */
-    if (decide_in_pause(st) && !d->keep && !d->n_leaving && !st->last_pause.accelerator_released_ms)
-        st->last_pause.accelerator_released_ms = d->now;
+    if (decide_in_pause(st) && !d->keep && !d->n_leaving &&
+        !st->last_pause->accelerator_released_ms)
+        st->last_pause->accelerator_released_ms = d->now;
     if (decide_in_pause(st))
         begin_resume(d);
     else if (first_start_of_paused(d))

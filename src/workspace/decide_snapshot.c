@@ -5,7 +5,7 @@
 static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int64_t attempt)
 {
     struct workspace_status *st = d->st;
-    struct workspace_snapshot *sn = &st->snapshot;
+    struct workspace_snapshot *sn = st->snapshot;
     char handle[NAMES_SIZE], hash[POD_SPEC_HASH_SIZE];
     /* Derived from counters in the status: after a crash before the status
      * write the same call is made again, never a second snapshot. At most 63
@@ -33,7 +33,7 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     decide_set_string(d, &sn->gpu_product, decide_pod_product(d, p));
     decide_set_string(d, &sn->pod_spec_hash, hash);
     decide_set_string(d, &sn->message, NULL);
-    decide_set_string(d, &sn->home_claim_uid, st->home.claim_uid);
+    decide_set_string(d, &sn->home_claim_uid, st->home->claim_uid);
     /* The group the PodSnapshot gets (the backend copies the pod's label).
      * A pod of an earlier version has none: its snapshot is taken as
      * before, under a policy without groups, and restored without one. */
@@ -59,7 +59,7 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
 static void snapshot_prepare(struct decider *d, const struct workspace_pod *p, int64_t attempt)
 {
     const struct checkpoint_request *cr = &d->cls->checkpoint_request;
-    struct workspace_snapshot *sn = &d->st->snapshot;
+    struct workspace_snapshot *sn = d->st->snapshot;
     if (!cr->url_template) {
         snapshot_begin(d, p, attempt);
         return;
@@ -130,8 +130,8 @@ static void snapshot_prepare(struct decider *d, const struct workspace_pod *p, i
  * the last one). */
 int decide_snapshot_current(const struct workspace_status *st)
 {
-    const struct workspace_snapshot *sn = &st->snapshot;
-    return sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
+    const struct workspace_snapshot *sn = st->snapshot;
+    return sn->attempt && sn->requested_ms >= st->last_pause->requested_ms;
 }
 
 /* p completed (phase Succeeded) after a snapshot of it was asked for, with
@@ -140,7 +140,7 @@ int decide_snapshot_current(const struct workspace_status *st)
 int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
                             const struct workspace_status *st)
 {
-    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct workspace_snapshot *sn = st->snapshot;
     return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && p && p->name &&
            decide_streq(p->phase, "Succeeded") && decide_streq(p->name, st->pod_name) &&
            sn->attempt && sn->requested_ms && (!p->created_ms || sn->requested_ms >= p->created_ms);
@@ -150,7 +150,7 @@ int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod 
 static const struct snapshot_view *snapshot_seen(const struct decider *d)
 {
     const struct snapshot_view *v = d->in->snapshot;
-    return v && decide_streq(v->attempt, d->st->snapshot.attempt) ? v : NULL;
+    return v && decide_streq(v->attempt, d->st->snapshot->attempt) ? v : NULL;
 }
 
 /* Brings an attempt the status holds InProgress up to what the backend's
@@ -165,7 +165,7 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
 {
     const struct snapshot_config *sc = &d->cls->snapshot;
     struct workspace_status *st = d->st;
-    struct workspace_snapshot *sn = &st->snapshot;
+    struct workspace_snapshot *sn = st->snapshot;
     if (decide_streq(sn->phase, "Ready") || decide_streq(sn->phase, "Failed"))
         return;
     const struct snapshot_view *v = snapshot_seen(d);
@@ -232,15 +232,15 @@ void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod
 {
     const struct workspace_status *st = d->st;
     if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
-        !decide_snapshot_current(st) || !decide_streq(st->snapshot.phase, "InProgress"))
+        !decide_snapshot_current(st) || !decide_streq(st->snapshot->phase, "InProgress"))
         return;
     snapshot_follow(d, p->name, 1);
-    if (decide_streq(st->snapshot.phase, "InProgress"))
+    if (decide_streq(st->snapshot->phase, "InProgress"))
         decide_condition(
             d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_IN_PROGRESS,
             "snapshot %s was asked for before the pause was cancelled; the backend goes on "
             "taking it (GKE stops pod %s at its checkpoint and a new pod follows)",
-            st->snapshot.attempt, p->name);
+            st->snapshot->attempt, p->name);
 }
 
 /* With no pod of the pause left running, what became of its snapshot is
@@ -249,7 +249,7 @@ void decide_snapshot_settle(struct decider *d)
 {
     const struct workspace_status *st = d->st;
     if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
-        !decide_snapshot_current(st) || !decide_streq(st->snapshot.phase, "InProgress"))
+        !decide_snapshot_current(st) || !decide_streq(st->snapshot->phase, "InProgress"))
         return;
     const char *pod = d->leaving ? d->leaving->name : st->pod_name;
     snapshot_follow(d, pod, 0);
@@ -262,7 +262,7 @@ int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod 
 {
     const struct snapshot_config *sc = d->cls ? &d->cls->snapshot : NULL;
     struct workspace_status *st = d->st;
-    struct workspace_snapshot *sn = &st->snapshot;
+    struct workspace_snapshot *sn = st->snapshot;
     if (!sc || sc->backend == SNAPSHOT_BACKEND_NONE || !decide_in_pause(st))
         return 1;
     int current = decide_snapshot_current(st);
@@ -311,7 +311,7 @@ size_t decide_snapshot_retention(struct decider *d, int deleting)
     const struct snapshot_view *all = d->in->snapshots;
     size_t n = d->in->n_snapshots;
     const struct snapshot_config *sc = d->cls ? &d->cls->snapshot : NULL;
-    const struct workspace_snapshot *sn = &d->st->snapshot;
+    const struct workspace_snapshot *sn = d->st->snapshot;
     /* The one a pause is taking or a resume may use stays, unless it expired
      * or its restore crashed. */
     int pausing = d->ws->paused || decide_in_pause(d->st) || decide_resume_in_progress(d->st);

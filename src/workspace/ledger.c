@@ -10,7 +10,7 @@ static int streq(const char *a, const char *b)
 
 int ledger_awaits_taker(const struct workspace_status *s, int64_t now_ms)
 {
-    const struct workspace_pause_timeline *lp = &s->last_pause;
+    const struct workspace_pause_timeline *lp = s->last_pause;
     return s->pauses > s->resumes && lp->accelerator_released_ms && lp->node_name &&
            lp->node_name[0] && s->accelerator_resource && s->accelerator_resource[0] &&
            !lp->accelerator_taken_ms && now_ms < lp->accelerator_released_ms + LEDGER_WATCH_MS;
@@ -18,7 +18,7 @@ int ledger_awaits_taker(const struct workspace_status *s, int64_t now_ms)
 
 int ledger_awaits_node_removal(const struct workspace_status *s, int64_t now_ms)
 {
-    const struct workspace_pause_timeline *lp = &s->last_pause;
+    const struct workspace_pause_timeline *lp = s->last_pause;
     return s->pauses > s->resumes && lp->accelerator_released_ms && lp->node_name &&
            lp->node_name[0] && !lp->node_removed_ms &&
            now_ms < lp->accelerator_released_ms + LEDGER_WATCH_MS;
@@ -26,9 +26,10 @@ int ledger_awaits_node_removal(const struct workspace_status *s, int64_t now_ms)
 
 const char *ledger_watched_node(const struct workspace_status *s)
 {
-    int64_t at = s->last_pause.accelerator_released_ms;
-    return ledger_awaits_taker(s, at) || ledger_awaits_node_removal(s, at) ? s->last_pause.node_name
-                                                                           : NULL;
+    int64_t at = s->last_pause->accelerator_released_ms;
+    return ledger_awaits_taker(s, at) || ledger_awaits_node_removal(s, at)
+               ? s->last_pause->node_name
+               : NULL;
 }
 
 /* p was scheduled before q (q NULL: nothing yet). */
@@ -47,7 +48,7 @@ const struct workspace_pod *ledger_taker_pick(const struct workspace *ws, int64_
                                               const struct workspace_pod *p)
 {
     const struct workspace_status *s = &ws->status;
-    const struct workspace_pause_timeline *lp = &s->last_pause;
+    const struct workspace_pause_timeline *lp = s->last_pause;
     if (!p || !p->name || !ledger_awaits_taker(s, now_ms))
         return best;
     if (streq(p->ns, ws->ns) && streq(p->workspace, ws->name))
@@ -71,7 +72,7 @@ static unsigned bound_counts(struct workspace_status *s, const struct ledger_lim
     /* A resume follows a pause; at most one pause is open. When the counters
      * contradict that, one of them was written by someone else: the
      * timeline says whether a pause is open, and the other counter stays. */
-    int open = s->last_pause.requested_ms > s->last_resume.requested_ms;
+    int open = s->last_pause->requested_ms > s->last_resume->requested_ms;
     if (r > p)
         r = p > 0 && open ? p - 1 : p;
     if (p > r + 1)
@@ -130,7 +131,7 @@ unsigned ledger_bound(struct workspace_status *s, const struct ledger_limits *l,
         int64_t from = l->created_ms - l->created_ms % 1000 - LEDGER_CLOCK_SLACK_MS;
         int64_t to = now_ms > from ? now_ms : from;
         fixed |= bound_time(&s->accelerator_held_since_ms, from, to);
-        fixed |= bound_time(&s->last_pause.accelerator_released_ms, from, to);
+        fixed |= bound_time(&s->last_pause->accelerator_released_ms, from, to);
         int count = l->accelerator_count > 0 ? l->accelerator_count : 0;
         cap = (double)(to - from) / 1000.0 * count;
     }

@@ -32,7 +32,7 @@ static void snake_case(const char *word, char *out, size_t size)
 
 static int pause_done(const struct workspace_status *s)
 {
-    return s->last_pause.requested_ms && s->last_pause.accelerator_released_ms;
+    return s->last_pause->requested_ms && s->last_pause->accelerator_released_ms;
 }
 
 /* The kinds workspace_pod_end() gives, as label values; a bounded set. */
@@ -73,8 +73,8 @@ static enum restore_source source_of(const char *restored_from)
  * after the pod is ready (PodRestored, or the cold-start grace). */
 static int resume_done(const struct workspace_status *s)
 {
-    return s->last_resume.requested_ms && s->last_resume.ready_ms &&
-           source_of(s->last_resume.restored_from) != RESTORE_SOURCE_NONE;
+    return s->last_resume->requested_ms && s->last_resume->ready_ms &&
+           source_of(s->last_resume->restored_from) != RESTORE_SOURCE_NONE;
 }
 
 static int settled(const char *phase)
@@ -86,13 +86,13 @@ void workspace_outcome_diff(const struct workspace_status *old, const struct wor
                             int64_t now_ms, struct workspace_outcome *ret)
 {
     *ret = (struct workspace_outcome){0};
-    const struct workspace_snapshot *sn = &st->snapshot;
+    const struct workspace_snapshot *sn = st->snapshot;
 
     if (pause_done(st) && !(pause_done(old) && old->pauses == st->pauses &&
-                            old->last_pause.requested_ms == st->last_pause.requested_ms)) {
+                            old->last_pause->requested_ms == st->last_pause->requested_ms)) {
         ret->paused = 1;
-        snake_case(st->last_pause.reason, ret->pause_reason, sizeof(ret->pause_reason));
-        int this_pause = sn->attempt && sn->requested_ms >= st->last_pause.requested_ms;
+        snake_case(st->last_pause->reason, ret->pause_reason, sizeof(ret->pause_reason));
+        int this_pause = sn->attempt && sn->requested_ms >= st->last_pause->requested_ms;
         if (this_pause && streq(sn->phase, "Ready"))
             ret->pause_memory = PAUSE_MEMORY_SNAPSHOT;
         else if (this_pause && streq(sn->phase, "Failed"))
@@ -102,14 +102,14 @@ void workspace_outcome_diff(const struct workspace_status *old, const struct wor
     }
 
     if (resume_done(st) && !(resume_done(old) && old->resumes == st->resumes &&
-                             old->last_resume.requested_ms == st->last_resume.requested_ms)) {
-        ret->resumed = source_of(st->last_resume.restored_from);
-        ret->resume_seconds = st->last_resume.seconds_to_ready;
+                             old->last_resume->requested_ms == st->last_resume->requested_ms)) {
+        ret->resumed = source_of(st->last_resume->restored_from);
+        ret->resume_seconds = st->last_resume->seconds_to_ready;
     }
 
     /* An attempt settles once; its condition may change or go later. */
     if (sn->attempt && settled(sn->phase) &&
-        !(streq(old->snapshot.attempt, sn->attempt) && streq(old->snapshot.phase, sn->phase))) {
+        !(streq(old->snapshot->attempt, sn->attempt) && streq(old->snapshot->phase, sn->phase))) {
         if (streq(sn->phase, "Ready")) {
             ret->snapshot = SNAPSHOT_RESULT_READY;
             ret->snapshot_seconds = sn->seconds;
@@ -132,9 +132,9 @@ void workspace_outcome_diff(const struct workspace_status *old, const struct wor
 
     if (st->interruptions > old->interruptions)
         snprintf(ret->interrupted, sizeof(ret->interrupted), "%s",
-                 interruption_label(st->last_interruption.reason));
+                 interruption_label(st->last_interruption->reason));
 
-    ret->home_lost = st->home.lost_ms && st->home.lost_ms != old->home.lost_ms;
+    ret->home_lost = st->home->lost_ms && st->home->lost_ms != old->home->lost_ms;
 }
 
 int workspace_outcome_any(const struct workspace_outcome *o)

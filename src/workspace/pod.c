@@ -295,35 +295,46 @@ void workspace_pod_end(const struct workspace_pod *p, int node_absent, struct po
         end_append(ret->message, "node", p->node_name, "no longer in the cluster");
 }
 
+/* s copied to *at, which advances; NULL stays NULL. */
+static char *pack(char **at, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *copy = memcpy(*at, s, n);
+    *at += n;
+    return copy;
+}
+
 void *workspace_pvc_decode(const cJSON *obj, void *data)
 {
     (void)data;
-    struct workspace_pvc *p = calloc(1, sizeof(*p));
+    const cJSON *meta = json_member(obj, "metadata");
+    const char *ns = json_string(meta, "namespace"), *name = json_string(meta, "name"),
+               *uid = json_string(meta, "uid"),
+               *phase = json_string(json_member(obj, "status"), "phase");
+    /* One block, the strings after the struct: a cache holds a claim per
+     * workspace, and four allocations more would cost as much again. */
+    size_t size = sizeof(struct workspace_pvc);
+    const char *const strs[] = {ns, name, uid, phase};
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        size += strs[i] ? strlen(strs[i]) + 1 : 0;
+    struct workspace_pvc *p = calloc(1, size);
     if (!p)
         return NULL;
-    const cJSON *meta = json_member(obj, "metadata");
+    char *at = (char *)(p + 1);
+    p->ns = pack(&at, ns);
+    p->name = pack(&at, name);
+    p->uid = pack(&at, uid);
+    p->phase = pack(&at, phase);
     p->deletion_ms = deletion_ms(meta);
     p->created_ms = json_time_ms(meta, "creationTimestamp");
-    if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
-        json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
-        json_dup_optional(json_string(meta, "uid"), &p->uid) < 0 ||
-        json_dup_optional(json_string(json_member(obj, "status"), "phase"), &p->phase) < 0) {
-        workspace_pvc_free(p);
-        return NULL;
-    }
     return p;
 }
 
 void workspace_pvc_free(void *pvc)
 {
-    struct workspace_pvc *p = pvc;
-    if (!p)
-        return;
-    free(p->ns);
-    free(p->name);
-    free(p->uid);
-    free(p->phase);
-    free(p);
+    free(pvc); /* its strings live in the same block */
 }
 
 /* ---- names ---- */

@@ -187,12 +187,23 @@ static const struct status_field accounting_fields[] = {
     {.kind = SF_END},
 };
 
+/* What an absent block reads as: zeros, in read-only memory, so that a
+ * write into a status that does not own the block faults at once. */
+static const struct workspace_pause_timeline no_pause = {0};
+static const struct workspace_resume_timeline no_resume = {0};
+static const struct workspace_snapshot no_snapshot = {0};
+static const struct workspace_activity no_activity = {0};
+static const struct workspace_home no_home = {0};
+static const struct workspace_interruption no_interruption = {0};
+
 static const struct status_field interruptions_fields[] = {
     {.key = "count", .kind = SF_INT64, .off = STATUS(interruptions)},
     {.key = "last",
-     .kind = SF_OBJECT,
+     .kind = SF_BLOCK,
      .off = STATUS(last_interruption),
-     .sub = interruption_fields},
+     .size = sizeof(struct workspace_interruption),
+     .sub = interruption_fields,
+     .empty = &no_interruption},
     {.kind = SF_END},
 };
 
@@ -214,16 +225,33 @@ const struct status_field workspace_status_fields[] = {
      .size = sizeof(struct condition),
      .sub = workspace_condition_fields},
     {.key = "lastPause",
-     .kind = SF_OBJECT,
+     .kind = SF_BLOCK,
      .off = STATUS(last_pause),
-     .sub = workspace_pause_fields},
-    {.key = "lastResume", .kind = SF_OBJECT, .off = STATUS(last_resume), .sub = resume_fields},
+     .size = sizeof(struct workspace_pause_timeline),
+     .sub = workspace_pause_fields,
+     .empty = &no_pause},
+    {.key = "lastResume",
+     .kind = SF_BLOCK,
+     .off = STATUS(last_resume),
+     .size = sizeof(struct workspace_resume_timeline),
+     .sub = resume_fields,
+     .empty = &no_resume},
     {.key = "waitingForCapacitySince",
      .kind = SF_TIME,
      .off = STATUS(waiting_for_capacity_since_ms)},
     {.key = "stateSince", .kind = SF_TIME, .off = STATUS(state_since_ms)},
-    {.key = "snapshot", .kind = SF_OBJECT, .off = STATUS(snapshot), .sub = snapshot_fields},
-    {.key = "activity", .kind = SF_OBJECT, .off = STATUS(activity), .sub = activity_fields},
+    {.key = "snapshot",
+     .kind = SF_BLOCK,
+     .off = STATUS(snapshot),
+     .size = sizeof(struct workspace_snapshot),
+     .sub = snapshot_fields,
+     .empty = &no_snapshot},
+    {.key = "activity",
+     .kind = SF_BLOCK,
+     .off = STATUS(activity),
+     .size = sizeof(struct workspace_activity),
+     .sub = activity_fields,
+     .empty = &no_activity},
     {.key = "accounting", .kind = SF_OBJECT, .off = 0, .sub = accounting_fields},
     {.key = "history",
      .kind = SF_LIST,
@@ -232,7 +260,12 @@ const struct status_field workspace_status_fields[] = {
      .size = sizeof(struct workspace_pause_record),
      .max = WORKSPACE_HISTORY_MAX,
      .sub = workspace_record_fields},
-    {.key = "home", .kind = SF_OBJECT, .off = STATUS(home), .sub = home_fields},
+    {.key = "home",
+     .kind = SF_BLOCK,
+     .off = STATUS(home),
+     .size = sizeof(struct workspace_home),
+     .sub = home_fields,
+     .empty = &no_home},
     {.key = "interruptions", .kind = SF_OBJECT, .off = 0, .sub = interruptions_fields},
     {.kind = SF_END},
 };
@@ -250,6 +283,21 @@ static int is_list(const struct status_field *f)
 static int is_string(const struct status_field *f)
 {
     return f->kind == SF_STR || f->kind == SF_TEXT;
+}
+
+/* An SF_BLOCK's block in base: its own, or NULL when it is absent (the
+ * empty one, or a zeroed pointer). */
+static void *own_block(const struct status_field *f, void *base)
+{
+    void *b = *AT(base, f->off, void *);
+    return b == f->empty ? NULL : b;
+}
+
+/* An SF_BLOCK's block for reading: the empty one when absent. */
+static const void *read_block(const struct status_field *f, const void *base)
+{
+    const void *b = *AT_CONST(base, f->off, void *);
+    return b ? b : f->empty;
 }
 
 /* ---- decoding ---- */
@@ -439,14 +487,32 @@ static int decode_fields(const struct status_field *t, const cJSON *o, void *bas
                 return -ENOMEM;
             continue;
         }
-        if (t->kind == SF_OBJECT) {
+        if (t->kind == SF_OBJECT || t->kind == SF_BLOCK) {
             char here[PATH_SIZE];
             path_join(here, path, t->key);
             if (v && !cJSON_IsNull(v) && !cJSON_IsObject(v) &&
                 noted(n, path, t->key, "not an object") < 0)
                 return -ENOMEM;
-            if (decode_fields(t->sub, cJSON_IsObject(v) ? v : NULL, AT(base, t->off, char), here,
-                              n) < 0)
+            if (t->kind == SF_OBJECT) {
+                if (decode_fields(t->sub, cJSON_IsObject(v) ? v : NULL, AT(base, t->off, char),
+                                  here, n) < 0)
+                    return -ENOMEM;
+                continue;
+            }
+            *AT(base, t->off, const void *) = t->empty;
+            if (!cJSON_IsObject(v))
+                continue;
+            /* Read into a block of its own, kept only when something was set. */
+            char *block = calloc(1, t->size);
+            if (!block)
+                return -ENOMEM;
+            int r = decode_fields(t->sub, v, block, here, n);
+            if (r == 0 && memcmp(block, t->empty, t->size) == 0) {
+                free(block);
+                continue;
+            }
+            *AT(base, t->off, void *) = block; /* on -ENOMEM too: clear frees it */
+            if (r < 0)
                 return -ENOMEM;
             continue;
         }
@@ -616,7 +682,8 @@ static void encode_object(struct writer *w, const struct status_field *f, const 
         w->oom = 1;
         return;
     }
-    encode_fields(w, f->sub, AT_CONST(base, f->off, char), c);
+    encode_fields(w, f->sub,
+                  f->kind == SF_BLOCK ? read_block(f, base) : AT_CONST(base, f->off, char), c);
     if (!c->child)
         cJSON_DeleteItemFromObjectCaseSensitive(o, f->key);
 }
@@ -671,6 +738,7 @@ static void encode_fields(struct writer *w, const struct status_field *t, const 
                 workspace_condition_status_name(*AT_CONST(base, t->off, enum condition_status)));
             break;
         case SF_OBJECT:
+        case SF_BLOCK:
             encode_object(w, t, base, o);
             break;
         case SF_LIST:
@@ -700,6 +768,13 @@ void status_fields_clear(const struct status_field *t, void *base)
             free(*AT(base, t->off, char *));
         } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
             status_fields_clear(t->sub, AT(base, t->off, char));
+        } else if (t->kind == SF_BLOCK) {
+            void *block = own_block(t, base);
+            if (block) {
+                status_fields_clear(t->sub, block);
+                free(block);
+            }
+            *AT(base, t->off, const void *) = t->empty;
         } else if (is_list(t)) {
             char *items = *AT(base, t->off, char *);
             size_t n = *AT(base, t->count, size_t);
@@ -708,6 +783,32 @@ void status_fields_clear(const struct status_field *t, void *base)
             free(items);
         }
     }
+}
+
+void status_fields_fill_empty(const struct status_field *t, void *base)
+{
+    for (; t->kind != SF_END; t++) {
+        if (t->kind == SF_OBJECT || t->kind == SF_INLINE)
+            status_fields_fill_empty(t->sub, AT(base, t->off, char));
+        else if (t->kind == SF_BLOCK && !*AT(base, t->off, void *))
+            *AT(base, t->off, const void *) = t->empty;
+    }
+}
+
+int status_fields_own_blocks(const struct status_field *t, void *base)
+{
+    for (; t->kind != SF_END; t++) {
+        if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
+            if (status_fields_own_blocks(t->sub, AT(base, t->off, char)) < 0)
+                return -ENOMEM;
+        } else if (t->kind == SF_BLOCK && !own_block(t, base)) {
+            void *block = calloc(1, t->size);
+            if (!block)
+                return -ENOMEM;
+            *AT(base, t->off, void *) = block;
+        }
+    }
+    return 0;
 }
 
 /* ---- sharing ---- */
@@ -730,6 +831,15 @@ static int share_walk(const struct status_field *t, void *base, struct strpool *
             }
         } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
             int e = share_walk(t->sub, AT(base, t->off, char), pool, give);
+            if (e < 0)
+                return e;
+        } else if (t->kind == SF_BLOCK) {
+            void *block = own_block(t, base);
+            int e = block ? share_walk(t->sub, block, pool, give) : 0;
+            if (give) {
+                free(block);
+                *AT(base, t->off, const void *) = t->empty;
+            }
             if (e < 0)
                 return e;
         } else if (is_list(t)) {
@@ -765,6 +875,8 @@ static void detach(const struct status_field *t, void *base)
             *AT(base, t->off, char *) = NULL;
         } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
             detach(t->sub, AT(base, t->off, char));
+        } else if (t->kind == SF_BLOCK) {
+            *AT(base, t->off, const void *) = t->empty;
         } else if (is_list(t)) {
             *AT(base, t->off, void *) = NULL;
             *AT(base, t->count, size_t) = 0;
@@ -782,6 +894,17 @@ static int copy_owned(const struct status_field *t, const void *src, void *dst)
                 return -ENOMEM;
         } else if (t->kind == SF_OBJECT || t->kind == SF_INLINE) {
             if (copy_owned(t->sub, AT_CONST(src, t->off, char), AT(dst, t->off, char)) < 0)
+                return -ENOMEM;
+        } else if (t->kind == SF_BLOCK) {
+            /* A copy is made to be written: every block its own. */
+            const void *from = read_block(t, src);
+            char *to = malloc(t->size);
+            if (!to)
+                return -ENOMEM;
+            memcpy(to, from, t->size);
+            detach(t->sub, to);
+            *AT(dst, t->off, void *) = to;
+            if (copy_owned(t->sub, from, to) < 0)
                 return -ENOMEM;
         } else if (is_list(t)) {
             size_t n = *AT_CONST(src, t->count, size_t);

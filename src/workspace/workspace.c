@@ -120,7 +120,7 @@ static void record_clear(struct workspace_pause_record *r)
  * reader names them. */
 static int status_decode(const cJSON *st, struct reader *rd, struct workspace_status *s)
 {
-    *s = (struct workspace_status){0};
+    workspace_status_init(s);
     if (!cJSON_IsObject(st)) {
         if (rd->lenient && st && !cJSON_IsNull(st))
             return note_status(rd->ws, "status", "not an object");
@@ -425,7 +425,18 @@ void workspace_status_clear(struct workspace_status *s)
     if (!s)
         return;
     status_fields_clear(workspace_status_fields, s);
+    workspace_status_init(s);
+}
+
+void workspace_status_init(struct workspace_status *s)
+{
     *s = (struct workspace_status){0};
+    status_fields_fill_empty(workspace_status_fields, s);
+}
+
+int workspace_status_own(struct workspace_status *s)
+{
+    return status_fields_own_blocks(workspace_status_fields, s);
 }
 
 void workspace_pause_timeline_clear(struct workspace_pause_timeline *t)
@@ -467,7 +478,7 @@ int workspace_status_copy(const struct workspace_status *src, struct workspace_s
 int workspace_status_push_history(struct workspace_status *s)
 {
     struct workspace_pause_record rec;
-    if (record_make(&s->last_pause, NULL, &rec) < 0)
+    if (record_make(s->last_pause, NULL, &rec) < 0)
         return -ENOMEM;
     while (s->n_history >= WORKSPACE_HISTORY_MAX)
         record_clear(&s->history[--s->n_history]);
@@ -496,8 +507,8 @@ void workspace_status_drop_record(struct workspace_status *s, size_t i)
 struct workspace_pause_record *workspace_status_last_record(const struct workspace_status *s)
 {
     /* The status keeps whole seconds: a time read back is the same second. */
-    if (s->n_history == 0 || !s->last_pause.requested_ms ||
-        s->history[0].pause.requested_ms / 1000 != s->last_pause.requested_ms / 1000)
+    if (s->n_history == 0 || !s->last_pause->requested_ms ||
+        s->history[0].pause.requested_ms / 1000 != s->last_pause->requested_ms / 1000)
         return NULL;
     return &s->history[0];
 }
@@ -509,9 +520,9 @@ int workspace_status_sync_history(struct workspace_status *s)
         return 0;
     /* The counters say whether the last resume followed the last pause: a
      * pause counts when no pause is open, a resume when one is. */
-    int resumed = s->resumes >= s->pauses && s->last_resume.ready_ms;
+    int resumed = s->resumes >= s->pauses && s->last_resume->ready_ms;
     struct workspace_pause_record next;
-    if (record_make(&s->last_pause, resumed ? &s->last_resume : NULL, &next) < 0)
+    if (record_make(s->last_pause, resumed ? s->last_resume : NULL, &next) < 0)
         return -ENOMEM;
     record_clear(rec);
     *rec = next;

@@ -8,6 +8,9 @@
 #                         controller stops and a cluster of its own goes
 #   bench_stop_controller stops $controller_pid, if any
 #   bench_cpu_seconds PID user + system CPU seconds of PID so far
+#   bench_metrics_port LOG the port of /metrics of the controller logging to
+#                         LOG, started with --metrics-bind-address=127.0.0.1:0
+#                         (the kernel picks a free port; it logs which)
 #
 # The caller sets $repo. Environment for cluster.sh up (such as
 # HIBERNATOR_CONTROLLER_MANAGER_ARGS) passes through bench_begin.
@@ -43,4 +46,18 @@ bench_begin() {
 
 bench_cpu_seconds() {
   awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.2f\n", ($12 + $13) / hz }' "/proc/$1/stat"
+}
+
+bench_metrics_port() {
+  local port i
+  for i in $(seq 300); do
+    port=$(sed -n 's/.*msg="serving" routes=metrics address=[^ ]*:\([0-9][0-9]*\).*/\1/p' "$1" | head -1)
+    if [ -n "$port" ]; then
+      echo "$port"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the controller did not say where it serves metrics (log $1)" >&2
+  return 1
 }

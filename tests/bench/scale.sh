@@ -11,11 +11,12 @@
 #   restart       a fresh controller on settled workspaces: CPU and time
 #                 until every workspace was reconciled once and the queue is
 #                 empty (controller_runtime_reconcile_total, workqueue_depth)
-#   idle          S seconds (-s, default 60), nothing scraping: CPU, RSS, and
-#                 the peak RSS (VmHWM) since the start
+#   idle          S seconds (-s, default 60), nothing scraping: CPU, RSS (and
+#                 its anonymous part, smaps), and the peak RSS (VmHWM)
 #   updates       an annotation patched on 1,000 workspaces: CPU per
 #                 watch event, the reconciler's own time per reconcile
-#                 (controller_runtime_reconcile_time_seconds sum / count)
+#                 (controller_runtime_reconcile_time_seconds sum / count) and
+#                 its CPU (hibernator_reconcile_cpu_seconds_total / count)
 #
 # and, at the end, a census of one namespace's caches by part
 # (scale_bench census). Prints one line per W; the figures go to
@@ -44,7 +45,7 @@ while getopts "w:f:s:b:c:h" opt; do
   b) build=$OPTARG ;;
   c) controllers+=("$OPTARG") ;;
   h)
-    sed -n '2,29s/^# \{0,1\}//p' "$0"
+    sed -n '2,32s/^# \{0,1\}//p' "$0"
     exit 0
     ;;
   *) exit 2 ;;
@@ -54,7 +55,6 @@ done
 controller=${controllers[0]}
 bench=$build/tests/scale_bench
 namespaces=10
-port=$((20000 + $$ % 20000))
 
 # shellcheck source=tests/bench/lib.sh
 . "$repo/tests/bench/lib.sh"
@@ -65,8 +65,9 @@ HIBERNATOR_CONTROLLER_MANAGER_ARGS="--kube-api-qps=300 --kube-api-burst=600" ben
 start_controller() { # LOG
   "$controller" --kubeconfig "$HIBERNATOR_KUBECONFIG" --leader-elect=false \
     --kube-api-qps 500 --kube-api-burst 1000 \
-    --health-probe-bind-address=0 --metrics-bind-address="127.0.0.1:$port" 2>"$1" &
+    --health-probe-bind-address=0 --metrics-bind-address=127.0.0.1:0 2>"$1" &
   controller_pid=$!
+  port=$(bench_metrics_port "$1")
 }
 status_mib() { # FIELD: VmRSS or VmHWM of the controller, MiB
   awk -v f="$1:" '$1 == f { printf "%.1f\n", $2 / 1024 }' "/proc/$controller_pid/status"
@@ -195,12 +196,16 @@ for w in $counts; do
     idle_cpu=$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')
     rss=$(status_mib VmRSS)
     peak=$(status_mib VmHWM)
+    # smaps: the anonymous part (the heap and stacks: what grows with the
+    # count; the rest is the binary and its libraries).
+    anon=$(awk '$1 == "Anonymous:" { printf "%.1f\n", $2 / 1024 }' "/proc/$controller_pid/smaps_rollup")
 
     # 1,000 updates: an annotation on 100 workspaces of each namespace (a
     # share of them running, as of all).
     r0=$(metric controller_runtime_reconcile_total)
     rt0=$(metric_float controller_runtime_reconcile_time_seconds_sum)
     rn0=$(metric controller_runtime_reconcile_time_seconds_count)
+    rc0=$(metric_float hibernator_reconcile_cpu_seconds_total)
     c0=$(bench_cpu_seconds "$controller_pid")
     pids=()
     for n in $(seq 0 $((namespaces - 1))); do
@@ -212,17 +217,19 @@ for w in $counts; do
     c1=$(bench_cpu_seconds "$controller_pid")
     rt1=$(metric_float controller_runtime_reconcile_time_seconds_sum)
     rn1=$(metric controller_runtime_reconcile_time_seconds_count)
+    rc1=$(metric_float hibernator_reconcile_cpu_seconds_total)
     bench_stop_controller
     touched=$((100 * namespaces))
 
     awk -v w="$w" -v name="$name" -v cs="$create_s" -v fs="$first_s" -v ss="$sync_s" -v sc="$sync_cpu" \
-      -v ic="$idle_cpu" -v s="$seconds" -v rss="$rss" -v peak="$peak" \
+      -v ic="$idle_cpu" -v s="$seconds" -v rss="$rss" -v peak="$peak" -v anon="$anon" \
       -v uc="$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')" -v t="$touched" \
       -v rt="$(awk -v a="$rt0" -v b="$rt1" -v x="$rn0" -v y="$rn1" 'BEGIN { if (y > x) printf "%.1f", (b - a) * 1e6 / (y - x); else print "-" }')" \
+      -v rc="$(awk -v a="${rc0:-0}" -v b="${rc1:-0}" -v x="$rn0" -v y="$rn1" 'BEGIN { if (y > x && b > a) printf "%.1f", (b - a) * 1e6 / (y - x); else print "-" }')" \
       -v l0="$load0" -v l1="$load1" 'BEGIN {
         printf "W=%d %s: created in %s s; first start %s s; restart: synced in %s s, %.2f CPU-s; ", w, name, cs, fs, ss, sc
-        printf "idle %.2f CPU-s per %d s; RSS %.1f MiB, peak %.1f MiB; ", ic, s, rss, peak
-        printf "%d updates: %.2f CPU-s, %.0f us a watch event, %s us a reconcile; load %s -> %s\n", t, uc, uc * 1e6 / t, rt, l0, l1
+        printf "idle %.2f CPU-s per %d s; RSS %.1f MiB (anonymous %.1f), peak %.1f MiB; ", ic, s, rss, anon, peak
+        printf "%d updates: %.2f CPU-s, %.0f us a watch event, %s us a reconcile (%s us of CPU); load %s -> %s\n", t, uc, uc * 1e6 / t, rt, rc, l0, l1
       }'
   done
   controller=${controllers[0]}

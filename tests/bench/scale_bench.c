@@ -155,38 +155,38 @@ static size_t workspace_strings(const struct workspace *ws)
                                 s->home_claim_name,
                                 s->accelerator_resource,
                                 s->accelerator_product,
-                                s->last_pause.reason,
-                                s->last_pause.message,
-                                s->last_pause.memory,
-                                s->last_pause.node_name,
-                                s->last_pause.product,
-                                s->last_pause.accelerator_taken_by,
-                                s->last_resume.restored_from,
-                                s->activity.last_activity_source,
-                                s->activity.last_probe_result,
-                                s->activity.last_probe_error,
-                                s->snapshot.attempt,
-                                s->snapshot.name,
-                                s->snapshot.phase,
-                                s->snapshot.node_name,
-                                s->snapshot.gpu_product,
-                                s->snapshot.pod_spec_hash,
-                                s->snapshot.message,
-                                s->snapshot.home_claim_uid,
-                                s->snapshot.checkpoint_attempt,
-                                s->snapshot.checkpoint_result,
-                                s->snapshot.checkpoint_message,
-                                s->snapshot.group,
-                                s->snapshot.rejected_group,
-                                s->home.claim_uid,
-                                s->home.lost_claim_uid,
-                                s->home.fresh_pod,
-                                s->last_interruption.pod,
-                                s->last_interruption.pod_uid,
-                                s->last_interruption.node_name,
-                                s->last_interruption.reason,
-                                s->last_interruption.message,
-                                s->last_interruption.replaced_by};
+                                s->last_pause->reason,
+                                s->last_pause->message,
+                                s->last_pause->memory,
+                                s->last_pause->node_name,
+                                s->last_pause->product,
+                                s->last_pause->accelerator_taken_by,
+                                s->last_resume->restored_from,
+                                s->activity->last_activity_source,
+                                s->activity->last_probe_result,
+                                s->activity->last_probe_error,
+                                s->snapshot->attempt,
+                                s->snapshot->name,
+                                s->snapshot->phase,
+                                s->snapshot->node_name,
+                                s->snapshot->gpu_product,
+                                s->snapshot->pod_spec_hash,
+                                s->snapshot->message,
+                                s->snapshot->home_claim_uid,
+                                s->snapshot->checkpoint_attempt,
+                                s->snapshot->checkpoint_result,
+                                s->snapshot->checkpoint_message,
+                                s->snapshot->group,
+                                s->snapshot->rejected_group,
+                                s->home->claim_uid,
+                                s->home->lost_claim_uid,
+                                s->home->fresh_pod,
+                                s->last_interruption->pod,
+                                s->last_interruption->pod_uid,
+                                s->last_interruption->node_name,
+                                s->last_interruption->reason,
+                                s->last_interruption->message,
+                                s->last_interruption->replaced_by};
     size_t n = 0;
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
         n += str_bytes(strs[i]);
@@ -208,6 +208,29 @@ static size_t history_bytes(const struct workspace_status *s)
     return n;
 }
 
+/* The status's blocks of its own (those set); an absent one is the shared
+ * read-only empty, as in a status decoded from nothing. */
+static size_t block_bytes(const struct workspace_status *s)
+{
+    static struct workspace_status none;
+    static int have_none;
+    if (!have_none) {
+        workspace_status_init(&none);
+        have_none = 1;
+    }
+    const void *const own[][2] = {{s->last_pause, none.last_pause},
+                                  {s->last_resume, none.last_resume},
+                                  {s->activity, none.activity},
+                                  {s->snapshot, none.snapshot},
+                                  {s->home, none.home},
+                                  {s->last_interruption, none.last_interruption}};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+        if (own[i][0] != own[i][1])
+            n += usable(own[i][0]);
+    return n;
+}
+
 static void census_workspace(struct census *c, const cJSON *obj)
 {
     struct workspace *ws = NULL;
@@ -225,7 +248,7 @@ static void census_workspace(struct census *c, const cJSON *obj)
     char *json = cJSON_PrintUnformatted(obj);
     c->objects++;
     c->json += json ? (double)strlen(json) : 0;
-    size_t structure = usable(ws), history = history_bytes(&ws->status),
+    size_t structure = usable(ws) + block_bytes(&ws->status), history = history_bytes(&ws->status),
            strings = workspace_strings(ws);
     c->total += (double)(structure + conds + history + strings);
     c->structure += (double)structure;
@@ -242,13 +265,11 @@ static void census_claim(struct census *c, const cJSON *obj)
     if (!pvc)
         return;
     char *json = cJSON_PrintUnformatted(obj);
-    size_t strings =
-        str_bytes(pvc->ns) + str_bytes(pvc->name) + str_bytes(pvc->uid) + str_bytes(pvc->phase);
     c->objects++;
     c->json += json ? (double)strlen(json) : 0;
-    c->total += (double)(usable(pvc) + strings);
+    /* one block: the struct with its strings after it */
+    c->total += (double)usable(pvc);
     c->structure += (double)usable(pvc);
-    c->strings += (double)strings;
     free(json);
     workspace_pvc_free(pvc);
 }

@@ -39,7 +39,6 @@ done
 controller=${controller:-$build/hibernator}
 bench=$build/tests/scale_bench
 ns=storm
-port=$((20000 + $$ % 20000))
 qps=20
 burst=30
 
@@ -99,8 +98,9 @@ YAML
 
 "$controller" --kubeconfig "$HIBERNATOR_KUBECONFIG" --leader-elect=false --namespace "$ns" \
   --kube-api-qps "$qps" --kube-api-burst "$burst" \
-  --health-probe-bind-address=0 --metrics-bind-address="127.0.0.1:$port" 2>"$work/controller.log" &
+  --health-probe-bind-address=0 --metrics-bind-address=127.0.0.1:0 2>"$work/controller.log" &
 controller_pid=$!
+port=$(bench_metrics_port "$work/controller.log")
 for i in $(seq 1 1800); do
   [ "$(gauge Paused)" -ge "$workspaces" ] && break
   sleep 1

@@ -38,7 +38,7 @@ static const char *next_kubeconfig;
 static void dump(const struct proc *p)
 {
     char cmd[600];
-    snprintf(cmd, sizeof(cmd), "tail -n 20 '%s' >&2", p->log);
+    snprintf(cmd, sizeof(cmd), "tail -n 20 '%.511s' >&2", p->log);
     (void)system(cmd);
 }
 

@@ -375,6 +375,10 @@ static void test_events_walk_no_cache(void **state)
     }
     sleep(2); /* a collection after the last change */
     double before = walked();
+    const char *cpu = "hibernator_reconcile_cpu_seconds_total{controller=\"workspace\"}";
+    char *text = scrape();
+    double cpu_before = sample(text, cpu);
+    free(text);
 
     /* Events of every kind a workspace has: annotations (watch events and
      * reconciles), pauses (pods deleted), resumes (pods created and
@@ -425,6 +429,13 @@ static void test_events_walk_no_cache(void **state)
     double after = walked();
     print_message("  cached objects walked: %.0f before the events, %.0f after\n", before, after);
     assert_true(after == before);
+    /* The reconciles' own CPU is counted. */
+    text = scrape();
+    double cpu_after = sample(text, cpu);
+    free(text);
+    print_message("  reconciles' CPU: %.6f s before the events, %.6f s after\n", cpu_before,
+                  cpu_after);
+    assert_true(cpu_after > cpu_before);
 }
 
 /* ---- set-up ------------------------------------------------------------------ */

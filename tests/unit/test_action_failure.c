@@ -39,7 +39,7 @@ static void round_trip(struct workspace_status *st)
     cJSON_Delete(obj);
     workspace_status_clear(st);
     *st = back->status;
-    back->status = (struct workspace_status){0};
+    workspace_status_init(&back->status);
     workspace_free(back);
 }
 

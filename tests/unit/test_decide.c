@@ -190,8 +190,10 @@ static const char *status_text(const struct workspace_status *s)
     return text ? text : "?";
 }
 
+/* The world's status, to be written: every block its own. */
 static struct workspace_status *st(struct world *w)
 {
+    assert_int_equal(workspace_status_own(&w->ws->status), 0);
     return &w->ws->status;
 }
 
@@ -235,8 +237,8 @@ static void pausing(struct world *w)
     w->ws->paused = 1;
     st(w)->state = WS_STATE_PAUSING;
     st(w)->pauses = 1;
-    st(w)->last_pause.requested_ms = NOW - 10 * MIN;
-    st(w)->last_pause.pod_deleted_ms = NOW - 10 * MIN;
+    st(w)->last_pause->requested_ms = NOW - 10 * MIN;
+    st(w)->last_pause->pod_deleted_ms = NOW - 10 * MIN;
 }
 
 static void paused(struct world *w)
@@ -244,7 +246,7 @@ static void paused(struct world *w)
     set_state(w, WS_STATE_PAUSED, NULL, 1);
     w->ws->paused = 1;
     st(w)->pauses = 1;
-    st(w)->last_pause = (struct workspace_pause_timeline){
+    *st(w)->last_pause = (struct workspace_pause_timeline){
         .requested_ms = T0, .pod_deleted_ms = T0 + SEC, .accelerator_released_ms = T0 + 30 * SEC};
     set_cond(w, "Valid", COND_TRUE, "Accepted", "class \"gpu-t4\" accepts the workspace");
     set_cond(w, "Ready", COND_FALSE, "Paused", "paused");
@@ -257,8 +259,8 @@ static void resuming(struct world *w)
     w->ws->paused = 0;
     set_state(w, WS_STATE_RESUMING, "alice-2", 2);
     st(w)->resumes = 1;
-    st(w)->last_resume.requested_ms = NOW - 20 * SEC;
-    st(w)->last_resume.pod_created_ms = NOW - 20 * SEC;
+    st(w)->last_resume->requested_ms = NOW - 20 * SEC;
+    st(w)->last_resume->pod_created_ms = NOW - 20 * SEC;
 }
 
 static void waiting(struct world *w, int64_t since)
@@ -318,9 +320,9 @@ static void settle(struct world *w)
     struct decide_input in = world_input(w, pods);
     struct decide_output out;
     assert_int_equal(workspace_decide(&in, &out), 0);
-    workspace_status_clear(st(w));
-    *st(w) = out.status;
-    out.status = (struct workspace_status){0};
+    workspace_status_clear(&w->ws->status);
+    w->ws->status = out.status;
+    workspace_status_init(&out.status);
     decide_output_clear(&out);
 }
 
@@ -478,9 +480,9 @@ static void write_status(struct world *w, const struct decide_output *o)
     struct workspace *back = NULL;
     assert_int_equal(workspace_decode(obj, &back, NULL), 0);
     cJSON_Delete(obj);
-    workspace_status_clear(st(w));
-    *st(w) = back->status;
-    back->status = (struct workspace_status){0};
+    workspace_status_clear(&w->ws->status);
+    w->ws->status = back->status;
+    workspace_status_init(&back->status);
     workspace_free(back);
 }
 
@@ -520,7 +522,7 @@ static void c_fresh(struct world *w, const struct decide_output *o)
     assert_null(cond(o, "CapacityAvailable"));
     assert_int_equal(o->status.pauses, 0);
     assert_int_equal(o->status.resumes, 0);
-    assert_int_equal(o->status.last_resume.requested_ms, 0);
+    assert_int_equal(o->status.last_resume->requested_ms, 0);
     assert_string_equal(o->status.conditions[0].type, "Valid");
     assert_int_equal(o->requeue_after_ms, 0);
     assert_non_null(strstr(find_event(o, "Created")->message, "alice-1"));
@@ -611,7 +613,7 @@ static void c_ready(struct world *w, const struct decide_output *o)
     assert_string_equal(o->status.node_name, "gpu-1");
     assert_int_equal(o->status.waiting_for_capacity_since_ms, 0);
     /* not a resume: no resume timeline */
-    assert_int_equal(o->status.last_resume.ready_ms, 0);
+    assert_int_equal(o->status.last_resume->ready_ms, 0);
 }
 
 static void s_not_ready_again(struct world *w)
@@ -650,10 +652,10 @@ static void c_interrupted_deleted(struct world *w, const struct decide_output *o
 {
     (void)w;
     assert_int_equal(o->status.interruptions, 1);
-    assert_string_equal(o->status.last_interruption.pod, "alice-1");
-    assert_string_equal(o->status.last_interruption.reason, "Deleted");
-    assert_string_equal(o->status.last_interruption.node_name, "gpu-1");
-    assert_int_equal(o->status.last_interruption.at_ms, NOW);
+    assert_string_equal(o->status.last_interruption->pod, "alice-1");
+    assert_string_equal(o->status.last_interruption->reason, "Deleted");
+    assert_string_equal(o->status.last_interruption->node_name, "gpu-1");
+    assert_int_equal(o->status.last_interruption->at_ms, NOW);
     assert_null(o->status.pod_name);
     assert_non_null(strstr(find_event(o, "PodInterrupted")->message, "pod alice-1 on gpu-1"));
     assert_string_equal(find_event(o, "PodInterrupted")->occasion, "interrupted-uid-alice-1");
@@ -663,8 +665,8 @@ static void c_interrupted_stopped(struct world *w, const struct decide_output *o
 {
     (void)w;
     assert_int_equal(o->status.interruptions, 1);
-    assert_string_equal(o->status.last_interruption.reason, "Stopped");
-    assert_string_equal(o->status.last_interruption.message, "phase Failed");
+    assert_string_equal(o->status.last_interruption->reason, "Stopped");
+    assert_string_equal(o->status.last_interruption->message, "phase Failed");
 }
 
 /* -- what was lost: the home claim, a pod someone else ended -- */
@@ -673,7 +675,7 @@ static void c_interrupted_stopped(struct world *w, const struct decide_output *o
 static void s_home_lost_paused(struct world *w)
 {
     paused(w);
-    set_str(&st(w)->home.claim_uid, "pvc-1");
+    set_str(&st(w)->home->claim_uid, "pvc-1");
     w->has_pvc = 0;
 }
 
@@ -683,9 +685,9 @@ static void c_home_lost_paused(struct world *w, const struct decide_output *o)
     assert_cond(o, "Home", COND_FALSE, "Lost");
     assert_non_null(strstr(cond(o, "Home")->message, "pvc-1"));
     assert_non_null(strstr(cond(o, "Home")->message, ACKNOWLEDGE_HOME_LOSS_ANNOTATION "=pvc-1"));
-    assert_string_equal(o->status.home.lost_claim_uid, "pvc-1");
-    assert_int_equal(o->status.home.lost_ms, NOW);
-    assert_null(o->status.home.claim_uid);
+    assert_string_equal(o->status.home->lost_claim_uid, "pvc-1");
+    assert_int_equal(o->status.home->lost_ms, NOW);
+    assert_null(o->status.home->claim_uid);
     assert_string_equal(find_event(o, "HomeLost")->occasion, "home-pvc-1");
     assert_non_null(strstr(find_event(o, "HomeLost")->message, "WaitForAcknowledgement"));
 }
@@ -701,9 +703,9 @@ static void s_home_lost_resume(struct world *w)
 {
     s_home_lost_paused(w);
     w->ws->paused = 0;
-    set_str(&st(w)->home.claim_uid, NULL);
-    set_str(&st(w)->home.lost_claim_uid, "pvc-1");
-    st(w)->home.lost_ms = NOW - MIN;
+    set_str(&st(w)->home->claim_uid, NULL);
+    set_str(&st(w)->home->lost_claim_uid, "pvc-1");
+    st(w)->home->lost_ms = NOW - MIN;
 }
 
 static void c_home_lost_resume(struct world *w, const struct decide_output *o)
@@ -725,9 +727,9 @@ static void c_home_lost_acknowledged(struct world *w, const struct decide_output
     (void)w;
     assert_cond(o, "Restored", COND_TRUE, "FreshHome");
     assert_null(strstr(cond(o, "Restored")->message, "checkpoint ("));
-    assert_string_equal(o->status.last_resume.restored_from, "FreshHome");
-    assert_string_equal(o->status.home.fresh_pod, "alice-2");
-    assert_int_equal(o->status.home.acknowledged_ms, NOW);
+    assert_string_equal(o->status.last_resume->restored_from, "FreshHome");
+    assert_string_equal(o->status.home->fresh_pod, "alice-2");
+    assert_int_equal(o->status.home->acknowledged_ms, NOW);
     assert_cond(o, "Home", COND_FALSE, "Lost");
     assert_non_null(strstr(cond(o, "Home")->message, "acknowledged"));
 }
@@ -744,9 +746,9 @@ static void s_home_replaced(struct world *w)
 static void c_home_replaced(struct world *w, const struct decide_output *o)
 {
     (void)w;
-    assert_string_equal(o->status.home.lost_claim_uid, "pvc-1");
-    assert_string_equal(o->status.home.claim_uid, "pvc-2");
-    assert_int_equal(o->status.home.since_ms, NOW - 5 * SEC);
+    assert_string_equal(o->status.home->lost_claim_uid, "pvc-1");
+    assert_string_equal(o->status.home->claim_uid, "pvc-2");
+    assert_int_equal(o->status.home->since_ms, NOW - 5 * SEC);
     /* the class waits for a person: the claim may be a backup, or empty */
     assert_cond(o, "Home", COND_FALSE, "Lost");
 }
@@ -764,10 +766,10 @@ static void c_evicted(struct world *w, const struct decide_output *o)
 {
     (void)w;
     assert_int_equal(o->status.interruptions, 1);
-    assert_string_equal(o->status.last_interruption.reason, "Evicted");
-    assert_string_equal(o->status.last_interruption.message,
+    assert_string_equal(o->status.last_interruption->reason, "Evicted");
+    assert_string_equal(o->status.last_interruption->message,
                         "DisruptionTarget EvictionByEvictionAPI: Eviction API: evicting");
-    assert_int_equal(o->status.last_interruption.at_ms, NOW - 6 * SEC);
+    assert_int_equal(o->status.last_interruption->at_ms, NOW - 6 * SEC);
     assert_non_null(strstr(find_event(o, "PodInterrupted")->message, "Evicted"));
 }
 
@@ -781,7 +783,7 @@ static void s_oom_killed(struct world *w)
 static void c_oom_killed(struct world *w, const struct decide_output *o)
 {
     (void)w;
-    assert_string_equal(o->status.last_interruption.reason, "OOMKilled");
+    assert_string_equal(o->status.last_interruption->reason, "OOMKilled");
 }
 
 /* Seen (podUID) and gone before a pass saw it leave: the reconciler kept
@@ -806,7 +808,7 @@ static void c_replaced(struct world *w, const struct decide_output *o)
 {
     (void)w;
     assert_int_equal(o->status.interruptions, 1);
-    assert_string_equal(o->status.last_interruption.replaced_by, "alice-2");
+    assert_string_equal(o->status.last_interruption->replaced_by, "alice-2");
     assert_string_equal(o->status.pod_name, "alice-2");
     assert_int_equal(o->status.pod_generation, 2);
     assert_cond(o, "Restored", COND_TRUE, "FromCheckpoint");
@@ -817,8 +819,8 @@ static void c_replaced(struct world *w, const struct decide_output *o)
 static void c_gone_node_gc(struct world *w, const struct decide_output *o)
 {
     c_replaced(w, o);
-    assert_string_equal(o->status.last_interruption.reason, "NodeLost");
-    assert_non_null(strstr(o->status.last_interruption.message, "DeletionByPodGC"));
+    assert_string_equal(o->status.last_interruption->reason, "NodeLost");
+    assert_non_null(strstr(o->status.last_interruption->message, "DeletionByPodGC"));
 }
 
 static void s_gone_node_absent(struct world *w)
@@ -831,8 +833,8 @@ static void s_gone_node_absent(struct world *w)
 static void c_gone_node_absent(struct world *w, const struct decide_output *o)
 {
     c_replaced(w, o);
-    assert_string_equal(o->status.last_interruption.reason, "NodeLost");
-    assert_string_equal(o->status.last_interruption.message,
+    assert_string_equal(o->status.last_interruption->reason, "NodeLost");
+    assert_string_equal(o->status.last_interruption->message,
                         "node gpu-1: no longer in the cluster");
 }
 
@@ -906,9 +908,9 @@ static void c_pause_running(struct world *w, const struct decide_output *o)
 {
     (void)w;
     assert_int_equal(o->status.pauses, 1);
-    assert_int_equal(o->status.last_pause.requested_ms, NOW);
-    assert_int_equal(o->status.last_pause.pod_deleted_ms, NOW);
-    assert_int_equal(o->status.last_pause.accelerator_released_ms, 0);
+    assert_int_equal(o->status.last_pause->requested_ms, NOW);
+    assert_int_equal(o->status.last_pause->pod_deleted_ms, NOW);
+    assert_int_equal(o->status.last_pause->accelerator_released_ms, 0);
     assert_cond(o, "Ready", COND_FALSE, "Pausing");
 }
 
@@ -936,8 +938,8 @@ static void c_pause_counted_once(struct world *w, const struct decide_output *o)
 {
     (void)w;
     assert_int_equal(o->status.pauses, 1);
-    assert_int_equal(o->status.last_pause.requested_ms, NOW - 10 * MIN);
-    assert_int_equal(o->status.last_pause.pod_deleted_ms, NOW - 10 * MIN);
+    assert_int_equal(o->status.last_pause->requested_ms, NOW - 10 * MIN);
+    assert_int_equal(o->status.last_pause->pod_deleted_ms, NOW - 10 * MIN);
 }
 
 static void s_pausing_not_seen(struct world *w)
@@ -955,7 +957,7 @@ static void c_paused(struct world *w, const struct decide_output *o)
 {
     (void)w;
     assert_int_equal(o->status.pauses, 1);
-    assert_int_equal(o->status.last_pause.accelerator_released_ms, NOW);
+    assert_int_equal(o->status.last_pause->accelerator_released_ms, NOW);
     assert_null(o->status.pod_name);
     assert_null(o->status.node_name);
     assert_int_equal(o->status.pod_generation, 1);
@@ -977,8 +979,8 @@ static void c_created_paused(struct world *w, const struct decide_output *o)
 {
     (void)w;
     assert_int_equal(o->status.pauses, 0);
-    assert_int_equal(o->status.last_pause.requested_ms, 0);
-    assert_int_equal(o->status.last_pause.accelerator_released_ms, 0);
+    assert_int_equal(o->status.last_pause->requested_ms, 0);
+    assert_int_equal(o->status.last_pause->accelerator_released_ms, 0);
     assert_int_equal(o->status.pod_generation, 0);
 }
 
@@ -1004,9 +1006,9 @@ static void c_resume(struct world *w, const struct decide_output *o)
     assert_int_equal(s->pauses, 1);
     assert_int_equal(s->pod_generation, 2);
     assert_string_equal(s->pod_name, "alice-2");
-    assert_int_equal(s->last_resume.requested_ms, NOW);
-    assert_int_equal(s->last_resume.pod_created_ms, NOW);
-    assert_string_equal(s->last_resume.restored_from, "FromCheckpoint");
+    assert_int_equal(s->last_resume->requested_ms, NOW);
+    assert_int_equal(s->last_resume->pod_created_ms, NOW);
+    assert_string_equal(s->last_resume->restored_from, "FromCheckpoint");
     /* released at T0+30s, resumed at T0+60m, one GPU */
     assert_true(s->accelerator_seconds_released == 3570.0);
     assert_cond(o, "Restored", COND_TRUE, "FromCheckpoint");
@@ -1025,8 +1027,8 @@ static void c_resume_terminating(struct world *w, const struct decide_output *o)
 {
     (void)w;
     assert_int_equal(o->status.resumes, 1);
-    assert_int_equal(o->status.last_resume.requested_ms, NOW);
-    assert_int_equal(o->status.last_resume.pod_created_ms, 0);
+    assert_int_equal(o->status.last_resume->requested_ms, NOW);
+    assert_int_equal(o->status.last_resume->pod_created_ms, 0);
     /* the accelerator was never released */
     assert_true(o->status.accelerator_seconds_released == 0);
     assert_int_equal(o->status.pod_generation, 1);
@@ -1043,8 +1045,8 @@ static void c_resume_pod_still_live(struct world *w, const struct decide_output 
 {
     (void)w;
     assert_int_equal(o->status.resumes, 1);
-    assert_int_equal(o->status.last_resume.ready_ms, NOW);
-    assert_true(o->status.last_resume.seconds_to_ready == 0);
+    assert_int_equal(o->status.last_resume->ready_ms, NOW);
+    assert_true(o->status.last_resume->seconds_to_ready == 0);
 }
 
 static void s_resuming_scheduled(struct world *w)
@@ -1056,8 +1058,8 @@ static void s_resuming_scheduled(struct world *w)
 static void c_resuming_scheduled(struct world *w, const struct decide_output *o)
 {
     (void)w;
-    assert_int_equal(o->status.last_resume.pod_scheduled_ms, NOW - 18 * SEC);
-    assert_int_equal(o->status.last_resume.ready_ms, 0);
+    assert_int_equal(o->status.last_resume->pod_scheduled_ms, NOW - 18 * SEC);
+    assert_int_equal(o->status.last_resume->ready_ms, 0);
     assert_cond(o, "Ready", COND_FALSE, "PodStarting");
 }
 
@@ -1070,7 +1072,7 @@ static void s_resuming_ready(struct world *w)
 static void c_resuming_ready(struct world *w, const struct decide_output *o)
 {
     (void)w;
-    const struct workspace_resume_timeline *r = &o->status.last_resume;
+    const struct workspace_resume_timeline *r = o->status.last_resume;
     assert_int_equal(r->pod_scheduled_ms, NOW - 18 * SEC);
     assert_int_equal(r->ready_ms, NOW - 8 * SEC);
     assert_true(r->seconds_to_ready == 12.0);
@@ -1108,7 +1110,7 @@ static void c_pause_after_resume(struct world *w, const struct decide_output *o)
     (void)w;
     assert_int_equal(o->status.pauses, 2);
     assert_int_equal(o->status.resumes, 1);
-    assert_int_equal(o->status.last_pause.requested_ms, NOW);
+    assert_int_equal(o->status.last_pause->requested_ms, NOW);
     assert_true(o->status.accelerator_seconds_released == 100);
 }
 
@@ -1308,7 +1310,7 @@ static void c_fallback_create(struct world *w, const struct decide_output *o)
     assert_non_null(strstr(cond(o, "Restored")->message,
                            "not from a snapshot: after the capacity timeout (30m) it may run on "
                            "any of Tesla-T4, NVIDIA-L4"));
-    assert_string_equal(o->status.last_resume.restored_from, "FromCheckpoint");
+    assert_string_equal(o->status.last_resume->restored_from, "FromCheckpoint");
     assert_null(find_event(o, "CapacityFallback")); /* said once, when it was decided */
 }
 
@@ -2599,13 +2601,13 @@ static void random_activity(struct world *w)
     if (rnd(2))
         s->state_since_ms = NOW - (int64_t)rnd(240) * MIN;
     if (rnd(2)) {
-        s->activity.last_activity_ms = NOW - (int64_t)rnd(240) * MIN;
-        set_str(&s->activity.last_activity_source, rnd(2) ? "jupyter" : "start");
+        s->activity->last_activity_ms = NOW - (int64_t)rnd(240) * MIN;
+        set_str(&s->activity->last_activity_source, rnd(2) ? "jupyter" : "start");
     }
     if (rnd(3) == 0) {
         set_cond(w, "Idle", COND_TRUE, "PauseScheduled", "m");
-        s->activity.pause_at_ms = NOW + ((int64_t)rnd(21) - 10) * MIN;
-        s->activity.idle_since_ms = NOW - (int64_t)rnd(240) * MIN;
+        s->activity->pause_at_ms = NOW + ((int64_t)rnd(21) - 10) * MIN;
+        s->activity->idle_since_ms = NOW - (int64_t)rnd(240) * MIN;
     }
     if (rnd(5) == 0)
         ws->annotated_activity_ms = NOW + ((int64_t)rnd(21) - 15) * 10 * MIN;
@@ -2653,11 +2655,11 @@ static void random_world(struct world *w)
     if (rnd(2))
         s->waiting_for_capacity_since_ms = NOW - (int64_t)rnd(60) * MIN;
     if (rnd(2))
-        s->last_pause.accelerator_released_ms = NOW - (int64_t)rnd(600) * MIN;
+        s->last_pause->accelerator_released_ms = NOW - (int64_t)rnd(600) * MIN;
     if (rnd(2))
-        s->last_resume.requested_ms = NOW - (int64_t)rnd(60) * MIN;
+        s->last_resume->requested_ms = NOW - (int64_t)rnd(60) * MIN;
     if (rnd(2))
-        s->last_resume.ready_ms = NOW - (int64_t)rnd(60) * MIN;
+        s->last_resume->ready_ms = NOW - (int64_t)rnd(60) * MIN;
     static const char *const cap_reasons[] = {NULL, "Unschedulable", "CapacityTimeout",
                                               "Scheduled"};
     const char *cap = cap_reasons[rnd(4)];
@@ -2706,8 +2708,8 @@ static void check_auto_pause(const struct world *w, const struct decide_output *
         fail_msg("automatic pause without a ready pod");
     assert_true(w->has_obs && w->obs.result.ok);
     assert_true(w->obs.probed_at_ms <= w->now);
-    assert_true(o->status.activity.pause_at_ms &&
-                w->obs.probed_at_ms >= o->status.activity.pause_at_ms);
+    assert_true(o->status.activity->pause_at_ms &&
+                w->obs.probed_at_ms >= o->status.activity->pause_at_ms);
     assert_int_equal(a->time_ms, w->now);
     assert_non_null(a->message);
     size_t n_auto = 0;
@@ -2957,10 +2959,10 @@ static void lifecycle(int drop_first_resume_write, int cache_lag)
     assert_int_equal(step(&c, 60 * MIN), WS_STATE_PAUSING);
     int64_t paused_at = w->now;
     assert_int_equal(step(&c, 5 * SEC), WS_STATE_PAUSED);
-    assert_int_equal(st(w)->last_pause.accelerator_released_ms, paused_at + 5 * SEC);
+    assert_int_equal(st(w)->last_pause->accelerator_released_ms, paused_at + 5 * SEC);
     /* the ledger of the pause: alice-1 held the GPU from its scheduling at
      * T0 until it was gone */
-    const struct workspace_pause_timeline *lp = &st(w)->last_pause;
+    const struct workspace_pause_timeline *lp = st(w)->last_pause;
     assert_int_equal(lp->work_ended_ms, paused_at);
     assert_int_equal(lp->pod_deleted_ms, paused_at);
     assert_int_equal(lp->held_since_ms, T0);
@@ -3005,9 +3007,9 @@ static void lifecycle(int drop_first_resume_write, int cache_lag)
     assert_int_equal(fin->pod_generation, 2);
     assert_int_equal(fin->pauses, 1);
     assert_int_equal(fin->resumes, 1);
-    assert_string_equal(fin->last_resume.restored_from, "FromCheckpoint");
-    assert_true(fin->last_resume.ready_ms > fin->last_resume.requested_ms);
-    assert_int_equal(fin->last_resume.requested_ms, resumed_at);
+    assert_string_equal(fin->last_resume->restored_from, "FromCheckpoint");
+    assert_true(fin->last_resume->ready_ms > fin->last_resume->requested_ms);
+    assert_int_equal(fin->last_resume->requested_ms, resumed_at);
     /* released at paused_at + 5s, resume asked at resumed_at */
     assert_true(fin->accelerator_seconds_released ==
                 (double)(resumed_at - (paused_at + 5 * SEC)) / 1000.0);
@@ -3022,9 +3024,9 @@ static void lifecycle(int drop_first_resume_write, int cache_lag)
     assert_int_equal(rec->pause.accelerator_released_ms, paused_at + 5 * SEC);
     assert_string_equal(rec->pause.memory, "files");
     assert_int_equal(rec->resume.requested_ms, resumed_at);
-    assert_int_equal(rec->resume.pod_scheduled_ms, fin->last_resume.pod_scheduled_ms);
-    assert_int_equal(rec->resume.ready_ms, fin->last_resume.ready_ms);
-    assert_true(rec->resume.seconds_to_ready == fin->last_resume.seconds_to_ready);
+    assert_int_equal(rec->resume.pod_scheduled_ms, fin->last_resume->pod_scheduled_ms);
+    assert_int_equal(rec->resume.ready_ms, fin->last_resume->ready_ms);
+    assert_true(rec->resume.seconds_to_ready == fin->last_resume->seconds_to_ready);
     assert_string_equal(rec->resume.restored_from, "FromCheckpoint");
 
     /* kubectl delete */
@@ -3085,7 +3087,7 @@ static void test_lifecycle_fallback(void **state)
     assert_string_equal(st(w)->node_name, "gpu-l4");
     assert_string_equal(st(w)->accelerator_product, "NVIDIA-L4");
     assert_true(st(w)->accelerator_fallback);
-    assert_string_equal(st(w)->last_resume.restored_from, "FromCheckpoint");
+    assert_string_equal(st(w)->last_resume->restored_from, "FromCheckpoint");
     assert_int_equal(c.max_live_seen, 1);
 
     /* A T4 frees up: the fallback keeps its L4; nothing moves it. */
@@ -3141,9 +3143,9 @@ static void ledger_paused(struct world *w)
     set_str(&st(w)->accelerator_resource, "nvidia.com/gpu");
     set_str(&st(w)->accelerator_product, "Tesla-T4");
     st(w)->accelerator_count = 1;
-    set_str(&st(w)->last_pause.node_name, "gpu-1");
-    set_str(&st(w)->last_pause.reason, "User");
-    st(w)->last_pause.work_ended_ms = T0;
+    set_str(&st(w)->last_pause->node_name, "gpu-1");
+    set_str(&st(w)->last_pause->reason, "User");
+    st(w)->last_pause->work_ended_ms = T0;
 }
 
 static char *gpu_resources[POD_MAX_EXTENDED] = {"nvidia.com/gpu"};
@@ -3179,7 +3181,7 @@ static void test_ledger_taker(void **state)
     assert_int_equal(o.status.history[0].pause.requested_ms, T0);
     assert_string_equal(o.status.history[0].pause.node_name, "gpu-1");
     assert_null(o.status.history[0].pause.accelerator_taken_by);
-    assert_string_equal(o.status.last_pause.memory, "files");
+    assert_string_equal(o.status.last_pause->memory, "files");
     assert_int_equal(count_events(&o), 0);
     write_status(&w, &o);
     decide_output_clear(&o);
@@ -3203,8 +3205,8 @@ static void test_ledger_taker(void **state)
     w.taker = &bob;
     decide(&w, &o);
     assert_true(o.status_changed);
-    assert_int_equal(o.status.last_pause.accelerator_taken_ms, T0 + 40 * SEC);
-    assert_string_equal(o.status.last_pause.accelerator_taken_by, "team-b/bob-1");
+    assert_int_equal(o.status.last_pause->accelerator_taken_ms, T0 + 40 * SEC);
+    assert_string_equal(o.status.last_pause->accelerator_taken_by, "team-b/bob-1");
     assert_int_equal(o.status.history[0].pause.accelerator_taken_ms, T0 + 40 * SEC);
     assert_string_equal(o.status.history[0].pause.accelerator_taken_by, "team-b/bob-1");
     assert_int_equal(o.requeue_after_ms, 0);
@@ -3216,14 +3218,14 @@ static void test_ledger_taker(void **state)
     w.taker = &carol;
     decide(&w, &o);
     assert_false(o.status_changed);
-    assert_string_equal(o.status.last_pause.accelerator_taken_by, "team-b/bob-1");
+    assert_string_equal(o.status.last_pause->accelerator_taken_by, "team-b/bob-1");
     decide_output_clear(&o);
     world_free(&w);
 
     /* the looks stop a day after the release */
     world_init(&w);
     ledger_paused(&w);
-    int64_t released = st(&w)->last_pause.accelerator_released_ms;
+    int64_t released = st(&w)->last_pause->accelerator_released_ms;
     w.now = released + 24 * 60 * MIN - 30 * SEC;
     decide(&w, &o);
     assert_int_equal(o.requeue_after_ms, 30 * SEC);
@@ -3267,7 +3269,7 @@ static void test_ledger_pause_resume(void **state)
     remove_pod(&w, &w.pods[0]);
     w.now += 10 * SEC;
     settle(&w); /* gone */
-    const struct workspace_pause_timeline *lp = &st(&w)->last_pause;
+    const struct workspace_pause_timeline *lp = st(&w)->last_pause;
     assert_int_equal(st(&w)->state, WS_STATE_PAUSED);
     assert_true(lp->work_ended_ms <= lp->requested_ms);
     assert_true(lp->requested_ms <= lp->pod_deleted_ms);
@@ -3284,19 +3286,19 @@ static void test_ledger_pause_resume(void **state)
     w.taker = &bob;
     w.now += 5 * SEC;
     settle(&w);
-    assert_string_equal(st(&w)->last_pause.accelerator_taken_by, "team-b/bob-1");
+    assert_string_equal(st(&w)->last_pause->accelerator_taken_by, "team-b/bob-1");
     w.taker = NULL;
 
     /* gpu-1 leaves the cluster while alice is paused: seen once, kept */
-    assert_int_equal(st(&w)->last_pause.node_removed_ms, 0);
+    assert_int_equal(st(&w)->last_pause->node_removed_ms, 0);
     w.pause_node_absent = 1;
     w.now += 60 * SEC;
     int64_t node_gone = w.now;
     settle(&w);
-    assert_int_equal(st(&w)->last_pause.node_removed_ms, node_gone);
+    assert_int_equal(st(&w)->last_pause->node_removed_ms, node_gone);
     w.now += 60 * SEC;
     settle(&w);
-    assert_int_equal(st(&w)->last_pause.node_removed_ms, node_gone);
+    assert_int_equal(st(&w)->last_pause->node_removed_ms, node_gone);
     w.pause_node_absent = 0;
 
     /* resumed two hours later */
@@ -3435,7 +3437,7 @@ static void test_ledger_hold_without_pause(void **state)
     settle(&w);
     assert_int_equal(st(&w)->accelerator_held_since_ms, 0);
     assert_true(st(&w)->accelerator_seconds_held == (double)(11 * MIN - 2 * SEC) / 1000.0);
-    assert_int_equal(st(&w)->last_pause.held_since_ms, 0);
+    assert_int_equal(st(&w)->last_pause->held_since_ms, 0);
     assert_int_equal(st(&w)->n_history, 0);
     world_free(&w);
 
@@ -3455,8 +3457,8 @@ static void idle_world(struct world *w, int64_t since)
     w->cls_owned->activity.application = ACTIVITY_APP_JUPYTER;
     running(w);
     st(w)->state_since_ms = since;
-    st(w)->activity.last_activity_ms = since;
-    set_str(&st(w)->activity.last_activity_source, "start");
+    st(w)->activity->last_activity_ms = since;
+    set_str(&st(w)->activity->last_activity_source, "start");
     add_pod(w, "alice-1", READY, since - MIN);
 }
 
@@ -3522,7 +3524,7 @@ static void test_idle_entering_running(void **state)
     set_state(&w, WS_STATE_PENDING, "alice-1", 1);
     add_pod(&w, "alice-1", READY, NOW - MIN);
     /* the record of an earlier session, and a round from before the start */
-    struct workspace_activity *old = &st(&w)->activity;
+    struct workspace_activity *old = st(&w)->activity;
     old->last_activity_ms = NOW - 5 * 60 * MIN;
     set_str(&old->last_activity_source, "jupyter");
     old->last_probe_ms = NOW - 4 * 60 * MIN;
@@ -3534,7 +3536,7 @@ static void test_idle_entering_running(void **state)
     struct decide_output o;
     idle_pass(&w, NOW + 250, &o);
     assert_int_equal(o.status.state, WS_STATE_RUNNING);
-    const struct workspace_activity *a = &o.status.activity;
+    const struct workspace_activity *a = o.status.activity;
     assert_int_equal(a->last_activity_ms, NOW + 250);
     assert_string_equal(a->last_activity_source, "start");
     assert_int_equal(a->last_probe_ms, 0);
@@ -3557,12 +3559,12 @@ static void test_idle_entering_running(void **state)
     world_init(&w);
     s_resuming_ready(&w);
     w.cls_owned->activity.application = ACTIVITY_APP_JUPYTER;
-    st(&w)->activity.last_activity_ms = T0;
-    set_str(&st(&w)->activity.last_activity_source, "gpu");
+    st(&w)->activity->last_activity_ms = T0;
+    set_str(&st(&w)->activity->last_activity_source, "gpu");
     idle_pass(&w, NOW, &o);
     assert_int_equal(o.status.state, WS_STATE_RUNNING);
-    assert_int_equal(o.status.activity.last_activity_ms, NOW);
-    assert_string_equal(o.status.activity.last_activity_source, "start");
+    assert_int_equal(o.status.activity->last_activity_ms, NOW);
+    assert_string_equal(o.status.activity->last_activity_source, "start");
     assert_true(o.probe_wanted);
     decide_output_clear(&o);
     world_free(&w);
@@ -3632,9 +3634,9 @@ static void test_idle_pause_flow(void **state)
     idle_pass(&w, T0 + 31 * SEC, &o);
     assert_cond(&o, "Idle", COND_FALSE, "Active");
     assert_cond(&o, "ActivityProbe", COND_TRUE, "Succeeded");
-    assert_string_equal(o.status.activity.last_probe_result, "Idle");
-    assert_int_equal(o.status.activity.last_probe_ms, T0 + 30 * SEC + 700);
-    assert_string_equal(o.status.activity.last_activity_source, "start");
+    assert_string_equal(o.status.activity->last_probe_result, "Idle");
+    assert_int_equal(o.status.activity->last_probe_ms, T0 + 30 * SEC + 700);
+    assert_string_equal(o.status.activity->last_activity_source, "start");
     assert_int_equal(o.requeue_after_ms, T0 + 55 * MIN - (T0 + 31 * SEC));
     assert_int_equal(count_events(&o), 0);
     commit(&w, &o);
@@ -3644,8 +3646,8 @@ static void test_idle_pause_flow(void **state)
     probe_round(&w, T0 + 20 * MIN + 30 * SEC + 100, last, 0);
     idle_pass(&w, T0 + 20 * MIN + 31 * SEC, &o);
     assert_cond(&o, "Idle", COND_FALSE, "Active");
-    assert_int_equal(o.status.activity.last_activity_ms, last);
-    assert_string_equal(o.status.activity.last_activity_source, "jupyter");
+    assert_int_equal(o.status.activity->last_activity_ms, last);
+    assert_string_equal(o.status.activity->last_activity_source, "jupyter");
     /* re-checked exactly when the warning is due */
     int64_t warn_at = last + 55 * MIN;
     assert_int_equal(w.now + o.requeue_after_ms, warn_at);
@@ -3658,9 +3660,9 @@ static void test_idle_pause_flow(void **state)
     assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
     assert_non_null(strstr(cond(&o, "Idle")->message, "pausing at 2027-01-01T01:20:00Z"));
     int64_t pause_at = last + 60 * MIN;
-    assert_int_equal(o.status.activity.pause_at_ms, pause_at);
-    assert_int_equal(o.status.activity.idle_since_ms, last);
-    assert_int_equal(o.status.activity.last_activity_ms, last);
+    assert_int_equal(o.status.activity->pause_at_ms, pause_at);
+    assert_int_equal(o.status.activity->idle_since_ms, last);
+    assert_int_equal(o.status.activity->last_activity_ms, last);
     const struct action *e = only_event(&o, "Warning", "IdleWarning");
     assert_non_null(strstr(e->message, "2027-01-01T01:20:00Z"));
     assert_non_null(strstr(e->message, "no activity since 2027-01-01T00:20:00Z (jupyter)"));
@@ -3675,11 +3677,11 @@ static void test_idle_pause_flow(void **state)
         idle_pass(&w, t, &o);
         assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
         /* the probe time is recorded every five minutes; nothing else moves */
-        int probe_recorded = o.status.activity.last_probe_ms != st(&w)->activity.last_probe_ms;
+        int probe_recorded = o.status.activity->last_probe_ms != st(&w)->activity->last_probe_ms;
         if ((o.status_changed && !probe_recorded) || count_events(&o) > 0)
             fail_msg("idle round at +%llds: status changed %d, %zu events",
                      (long long)((t - warn_at) / 1000), o.status_changed, count_events(&o));
-        assert_int_equal(o.status.activity.pause_at_ms, pause_at);
+        assert_int_equal(o.status.activity->pause_at_ms, pause_at);
         assert_int_equal(w.now + o.requeue_after_ms, pause_at);
         assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
         commit(&w, &o);
@@ -3722,9 +3724,9 @@ static void test_idle_pause_flow(void **state)
     idle_pass(&w, pause_at + 2 * SEC, &o);
     assert_int_equal(o.status.state, WS_STATE_PAUSING);
     assert_int_equal(o.status.pauses, 1);
-    assert_string_equal(o.status.last_pause.reason, "IdleTimeout");
-    assert_string_equal(o.status.last_pause.message, message);
-    assert_int_equal(o.status.last_pause.requested_ms, pause_at + 1200);
+    assert_string_equal(o.status.last_pause->reason, "IdleTimeout");
+    assert_string_equal(o.status.last_pause->message, message);
+    assert_int_equal(o.status.last_pause->requested_ms, pause_at + 1200);
     e = only_event(&o, "Normal", "IdleTimeout");
     assert_non_null(strstr(e->message, message));
     assert_null(find_event(&o, "Pausing"));
@@ -3733,15 +3735,15 @@ static void test_idle_pause_flow(void **state)
     /* Running is over: the judgement goes, the record of the last work stays */
     assert_null(cond(&o, "Idle"));
     assert_null(cond(&o, "ActivityProbe"));
-    assert_int_equal(o.status.activity.idle_since_ms, 0);
-    assert_int_equal(o.status.activity.pause_at_ms, 0);
-    assert_int_equal(o.status.activity.last_probe_ms, 0);
-    assert_null(o.status.activity.last_probe_result);
-    assert_int_equal(o.status.activity.last_activity_ms / 1000, last / 1000);
-    assert_string_equal(o.status.activity.last_activity_source, "jupyter");
+    assert_int_equal(o.status.activity->idle_since_ms, 0);
+    assert_int_equal(o.status.activity->pause_at_ms, 0);
+    assert_int_equal(o.status.activity->last_probe_ms, 0);
+    assert_null(o.status.activity->last_probe_result);
+    assert_int_equal(o.status.activity->last_activity_ms / 1000, last / 1000);
+    assert_string_equal(o.status.activity->last_activity_source, "jupyter");
     assert_false(o.probe_wanted);
     /* the ledger: work ended with the last activity the decision saw */
-    assert_int_equal(o.status.last_pause.work_ended_ms / 1000, last / 1000);
+    assert_int_equal(o.status.last_pause->work_ended_ms / 1000, last / 1000);
     commit(&w, &o);
     assert_settled(&w);
     free(message);
@@ -3767,7 +3769,7 @@ static void test_idle_cancelled(void **state)
         idle_world(&w, T0);
         probe_round(&w, T0 + 54 * MIN + 30 * SEC, 0, 0);
         announce(&w, T0 + 55 * MIN);
-        assert_time(st(&w)->activity.pause_at_ms, "2027-01-01T01:00:00Z");
+        assert_time(st(&w)->activity->pause_at_ms, "2027-01-01T01:00:00Z");
 
         int64_t act = T0 + 56 * MIN + 700;
         if (k == 0)
@@ -3779,17 +3781,17 @@ static void test_idle_cancelled(void **state)
         struct decide_output o;
         idle_pass(&w, T0 + 57 * MIN + 100, &o);
         assert_cond(&o, "Idle", COND_FALSE, k == 2 ? "KeepAlive" : "Active");
-        assert_int_equal(o.status.activity.pause_at_ms, 0);
+        assert_int_equal(o.status.activity->pause_at_ms, 0);
         const struct action *e = only_event(&o, "Normal", "IdleCancelled");
         assert_non_null(strstr(e->message, "2027-01-01T01:00:00Z"));
-        assert_string_equal(o.status.activity.last_activity_source, how[k]);
+        assert_string_equal(o.status.activity->last_activity_source, how[k]);
         assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
         if (k < 2) {
             /* recorded exactly, and the next warning is due 55m after it */
-            assert_int_equal(o.status.activity.last_activity_ms, act);
+            assert_int_equal(o.status.activity->last_activity_ms, act);
             assert_int_equal(w.now + o.requeue_after_ms, act + 55 * MIN);
         } else {
-            assert_int_equal(o.status.activity.keep_alive_until_ms, T0 + 3 * 60 * MIN);
+            assert_int_equal(o.status.activity->keep_alive_until_ms, T0 + 3 * 60 * MIN);
             assert_int_equal(w.now + o.requeue_after_ms, T0 + 3 * 60 * MIN);
         }
         commit(&w, &o);
@@ -3811,11 +3813,11 @@ static void test_idle_probe_failure(void **state)
     assert_cond(&o, "ActivityProbe", COND_FALSE, "Failed");
     assert_string_equal(cond(&o, "ActivityProbe")->message,
                         "jupyter: GET http://10.0.0.5:8888/api/status: HTTP 403");
-    assert_string_equal(o.status.activity.last_probe_result, "Failed");
-    assert_string_equal(o.status.activity.last_probe_error,
+    assert_string_equal(o.status.activity->last_probe_result, "Failed");
+    assert_string_equal(o.status.activity->last_probe_error,
                         "jupyter: GET http://10.0.0.5:8888/api/status: HTTP 403");
-    assert_int_equal(o.status.activity.last_probe_ms, T0 + 54 * MIN + 30 * SEC);
-    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(o.status.activity->last_probe_ms, T0 + 54 * MIN + 30 * SEC);
+    assert_int_equal(o.status.activity->pause_at_ms, 0);
     assert_int_equal(count_events(&o), 0);
     assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
     assert_int_equal(o.requeue_after_ms, MIN);
@@ -3826,8 +3828,8 @@ static void test_idle_probe_failure(void **state)
     /* probes recover: announced, late, with the full warning */
     probe_round(&w, T0 + 56 * MIN, 0, 0);
     announce(&w, T0 + 56 * MIN + SEC);
-    assert_int_equal(st(&w)->activity.pause_at_ms, T0 + 61 * MIN + SEC);
-    assert_null(st(&w)->activity.last_probe_error);
+    assert_int_equal(st(&w)->activity->pause_at_ms, T0 + 61 * MIN + SEC);
+    assert_null(st(&w)->activity->last_probe_error);
 
     /* the confirming round fails: no pause, the announcement is withdrawn */
     failed_round(&w, T0 + 61 * MIN + 2 * SEC, "GET http://10.0.0.5:8888/api/kernels: timed out");
@@ -3835,7 +3837,7 @@ static void test_idle_probe_failure(void **state)
     assert_int_equal(count_actions(&o, ACTION_AUTO_PAUSE), 0);
     assert_cond(&o, "Idle", COND_UNKNOWN, "ProbeFailed");
     assert_cond(&o, "ActivityProbe", COND_FALSE, "Failed");
-    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(o.status.activity->pause_at_ms, 0);
     only_event(&o, "Normal", "IdleCancelled");
     commit(&w, &o);
     assert_settled(&w);
@@ -3853,7 +3855,7 @@ static void test_idle_probe_failure(void **state)
     probe_round(&w, T0 + 5 * 60 * MIN, 0, 0);
     idle_pass(&w, T0 + 5 * 60 * MIN + SEC, &o);
     only_event(&o, "Warning", "IdleWarning");
-    assert_int_equal(o.status.activity.pause_at_ms, T0 + 5 * 60 * MIN + SEC + 5 * MIN);
+    assert_int_equal(o.status.activity->pause_at_ms, T0 + 5 * 60 * MIN + SEC + 5 * MIN);
     assert_cond(&o, "ActivityProbe", COND_TRUE, "Succeeded");
     decide_output_clear(&o);
     world_free(&w);
@@ -3883,27 +3885,27 @@ static void test_idle_pause_reason(void **state)
         if (cases[i].auto_paused)
             set_str(&w.ws->auto_pause_message, "idle for 1h (no activity since\n"
                                                "2027-01-01T00:00:00Z, start)");
-        st(&w)->last_resume.requested_ms = cases[i].last_resume;
-        st(&w)->last_resume.ready_ms = cases[i].last_resume ? cases[i].last_resume + MIN : 0;
+        st(&w)->last_resume->requested_ms = cases[i].last_resume;
+        st(&w)->last_resume->ready_ms = cases[i].last_resume ? cases[i].last_resume + MIN : 0;
         st(&w)->pauses = st(&w)->resumes = cases[i].last_resume ? 1 : 0;
         struct decide_output o;
         idle_pass(&w, NOW, &o);
         assert_int_equal(o.status.state, WS_STATE_PAUSING);
-        if (!o.status.last_pause.reason || strcmp(o.status.last_pause.reason, cases[i].reason))
-            fail_msg("%s: reason %s", cases[i].name, o.status.last_pause.reason);
+        if (!o.status.last_pause->reason || strcmp(o.status.last_pause->reason, cases[i].reason))
+            fail_msg("%s: reason %s", cases[i].name, o.status.last_pause->reason);
         if (strcmp(cases[i].reason, "User") == 0) {
-            assert_null(o.status.last_pause.message);
-            assert_int_equal(o.status.last_pause.requested_ms, NOW);
+            assert_null(o.status.last_pause->message);
+            assert_int_equal(o.status.last_pause->requested_ms, NOW);
             /* the user's pause: work ended when they asked */
-            assert_int_equal(o.status.last_pause.work_ended_ms, NOW);
+            assert_int_equal(o.status.last_pause->work_ended_ms, NOW);
             assert_non_null(strstr(only_event(&o, "Normal", "Pausing")->message, "alice-1"));
         } else {
             /* one line, as status and events keep it */
-            assert_string_equal(o.status.last_pause.message,
+            assert_string_equal(o.status.last_pause->message,
                                 "idle for 1h (no activity since 2027-01-01T00:00:00Z, start)");
-            assert_int_equal(o.status.last_pause.requested_ms, cases[i].auto_paused);
+            assert_int_equal(o.status.last_pause->requested_ms, cases[i].auto_paused);
             /* the controller's: with the last activity it went by */
-            assert_int_equal(o.status.last_pause.work_ended_ms, NOW - 3 * 60 * MIN);
+            assert_int_equal(o.status.last_pause->work_ended_ms, NOW - 3 * 60 * MIN);
             only_event(&o, "Normal", "IdleTimeout");
         }
         commit(&w, &o);
@@ -3923,8 +3925,8 @@ static void test_idle_pause_reason(void **state)
     w.ws->auto_pause_message = long_msg;
     struct decide_output o;
     idle_pass(&w, NOW, &o);
-    assert_string_equal(o.status.last_pause.reason, "IdleTimeout");
-    assert_true(strlen(o.status.last_pause.message) <= 1024);
+    assert_string_equal(o.status.last_pause->reason, "IdleTimeout");
+    assert_true(strlen(o.status.last_pause->message) <= 1024);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -3948,7 +3950,7 @@ static void test_idle_leaving_running(void **state)
     assert_int_equal(o.status.state, WS_STATE_PENDING);
     assert_null(cond(&o, "Idle"));
     assert_null(cond(&o, "ActivityProbe"));
-    const struct workspace_activity *a = &o.status.activity;
+    const struct workspace_activity *a = o.status.activity;
     assert_int_equal(a->idle_since_ms, 0);
     assert_int_equal(a->pause_at_ms, 0);
     assert_int_equal(a->last_probe_ms, 0);
@@ -3971,60 +3973,59 @@ static void test_idle_record_steps(void **state)
     world_init(&w);
     idle_world(&w, T0);
     struct decide_output o;
-    const struct workspace_activity *a = &o.status.activity;
 
     /* moved by 9 minutes: recorded */
     probe_round(&w, T0 + 10 * MIN, T0 + 9 * MIN, 0);
     idle_pass(&w, T0 + 10 * MIN + SEC, &o);
-    assert_int_equal(a->last_activity_ms, T0 + 9 * MIN);
-    assert_int_equal(a->last_probe_ms, T0 + 10 * MIN);
-    assert_string_equal(a->last_probe_result, "Idle");
+    assert_int_equal(o.status.activity->last_activity_ms, T0 + 9 * MIN);
+    assert_int_equal(o.status.activity->last_probe_ms, T0 + 10 * MIN);
+    assert_string_equal(o.status.activity->last_probe_result, "Idle");
     commit(&w, &o);
 
     /* busy: the result changed, so the probe time moves; 2 minutes of
      * activity are recorded */
     probe_round(&w, T0 + 11 * MIN, T0 + 9 * MIN, 1);
     idle_pass(&w, T0 + 11 * MIN + SEC, &o);
-    assert_string_equal(a->last_probe_result, "Active");
-    assert_int_equal(a->last_probe_ms, T0 + 11 * MIN);
-    assert_int_equal(a->last_activity_ms, T0 + 11 * MIN);
+    assert_string_equal(o.status.activity->last_probe_result, "Active");
+    assert_int_equal(o.status.activity->last_probe_ms, T0 + 11 * MIN);
+    assert_int_equal(o.status.activity->last_activity_ms, T0 + 11 * MIN);
     commit(&w, &o);
 
     /* busy 30 s later: nothing to write */
     probe_round(&w, T0 + 11 * MIN + 30 * SEC, T0 + 9 * MIN, 1);
     idle_pass(&w, T0 + 11 * MIN + 31 * SEC, &o);
-    assert_int_equal(a->last_activity_ms, T0 + 11 * MIN);
-    assert_int_equal(a->last_probe_ms, T0 + 11 * MIN);
+    assert_int_equal(o.status.activity->last_activity_ms, T0 + 11 * MIN);
+    assert_int_equal(o.status.activity->last_probe_ms, T0 + 11 * MIN);
     assert_false(o.status_changed);
     commit(&w, &o);
 
     /* busy a minute after the record: the activity moves, the probe time not */
     probe_round(&w, T0 + 12 * MIN, T0 + 9 * MIN, 1);
     idle_pass(&w, T0 + 12 * MIN + SEC, &o);
-    assert_int_equal(a->last_activity_ms, T0 + 12 * MIN);
-    assert_int_equal(a->last_probe_ms, T0 + 11 * MIN);
+    assert_int_equal(o.status.activity->last_activity_ms, T0 + 12 * MIN);
+    assert_int_equal(o.status.activity->last_probe_ms, T0 + 11 * MIN);
     commit(&w, &o);
 
     /* five minutes after the recorded probe time, with the same result */
     probe_round(&w, T0 + 16 * MIN, T0 + 9 * MIN, 1);
     idle_pass(&w, T0 + 16 * MIN + SEC, &o);
-    assert_int_equal(a->last_probe_ms, T0 + 16 * MIN);
+    assert_int_equal(o.status.activity->last_probe_ms, T0 + 16 * MIN);
     commit(&w, &o);
 
     /* idle with the last activity 40 s after the record: not recorded yet */
     probe_round(&w, T0 + 17 * MIN, T0 + 16 * MIN + 40 * SEC, 0);
     idle_pass(&w, T0 + 17 * MIN + SEC, &o);
-    assert_int_equal(a->last_activity_ms, T0 + 16 * MIN);
-    assert_string_equal(a->last_probe_result, "Idle");
+    assert_int_equal(o.status.activity->last_activity_ms, T0 + 16 * MIN);
+    assert_string_equal(o.status.activity->last_probe_result, "Idle");
     commit(&w, &o);
 
     /* ... until the announcement, which records it exactly */
     probe_round(&w, T0 + 71 * MIN + 40 * SEC, T0 + 16 * MIN + 40 * SEC, 0);
     idle_pass(&w, T0 + 71 * MIN + 40 * SEC, &o);
     assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
-    assert_int_equal(a->last_activity_ms, T0 + 16 * MIN + 40 * SEC);
-    assert_int_equal(a->idle_since_ms, T0 + 16 * MIN + 40 * SEC);
-    assert_int_equal(a->pause_at_ms, T0 + 76 * MIN + 40 * SEC);
+    assert_int_equal(o.status.activity->last_activity_ms, T0 + 16 * MIN + 40 * SEC);
+    assert_int_equal(o.status.activity->idle_since_ms, T0 + 16 * MIN + 40 * SEC);
+    assert_int_equal(o.status.activity->pause_at_ms, T0 + 76 * MIN + 40 * SEC);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -4072,7 +4073,7 @@ static void test_idle_policy_condition(void **state)
     const char *want = "spec.idle.after: 3h is longer than the class maximum 1h; 1h applies";
     assert_string_equal(cond(&o, "IdlePolicy")->message, want);
     assert_string_equal(only_event(&o, "Warning", "IdlePolicyOutOfBounds")->message, want);
-    assert_int_equal(o.status.activity.idle_after_seconds, 3600);
+    assert_int_equal(o.status.activity->idle_after_seconds, 3600);
     assert_int_equal(o.status.state, WS_STATE_RUNNING);
     assert_int_equal(count_actions(&o, ACTION_DELETE_POD), 0);
     commit(&w, &o);
@@ -4084,7 +4085,7 @@ static void test_idle_policy_condition(void **state)
     want = "spec.idle.after: 5m is shorter than the class minimum 15m; 15m applies";
     assert_string_equal(cond(&o, "IdlePolicy")->message, want);
     assert_string_equal(only_event(&o, "Warning", "IdlePolicyOutOfBounds")->message, want);
-    assert_int_equal(o.status.activity.idle_after_seconds, 900);
+    assert_int_equal(o.status.activity->idle_after_seconds, 900);
     /* the clamped value is the one that applies: 15m after 00:04 */
     assert_int_equal(w.now + o.requeue_after_ms, T0 + 14 * MIN);
     commit(&w, &o);
@@ -4096,14 +4097,14 @@ static void test_idle_policy_condition(void **state)
     assert_cond(&o, "IdlePolicy", COND_TRUE, "Accepted");
     assert_non_null(strstr(cond(&o, "IdlePolicy")->message, "30m"));
     assert_int_equal(count_events(&o), 0);
-    assert_int_equal(o.status.activity.idle_after_seconds, 1800);
+    assert_int_equal(o.status.activity->idle_after_seconds, 1800);
     commit(&w, &o);
 
     w.ws->idle_after_ms = 0;
     w.ws->generation++;
     idle_pass(&w, T0 + 8 * MIN, &o);
     assert_null(cond(&o, "IdlePolicy"));
-    assert_int_equal(o.status.activity.idle_after_seconds, 3600);
+    assert_int_equal(o.status.activity->idle_after_seconds, 3600);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -4119,34 +4120,34 @@ static void keep_alive_bound(int64_t spec_value)
     idle_pass(&w, NOW, &o);
     assert_cond(&o, "Idle", COND_FALSE, "KeepAlive");
     /* 12h (maxKeepAlive) from when it was first seen */
-    assert_int_equal(o.status.activity.keep_alive_until_ms, NOW + 12 * 60 * MIN);
-    assert_int_equal(o.status.activity.keep_alive_requested_ms / 1000, spec_value / 1000);
+    assert_int_equal(o.status.activity->keep_alive_until_ms, NOW + 12 * 60 * MIN);
+    assert_int_equal(o.status.activity->keep_alive_requested_ms / 1000, spec_value / 1000);
     assert_int_equal(o.requeue_after_ms, 12 * 60 * MIN);
     commit(&w, &o);
 
     /* seen again later: the bound stays where it was put */
     probe_round(&w, NOW + 10 * MIN, T0, 0);
     idle_pass(&w, NOW + 10 * MIN + SEC, &o);
-    if (o.status.activity.keep_alive_until_ms != NOW + 12 * 60 * MIN)
+    if (o.status.activity->keep_alive_until_ms != NOW + 12 * 60 * MIN)
         fail_msg(
             "keepAliveUntil %s: the bound moved by %llds on a later pass",
             spec_value % 1000 ? "with a fraction" : "",
-            (long long)((o.status.activity.keep_alive_until_ms - (NOW + 12 * 60 * MIN)) / 1000));
-    assert_int_equal(o.status.activity.keep_alive_requested_ms / 1000, spec_value / 1000);
+            (long long)((o.status.activity->keep_alive_until_ms - (NOW + 12 * 60 * MIN)) / 1000));
+    assert_int_equal(o.status.activity->keep_alive_requested_ms / 1000, spec_value / 1000);
     commit(&w, &o);
 
     /* a new value is bounded from when it is seen */
     w.ws->keep_alive_until_ms = NOW + 3 * 60 * MIN;
     idle_pass(&w, NOW + 20 * MIN, &o);
-    assert_int_equal(o.status.activity.keep_alive_until_ms, NOW + 3 * 60 * MIN);
+    assert_int_equal(o.status.activity->keep_alive_until_ms, NOW + 3 * 60 * MIN);
     commit(&w, &o);
 
     /* once over, it counts as activity at its end */
     probe_round(&w, NOW + 3 * 60 * MIN + 10 * SEC, T0, 0);
     idle_pass(&w, NOW + 3 * 60 * MIN + 11 * SEC, &o);
     assert_cond(&o, "Idle", COND_FALSE, "Active");
-    assert_int_equal(o.status.activity.last_activity_ms, NOW + 3 * 60 * MIN);
-    assert_string_equal(o.status.activity.last_activity_source, "keepAlive");
+    assert_int_equal(o.status.activity->last_activity_ms, NOW + 3 * 60 * MIN);
+    assert_string_equal(o.status.activity->last_activity_source, "keepAlive");
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -4177,7 +4178,7 @@ static void test_idle_pause_windows(void **state)
     /* 2027-01-01 12:00 UTC, idle since 09:00 */
     int64_t noon = T0 + 12 * 60 * MIN, nine = T0 + 9 * 60 * MIN;
     st(&w)->state_since_ms = nine;
-    st(&w)->activity.last_activity_ms = nine;
+    st(&w)->activity->last_activity_ms = nine;
     probe_round(&w, noon - 30 * SEC, nine, 0);
 
     w.zone = NULL; /* still being loaded */
@@ -4185,14 +4186,14 @@ static void test_idle_pause_windows(void **state)
     idle_pass(&w, noon, &o);
     assert_cond(&o, "Idle", COND_UNKNOWN, "TimeZoneUnavailable");
     assert_non_null(strstr(cond(&o, "Idle")->message, "Europe/Berlin"));
-    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(o.status.activity->pause_at_ms, 0);
     assert_int_equal(count_events(&o), 0);
     decide_output_clear(&o);
 
     w.zone = tz_utc(); /* loaded (UTC stands in for it here) */
     idle_pass(&w, noon, &o);
     assert_cond(&o, "Idle", COND_TRUE, "OutsidePauseWindow");
-    assert_time(o.status.activity.pause_at_ms, "2027-01-01T19:00:00Z");
+    assert_time(o.status.activity->pause_at_ms, "2027-01-01T19:00:00Z");
     assert_int_equal(count_events(&o), 0);
     assert_int_equal(o.requeue_after_ms, 6 * 60 * MIN + 55 * MIN);
     commit(&w, &o);
@@ -4203,7 +4204,7 @@ static void test_idle_pause_windows(void **state)
     idle_pass(&w, T0 + 18 * 60 * MIN + 55 * MIN, &o);
     assert_cond(&o, "Idle", COND_TRUE, "PauseScheduled");
     only_event(&o, "Warning", "IdleWarning");
-    assert_time(o.status.activity.pause_at_ms, "2027-01-01T19:00:00Z");
+    assert_time(o.status.activity->pause_at_ms, "2027-01-01T19:00:00Z");
     decide_output_clear(&o);
 
     /* automatic pausing off: idle, never announced */
@@ -4211,7 +4212,7 @@ static void test_idle_pause_windows(void **state)
     idle_pass(&w, T0 + 18 * 60 * MIN + 55 * MIN, &o);
     assert_cond(&o, "Idle", COND_TRUE, "AutoPauseDisabled");
     assert_int_equal(count_events(&o), 0);
-    assert_int_equal(o.status.activity.pause_at_ms, 0);
+    assert_int_equal(o.status.activity->pause_at_ms, 0);
     assert_int_equal(o.requeue_after_ms, 0);
     decide_output_clear(&o);
     world_free(&w);
@@ -4289,7 +4290,7 @@ static void test_idle_quick_resume(void **state)
     w.ws->paused = 1;
     idle_pass(&w, T0 + 91 * MIN, &o);
     assert_int_equal(o.status.state, WS_STATE_PAUSING);
-    assert_string_equal(o.status.last_pause.reason, "User");
+    assert_string_equal(o.status.last_pause->reason, "User");
     only_event(&o, "Normal", "Pausing");
     decide_output_clear(&o);
     world_free(&w);

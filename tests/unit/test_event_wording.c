@@ -226,7 +226,7 @@ static void walk_resume_from_snapshot(struct world *w)
     pass(w, 2 * SEC);
     w->pod.restored = 1;
     pass(w, 2 * SEC);
-    assert_string_equal(w->ws->status.last_resume.restored_from, WS_REASON_FROM_SNAPSHOT);
+    assert_string_equal(w->ws->status.last_resume->restored_from, WS_REASON_FROM_SNAPSHOT);
 }
 
 /* The backend started the pod cold: no PodRestored within the grace. */
@@ -237,7 +237,7 @@ static void walk_resume_cold(struct world *w)
     pod_up(w, "nb-p1-1-x7k2q", 1);
     pass(w, 2 * SEC);
     pass(w, 40 * SEC);
-    assert_string_equal(w->ws->status.last_resume.restored_from, WS_REASON_COLD_START);
+    assert_string_equal(w->ws->status.last_resume->restored_from, WS_REASON_COLD_START);
 }
 
 /* No snapshot backend: the resume starts from the files and the checkpoint. */

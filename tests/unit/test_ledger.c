@@ -33,15 +33,16 @@ static struct workspace *paused_alice(void)
     ws->ns = strdup("team-a");
     ws->name = strdup("alice");
     struct workspace_status *s = &ws->status;
+    assert_int_equal(workspace_status_own(s), 0);
     s->state = WS_STATE_PAUSED;
     s->pauses = 3;
     s->resumes = 2;
     s->accelerator_resource = strdup("nvidia.com/gpu");
     s->accelerator_count = 1;
-    s->last_pause.requested_ms = T0;
-    s->last_pause.pod_deleted_ms = T0 + 1500;
-    s->last_pause.accelerator_released_ms = T0 + 30 * SEC;
-    s->last_pause.node_name = strdup("gpu-1");
+    s->last_pause->requested_ms = T0;
+    s->last_pause->pod_deleted_ms = T0 + 1500;
+    s->last_pause->accelerator_released_ms = T0 + 30 * SEC;
+    s->last_pause->node_name = strdup("gpu-1");
     return ws;
 }
 
@@ -56,7 +57,7 @@ static void test_awaits_taker(void **state)
     (void)state;
     struct workspace *ws = paused_alice();
     struct workspace_status *s = &ws->status;
-    int64_t released = s->last_pause.accelerator_released_ms;
+    int64_t released = s->last_pause->accelerator_released_ms;
     assert_true(ledger_awaits_taker(s, released));
     assert_true(ledger_awaits_taker(s, released + DAY - 1));
     assert_false(ledger_awaits_taker(s, released + DAY)); /* a day is enough */
@@ -64,15 +65,15 @@ static void test_awaits_taker(void **state)
     s->resumes = 3; /* resumed: the question is closed */
     assert_false(ledger_awaits_taker(s, released + SEC));
     s->resumes = 2;
-    s->last_pause.accelerator_taken_ms = released + 5 * SEC; /* answered */
+    s->last_pause->accelerator_taken_ms = released + 5 * SEC; /* answered */
     assert_false(ledger_awaits_taker(s, released + SEC));
-    s->last_pause.accelerator_taken_ms = 0;
-    s->last_pause.accelerator_released_ms = 0; /* still pausing */
+    s->last_pause->accelerator_taken_ms = 0;
+    s->last_pause->accelerator_released_ms = 0; /* still pausing */
     assert_false(ledger_awaits_taker(s, released + SEC));
-    s->last_pause.accelerator_released_ms = released;
-    set(&s->last_pause.node_name, NULL); /* never got a node */
+    s->last_pause->accelerator_released_ms = released;
+    set(&s->last_pause->node_name, NULL); /* never got a node */
     assert_false(ledger_awaits_taker(s, released + SEC));
-    set(&s->last_pause.node_name, "gpu-1");
+    set(&s->last_pause->node_name, "gpu-1");
     set(&s->accelerator_resource, NULL); /* no accelerator to give back */
     assert_false(ledger_awaits_taker(s, released + SEC));
     workspace_free(ws);
@@ -83,25 +84,25 @@ static void test_awaits_node_removal(void **state)
     (void)state;
     struct workspace *ws = paused_alice();
     struct workspace_status *s = &ws->status;
-    int64_t released = s->last_pause.accelerator_released_ms;
+    int64_t released = s->last_pause->accelerator_released_ms;
     assert_true(ledger_awaits_node_removal(s, released));
     assert_true(ledger_awaits_node_removal(s, released + DAY - 1));
     assert_false(ledger_awaits_node_removal(s, released + DAY)); /* a day is enough */
     /* taken by another pod: the node's fate is still of interest */
-    s->last_pause.accelerator_taken_ms = released + 5 * SEC;
+    s->last_pause->accelerator_taken_ms = released + 5 * SEC;
     assert_true(ledger_awaits_node_removal(s, released + SEC));
-    s->last_pause.node_removed_ms = released + 9 * SEC; /* answered */
+    s->last_pause->node_removed_ms = released + 9 * SEC; /* answered */
     assert_false(ledger_awaits_node_removal(s, released + 10 * SEC));
-    s->last_pause.node_removed_ms = 0;
+    s->last_pause->node_removed_ms = 0;
     s->resumes = 3; /* resumed: the question is closed */
     assert_false(ledger_awaits_node_removal(s, released + SEC));
     s->resumes = 2;
-    s->last_pause.accelerator_released_ms = 0; /* still pausing */
+    s->last_pause->accelerator_released_ms = 0; /* still pausing */
     assert_false(ledger_awaits_node_removal(s, released + SEC));
-    s->last_pause.accelerator_released_ms = released;
-    set(&s->last_pause.node_name, NULL); /* never got a node */
+    s->last_pause->accelerator_released_ms = released;
+    set(&s->last_pause->node_name, NULL); /* never got a node */
     assert_false(ledger_awaits_node_removal(s, released + SEC));
-    set(&s->last_pause.node_name, "");
+    set(&s->last_pause->node_name, "");
     assert_false(ledger_awaits_node_removal(s, released + SEC));
     workspace_free(ws);
 }
@@ -167,16 +168,16 @@ static void test_taker_pick_table(void **state)
     }
 
     /* no pod deletion recorded (the pod went by itself): from the release */
-    ws->status.last_pause.pod_deleted_ms = 0;
+    ws->status.last_pause->pod_deleted_ms = 0;
     struct workspace_pod p = pod_of(&pick_rows[1]);
     assert_null(ledger_taker_pick(ws, now, NULL, &p));
     p.scheduled_ms = T0 + 30 * SEC;
     assert_ptr_equal(ledger_taker_pick(ws, now, NULL, &p), &p);
 
     /* nothing is looked for once the question is closed */
-    ws->status.last_pause.accelerator_taken_ms = T0 + 31 * SEC;
+    ws->status.last_pause->accelerator_taken_ms = T0 + 31 * SEC;
     assert_null(ledger_taker_pick(ws, now, NULL, &p));
-    ws->status.last_pause.accelerator_taken_ms = 0;
+    ws->status.last_pause->accelerator_taken_ms = 0;
     assert_null(ledger_taker_pick(ws, T0 + 30 * SEC + DAY, NULL, &p));
     assert_null(ledger_taker_pick(ws, now, NULL, NULL));
     workspace_free(ws);
@@ -220,10 +221,10 @@ static void test_taker_first(void **state)
 static void give_history(struct workspace_status *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        s->last_pause.requested_ms = T0 - (int64_t)(n - i) * HOUR;
+        s->last_pause->requested_ms = T0 - (int64_t)(n - i) * HOUR;
         assert_int_equal(workspace_status_push_history(s), 0);
     }
-    s->last_pause.requested_ms = T0;
+    s->last_pause->requested_ms = T0;
 }
 
 struct bound_row {
@@ -304,14 +305,16 @@ static void test_bound_table(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(bound_rows) / sizeof(bound_rows[0]); i++) {
         const struct bound_row *r = &bound_rows[i];
-        struct workspace_status s = {0};
+        struct workspace_status s;
+        workspace_status_init(&s);
+        assert_int_equal(workspace_status_own(&s), 0);
         give_history(&s, r->history);
         s.pauses = r->pauses;
         s.resumes = r->resumes;
         s.accelerator_seconds_held = r->held;
         s.accelerator_seconds_released = r->released;
         s.accelerator_held_since_ms = at(r->held_since);
-        s.last_pause.accelerator_released_ms = at(r->released_at);
+        s.last_pause->accelerator_released_ms = at(r->released_at);
         struct ledger_limits l = {.created_ms = r->age_ms ? T0 - r->age_ms : 0,
                                   .generation = r->generation,
                                   .accelerator_count = r->count};
@@ -320,14 +323,14 @@ static void test_bound_table(void **state)
             s.accelerator_seconds_held != r->want_held ||
             s.accelerator_seconds_released != r->want_released ||
             s.accelerator_held_since_ms != at(r->want_held_since) ||
-            s.last_pause.accelerator_released_ms != at(r->want_released_at) ||
+            s.last_pause->accelerator_released_ms != at(r->want_released_at) ||
             s.n_history != r->want_history)
             fail_msg("%s: fixed %#x, pauses %lld, resumes %lld, held %g, released %g, held since "
                      "%lld, released at %lld, %zu records",
                      r->name, fixed, (long long)s.pauses, (long long)s.resumes,
                      s.accelerator_seconds_held, s.accelerator_seconds_released,
                      (long long)(s.accelerator_held_since_ms - T0),
-                     (long long)(s.last_pause.accelerator_released_ms - T0), s.n_history);
+                     (long long)(s.last_pause->accelerator_released_ms - T0), s.n_history);
         /* the newest records stay */
         for (size_t k = 0; k < s.n_history; k++)
             assert_int_equal(s.history[k].pause.requested_ms, T0 - (int64_t)(k + 1) * HOUR);
@@ -353,7 +356,9 @@ static void test_bound_keeps_real_ledgers(void **state)
 {
     (void)state;
     for (int life = 0; life < 2000; life++) {
-        struct workspace_status s = {0};
+        struct workspace_status s;
+        workspace_status_init(&s);
+        assert_int_equal(workspace_status_own(&s), 0);
         int count = 1 + (int)rnd(4);
         int64_t skew = rnd(30 * SEC);
         int64_t created = T0 - T0 % SEC;
@@ -383,17 +388,17 @@ static void test_bound_keeps_real_ledgers(void **state)
             if (paused && s.accelerator_held_since_ms) {
                 /* counted, the hold ends, the accelerator is released */
                 s.pauses++;
-                s.last_pause = (struct workspace_pause_timeline){.requested_ms = now};
+                *s.last_pause = (struct workspace_pause_timeline){.requested_ms = now};
                 if (now > s.accelerator_held_since_ms)
                     s.accelerator_seconds_held +=
                         (double)(now - s.accelerator_held_since_ms) / 1000.0 * count;
                 s.accelerator_held_since_ms = 0;
-                s.last_pause.accelerator_released_ms = now;
+                s.last_pause->accelerator_released_ms = now;
                 assert_int_equal(workspace_status_push_history(&s), 0);
             } else if (!paused) {
                 if (s.pauses > s.resumes) {
                     s.resumes++;
-                    int64_t rel = s.last_pause.accelerator_released_ms;
+                    int64_t rel = s.last_pause->accelerator_released_ms;
                     if (now > rel)
                         s.accelerator_seconds_released += (double)(now - rel) / 1000.0 * count;
                 }

@@ -87,14 +87,25 @@ static struct workspace_pod pod(char *node)
     return (struct workspace_pod){.ns = "a", .name = "p", .node_name = node};
 }
 
-/* A workspace whose last pause released an accelerator on node. */
-static struct workspace paused_on(char *node)
+/* A workspace that never paused, its status empty. */
+static struct workspace never_paused(char *name)
 {
-    struct workspace ws = {.ns = "a", .name = "w"};
+    struct workspace ws = {.ns = "a", .name = name};
+    workspace_status_init(&ws.status);
+    return ws;
+}
+
+/* A workspace whose last pause (in lp, the caller's) released an
+ * accelerator on node. */
+static struct workspace paused_on(char *node, struct workspace_pause_timeline *lp)
+{
+    struct workspace ws = never_paused("w");
+    *lp = (struct workspace_pause_timeline){0};
+    ws.status.last_pause = lp;
     ws.status.pauses = 1;
     ws.status.accelerator_resource = "nvidia.com/gpu";
-    ws.status.last_pause.accelerator_released_ms = T0;
-    ws.status.last_pause.node_name = node;
+    ws.status.last_pause->accelerator_released_ms = T0;
+    ws.status.last_pause->node_name = node;
     return ws;
 }
 
@@ -130,25 +141,26 @@ static void test_paused(void **state)
     (void)state;
     struct node_index x;
     node_index_init(&x);
-    struct workspace w = paused_on("gpu-1");
-    struct workspace running = {.ns = "a", .name = "r"};
+    struct workspace_pause_timeline lp[2];
+    struct workspace w = paused_on("gpu-1", &lp[0]);
+    struct workspace running = never_paused("r");
     assert_int_equal(node_index_workspace(&x, "a/w", &w), 0);
     assert_int_equal(node_index_workspace(&x, "a/r", &running), 0);
     assert_int_equal(node_index_workspace(&x, "a/unreadable", NULL), 0);
     assert_lookup(paused_from(&x, "gpu-1"), "a/w");
 
     /* Taken: it still waits for the node to leave. */
-    w.status.last_pause.accelerator_taken_ms = T0 + 1000;
+    w.status.last_pause->accelerator_taken_ms = T0 + 1000;
     assert_int_equal(node_index_workspace(&x, "a/w", &w), 0);
     assert_lookup(paused_from(&x, "gpu-1"), "a/w");
     /* The node left too: nothing more to learn of it. */
-    w.status.last_pause.node_removed_ms = T0 + 2000;
+    w.status.last_pause->node_removed_ms = T0 + 2000;
     assert_int_equal(node_index_workspace(&x, "a/w", &w), 0);
     assert_lookup(paused_from(&x, "gpu-1"), "");
 
     /* Resumed, then paused from another node: it moves. */
-    struct workspace again = paused_on("gpu-2");
-    assert_int_equal(node_index_workspace(&x, "a/w", &(struct workspace){0}), 0);
+    struct workspace again = paused_on("gpu-2", &lp[1]), blank = never_paused("w");
+    assert_int_equal(node_index_workspace(&x, "a/w", &blank), 0);
     assert_int_equal(node_index_workspace(&x, "a/w", &again), 0);
     assert_int_equal(node_index_workspace(&x, "a/v", &again), 0);
     assert_lookup(paused_from(&x, "gpu-1"), "");
@@ -172,6 +184,7 @@ struct model {
     struct workspace_pod pods[N_KEYS];
     int ws_present[N_KEYS]; /* 2: present but unreadable */
     struct workspace ws[N_KEYS];
+    struct workspace_pause_timeline last_pause[N_KEYS]; /* ws[k]'s */
     char keys[N_KEYS][16];
 };
 
@@ -180,17 +193,17 @@ static void random_pod(struct workspace_pod *p)
     *p = pod(nodes[rand() % N_NODES]);
 }
 
-static void random_ws(struct workspace *w)
+static void random_ws(struct workspace *w, struct workspace_pause_timeline *lp)
 {
-    *w = paused_on(nodes[rand() % N_NODES]);
+    *w = paused_on(nodes[rand() % N_NODES], lp);
     w->status.pauses = rand() % 3;
     w->status.resumes = rand() % 3;
     if (rand() % 4 == 0)
-        w->status.last_pause.accelerator_released_ms = 0;
+        w->status.last_pause->accelerator_released_ms = 0;
     if (rand() % 3 == 0)
-        w->status.last_pause.accelerator_taken_ms = T0 + 1;
+        w->status.last_pause->accelerator_taken_ms = T0 + 1;
     if (rand() % 3 == 0)
-        w->status.last_pause.node_removed_ms = T0 + 2;
+        w->status.last_pause->node_removed_ms = T0 + 2;
     if (rand() % 4 == 0)
         w->status.accelerator_resource = NULL;
 }
@@ -222,9 +235,9 @@ static char *scan_paused(const struct model *m, const char *node)
         if (!w || !node)
             continue;
         const struct workspace_status *s = &w->status;
-        int64_t at = s->last_pause.accelerator_released_ms;
+        int64_t at = s->last_pause->accelerator_released_ms;
         if ((ledger_awaits_taker(s, at) || ledger_awaits_node_removal(s, at)) &&
-            strcmp(s->last_pause.node_name, node) == 0)
+            strcmp(s->last_pause->node_name, node) == 0)
             collect(&ks, m->keys[k]);
     }
     return joined(&ks);
@@ -267,7 +280,7 @@ static void change(struct node_index *x, struct model *m, size_t k)
         assert_int_equal(node_index_workspace(x, m->keys[k], NULL), 0);
     } else {
         m->ws_present[k] = rand() % 6 == 0 ? 2 : 1;
-        random_ws(&m->ws[k]);
+        random_ws(&m->ws[k], &m->last_pause[k]);
         assert_int_equal(node_index_workspace(x, m->keys[k], ws_obj(m, k)), 0);
     }
 }

@@ -80,6 +80,7 @@ static void world_init(struct world *w, const char *snapshot)
     cJSON_Delete(obj);
     w->cls = class_from(snapshot);
     struct workspace_status *st = &w->ws->status;
+    assert_int_equal(workspace_status_own(st), 0); /* the tests write it */
     st->state = WS_STATE_RUNNING;
     st->observed_generation = 2;
     st->pod_name = strdup("nb-1");
@@ -186,7 +187,7 @@ static void test_ready_then_delete(void **state)
     assert_int_equal(o.status.state, WS_STATE_PAUSING);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "InProgress");
     assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
-    const struct workspace_snapshot *sn = &o.status.snapshot;
+    const struct workspace_snapshot *sn = o.status.snapshot;
     assert_string_equal(sn->attempt, "nb-p1-1");
     assert_int_equal(sn->attempts, 1);
     assert_string_equal(sn->phase, "InProgress");
@@ -220,16 +221,16 @@ static void test_ready_then_delete(void **state)
     assert_non_null(del);
     assert_int_equal(del->grace_seconds, 0);
     assert_non_null(find_event(&o, "SnapshotReady"));
-    assert_string_equal(o.status.snapshot.phase, "Ready");
-    assert_string_equal(o.status.snapshot.name, "nb-p1-1-x7k2q");
-    assert_true(o.status.snapshot.seconds > 114.9 && o.status.snapshot.seconds < 115.1);
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_string_equal(o.status.snapshot->name, "nb-p1-1-x7k2q");
+    assert_true(o.status.snapshot->seconds > 114.9 && o.status.snapshot->seconds < 115.1);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Ready");
     /* the ledger has the snapshot from now on; what memory the pause kept is
      * said once the pod is gone */
-    assert_int_equal(o.status.last_pause.snapshot_ready_ms, o.status.snapshot.ready_ms);
-    assert_true(o.status.last_pause.snapshot_seconds == o.status.snapshot.seconds);
-    assert_null(o.status.last_pause.memory);
-    assert_string_equal(o.status.last_pause.node_name, "gpu-node-1");
+    assert_int_equal(o.status.last_pause->snapshot_ready_ms, o.status.snapshot->ready_ms);
+    assert_true(o.status.last_pause->snapshot_seconds == o.status.snapshot->seconds);
+    assert_null(o.status.last_pause->memory);
+    assert_string_equal(o.status.last_pause->node_name, "gpu-node-1");
     decide_output_clear(&o);
 
     /* 4: the delete is repeated while the pod shows live, no second attempt. */
@@ -244,11 +245,11 @@ static void test_ready_then_delete(void **state)
     w.has_pod = 0;
     decide(&w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_PAUSED);
-    assert_string_equal(o.status.snapshot.name, "nb-p1-1-x7k2q");
-    assert_string_equal(o.status.last_pause.memory, "snapshot");
+    assert_string_equal(o.status.snapshot->name, "nb-p1-1-x7k2q");
+    assert_string_equal(o.status.last_pause->memory, "snapshot");
     assert_int_equal(o.status.n_history, 1);
     assert_string_equal(o.status.history[0].pause.memory, "snapshot");
-    assert_int_equal(o.status.history[0].pause.snapshot_ready_ms, o.status.snapshot.ready_ms);
+    assert_int_equal(o.status.history[0].pause.snapshot_ready_ms, o.status.snapshot->ready_ms);
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -299,7 +300,7 @@ static void test_failure_retry(void **state)
     assert_non_null(strstr(ev->message, "checkpoint of container notebook failed"));
     assert_non_null(strstr(ev->message, "the pod keeps running"));
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Failed");
-    assert_string_equal(o.status.snapshot.phase, "Failed");
+    assert_string_equal(o.status.snapshot->phase, "Failed");
     assert_int_equal(o.status.state, WS_STATE_PAUSING);
     assert_int_equal(o.requeue_after_ms, 10 * MIN); /* retryAfter, default */
     decide_output_clear(&o);
@@ -317,8 +318,8 @@ static void test_failure_retry(void **state)
     const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
     assert_non_null(b);
     assert_string_equal(b->name, "nb-p1-2");
-    assert_int_equal(o.status.snapshot.attempts, 2);
-    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    assert_int_equal(o.status.snapshot->attempts, 2);
+    assert_string_equal(o.status.snapshot->phase, "InProgress");
     assert_null(find_action(&o, ACTION_DELETE_POD));
     decide_output_clear(&o);
 
@@ -326,7 +327,7 @@ static void test_failure_retry(void **state)
     w.now += SEC;
     decide(&w, &o, 1);
     assert_null(find_action(&o, ACTION_DELETE_POD));
-    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    assert_string_equal(o.status.snapshot->phase, "InProgress");
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -357,8 +358,8 @@ static void test_timeout_pause_without_memory(void **state)
     assert_int_equal(o.status.state, WS_STATE_PAUSED);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Timeout");
     /* the ledger says the memory was lost to the failed snapshot */
-    assert_string_equal(o.status.last_pause.memory, "snapshotFailed");
-    assert_int_equal(o.status.last_pause.snapshot_ready_ms, 0);
+    assert_string_equal(o.status.last_pause->memory, "snapshotFailed");
+    assert_int_equal(o.status.last_pause->snapshot_ready_ms, 0);
     assert_string_equal(o.status.history[0].pause.memory, "snapshotFailed");
     decide_output_clear(&o);
     world_free(&w);
@@ -429,9 +430,9 @@ static void test_app_checkpoint_then_snapshot(void **state)
     assert_null(find_action(&o, ACTION_DELETE_POD));
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
     assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
-    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p1-1");
-    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, asked);
-    assert_null(o.status.snapshot.checkpoint_result);
+    assert_string_equal(o.status.snapshot->checkpoint_attempt, "nb-p1-1");
+    assert_int_equal(o.status.snapshot->checkpoint_requested_ms, asked);
+    assert_null(o.status.snapshot->checkpoint_result);
     assert_int_equal(o.requeue_after_ms, 40 * SEC);
     decide_output_clear(&o);
 
@@ -454,9 +455,9 @@ static void test_app_checkpoint_then_snapshot(void **state)
     assert_string_equal(b->name, "nb-p1-1");
     assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
     assert_null(find_event(&o, "CheckpointFailed"));
-    assert_string_equal(o.status.snapshot.checkpoint_result, "Written");
-    assert_int_equal(o.status.snapshot.checkpoint_answered_ms, w.now - 500);
-    assert_int_equal(o.status.snapshot.requested_ms, w.now);
+    assert_string_equal(o.status.snapshot->checkpoint_result, "Written");
+    assert_int_equal(o.status.snapshot->checkpoint_answered_ms, w.now - 500);
+    assert_int_equal(o.status.snapshot->requested_ms, w.now);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "InProgress");
     decide_output_clear(&o);
 
@@ -466,7 +467,7 @@ static void test_app_checkpoint_then_snapshot(void **state)
     w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
     decide(&w, &o, 1);
     assert_int_equal(o.n_actions, 0);
-    assert_string_equal(o.status.snapshot.checkpoint_result, "Written");
+    assert_string_equal(o.status.snapshot->checkpoint_result, "Written");
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -507,7 +508,7 @@ static void test_app_checkpoint_cancelled_by_unpause(void **state)
         if (find_action(&o, ACTION_APP_CHECKPOINT) || find_action(&o, ACTION_SNAPSHOT_BEGIN) ||
             find_action(&o, ACTION_DELETE_POD))
             fail_msg("%s: an unpaused workspace asks nothing and deletes nothing", rows[i].name);
-        const struct workspace_snapshot *sn = &o.status.snapshot;
+        const struct workspace_snapshot *sn = o.status.snapshot;
         assert_string_equal(sn->checkpoint_attempt, "nb-p1-1");
         if (!sn->checkpoint_result)
             fail_msg("%s: the request is left without a result", rows[i].name);
@@ -534,7 +535,7 @@ static void test_app_checkpoint_cancelled_by_unpause(void **state)
         .attempt = "nb-p1-1", .answered = 1, .written = 1, .answered_ms = w.now};
     decide(&w, &o, 1);
     assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
-    assert_string_equal(o.status.snapshot.checkpoint_result, "Cancelled");
+    assert_string_equal(o.status.snapshot->checkpoint_result, "Cancelled");
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Cancelled");
     decide_output_clear(&o);
 
@@ -545,11 +546,11 @@ static void test_app_checkpoint_cancelled_by_unpause(void **state)
     const struct action *a = find_action(&o, ACTION_APP_CHECKPOINT);
     assert_non_null(a);
     assert_string_equal(a->name, "nb-p2-1");
-    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p2-1");
-    assert_null(o.status.snapshot.checkpoint_result);
-    assert_null(o.status.snapshot.checkpoint_message);
-    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, w.now);
-    assert_int_equal(o.status.snapshot.checkpoint_answered_ms, 0);
+    assert_string_equal(o.status.snapshot->checkpoint_attempt, "nb-p2-1");
+    assert_null(o.status.snapshot->checkpoint_result);
+    assert_null(o.status.snapshot->checkpoint_message);
+    assert_int_equal(o.status.snapshot->checkpoint_requested_ms, w.now);
+    assert_int_equal(o.status.snapshot->checkpoint_answered_ms, 0);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
     decide_output_clear(&o);
     world_free(&w);
@@ -572,8 +573,8 @@ static void test_app_checkpoint_status_lost(void **state)
     decide(&w, &o, 1);
     assert_null(find_action(&o, ACTION_APP_CHECKPOINT));
     assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
-    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p1-1");
-    assert_int_equal(o.status.snapshot.checkpoint_requested_ms, w.now);
+    assert_string_equal(o.status.snapshot->checkpoint_attempt, "nb-p1-1");
+    assert_int_equal(o.status.snapshot->checkpoint_requested_ms, w.now);
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
     decide_output_clear(&o);
     world_free(&w);
@@ -612,7 +613,7 @@ static void test_app_checkpoint_failures(void **state)
                                               .message = "the application answered HTTP 500: "
                                                          "disk full"};
         decide(&w, &o, 1);
-        const struct workspace_snapshot *sn = &o.status.snapshot;
+        const struct workspace_snapshot *sn = o.status.snapshot;
         if (!rows[i].result) {
             const struct action *a = find_action(&o, ACTION_APP_CHECKPOINT);
             if (!a || a->time_ms != asked + 40 * SEC || find_action(&o, ACTION_SNAPSHOT_BEGIN))
@@ -676,7 +677,7 @@ static void test_app_checkpoint_on_retry(void **state)
     assert_non_null(a);
     assert_string_equal(a->name, "nb-p1-2");
     assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
-    assert_string_equal(o.status.snapshot.checkpoint_attempt, "nb-p1-2");
+    assert_string_equal(o.status.snapshot->checkpoint_attempt, "nb-p1-2");
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -743,7 +744,7 @@ static void test_pod_completed_by_snapshot(void **state)
         w.now += SEC;
         decide(&w, &o, 1);
         assert_int_equal(o.status.state, WS_STATE_PAUSED);
-        assert_string_equal(o.status.last_pause.memory, rows[i].memory);
+        assert_string_equal(o.status.last_pause->memory, rows[i].memory);
         assert_int_equal(o.status.interruptions, 0);
         decide_output_clear(&o);
         world_free(&w);
@@ -780,14 +781,14 @@ static void test_app_exit_before_snapshot(void **state)
     assert_null(find_event(&o, "PodInterrupted"));
     assert_string_not_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
     assert_string_not_equal(cond_reason(&o.status, "SnapshotReady"), "Checkpointing");
-    assert_non_null(o.status.snapshot.checkpoint_result);
-    assert_string_equal(o.status.snapshot.checkpoint_result, "Cancelled");
+    assert_non_null(o.status.snapshot->checkpoint_result);
+    assert_string_equal(o.status.snapshot->checkpoint_result, "Cancelled");
     decide_output_clear(&o);
     w.has_pod = 0;
     w.now += SEC;
     decide(&w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_PAUSED);
-    assert_string_equal(o.status.last_pause.memory, "files");
+    assert_string_equal(o.status.last_pause->memory, "files");
     assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
     decide_output_clear(&o);
     world_free(&w);
@@ -848,14 +849,14 @@ static void test_unpaused_snapshot_followed(void **state)
     const struct condition *c = workspace_status_condition(&o.status, "SnapshotReady");
     assert_non_null(c);
     assert_non_null(strstr(c->message, "before the pause was cancelled"));
-    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    assert_string_equal(o.status.snapshot->phase, "InProgress");
     decide_output_clear(&o);
 
     w.now += 10 * SEC;
     w.view = (struct snapshot_view){
         .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_FAILED, .message = "upload failed"};
     decide(&w, &o, 1);
-    assert_string_equal(o.status.snapshot.phase, "Failed");
+    assert_string_equal(o.status.snapshot->phase, "Failed");
     assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "Failed");
     const struct action *ev = find_event(&o, "SnapshotFailed");
     assert_non_null(ev);
@@ -938,7 +939,7 @@ static void test_resume_from_snapshot(void **state)
     decide(&w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_RUNNING);
     assert_string_equal(cond_reason(&o.status, "Restored"), "FromSnapshot");
-    assert_string_equal(o.status.last_resume.restored_from, "FromSnapshot");
+    assert_string_equal(o.status.last_resume->restored_from, "FromSnapshot");
     assert_non_null(find_event(&o, "Resumed"));
     decide_output_clear(&o);
     world_free(&w);
@@ -971,7 +972,7 @@ static void test_long_name(void **state)
     char handle[NAMES_SIZE];
     assert_int_equal(names_snapshot_handle(long_ws, 1, 1, handle), 63);
     assert_string_equal(b->name, handle);
-    assert_string_equal(o.status.snapshot.attempt, handle);
+    assert_string_equal(o.status.snapshot->attempt, handle);
     cJSON *bodies = gke_snapshot_begin_bodies(w.ws, w.cls, b->name, old_pod, b->group);
     assert_non_null(bodies);
     const cJSON *meta = cJSON_GetObjectItem(cJSON_GetObjectItem(bodies, "trigger"), "metadata");
@@ -1033,7 +1034,7 @@ static void test_cold_start(void **state)
     w.now += 30 * SEC;
     decide(&w, &o, 1);
     assert_string_equal(cond_reason(&o.status, "Restored"), "ColdStart");
-    assert_string_equal(o.status.last_resume.restored_from, "ColdStart");
+    assert_string_equal(o.status.last_resume->restored_from, "ColdStart");
     const struct action *ev = find_event(&o, "ColdStart");
     assert_non_null(ev);
     assert_string_equal(ev->event_type, "Warning");
@@ -1107,14 +1108,14 @@ static void test_restore_crash_loop(void **state)
     assert_int_equal(del->grace_seconds, 0);
     assert_non_null(find_event(&o, "RestoreCrashLoop"));
     assert_string_equal(cond_reason(&o.status, "Restored"), "RestoreCrashed");
-    assert_true(o.status.snapshot.restore_failed_ms > 0);
+    assert_true(o.status.snapshot->restore_failed_ms > 0);
     decide_output_clear(&o);
 
     /* Gone, the snapshot still there (its deletion is asked for in this
      * pass): the next pod starts from files and the checkpoint at once, in
      * a snapshot group of its own that no snapshot has, and says why. */
     assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 0); /* not listed yet in this world */
-    assert_string_equal(w.ws->status.snapshot.group, "u1-1");
+    assert_string_equal(w.ws->status.snapshot->group, "u1-1");
     w.has_pod = 0;
     w.now += 5 * SEC;
     w.all[0] = w.view;
@@ -1145,8 +1146,8 @@ static void test_restore_crash_loop_without_group(void **state)
     (void)state;
     struct world w;
     paused_with_snapshot(&w, GKE);
-    free(w.ws->status.snapshot.group);
-    w.ws->status.snapshot.group = NULL;
+    free(w.ws->status.snapshot->group);
+    w.ws->status.snapshot->group = NULL;
     struct decide_output o;
     decide(&w, &o, 1);
     const struct action *c = find_action(&o, ACTION_CREATE_POD);
@@ -1190,14 +1191,14 @@ static void test_snapshot_groups(void **state)
     struct world w;
     world_init(&w, GKE);
     w.pod.group = "u1-1";
-    w.ws->status.snapshot.restore_failed_ms = 1; /* an earlier snapshot's restore crashed */
+    w.ws->status.snapshot->restore_failed_ms = 1; /* an earlier snapshot's restore crashed */
     struct decide_output o;
     decide(&w, &o, 1);
     const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
     assert_non_null(b);
     assert_string_equal(b->group, "u1-1"); /* the source pod's group */
-    assert_string_equal(o.status.snapshot.group, "u1-1");
-    assert_int_equal(o.status.snapshot.restore_failed_ms, 0); /* not this one's */
+    assert_string_equal(o.status.snapshot->group, "u1-1");
+    assert_int_equal(o.status.snapshot->restore_failed_ms, 0); /* not this one's */
     decide_output_clear(&o);
     world_free(&w);
 
@@ -1206,7 +1207,7 @@ static void test_snapshot_groups(void **state)
     b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
     assert_non_null(b);
     assert_null(b->group); /* a pod of an earlier version: no group, as before */
-    assert_null(o.status.snapshot.group);
+    assert_null(o.status.snapshot->group);
     decide_output_clear(&o);
     world_free(&w);
 
@@ -1255,8 +1256,8 @@ static void test_unwanted_restore(void **state)
         struct world w;
         paused_with_snapshot(&w, GKE);
         /* Not used (as if it had failed): a resume from files. */
-        free(w.ws->status.snapshot.phase);
-        w.ws->status.snapshot.phase = strdup("Failed");
+        free(w.ws->status.snapshot->phase);
+        w.ws->status.snapshot->phase = strdup("Failed");
         struct decide_output o;
         decide(&w, &o, 1);
         const struct action *c = find_action(&o, ACTION_CREATE_POD);
@@ -1287,8 +1288,8 @@ static void test_unwanted_restore(void **state)
         const struct action *ev = find_event(&o, "UnwantedRestore");
         assert_non_null(ev);
         assert_string_equal(ev->event_type, "Warning");
-        assert_string_equal(o.status.snapshot.rejected_group, grouped ? group : "*");
-        assert_null(o.status.last_resume.restored_from);
+        assert_string_equal(o.status.snapshot->rejected_group, grouped ? group : "*");
+        assert_null(o.status.last_resume->restored_from);
         /* The rejected ones go: all, or those of the pod's group. */
         assert_int_equal(deletes(&o, "older"), 1);
         assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), grouped ? 0 : 1);
@@ -1339,7 +1340,7 @@ static void test_unwanted_restore_of_an_older_pod(void **state)
     assert_string_equal(r->reason, "UnwantedRestore");
     assert_int_equal(r->status, COND_TRUE);
     assert_non_null(find_event(&o, "UnwantedRestore"));
-    assert_int_equal(o.status.snapshot.rejected_ms, 0);
+    assert_int_equal(o.status.snapshot->rejected_ms, 0);
     decide_output_clear(&o);
     w.now += MIN;
     decide(&w, &o, 1);
@@ -1352,7 +1353,7 @@ static void test_unwanted_restore_of_an_older_pod(void **state)
     w.now += MIN;
     decide(&w, &o, 1);
     assert_non_null(find_action(&o, ACTION_DELETE_POD));
-    assert_string_equal(o.status.snapshot.rejected_group, "*");
+    assert_string_equal(o.status.snapshot->rejected_group, "*");
     decide_output_clear(&o);
     world_free(&w);
 }
@@ -1476,7 +1477,7 @@ static void test_restore_check(void **state)
         const struct action *del = find_action(&o, ACTION_DELETE_POD);
         if (!!del != rows[i].want_delete || (del && del->grace_seconds != 0))
             fail_msg("%s: delete %s", name, del ? "unexpected or not at once" : "missing");
-        if (rows[i].want_delete && !o.status.snapshot.restore_failed_ms)
+        if (rows[i].want_delete && !o.status.snapshot->restore_failed_ms)
             fail_msg("%s: the snapshot is not marked", name);
         if (o.restore_check_wanted != rows[i].want_check || o.probe_now != rows[i].want_probe_now)
             fail_msg("%s: restore_check_wanted %d probe_now %d", name, o.restore_check_wanted,
@@ -1490,9 +1491,9 @@ static void test_restore_check(void **state)
             int64_t want = !strcmp(rows[i].want_restored, "Restoring") ? 0
                            : rows[i].answered == NONE                  ? r - SEC
                                                                        : r + rows[i].answered;
-            if (o.status.last_resume.ready_ms != want)
+            if (o.status.last_resume->ready_ms != want)
                 fail_msg("%s: readyAt %lld, want %lld", name,
-                         (long long)o.status.last_resume.ready_ms, (long long)want);
+                         (long long)o.status.last_resume->ready_ms, (long long)want);
         }
         if (!strcmp(rows[i].want_restored, "RestoreUnresponsive")) {
             const struct condition *c = workspace_status_condition(&o.status, "Restored");
@@ -1563,7 +1564,7 @@ static void test_restore_unresponsive_walk(void **state)
     assert_non_null(c);
     assert_null(c->snapshot);
     assert_non_null(c->group);
-    assert_string_not_equal(c->group, w.ws->status.snapshot.group);
+    assert_string_not_equal(c->group, w.ws->status.snapshot->group);
     assert_true(c->from_checkpoint);
     const struct condition *rc = workspace_status_condition(&o.status, "Restored");
     assert_string_equal(rc->reason, "FromCheckpoint");
@@ -1723,8 +1724,8 @@ static void walk_to_paused_on_l4(struct world *w)
     const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
     assert_non_null(b);
     assert_string_equal(b->name, "nb-p2-1");
-    assert_string_equal(o.status.snapshot.gpu_product, "NVIDIA-L4");
-    assert_string_equal(o.status.snapshot.node_name, "gpu-node-2");
+    assert_string_equal(o.status.snapshot->gpu_product, "NVIDIA-L4");
+    assert_string_equal(o.status.snapshot->node_name, "gpu-node-2");
     decide_output_clear(&o);
     w->now += 30 * SEC;
     w->view = (struct snapshot_view){.attempt = "nb-p2-1",
@@ -1802,7 +1803,7 @@ static void crash_after_delete(struct world *w)
     world_init(w, GKE);
     struct decide_output o;
     decide(w, &o, 1); /* SnapshotBegin, written */
-    assert_string_equal(o.status.snapshot.phase, "InProgress");
+    assert_string_equal(o.status.snapshot->phase, "InProgress");
     decide_output_clear(&o);
     w->now = READY_AT + 2 * SEC;
     w->has_view = 1;
@@ -1811,7 +1812,7 @@ static void crash_after_delete(struct world *w)
     assert_non_null(find_action(&o, ACTION_DELETE_POD));
     assert_string_equal(event_occasion(&o, "SnapshotReady"), "nb-p1-1");
     decide_output_clear(&o);
-    assert_string_equal(w->ws->status.snapshot.phase, "InProgress");
+    assert_string_equal(w->ws->status.snapshot->phase, "InProgress");
     w->pod.deletion_ms = w->now + 30 * SEC;
     w->now += 5 * SEC; /* the next controller */
 }
@@ -1821,12 +1822,12 @@ static void assert_paused_with_snapshot(const struct decide_output *o)
 {
     const struct workspace_status *st = &o->status;
     assert_int_equal(st->state, WS_STATE_PAUSED);
-    assert_string_equal(st->snapshot.phase, "Ready");
-    assert_string_equal(st->snapshot.name, "nb-p1-1-x7k2q");
-    assert_int_equal(st->snapshot.ready_ms, READY_AT);
+    assert_string_equal(st->snapshot->phase, "Ready");
+    assert_string_equal(st->snapshot->name, "nb-p1-1-x7k2q");
+    assert_int_equal(st->snapshot->ready_ms, READY_AT);
     assert_string_equal(cond_reason(st, "SnapshotReady"), "Ready");
-    assert_string_equal(st->last_pause.memory, "snapshot");
-    assert_int_equal(st->last_pause.snapshot_ready_ms, READY_AT);
+    assert_string_equal(st->last_pause->memory, "snapshot");
+    assert_int_equal(st->last_pause->snapshot_ready_ms, READY_AT);
     assert_int_equal(st->n_history, 1);
     assert_string_equal(st->history[0].pause.memory, "snapshot");
 }
@@ -1853,13 +1854,13 @@ static void crash_pod_terminating(struct world *w)
     decide_settled(w, &o);
     /* The backend's Ready is recorded, with its time and its Event under the
      * same occasion as before the crash (posted once). */
-    assert_string_equal(o.status.snapshot.phase, "Ready");
-    assert_int_equal(o.status.snapshot.ready_ms, READY_AT);
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_int_equal(o.status.snapshot->ready_ms, READY_AT);
     assert_string_equal(event_occasion(&o, "SnapshotReady"), "nb-p1-1");
     assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
     assert_int_equal(o.status.state, WS_STATE_PAUSING);
     /* when the delete was sent, from the pod: deletionTimestamp - grace */
-    assert_int_equal(o.status.last_pause.pod_deleted_ms, READY_AT + 2 * SEC);
+    assert_int_equal(o.status.last_pause->pod_deleted_ms, READY_AT + 2 * SEC);
     decide_output_clear(&o);
 
     w->has_pod = 0;
@@ -1896,8 +1897,8 @@ static void crash_backend_syncing(struct world *w)
     struct decide_output o;
     decide_settled(w, &o);
     assert_int_equal(o.status.state, WS_STATE_PAUSED);
-    assert_string_equal(o.status.snapshot.phase, "InProgress");
-    assert_null(o.status.last_pause.memory);
+    assert_string_equal(o.status.snapshot->phase, "InProgress");
+    assert_null(o.status.last_pause->memory);
     assert_null(find_event(&o, "SnapshotTimeout"));
     assert_int_equal(o.requeue_after_ms, 1000);
     decide_output_clear(&o);
@@ -1927,7 +1928,7 @@ static void crash_then_resume(struct world *w)
     assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
     assert_int_equal(o.status.resumes, 1);
     assert_string_equal(event_occasion(&o, "Resuming"), "resume-1");
-    assert_null(o.status.last_pause.memory);
+    assert_null(o.status.last_pause->memory);
     decide_output_clear(&o);
 
     w->now += SEC;
@@ -1937,9 +1938,9 @@ static void crash_then_resume(struct world *w)
     assert_non_null(c);
     assert_string_equal(c->snapshot, "nb-p1-1-x7k2q");
     assert_null(find_event(&o, "SnapshotNotUsed"));
-    assert_string_equal(o.status.snapshot.phase, "Ready");
-    assert_string_equal(o.status.last_pause.memory, "snapshot");
-    assert_int_equal(o.status.last_pause.snapshot_ready_ms, READY_AT);
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_string_equal(o.status.last_pause->memory, "snapshot");
+    assert_int_equal(o.status.last_pause->snapshot_ready_ms, READY_AT);
     assert_string_equal(o.status.history[0].pause.memory, "snapshot");
     decide_output_clear(&o);
 }
@@ -2001,7 +2002,7 @@ static void crash_after_create(struct world *w)
     assert_int_equal(o.status.resumes, 1);
     assert_string_equal(o.status.pod_name, "nb-2");
     assert_int_equal(o.status.pod_generation, 2);
-    assert_int_equal(o.status.last_resume.pod_created_ms, w->pod.created_ms);
+    assert_int_equal(o.status.last_resume->pod_created_ms, w->pod.created_ms);
     assert_string_equal(cond_reason(&o.status, "Restored"), "Restoring");
     decide_output_clear(&o);
 
@@ -2011,7 +2012,7 @@ static void crash_after_create(struct world *w)
     w->pod.restored = 1;
     decide_settled(w, &o);
     assert_string_equal(cond_reason(&o.status, "Restored"), "FromSnapshot");
-    assert_string_equal(o.status.last_resume.restored_from, "FromSnapshot");
+    assert_string_equal(o.status.last_resume->restored_from, "FromSnapshot");
     assert_string_equal(event_occasion(&o, "Resumed"), "resume-1");
     assert_string_equal(o.status.history[0].pause.memory, "snapshot");
     decide_output_clear(&o);
@@ -2052,10 +2053,10 @@ static void test_snapshot_home_claim(void **state)
     w.pvc.uid = "pvc-1";
     struct decide_output o;
     decide(&w, &o, 1);
-    assert_string_equal(o.status.home.claim_uid, "pvc-1");
+    assert_string_equal(o.status.home->claim_uid, "pvc-1");
     decide_output_clear(&o);
     decide(&w, &o, 1); /* SnapshotBegin */
-    assert_string_equal(o.status.snapshot.home_claim_uid, "pvc-1");
+    assert_string_equal(o.status.snapshot->home_claim_uid, "pvc-1");
     decide_output_clear(&o);
     w.now += 30 * SEC;
     w.has_view = 1;
@@ -2069,7 +2070,7 @@ static void test_snapshot_home_claim(void **state)
     w.now += 5 * SEC;
     decide(&w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_PAUSED);
-    assert_string_equal(o.status.snapshot.phase, "Ready");
+    assert_string_equal(o.status.snapshot->phase, "Ready");
     decide_output_clear(&o);
 
     /* The claim is replaced while paused, and the loss acknowledged. */
@@ -2077,7 +2078,7 @@ static void test_snapshot_home_claim(void **state)
     w.now += MIN;
     decide(&w, &o, 1);
     assert_non_null(find_event(&o, "HomeLost"));
-    assert_string_equal(o.status.home.claim_uid, "pvc-2");
+    assert_string_equal(o.status.home->claim_uid, "pvc-2");
     decide_output_clear(&o);
     w.ws->acknowledged_home_loss = strdup("pvc-1");
     w.ws->paused = 0;
@@ -2130,7 +2131,7 @@ static void test_fallback_walk(void **state)
     decide(&w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_RUNNING);
     assert_string_equal(cond_reason(&o.status, "Restored"), "FromSnapshot");
-    assert_string_equal(o.status.last_resume.restored_from, "FromSnapshot");
+    assert_string_equal(o.status.last_resume->restored_from, "FromSnapshot");
     assert_string_equal(o.status.accelerator_product, "NVIDIA-L4");
     decide_output_clear(&o);
     world_free(&w);
@@ -2166,7 +2167,7 @@ static void test_snapshot_hash_with_product(void **state)
     for (int legacy_ok = 0; legacy_ok <= 1; legacy_ok++) {
         struct world w;
         paused_with_snapshot(&w, GKE);
-        struct workspace_snapshot *sn = &w.ws->status.snapshot;
+        struct workspace_snapshot *sn = w.ws->status.snapshot;
         char hash[POD_SPEC_HASH_SIZE];
         assert_int_equal(workspace_pod_spec_hash_with_product(
                              w.ws, w.cls, legacy_ok ? "Tesla-T4" : "NVIDIA-L4", hash),
@@ -2212,7 +2213,7 @@ static void test_retention(void **state)
     (void)state;
     struct world w;
     paused_with_snapshot(&w, GKE); /* keep: 2 */
-    int64_t ready = w.ws->status.snapshot.ready_ms;
+    int64_t ready = w.ws->status.snapshot->ready_ms;
     w.all[0] = w.view; /* the pause's, newest */
     w.all[1] = (struct snapshot_view){.attempt = "nb-p0-1",
                                       .phase = SNAPSHOT_PHASE_READY,

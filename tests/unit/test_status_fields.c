@@ -40,6 +40,15 @@ static void *holder(struct workspace_status *s, const struct path *p, int make)
             base += f->off;
             continue;
         }
+        if (f->kind == SF_BLOCK) {
+            void **block = AT(base, f->off, void *);
+            if (make && (!*block || *block == f->empty)) {
+                *block = calloc(1, f->size);
+                assert_non_null(*block);
+            }
+            base = *block; /* the read-only empty one when absent */
+            continue;
+        }
         char **items = AT(base, f->off, char *);
         size_t *n = AT(base, f->count, size_t);
         if (!*items) {
@@ -142,7 +151,7 @@ static void check_field(const void *base, const struct status_field *f, const ch
 /* The same structure as the field's status, with the field unset. */
 static void baseline(struct workspace_status *s, const struct path *p)
 {
-    *s = (struct workspace_status){0};
+    workspace_status_init(s);
     const struct status_field *f = p->step[p->depth - 1];
     void *h = holder(s, p, 1);
     if (f->kind == SF_FIGURE)
@@ -211,6 +220,7 @@ static size_t walk(const struct status_field *t, struct path *p)
                      t->key ? t->key : "(not encoded)");
         switch (t->kind) {
         case SF_OBJECT:
+        case SF_BLOCK:
         case SF_INLINE:
         case SF_LIST:
         case SF_CONDITIONS:
@@ -236,10 +246,50 @@ static void test_every_field(void **state)
     assert_true(leaves >= 100);
 }
 
+/* A block nothing is set in is not kept: a decoded status points at the
+ * one read-only empty block, and only a copy (made to be written) or
+ * workspace_status_own() gives it one of its own. */
+static void test_absent_blocks(void **state)
+{
+    (void)state;
+    cJSON *j =
+        cJSON_Parse("{\"state\":\"Paused\",\"snapshot\":{},\"activity\":{\"lastProbeAt\":null},"
+                    "\"lastPause\":{\"requestedAt\":\"2027-01-01T00:00:00Z\"}}");
+    assert_non_null(j);
+    struct workspace *a = decode_status(j), *b = decode_status(j);
+    cJSON_Delete(j);
+    /* absent or empty: the same shared block in both */
+    assert_ptr_equal(a->status.snapshot, b->status.snapshot);
+    assert_ptr_equal(a->status.activity, b->status.activity);
+    assert_ptr_equal(a->status.home, b->status.home);
+    assert_ptr_equal(a->status.last_interruption, b->status.last_interruption);
+    assert_ptr_equal(a->status.last_resume, b->status.last_resume);
+    assert_null(a->status.snapshot->phase);
+    /* set: each its own */
+    assert_ptr_not_equal(a->status.last_pause, b->status.last_pause);
+    assert_int_equal(a->status.last_pause->requested_ms, 1798761600000);
+
+    struct workspace_status c;
+    assert_int_equal(workspace_status_copy(&a->status, &c), 0);
+    assert_ptr_not_equal(c.snapshot, a->status.snapshot);
+    c.snapshot->attempts = 1; /* a copy may be written */
+    assert_false(workspace_status_equal(&c, &a->status));
+    workspace_status_clear(&c);
+    assert_ptr_equal(c.snapshot, b->status.snapshot); /* cleared: empty again */
+
+    assert_int_equal(workspace_status_own(&b->status), 0);
+    assert_ptr_not_equal(b->status.snapshot, a->status.snapshot);
+    b->status.home->lost_ms = 1;
+    assert_false(workspace_status_equal(&a->status, &b->status));
+    workspace_free(a);
+    workspace_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_field),
+        cmocka_unit_test(test_absent_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -314,10 +314,10 @@ static void test_shared_strings(void **state)
     assert_ptr_equal(ws[0]->status.message, ws[1]->status.message);
     assert_ptr_equal(ws[0]->status.conditions[0].message, ws[0]->status.message);
     assert_ptr_equal(ws[0]->status.conditions[0].reason, ws[1]->status.conditions[0].reason);
-    assert_ptr_equal(ws[0]->status.last_pause.node_name, ws[1]->status.last_pause.node_name);
+    assert_ptr_equal(ws[0]->status.last_pause->node_name, ws[1]->status.last_pause->node_name);
     /* Not shared: names, the claim, a pause's message with its figures. */
     assert_ptr_not_equal(ws[0]->status.home_claim_name, ws[1]->status.home_claim_name);
-    assert_string_equal(ws[1]->status.last_pause.message, "by w1");
+    assert_string_equal(ws[1]->status.last_pause->message, "by w1");
     assert_string_equal(ws[1]->name, "w1");
     /* team-a, gpu-t4, the message, Ready, Paused, User, gpu-node-1 */
     assert_int_equal(strpool_len(pool), 7);
@@ -362,16 +362,17 @@ static void full_status(struct workspace_status *s)
         .accelerator_resource = strdup("nvidia.com/gpu"),
         .accelerator_count = 1,
         .accelerator_product = strdup("Tesla-T4"),
-        .last_pause = {.requested_ms = T0 + 1000,
-                       .pod_deleted_ms = T0 + 2000,
-                       .accelerator_released_ms = T0 + 65000},
-        .last_resume = {T0 + 3600000, T0 + 3601000, T0 + 3605000, T0 + 3612000, 12.4,
-                        strdup("FromCheckpoint")},
         .waiting_for_capacity_since_ms = T0 + 3602000,
         .pauses = 3,
         .resumes = 2,
         .accelerator_seconds_released = 86400.25,
     };
+    assert_int_equal(workspace_status_own(s), 0);
+    *s->last_pause = (struct workspace_pause_timeline){.requested_ms = T0 + 1000,
+                                                       .pod_deleted_ms = T0 + 2000,
+                                                       .accelerator_released_ms = T0 + 65000};
+    *s->last_resume = (struct workspace_resume_timeline){
+        T0 + 3600000, T0 + 3601000, T0 + 3605000, T0 + 3612000, 12.4, strdup("FromCheckpoint")};
     /* Set out of order on purpose: the encoding orders them. */
     set_cond(s, "Restored", COND_TRUE, "FromCheckpoint", "pod starts from the checkpoint",
              T0 + 3601000);
@@ -421,9 +422,9 @@ static void test_status_round_trip(void **state)
     struct workspace *ws = NULL;
     assert_int_equal(workspace_decode(obj, &ws, NULL), 0);
     assert_true(workspace_status_equal(&ws->status, &s));
-    assert_int_equal(ws->status.last_resume.ready_ms, T0 + 3612000);
+    assert_int_equal(ws->status.last_resume->ready_ms, T0 + 3612000);
     assert_true(ws->status.accelerator_seconds_released == 86400.25);
-    assert_string_equal(ws->status.last_resume.restored_from, "FromCheckpoint");
+    assert_string_equal(ws->status.last_resume->restored_from, "FromCheckpoint");
     const struct condition *c = workspace_status_condition(&ws->status, "CapacityAvailable");
     assert_non_null(c);
     assert_int_equal(c->status, COND_TRUE);
@@ -437,7 +438,9 @@ static void test_status_round_trip(void **state)
 static void test_status_omits_unset(void **state)
 {
     (void)state;
-    struct workspace_status s = {0};
+    struct workspace_status s;
+    workspace_status_init(&s);
+    assert_int_equal(workspace_status_own(&s), 0);
     cJSON *j = workspace_status_to_json(&s);
     char *text = cJSON_PrintUnformatted(j);
     assert_string_equal(text, "{}");
@@ -494,7 +497,7 @@ static void test_status_equal_and_copy(void **state)
     assert_int_equal(workspace_status_copy(&a, &b), 0);
     b.accelerator_seconds_released += 0.001;
     assert_false(workspace_status_equal(&a, &b));
-    b.last_resume.seconds_to_ready = 12.4;
+    b.last_resume->seconds_to_ready = 12.4;
     b.accelerator_seconds_released = nextafter(a.accelerator_seconds_released, 1e9);
     assert_true(workspace_status_equal(&a, &b));
     workspace_status_clear(&b);
@@ -517,7 +520,7 @@ static void test_status_equal_and_copy(void **state)
 
     /* sub-second differences do not show in the encoding */
     assert_int_equal(workspace_status_copy(&a, &b), 0);
-    b.last_pause.requested_ms += 500;
+    b.last_pause->requested_ms += 500;
     assert_true(workspace_status_equal(&a, &b));
     workspace_status_clear(&b);
 
@@ -528,7 +531,9 @@ static void test_status_equal_and_copy(void **state)
 static void test_set_condition(void **state)
 {
     (void)state;
-    struct workspace_status s = {0};
+    struct workspace_status s;
+    workspace_status_init(&s);
+    assert_int_equal(workspace_status_own(&s), 0);
     assert_int_equal(
         workspace_status_set_condition(&s, "Ready", COND_FALSE, "PodPending", "waiting", 1, T0), 0);
     const struct condition *c = workspace_status_condition(&s, "Ready");
@@ -599,9 +604,9 @@ static void ledger_status(struct workspace_status *s)
     s->resumes = 2;
     s->accelerator_seconds_held = 7200.5;
     s->accelerator_held_since_ms = T0 + 3605000;
-    set_pause(&s->last_pause, T0 - 86400000, "team-b/bob-1");
+    set_pause(s->last_pause, T0 - 86400000, "team-b/bob-1");
     assert_int_equal(workspace_status_push_history(s), 0);
-    set_pause(&s->last_pause, T0, "team-b/bob-2");
+    set_pause(s->last_pause, T0, "team-b/bob-2");
     assert_int_equal(workspace_status_push_history(s), 0);
     assert_int_equal(workspace_status_sync_history(s), 0);
 }
@@ -690,7 +695,7 @@ static void test_status_ledger_round_trip(void **state)
     assert_int_equal(ws->status.n_history, 2);
     assert_string_equal(ws->status.history[1].pause.node_name, "gpu-node-1");
     assert_int_equal(ws->status.history[0].resume.ready_ms, T0 + 3612000);
-    assert_int_equal(ws->status.last_pause.node_removed_ms, T0 + 7200000);
+    assert_int_equal(ws->status.last_pause->node_removed_ms, T0 + 7200000);
     assert_true(ws->status.accelerator_seconds_held == 7200.5);
     workspace_free(ws);
     cJSON_Delete(obj);
@@ -711,14 +716,16 @@ static void test_status_ledger_round_trip(void **state)
 static void test_status_history(void **state)
 {
     (void)state;
-    struct workspace_status s = {0};
+    struct workspace_status s;
+    workspace_status_init(&s);
+    assert_int_equal(workspace_status_own(&s), 0);
     assert_null(workspace_status_last_record(&s));
     assert_int_equal(workspace_status_sync_history(&s), 0);
 
     /* at most WORKSPACE_HISTORY_MAX, the newest first */
     for (int i = 0; i < 25; i++) {
         s.pauses++;
-        set_pause(&s.last_pause, T0 + i * 3600000, "ns/p");
+        set_pause(s.last_pause, T0 + i * 3600000, "ns/p");
         assert_int_equal(workspace_status_push_history(&s), 0);
         s.resumes++;
     }
@@ -729,20 +736,20 @@ static void test_status_history(void **state)
 
     /* the record of the last pause: the same second, not the one before */
     assert_ptr_equal(workspace_status_last_record(&s), &s.history[0]);
-    s.last_pause.requested_ms += 999;
+    s.last_pause->requested_ms += 999;
     assert_ptr_equal(workspace_status_last_record(&s), &s.history[0]);
-    s.last_pause.requested_ms += 1;
+    s.last_pause->requested_ms += 1;
     assert_null(workspace_status_last_record(&s));
     assert_int_equal(workspace_status_sync_history(&s), 0); /* no record: nothing */
-    s.last_pause.requested_ms -= 1000;
+    s.last_pause->requested_ms -= 1000;
 
     /* it mirrors the pause (what is learnt later too), and the resume only
      * once that is ready */
     s.resumes = s.pauses - 1;
-    s.last_pause.accelerator_taken_ms = 0;
-    free(s.last_pause.accelerator_taken_by);
-    s.last_pause.accelerator_taken_by = NULL;
-    s.last_resume = (struct workspace_resume_timeline){.requested_ms = T0 + 30 * 3600000};
+    s.last_pause->accelerator_taken_ms = 0;
+    free(s.last_pause->accelerator_taken_by);
+    s.last_pause->accelerator_taken_by = NULL;
+    *s.last_resume = (struct workspace_resume_timeline){.requested_ms = T0 + 30 * 3600000};
     assert_int_equal(workspace_status_sync_history(&s), 0);
     assert_int_equal(s.history[0].pause.accelerator_taken_ms, 0);
     assert_null(s.history[0].pause.accelerator_taken_by);
@@ -750,10 +757,10 @@ static void test_status_history(void **state)
     s.resumes = s.pauses;
     assert_int_equal(workspace_status_sync_history(&s), 0);
     assert_int_equal(s.history[0].resume.requested_ms, 0); /* not ready yet */
-    s.last_resume.pod_created_ms = T0 + 30 * 3600000 + 1000;
-    s.last_resume.ready_ms = T0 + 30 * 3600000 + 9000;
-    s.last_resume.seconds_to_ready = 9;
-    s.last_resume.restored_from = strdup("FromSnapshot");
+    s.last_resume->pod_created_ms = T0 + 30 * 3600000 + 1000;
+    s.last_resume->ready_ms = T0 + 30 * 3600000 + 9000;
+    s.last_resume->seconds_to_ready = 9;
+    s.last_resume->restored_from = strdup("FromSnapshot");
     assert_int_equal(workspace_status_sync_history(&s), 0);
     const struct workspace_pause_record *r = &s.history[0];
     assert_int_equal(r->resume.requested_ms, T0 + 30 * 3600000);
@@ -907,10 +914,10 @@ static void test_decode_idle_errors(void **state)
 static void idle_status(struct workspace_status *s)
 {
     full_status(s);
-    s->last_pause.reason = strdup("IdleTimeout");
-    s->last_pause.message = strdup("idle for 1h0m5s (no activity since 2027-01-01T00:00:00Z, "
-                                   "jupyter), idle-after 1h; 0 connection(s)");
-    s->activity = (struct workspace_activity){
+    s->last_pause->reason = strdup("IdleTimeout");
+    s->last_pause->message = strdup("idle for 1h0m5s (no activity since 2027-01-01T00:00:00Z, "
+                                    "jupyter), idle-after 1h; 0 connection(s)");
+    *s->activity = (struct workspace_activity){
         .last_activity_ms = T0 + 7200000,
         .last_activity_source = strdup("jupyter"),
         .last_probe_ms = T0 + 7260000,
@@ -967,7 +974,7 @@ static void test_status_activity_round_trip(void **state)
     struct workspace *ws = NULL;
     assert_int_equal(workspace_decode(obj, &ws, NULL), 0);
     assert_true(workspace_status_equal(&ws->status, &s));
-    const struct workspace_activity *a = &ws->status.activity;
+    const struct workspace_activity *a = ws->status.activity;
     assert_int_equal(a->last_activity_ms, T0 + 7200000);
     assert_string_equal(a->last_activity_source, "jupyter");
     assert_int_equal(a->last_probe_ms, T0 + 7260000);
@@ -978,8 +985,8 @@ static void test_status_activity_round_trip(void **state)
     assert_int_equal(a->idle_after_seconds, 3600);
     assert_int_equal(a->keep_alive_until_ms, T0 + 3600000);
     assert_int_equal(a->keep_alive_requested_ms, T0 + 86400000);
-    assert_string_equal(ws->status.last_pause.reason, "IdleTimeout");
-    assert_string_equal(ws->status.last_pause.message, s.last_pause.message);
+    assert_string_equal(ws->status.last_pause->reason, "IdleTimeout");
+    assert_string_equal(ws->status.last_pause->message, s.last_pause->message);
     workspace_free(ws);
     cJSON_Delete(obj);
 
@@ -988,20 +995,20 @@ static void test_status_activity_round_trip(void **state)
     struct workspace_status c;
     assert_int_equal(workspace_status_copy(&s, &c), 0);
     assert_true(workspace_status_equal(&s, &c));
-    assert_ptr_not_equal(c.activity.last_activity_source, s.activity.last_activity_source);
-    assert_ptr_not_equal(c.last_pause.message, s.last_pause.message);
-    c.activity.pause_at_ms = 0;
+    assert_ptr_not_equal(c.activity->last_activity_source, s.activity->last_activity_source);
+    assert_ptr_not_equal(c.last_pause->message, s.last_pause->message);
+    c.activity->pause_at_ms = 0;
     assert_false(workspace_status_equal(&s, &c));
     workspace_status_clear(&c);
     assert_int_equal(workspace_status_copy(&s, &c), 0);
-    free(c.last_pause.reason);
-    c.last_pause.reason = strdup("User");
+    free(c.last_pause->reason);
+    c.last_pause->reason = strdup("User");
     assert_false(workspace_status_equal(&s, &c));
     workspace_status_clear(&c);
 
     /* an empty record is left out */
-    struct workspace_status empty = {0};
-    empty.activity.idle_after_seconds = 0;
+    struct workspace_status empty;
+    workspace_status_init(&empty);
     cJSON *j = workspace_status_to_json(&empty);
     assert_null(cJSON_GetObjectItem(j, "activity"));
     cJSON_Delete(j);
@@ -1017,13 +1024,13 @@ static void test_status_activity_lenient(void **state)
                "\"lastActivitySource\":7,\"pauseAt\":3,\"idleAfterSeconds\":\"1h\"},"
                "\"lastPause\":{\"reason\":[],\"message\":\"m\"}}}",
                0, NULL);
-    const struct workspace_activity *a = &ws->status.activity;
+    const struct workspace_activity *a = ws->status.activity;
     assert_int_equal(a->last_activity_ms, 0);
     assert_null(a->last_activity_source);
     assert_int_equal(a->pause_at_ms, 0);
     assert_int_equal(a->idle_after_seconds, 0);
-    assert_null(ws->status.last_pause.reason);
-    assert_string_equal(ws->status.last_pause.message, "m");
+    assert_null(ws->status.last_pause->reason);
+    assert_string_equal(ws->status.last_pause->message, "m");
     workspace_free(ws);
 }
 
