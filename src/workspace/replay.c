@@ -20,7 +20,9 @@
  * deletion, comes this much later. */
 #define FOLLOW_UP_MS 1000
 
+/* A slot for a pod; the pod's strings point into it, so it never moves. */
 struct sim_pod {
+    int live;
     struct workspace_pod pod;
     char name[NAME_SIZE], uid[NAME_SIZE], snapshot[NAME_SIZE], group[NAME_SIZE];
     int64_t ready_at_ms;
@@ -36,7 +38,6 @@ struct world {
     struct workspace *ws;
     struct workspace_pvc pvc;
     struct sim_pod pods[MAX_PODS];
-    size_t n_pods;
     struct sim_snapshot snaps[MAX_SNAPSHOTS];
     size_t n_snaps;
     int64_t now;
@@ -127,18 +128,23 @@ static int world_init(struct world *w, const struct replay_input *in)
 
 static struct sim_pod *find_pod(struct world *w, const char *name)
 {
-    for (size_t i = 0; i < w->n_pods; i++)
-        if (strcmp(w->pods[i].name, name) == 0)
+    for (size_t i = 0; i < MAX_PODS; i++)
+        if (w->pods[i].live && strcmp(w->pods[i].name, name) == 0)
             return &w->pods[i];
     return NULL;
 }
 
 static void add_pod(struct world *w, const struct action *a)
 {
-    if (find_pod(w, a->name) || w->n_pods == MAX_PODS)
+    if (find_pod(w, a->name))
         return; /* AlreadyExists */
-    struct sim_pod *s = &w->pods[w->n_pods++];
-    *s = (struct sim_pod){0};
+    struct sim_pod *s = NULL;
+    for (size_t i = 0; i < MAX_PODS && !s; i++)
+        if (!w->pods[i].live)
+            s = &w->pods[i];
+    if (!s)
+        return;
+    *s = (struct sim_pod){.live = 1};
     snprintf(s->name, sizeof(s->name), "%s", a->name);
     snprintf(s->uid, sizeof(s->uid), "uid-%lld", (long long)++w->uids);
     if (a->snapshot)
@@ -169,19 +175,12 @@ static void add_pod(struct world *w, const struct action *a)
 /* Pods reach their ready time; deleted ones are gone. */
 static void advance_pods(struct world *w)
 {
-    for (size_t i = 0; i < w->n_pods;) {
+    for (size_t i = 0; i < MAX_PODS; i++) {
         struct sim_pod *s = &w->pods[i];
+        if (!s->live)
+            continue;
         if (s->pod.deletion_ms && w->now >= s->pod.deletion_ms + FOLLOW_UP_MS) {
-            memmove(s, s + 1, (w->n_pods - i - 1) * sizeof(*s));
-            w->n_pods--;
-            /* the struct moved: its strings point into the old place */
-            for (size_t k = i; k < w->n_pods; k++) {
-                struct sim_pod *m = &w->pods[k];
-                m->pod.name = m->name;
-                m->pod.uid = m->uid;
-                m->pod.snapshot = m->pod.snapshot ? m->snapshot : NULL;
-                m->pod.group = m->pod.group ? m->group : NULL;
-            }
+            s->live = 0;
             continue;
         }
         if (!s->pod.ready && !s->pod.deletion_ms && w->now >= s->ready_at_ms) {
@@ -194,7 +193,6 @@ static void advance_pods(struct world *w)
                 s->pod.restored_ms = s->ready_at_ms;
             }
         }
-        i++;
     }
 }
 
@@ -277,8 +275,8 @@ static void probe_round(struct world *w)
 
 static const struct sim_pod *ready_pod(const struct world *w)
 {
-    for (size_t i = 0; i < w->n_pods; i++)
-        if (w->pods[i].pod.ready && !w->pods[i].pod.deletion_ms)
+    for (size_t i = 0; i < MAX_PODS; i++)
+        if (w->pods[i].live && w->pods[i].pod.ready && !w->pods[i].pod.deletion_ms)
             return &w->pods[i];
     return NULL;
 }
@@ -362,8 +360,10 @@ static void apply(struct world *w, const struct decide_output *o)
 static int decide_once(struct world *w, struct replay_result *res, struct decide_output *o)
 {
     const struct workspace_pod *pods[MAX_PODS];
-    for (size_t i = 0; i < w->n_pods; i++)
-        pods[i] = &w->pods[i].pod;
+    size_t n_pods = 0;
+    for (size_t i = 0; i < MAX_PODS; i++)
+        if (w->pods[i].live)
+            pods[n_pods++] = &w->pods[i].pod;
     const struct workspace_class *c = w->in->cls;
     struct decide_node node = {"replay-node", c->product};
     struct snapshot_view view, list[MAX_SNAPSHOTS];
@@ -384,7 +384,7 @@ static int decide_once(struct world *w, struct replay_result *res, struct decide
         .ws = w->ws,
         .cls = c,
         .pods = pods,
-        .n_pods = w->n_pods,
+        .n_pods = n_pods,
         .pvc = &w->pvc,
         .now_ms = w->now,
         .activity = w->has_obs ? &w->obs : NULL,
@@ -421,8 +421,8 @@ static void account(struct world *w, struct replay_result *res, int64_t from, in
     double s = (double)(to - from) / 1000.0;
     unsigned use = use_at(w->in, from);
     int held = 0;
-    for (size_t i = 0; i < w->n_pods; i++)
-        held |= w->pods[i].pod.scheduled;
+    for (size_t i = 0; i < MAX_PODS; i++)
+        held |= w->pods[i].live && w->pods[i].pod.scheduled;
     int count = w->in->cls->has_accelerator ? w->in->cls->accelerator_count : 0;
     if (use)
         res->in_use_s += s;
@@ -519,8 +519,10 @@ int replay_run(const struct replay_input *in, struct replay_result *out)
         if ((o.status_changed || o.n_actions) && w.now + FOLLOW_UP_MS < next)
             next = w.now + FOLLOW_UP_MS;
         decide_output_clear(&o);
-        for (size_t i = 0; i < w.n_pods; i++) {
+        for (size_t i = 0; i < MAX_PODS; i++) {
             const struct sim_pod *p = &w.pods[i];
+            if (!p->live)
+                continue;
             int64_t t = p->pod.deletion_ms ? p->pod.deletion_ms + FOLLOW_UP_MS
                         : p->pod.ready     ? INT64_MAX
                                            : p->ready_at_ms;
