@@ -5,7 +5,7 @@
  * tables below, so a new status field is one line in the table of the JSON
  * object it belongs to (src/workspace/status_fields.c), plus the CRD schema
  * and docs/api.md. Equality needs nothing: two statuses are equal when they
- * encode the same (workspace_status_equal()).
+ * encode the same (workspace_status_equal(), status_fields_same()).
  *
  * Ownership: the tables are static and read-only. A struct walked by a
  * table owns every string and list the table names; the walkers below never
@@ -87,6 +87,12 @@ int status_fields_decode_noting(const struct status_field *t, const cJSON *o, vo
 /* Adds the fields of table t in base to the JSON object o. Returns 0 or
  * -ENOMEM (o then holds part of them; the caller deletes it). */
 int status_fields_encode(const struct status_field *t, const void *base, cJSON *o);
+
+/* Whether a and b, both described by t, encode to the same JSON
+ * (status_fields_encode()), without building it: allocates nothing
+ * (unless a list to be ordered has more than 32 elements; out of memory
+ * then reads as "different"). */
+int status_fields_same(const struct status_field *t, const void *a, const void *b);
 
 /* Frees every string, list and block table t names in base; does not zero
  * base, but points each block at its empty one. */

@@ -759,6 +759,184 @@ int status_fields_encode(const struct status_field *t, const void *base, cJSON *
     return w.oom ? -ENOMEM : 0;
 }
 
+/* ---- equality ---- */
+
+/* Each comparison below says whether the two values encode the same (as
+ * encode_fields() writes them), without building the JSON: a reconcile
+ * compares the status it decided with the one it read, and most are
+ * equal. */
+
+static int str_same(const char *a, const char *b, int text)
+{
+    if (!text) {
+        a = a && a[0] ? a : NULL;
+        b = b && b[0] ? b : NULL;
+    } else {
+        a = a ? a : "";
+        b = b ? b : "";
+    }
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static int time_same(int64_t a, int64_t b, int micro)
+{
+    if (a == b)
+        return 1;
+    char ta[TIMEFMT_RFC3339_MICRO_SIZE] = "", tb[TIMEFMT_RFC3339_MICRO_SIZE] = "";
+    int (*fmt)(int64_t, char *, size_t) =
+        micro ? timefmt_format_rfc3339_micro : timefmt_format_rfc3339;
+    if (a && fmt(a, ta, sizeof(ta)) < 0)
+        ta[0] = '\0';
+    if (b && fmt(b, tb, sizeof(tb)) < 0)
+        tb[0] = '\0';
+    return strcmp(ta, tb) == 0;
+}
+
+/* Two numbers cJSON writes alike: printed into buffers of our own (a
+ * cJSON number item on the stack, cJSON_PrintPreallocated()), so whatever
+ * precision cJSON uses decides, as it does for the JSON. */
+static int number_same(double a, double b)
+{
+    if (a == b && !signbit(a) == !signbit(b))
+        return 1;
+    char ta[64], tb[64];
+    cJSON na = {.type = cJSON_Number}, nb = {.type = cJSON_Number};
+    cJSON_SetNumberValue(&na, a);
+    cJSON_SetNumberValue(&nb, b);
+    if (!cJSON_PrintPreallocated(&na, ta, sizeof(ta), 0) ||
+        !cJSON_PrintPreallocated(&nb, tb, sizeof(tb), 0))
+        return 0;
+    return strcmp(ta, tb) == 0;
+}
+
+/* A double as put_double() (or, always, put_number()) writes it: omitted
+ * when 0 or not finite. */
+static int double_same(double a, double b, int always)
+{
+    int ha = isfinite(a) && (always || a != 0), hb = isfinite(b) && (always || b != 0);
+    return ha == hb && (!ha || number_same(a, b));
+}
+
+static int fields_same(const struct status_field *t, const void *a, const void *b);
+
+#define MAX_SORTED_ON_STACK 32
+
+static int list_same(const struct status_field *f, const void *a, const void *b)
+{
+    size_t na = *AT_CONST(a, f->count, size_t), nb = *AT_CONST(b, f->count, size_t);
+    if (f->max && na > f->max)
+        na = f->max;
+    if (f->max && nb > f->max)
+        nb = f->max;
+    if (na != nb)
+        return 0;
+    const char *ia = *AT_CONST(a, f->off, char *), *ib = *AT_CONST(b, f->off, char *);
+    if (f->kind != SF_CONDITIONS) {
+        for (size_t i = 0; i < na; i++)
+            if (!fields_same(f->sub, ia + i * f->size, ib + i * f->size))
+                return 0;
+        return 1;
+    }
+    /* Conditions are written in a fixed order, not as stored. */
+    const void *stack[2 * MAX_SORTED_ON_STACK];
+    const void **oa = stack, **ob = stack + MAX_SORTED_ON_STACK;
+    const void **heap = NULL;
+    if (na > MAX_SORTED_ON_STACK) {
+        if (!(heap = calloc(2 * na, sizeof(*heap))))
+            return 0; /* out of memory reads as "different": a write is always safe */
+        oa = heap;
+        ob = heap + na;
+    }
+    for (size_t i = 0; i < na; i++) {
+        oa[i] = ia + i * f->size;
+        ob[i] = ib + i * f->size;
+    }
+    qsort(oa, na, sizeof(*oa), condition_cmp);
+    qsort(ob, na, sizeof(*ob), condition_cmp);
+    int same = 1;
+    for (size_t i = 0; i < na && same; i++)
+        same = fields_same(f->sub, oa[i], ob[i]);
+    free(heap);
+    return same;
+}
+
+static int fields_same(const struct status_field *t, const void *a, const void *b)
+{
+    for (; t->kind != SF_END; t++) {
+        if (t->kind == SF_INLINE) {
+            if (!fields_same(t->sub, AT_CONST(a, t->off, char), AT_CONST(b, t->off, char)))
+                return 0;
+            continue;
+        }
+        if (!t->key)
+            continue;
+        int same = 1;
+        switch (t->kind) {
+        case SF_STR:
+        case SF_TEXT:
+            same = str_same(*AT_CONST(a, t->off, char *), *AT_CONST(b, t->off, char *),
+                            t->kind == SF_TEXT);
+            break;
+        case SF_TIME:
+        case SF_TIME_MICRO:
+            same = time_same(*AT_CONST(a, t->off, int64_t), *AT_CONST(b, t->off, int64_t),
+                             t->kind == SF_TIME_MICRO);
+            break;
+        case SF_INT64: {
+            int64_t x = *AT_CONST(a, t->off, int64_t), y = *AT_CONST(b, t->off, int64_t);
+            same = x == y || (x && y && number_same((double)x, (double)y));
+            break;
+        }
+        case SF_INT:
+            same = *AT_CONST(a, t->off, int) == *AT_CONST(b, t->off, int);
+            break;
+        case SF_BOOL:
+            same = !*AT_CONST(a, t->off, int) == !*AT_CONST(b, t->off, int);
+            break;
+        case SF_DOUBLE:
+            same = double_same(*AT_CONST(a, t->off, double), *AT_CONST(b, t->off, double), 0);
+            break;
+        case SF_FIGURE: {
+            int ha = *AT_CONST(a, t->when, int64_t) != 0, hb = *AT_CONST(b, t->when, int64_t) != 0;
+            same = ha == hb && (!ha || double_same(*AT_CONST(a, t->off, double),
+                                                   *AT_CONST(b, t->off, double), 1));
+            break;
+        }
+        case SF_STATE:
+            same = str_same(workspace_state_name(*AT_CONST(a, t->off, enum workspace_state)),
+                            workspace_state_name(*AT_CONST(b, t->off, enum workspace_state)), 0);
+            break;
+        case SF_COND_STATUS:
+            same =
+                strcmp(workspace_condition_status_name(*AT_CONST(a, t->off, enum condition_status)),
+                       workspace_condition_status_name(
+                           *AT_CONST(b, t->off, enum condition_status))) == 0;
+            break;
+        case SF_OBJECT:
+            same = fields_same(t->sub, a, b);
+            break;
+        case SF_BLOCK:
+            same = fields_same(t->sub, read_block(t, a), read_block(t, b));
+            break;
+        case SF_LIST:
+        case SF_CONDITIONS:
+            same = list_same(t, a, b);
+            break;
+        case SF_END:
+        case SF_INLINE:
+            break;
+        }
+        if (!same)
+            return 0;
+    }
+    return 1;
+}
+
+int status_fields_same(const struct status_field *t, const void *a, const void *b)
+{
+    return fields_same(t, a, b);
+}
+
 /* ---- memory ---- */
 
 void status_fields_clear(const struct status_field *t, void *base)

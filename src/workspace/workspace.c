@@ -531,18 +531,7 @@ int workspace_status_sync_history(struct workspace_status *s)
 
 int workspace_status_equal(const struct workspace_status *a, const struct workspace_status *b)
 {
-    cJSON *ja = workspace_status_to_json(a);
-    cJSON *jb = workspace_status_to_json(b);
-    char *sa = ja ? cJSON_PrintUnformatted(ja) : NULL;
-    char *sb = jb ? cJSON_PrintUnformatted(jb) : NULL;
-    /* Out of memory reads as "different": the caller then writes the status,
-     * which is always safe. */
-    int eq = sa && sb && strcmp(sa, sb) == 0;
-    cJSON_free(sa);
-    cJSON_free(sb);
-    cJSON_Delete(ja);
-    cJSON_Delete(jb);
-    return eq;
+    return status_fields_same(workspace_status_fields, a, b);
 }
 
 /* ---- conditions ---- */

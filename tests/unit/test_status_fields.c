@@ -6,6 +6,7 @@
  * leak checker of the sanitized build). A field added to the table is
  * covered here without a line of test.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -285,11 +286,178 @@ static void test_absent_blocks(void **state)
     workspace_free(b);
 }
 
+/* ---- equality without JSON ---- */
+
+#define VARIANTS 6
+
+/* Gives the field its variant v (0: the zero) of values that encode alike
+ * or not in the ways that matter: "" and NULL, times within one second,
+ * -0.0 and 0, NaN, integers a double cannot tell apart. Returns 0 when the
+ * kind has no variant v. */
+static int set_variant(void *base, const struct status_field *f, int v)
+{
+    static const char *const strs[] = {NULL, "", "a", "b"};
+    static const int64_t times[] = {0, 1798761600000, 1798761600400, 1798761601000, 999, 1};
+    static const int64_t ints[] = {
+        0, 1, 42, 9007199254740992, 9007199254740993, 100000000000000016};
+    static const int smalls[] = {0, 1, 2, -1};
+    const double doubles[] = {0.0, -0.0, NAN, 2.5, 2.5000000000000004, 1e300};
+    switch (f->kind) {
+    case SF_STR:
+    case SF_TEXT:
+        if (v >= 4)
+            return 0;
+        free(*AT(base, f->off, char *));
+        *AT(base, f->off, char *) = strs[v] ? strdup(strs[v]) : NULL;
+        return 1;
+    case SF_TIME:
+    case SF_TIME_MICRO:
+        *AT(base, f->off, int64_t) = times[v];
+        return 1;
+    case SF_INT64:
+        *AT(base, f->off, int64_t) = ints[v];
+        return 1;
+    case SF_INT:
+    case SF_BOOL:
+        if (v >= 4)
+            return 0;
+        *AT(base, f->off, int) = smalls[v];
+        return 1;
+    case SF_DOUBLE:
+    case SF_FIGURE:
+        *AT(base, f->off, double) = doubles[v];
+        return 1;
+    case SF_STATE:
+        if (v >= 4)
+            return 0;
+        *AT(base, f->off, enum workspace_state) = (enum workspace_state)(v == 3   ? 99
+                                                                         : v == 2 ? WS_STATE_RUNNING
+                                                                                  : v);
+        return 1;
+    case SF_COND_STATUS:
+        if (v >= 4)
+            return 0;
+        *AT(base, f->off, enum condition_status) = (enum condition_status)(v == 3 ? 7 : v);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static char *encoded(const struct workspace_status *s)
+{
+    cJSON *j = workspace_status_to_json(s);
+    assert_non_null(j);
+    char *text = cJSON_PrintUnformatted(j);
+    assert_non_null(text);
+    cJSON_Delete(j);
+    return text;
+}
+
+/* Every pair of variants of the field: equal exactly when the JSON is. */
+static size_t check_pairs(const struct path *p)
+{
+    const struct status_field *f = p->step[p->depth - 1];
+    size_t pairs = 0;
+    for (int va = 0; va < VARIANTS; va++)
+        for (int vb = 0; vb < VARIANTS; vb++) {
+            struct workspace_status a, b;
+            baseline(&a, p);
+            baseline(&b, p);
+            int ok = set_variant(holder(&a, p, 0), f, va) && set_variant(holder(&b, p, 0), f, vb);
+            if (ok) {
+                char *ja = encoded(&a), *jb = encoded(&b);
+                int want = strcmp(ja, jb) == 0;
+                if (workspace_status_equal(&a, &b) != want)
+                    fail_msg("%s: variants %d and %d encode %s (%s, %s), equality says otherwise",
+                             p->name, va, vb, want ? "alike" : "differently", ja, jb);
+                free(ja);
+                free(jb);
+                pairs++;
+            }
+            workspace_status_clear(&a);
+            workspace_status_clear(&b);
+        }
+    return pairs;
+}
+
+static size_t walk_pairs(const struct status_field *t, struct path *p)
+{
+    size_t pairs = 0;
+    size_t len = strlen(p->name);
+    for (; t->kind != SF_END; t++) {
+        p->step[p->depth++] = t;
+        if (t->kind != SF_INLINE)
+            snprintf(p->name + len, sizeof(p->name) - len, "%s%s", len ? "." : "",
+                     t->key ? t->key : "(not encoded)");
+        if (t->kind == SF_OBJECT || t->kind == SF_BLOCK || t->kind == SF_INLINE ||
+            t->kind == SF_LIST || t->kind == SF_CONDITIONS)
+            pairs += walk_pairs(t->sub, p);
+        else if (t->key)
+            pairs += check_pairs(p);
+        p->depth--;
+        p->name[len] = '\0';
+    }
+    return pairs;
+}
+
+/* workspace_status_equal() compares field by field, without building the
+ * JSON: it must say "equal" exactly when the two encode the same. */
+static void test_equal_as_encoded(void **state)
+{
+    (void)state;
+    struct path p = {0};
+    assert_true(walk_pairs(workspace_status_fields, &p) >= 1000);
+}
+
+static void add_cond(struct workspace_status *s, const char *type, enum condition_status cs)
+{
+    struct condition *c = realloc(s->conditions, (s->n_conditions + 1) * sizeof(*c));
+    assert_non_null(c);
+    s->conditions = c;
+    c[s->n_conditions++] =
+        (struct condition){.type = strdup(type), .status = cs, .reason = strdup("R")};
+}
+
+/* Conditions are written in a fixed order, whatever order they are kept in;
+ * a list longer than fits on the stack is compared too. */
+static void test_equal_conditions_in_any_order(void **state)
+{
+    (void)state;
+    struct workspace_status a, b;
+    workspace_status_init(&a);
+    workspace_status_init(&b);
+    const char *types[] = {"Zeta", "Ready", "Idle", "Valid", "Available"};
+    for (size_t i = 0; i < 5; i++) {
+        add_cond(&a, types[i], COND_TRUE);
+        add_cond(&b, types[4 - i], COND_TRUE);
+    }
+    assert_true(workspace_status_equal(&a, &b));
+    b.conditions[0].status = COND_FALSE;
+    assert_false(workspace_status_equal(&a, &b));
+    b.conditions[0].status = COND_TRUE;
+    char type[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(type, sizeof(type), "T%02d", i);
+        add_cond(&a, type, COND_TRUE);
+        snprintf(type, sizeof(type), "T%02d", 39 - i);
+        add_cond(&b, type, COND_TRUE);
+    }
+    assert_true(workspace_status_equal(&a, &b));
+    free(b.conditions[44].reason);
+    b.conditions[44].reason = strdup("Other");
+    assert_false(workspace_status_equal(&a, &b));
+    workspace_status_clear(&a);
+    workspace_status_clear(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_field),
         cmocka_unit_test(test_absent_blocks),
+        cmocka_unit_test(test_equal_as_encoded),
+        cmocka_unit_test(test_equal_conditions_in_any_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
