@@ -67,6 +67,11 @@ const struct activity_observation *activity_tracker_observation(struct activity_
  * pauses of classes naming it wait: the Idle condition says why). */
 const struct tz *activity_tracker_zone(struct activity_tracker *t, const char *name);
 
+/* Why the zone for name cannot be loaded ("no such zone ..."), NULL while
+ * it loads, once loaded, or before activity_tracker_zone() asked for it.
+ * Owned by the tracker. */
+const char *activity_tracker_zone_error(struct activity_tracker *t, const char *name);
+
 /* After a decision on key: probe it (wanted) with this class and pod, or
  * stop. probe_now asks for a round at once (a pause is due). */
 void activity_tracker_update(struct activity_tracker *t, const char *key,

@@ -56,7 +56,8 @@ struct reconciler_stats {
     uint64_t errors;
     uint64_t status_writes;
     uint64_t actions;
-    uint64_t auto_pauses; /* idle workspaces paused */
+    uint64_t auto_pauses;  /* idle workspaces paused */
+    uint64_t auto_resumes; /* workspaces resumed ahead of their owners */
 };
 
 struct reconciler;

@@ -33,6 +33,14 @@ MUST_USE int writes_status_object(const char *name, const char *ns, const char *
  * resourceVersion, or -ENOMEM. */
 MUST_USE int writes_finalizer_patch(const cJSON *meta, int add, char **ret_text);
 
+/* The merge patch of a pre-warm on resourceVersion rv: spec.paused false
+ * and the annotations PREWARMED_AT_ANNOTATION (at_ms) and
+ * PREWARM_FOR_ANNOTATION (for_ms, the owner's time), RFC 3339 with
+ * microseconds. Returns 0 and *ret_text, -EINVAL when rv is NULL or empty
+ * or a time cannot be written, or -ENOMEM. */
+MUST_USE int writes_auto_resume_patch(const char *rv, int64_t at_ms, int64_t for_ms,
+                                      char **ret_text);
+
 /* The merge patch of an automatic pause on resourceVersion rv: spec.paused
  * true and the annotations AUTO_PAUSED_AT_ANNOTATION (at_ms, RFC 3339 with
  * microseconds) and AUTO_PAUSE_REASON_ANNOTATION (reason, NULL: "idle").

@@ -73,6 +73,25 @@ struct idle_class_policy {
     struct pause_schedule schedule; /* no windows: any time */
 };
 
+/* Resuming a paused workspace ahead of its owner (spec.preWarm;
+ * docs/idle.md, "Ready before you are"). Not enabled: a workspace's
+ * spec.preWarm is refused, with a condition saying so. */
+struct prewarm_class_policy {
+    int enabled;
+    /* How long before the owner's time the resume starts; 0: twice the
+     * workspace's last measured time to ready, at least
+     * PREWARM_MIN_DEFAULT_LEAD_MS (PREWARM_FIRST_LEAD_MS before any). */
+    int64_t lead_ms;
+    int64_t max_concurrent;  /* pre-warms of the class starting at once */
+    int64_t skip_after_days; /* none after this many days without a person's use */
+    /* A pre-warmed workspace nobody used is not paused for idleness
+     * before the owner's time plus this. */
+    int64_t grace_ms;
+};
+
+#define PREWARM_MIN_DEFAULT_LEAD_MS (5 * 60 * 1000)
+#define PREWARM_FIRST_LEAD_MS (15 * 60 * 1000)
+
 enum snapshot_backend_kind {
     SNAPSHOT_BACKEND_NONE, /* files and the application's checkpoint only */
     SNAPSHOT_BACKEND_GKE,  /* GKE Pod Snapshots (podsnapshot.gke.io) */
@@ -164,6 +183,7 @@ struct workspace_class {
     struct activity_config activity;
     struct idle_class_policy idle;
     struct snapshot_config snapshot;
+    struct prewarm_class_policy prewarm;
 };
 
 /* Decodes a WorkspaceClass object, applying the defaults of docs/api.md

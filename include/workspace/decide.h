@@ -94,6 +94,17 @@ struct decide_input {
     /* The request to the application to write its checkpoint; NULL: none
      * known to this process (none made, or made before a restart). */
     const struct app_checkpoint_seen *app_checkpoint;
+    /* spec.preWarm's time zone; NULL: not loaded, yet or (prewarm_zone_error
+     * says why) at all. */
+    const struct tz *prewarm_zone;
+    const char *prewarm_zone_error;
+    /* The class's pre-warms that are starting (resumed ahead of their
+     * owners, not ready yet), other than this workspace's; and whether a
+     * person's resume (of any class) waits for capacity of the class's
+     * accelerator: pre-warms give way to it (docs/idle.md, "Ready before
+     * you are"). */
+    size_t class_prewarms_starting;
+    int person_waiting;
 };
 
 enum action_type {
@@ -111,6 +122,9 @@ enum action_type {
     ACTION_SNAPSHOT_BEGIN,   /* name: the attempt's handle; the backend snapshots the pod
                                 status.podName names (docs/snapshots.md) */
     ACTION_SNAPSHOT_DELETE,  /* name: a snapshot the backend removes, with what made it */
+    ACTION_AUTO_RESUME,      /* time_ms, for_ms, message: set spec.paused false with the
+                                pre-warm annotations, in one write guarded by
+                                resourceVersion (spec.preWarm) */
     ACTION_APP_CHECKPOINT,   /* name: the snapshot attempt's handle; time_ms: the deadline.
                                 Ask the application in the pod status.podName names to write
                                 its checkpoint (the class's checkpoint.request), unless a
@@ -126,6 +140,7 @@ struct action {
     char *reason;
     char *message;
     int64_t time_ms;
+    int64_t for_ms; /* AutoResume: the owner's time it is for */
     char *snapshot;
     char *product;
     int capacity_fallback;
@@ -162,6 +177,13 @@ struct decide_output {
  * DECIDE_MAX_ACTIONS, which the rules never produce). On failure *out is
  * left cleared. */
 int workspace_decide(const struct decide_input *in, struct decide_output *out);
+
+/* How long before the owner's time a pre-warm of a workspace with status st
+ * starts (docs/idle.md, "Ready before you are"): the class's preWarm.lead,
+ * else twice the last measured time to ready in whole minutes, at least
+ * PREWARM_MIN_DEFAULT_LEAD_MS, PREWARM_FIRST_LEAD_MS before any. */
+int64_t workspace_prewarm_lead(const struct workspace_class *cls,
+                               const struct workspace_status *st);
 
 /* Releases what *out owns (its status and the actions' strings) and zeroes
  * it; accepts NULL and a cleared output. */

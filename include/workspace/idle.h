@@ -71,9 +71,12 @@ struct idle_input {
     const char *recorded_source;            /* status.activity.lastActivitySource */
     int64_t annotated_activity_ms;          /* the last-activity annotation, 0: none */
     int64_t keep_alive_until_ms;            /* bounded (idle_keep_alive_bound), 0: none */
-    int announced;                          /* Idle is True with reason PauseScheduled */
-    int64_t announced_pause_at_ms;          /* status.activity.pauseAt */
-    int64_t announced_idle_since_ms;        /* status.activity.idleSince */
+    /* A pre-warm nobody used yet counts as activity until this time
+     * (decide_prewarm_hold()), 0: none. */
+    int64_t prewarm_hold_ms;
+    int announced;                   /* Idle is True with reason PauseScheduled */
+    int64_t announced_pause_at_ms;   /* status.activity.pauseAt */
+    int64_t announced_idle_since_ms; /* status.activity.idleSince */
 };
 
 enum idle_state {

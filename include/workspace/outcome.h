@@ -72,6 +72,11 @@ struct workspace_outcome {
 
     /* The claim that held home was seen gone. */
     int home_lost;
+
+    /* A pre-warm settled: "used", "unused" or "yielded"; "" for none. And
+     * one became ready before its owner's time. */
+    char prewarm[OUTCOME_REASON_SIZE];
+    int prewarm_ready_in_time;
 };
 
 /* Compares the status read (old) with the status decided; now_ms is the

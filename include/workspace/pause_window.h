@@ -80,4 +80,13 @@ int pause_window_parse_day(const char *s, int *ret_wday, char **ret_err);
 int pause_schedule_next(const struct pause_schedule *s, const struct tz *z, int64_t now_ms,
                         int *ret_allowed, int64_t *ret_change_ms);
 
+/* The first instant after after_ms (Unix ms) at which the clock of zone z
+ * shows minute (after local midnight, 0..1439) on one of days (bits as
+ * pause_window.days; 0: every day), read the way a window's start is (a
+ * time the clock skips counts from the moment it jumps past it). Returns 0
+ * with *ret_ms, -EINVAL (NULL argument, a minute or days bit out of range)
+ * or -ERANGE (after_ms within 10 days of the ends of tz's range). */
+int local_time_next(unsigned days, int minute, const struct tz *z, int64_t after_ms,
+                    int64_t *ret_ms);
+
 #endif

@@ -65,7 +65,15 @@ struct replay_input {
     size_t n_spans;
     struct replay_times times;
     int64_t idle_after_ms; /* the workspace's spec.idle.after, 0: the class's */
+    /* The workspace's spec.preWarm (copied), NULL: none; and its zone,
+     * NULL: UTC. */
+    const struct workspace_prewarm *prewarm;
+    const struct tz *prewarm_zone;
 };
+
+/* A person who comes after this long without anyone at the notebook comes
+ * for the first time that day. */
+#define REPLAY_FIRST_ARRIVAL_GAP_MS (4 * 60 * 60 * 1000)
 
 /* A person who resumes a workspace this soon after its pause completed was
  * interrupted by it. */
@@ -86,6 +94,12 @@ struct replay_result {
     double restore_s;      /* spent starting pods, created to ready */
     double waited_s;       /* people waited for a resume they asked for, asked to ready */
     int64_t steps;         /* decide() calls */
+    /* People arriving after REPLAY_FIRST_ARRIVAL_GAP_MS away, and of those,
+     * how many found the notebook ready (a pre-warm's aim). */
+    int64_t first_arrivals;
+    int64_t first_arrivals_ready;
+    /* status.preWarm at the end: begun, used, unused, yielded. */
+    int64_t prewarms, prewarms_used, prewarms_unused, prewarms_yielded;
 };
 
 /* Replays in. Returns 0, -EINVAL (no class, an empty window, a span out of

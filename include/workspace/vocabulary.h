@@ -52,7 +52,8 @@
     X(IDLE_POLICY, "IdlePolicy", "is the workspace's own idle time accepted (with spec.idle)")     \
     X(SNAPSHOT_READY, "SnapshotReady", "the snapshot of the current pause")                        \
     X(SNAPSHOT_CLEANUP, "SnapshotCleanup", "snapshots that do not go away")                        \
-    X(ACTION_FAILED, "ActionFailed", "something the controller must do keeps failing")
+    X(ACTION_FAILED, "ActionFailed", "something the controller must do keeps failing")             \
+    X(PRE_WARM, "PreWarm", "is a resume ahead of the owner planned (with spec.preWarm)")
 
 /* status.conditions[].reason, of every condition type. */
 #define WS_REASONS(X)                                                                              \
@@ -103,6 +104,8 @@
     /* Idle */                                                                                     \
     X(ACTIVE, "Active", "in use")                                                                  \
     X(KEEP_ALIVE, "KeepAlive", "spec.keepAliveUntil holds pauses off")                             \
+    X(PRE_WARMED, "PreWarmed",                                                                     \
+      "resumed ahead of its owner: held until the owner's time and grace")                         \
     X(MIN_RUNNING, "MinRunning", "recently started: no automatic pause before idle.minRunning")    \
     X(PAUSE_SCHEDULED, "PauseScheduled", "idle; the pause is announced")                           \
     X(OUTSIDE_PAUSE_WINDOW, "OutsidePauseWindow", "idle, but the class's pause windows are shut")  \
@@ -110,12 +113,19 @@
     X(NO_ACTIVITY_SOURCE, "NoActivitySource", "the class has no application probe and no GPU")     \
     X(PROBING, "Probing", "waiting for the first probe round since the start")                     \
     X(PROBE_FAILED, "ProbeFailed", "the last probe round failed; a failed probe never pauses")     \
-    X(TIME_ZONE_UNAVAILABLE, "TimeZoneUnavailable", "the pause windows' time zone cannot load")    \
+    X(TIME_ZONE_UNAVAILABLE, "TimeZoneUnavailable",                                                \
+      "a time zone (pause windows, preWarm) is not loaded")                                        \
     /* ActivityProbe; Failed also SnapshotReady */                                                 \
     X(SUCCEEDED, "Succeeded", "the last probe round answered")                                     \
     X(FAILED, "Failed", "the probe did not answer, or the backend reports the snapshot failed")    \
     /* IdlePolicy (and Accepted) */                                                                \
     X(OUT_OF_BOUNDS, "OutOfBounds", "spec.idle.after is outside the class's bounds")               \
+    /* PreWarm */                                                                                  \
+    X(PLANNED, "Planned", "a resume ahead of the owner is planned at status.preWarm.nextAt")       \
+    X(PRE_WARMING, "PreWarming", "resumed ahead of the owner; not ready yet")                      \
+    X(NOT_ALLOWED, "NotAllowed", "the class does not allow spec.preWarm")                          \
+    X(SKIPPED, "Skipped", "no person used it for the class's preWarm.skipAfterDays")               \
+    X(WAITING_FOR_TURN, "WaitingForTurn", "other pre-warms, or a person's resume, go first")       \
     /* SnapshotReady */                                                                            \
     X(CHECKPOINTING, "Checkpointing", "the application is asked to write its checkpoint")          \
     X(CANCELLED, "Cancelled", "unpaused, or the pod went, while the checkpoint was asked for")     \
@@ -133,6 +143,7 @@
     X(CREATE_POD, "CreatePod", "the pod cannot be created")                                        \
     X(DELETE_POD, "DeletePod", "the pod cannot be deleted")                                        \
     X(AUTO_PAUSE, "AutoPause", "the automatic pause cannot be written into spec.paused")           \
+    X(AUTO_RESUME, "AutoResume", "the pre-warm cannot be written into spec.paused")                \
     X(SNAPSHOT_BEGIN, "SnapshotBegin", "the snapshot backend's objects cannot be created")         \
     X(SNAPSHOT_DELETE, "SnapshotDelete", "the snapshot backend's objects cannot be deleted")
 
@@ -174,7 +185,11 @@
     X(HOME_LOST, "HomeLost", "the claim that held home is gone")                                   \
     X(HOME_LOSS_ACKNOWLEDGED, "HomeLossAcknowledged", "a person acknowledged the loss of home")    \
     X(LEDGER_CORRECTED, "LedgerCorrected", "the ledger in the status was out of bounds")           \
-    X(DUPLICATE_POD, "DuplicatePod", "more than one live pod was found; all but one are deleted")
+    X(DUPLICATE_POD, "DuplicatePod", "more than one live pod was found; all but one are deleted")  \
+    X(PRE_WARM_NOT_ALLOWED, "PreWarmNotAllowed",                                                   \
+      "spec.preWarm asks what the class does not allow")                                           \
+    X(PRE_WARM_SKIPPED, "PreWarmSkipped", "pre-warms stop: nobody used the workspace for days")    \
+    X(PRE_WARM_YIELDED, "PreWarmYielded", "a pre-warm waiting for capacity gave way to a person")
 
 /* The constants. */
 #define WS_VOCAB_STATE_(id, word, meaning)                                                         \

@@ -60,6 +60,14 @@ struct env_var {
     char *value;
 };
 
+/* spec.preWarm (docs/api.md): the days and local time the owner usually
+ * starts at, in a time zone. */
+struct workspace_prewarm {
+    unsigned days;   /* bit d: weekday d (0 = Sunday .. 6 = Saturday); 0: every day */
+    int minute;      /* minutes after local midnight, 0..1439 */
+    char *time_zone; /* IANA name; "UTC" when not given */
+};
+
 struct workspace_pause_timeline {
     int64_t requested_ms;
     int64_t pod_deleted_ms;
@@ -154,6 +162,30 @@ struct workspace_resume_timeline {
     double seconds_to_ready;
     char *restored_from; /* "FromSnapshot" | "ColdStart" | "FromCheckpoint" | "Fresh" |
                             "FreshHome" | NULL */
+    int pre_warmed;      /* the controller resumed it ahead of its owner (spec.preWarm) */
+};
+
+/* status.preWarm: resuming ahead of the owner (docs/idle.md, "Ready
+ * before you are"). A pre-warm is open from its resume request until it is
+ * settled: used (a person's activity after it), unused (paused again with
+ * none) or yielded (it gave way, waiting for capacity, to a person's
+ * resume). */
+struct workspace_prewarm_status {
+    int64_t next_ms;       /* the next planned resume; 0: none planned */
+    int64_t next_for_ms;   /* the owner's time it is planned for */
+    int64_t last_ms;       /* the last pre-warm's resume request */
+    int64_t last_for_ms;   /* the owner's time it was for */
+    int64_t last_ready_ms; /* its pod was ready */
+    int64_t last_used_ms;  /* a person's first activity after it; 0: none (yet) */
+    char *last_outcome;    /* "Used" | "Unused" | "Yielded" | NULL: open, or none yet */
+    /* A person's last resume, or first use of a pre-warm: skipAfterDays
+     * counts from it (the workspace's creation before any). */
+    int64_t person_ms;
+    int64_t count; /* pre-warms begun */
+    int64_t used;
+    int64_t unused;
+    int64_t yielded;
+    int64_t ready_in_time; /* ready before the owner's time */
 };
 
 /* One completed pause and the resume that followed it, as status.history
@@ -206,6 +238,7 @@ struct workspace_status {
     struct workspace_home *home;
     int64_t interruptions; /* pods that ended without the controller asking */
     struct workspace_interruption *last_interruption;
+    struct workspace_prewarm_status *prewarm;
 };
 
 struct workspace {
@@ -226,12 +259,17 @@ struct workspace {
     size_t n_env;
     int64_t keep_alive_until_ms; /* spec.keepAliveUntil, 0 if unset */
     int64_t idle_after_ms;       /* spec.idle.after, 0 if unset */
+    /* spec.preWarm: when the owner usually starts; NULL: not asked for.
+     * Owned. */
+    struct workspace_prewarm *prewarm;
 
     /* Annotations (metadata). */
     int64_t annotated_activity_ms; /* hibernator.dev/last-activity, 0 if unset or unreadable */
     int64_t auto_paused_ms;        /* hibernator.dev/auto-paused-at */
     char *auto_pause_message;      /* hibernator.dev/auto-pause-reason */
     char *acknowledged_home_loss;  /* hibernator.dev/acknowledge-home-loss */
+    int64_t prewarmed_ms;          /* hibernator.dev/pre-warmed-at */
+    int64_t prewarm_for_ms;        /* hibernator.dev/pre-warm-for */
 
     /* The spec cannot be read: what is wrong, naming the field. The spec
      * fields are then unset (but className, when it was readable), and
@@ -274,6 +312,11 @@ struct workspace {
 /* A person sets this to the uid of a lost home claim (status.home.lostClaimUID)
  * to let the workspace start on a new, empty home. */
 #define ACKNOWLEDGE_HOME_LOSS_ANNOTATION "hibernator.dev/acknowledge-home-loss"
+/* Written by the controller together with spec.paused=false when it resumes
+ * a workspace ahead of its owner (spec.preWarm): when, and the owner's time
+ * it is for, so the resume is counted as a pre-warm after a crash too. */
+#define PREWARMED_AT_ANNOTATION "hibernator.dev/pre-warmed-at"
+#define PREWARM_FOR_ANNOTATION "hibernator.dev/pre-warm-for"
 
 /* Decodes a Workspace object. Returns 0, -ENOMEM, or -EINVAL with *ret_err
  * naming the field when the object itself cannot be read (not an object, no

@@ -298,6 +298,52 @@ static void print_last_resume(const struct workspace *ws, int64_t now, FILE *out
         field(out, 2, NESTED_WIDTH, "Restored from", "not known yet (%s)", reason);
 }
 
+/* spec.preWarm and what came of it (docs/idle.md, "Ready before you are"):
+ * shown for a workspace that asks for pre-warms or had one. */
+static void print_prewarm(const struct workspace *ws, int64_t now, FILE *out)
+{
+    const struct workspace_prewarm *p = ws->prewarm;
+    const struct workspace_prewarm_status *pw = ws->status.prewarm;
+    if (!p && !pw->count)
+        return;
+    static const char *const names[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    char w[WHEN_SIZE], f[WHEN_SIZE];
+    if (p) {
+        char days[40] = "";
+        size_t n = 0;
+        for (int d = 1; d <= 7 && p->days; d++)
+            if (p->days & (1u << (d % 7)))
+                n += (size_t)snprintf(days + n, sizeof(days) - n, "%s%s", n ? "," : "",
+                                      names[d % 7]);
+        fprintf(out, "Pre-warm:     owner starts %02d:%02d %s (%s)\n", p->minute / 60,
+                p->minute % 60, p->days ? days : "every day", p->time_zone);
+    } else {
+        fprintf(out, "Pre-warm:     not asked for any more\n");
+    }
+    if (pw->next_ms)
+        field(out, 2, NESTED_WIDTH, "Next resume", "%s, for the owner's %s",
+              when(w, pw->next_ms, now), when(f, pw->next_for_ms, now));
+    else if (p)
+        field(out, 2, NESTED_WIDTH, "Next resume", "none planned (see the PreWarm condition)");
+    if (pw->last_ms) {
+        field(out, 2, NESTED_WIDTH, "Last", "%s, for the owner's %s", when(w, pw->last_ms, now),
+              when(f, pw->last_for_ms, now));
+        if (pw->last_ready_ms)
+            field(out, 2, NESTED_WIDTH, "Ready", "%s%s", when(w, pw->last_ready_ms, now),
+                  pw->last_for_ms && pw->last_ready_ms <= pw->last_for_ms
+                      ? ", before the owner's time"
+                      : "");
+        if (pw->last_used_ms)
+            field(out, 2, NESTED_WIDTH, "Used", "%s", when(w, pw->last_used_ms, now));
+        field(out, 2, NESTED_WIDTH, "Outcome", "%s", or_text(pw->last_outcome, "open"));
+    }
+    if (pw->count)
+        field(out, 2, NESTED_WIDTH, "Pre-warms",
+              "%lld: %lld used, %lld unused, %lld gave way; %lld ready in time",
+              (long long)pw->count, (long long)pw->used, (long long)pw->unused,
+              (long long)pw->yielded, (long long)pw->ready_in_time);
+}
+
 static void print_snapshot(const struct workspace *ws, const cJSON *enc, int64_t now, FILE *out)
 {
     if (!json_member(enc, "snapshot"))
@@ -525,6 +571,7 @@ int describe_print(const cJSON *obj, const cJSON *events, int64_t now, FILE *out
     if (r == 0) {
         print_last_pause(ws, &l, now, out);
         print_last_resume(ws, now, out);
+        print_prewarm(ws, now, out);
         print_snapshot(ws, enc, now, out);
         print_accounting(ws, &l, enc, now, out);
         r = print_history(ws, &l, now, out);

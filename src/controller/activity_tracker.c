@@ -64,6 +64,7 @@ enum zone_state {
 struct zone {
     enum zone_state state;
     struct tz *tz;
+    char *error; /* ZONE_FAILED: why */
 };
 
 /* tz_load() cannot be cancelled: a load outlives a closed tracker. */
@@ -291,6 +292,9 @@ static void on_zone(void *data, int status, struct tz *tz, const char *error)
             tz = NULL;
         } else if (z) {
             z->state = ZONE_FAILED;
+            if (asprintf(&z->error, "cannot be loaded: %s", error ? error : log_errno_str(status)) <
+                0)
+                z->error = NULL;
             log_warn("cannot load the time zone of a pause window", "zone", l->name, "error",
                      error ? error : log_errno_str(status));
         }
@@ -332,6 +336,14 @@ const struct tz *activity_tracker_zone(struct activity_tracker *t, const char *n
     l->next = t->loads;
     t->loads = l;
     return NULL;
+}
+
+const char *activity_tracker_zone_error(struct activity_tracker *t, const char *name)
+{
+    struct zone *z = name ? strmap_get(&t->zones, name) : NULL;
+    if (!z || z->state != ZONE_FAILED)
+        return NULL;
+    return z->error ? z->error : "cannot be loaded";
 }
 
 /* ---- targets ---- */
@@ -543,6 +555,7 @@ void activity_tracker_close(struct activity_tracker *t)
     for (size_t it = 0; strmap_next(&t->zones, &it, NULL, &v);) {
         struct zone *z = v;
         tz_free(z->tz);
+        free(z->error);
         free(z);
     }
     strmap_free(&t->zones);

@@ -18,7 +18,8 @@ struct controller_metrics {
 
     struct metric_family *workspaces, *pauses, *resumes, *snapshots, *snapshot_seconds,
         *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
-        *build_info, *interruptions, *home_losses, *client_dropped, *cache_walked;
+        *build_info, *interruptions, *home_losses, *client_dropped, *cache_walked, *prewarms,
+        *prewarms_in_time;
     uint64_t client_dropped_seen;
     /* hibernator_cache_walked_objects_total: the informers' own counts,
      * by resource, as last shown. */
@@ -178,6 +179,14 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
                                "Workspace pods that ended without the controller asking, by "
                                "what ended them.",
                                (const char *[]){"namespace", "class", "reason", NULL});
+    m->prewarms = counter(&g, "hibernator_prewarms_total",
+                          "Resumes ahead of the owner (spec.preWarm) as they settled: used (a "
+                          "person's activity after it), unused (paused again without) or yielded "
+                          "(gave way, waiting for capacity, to a person's resume).",
+                          (const char *[]){"namespace", "class", "outcome", NULL});
+    m->prewarms_in_time = counter(&g, "hibernator_prewarms_ready_in_time_total",
+                                  "Pre-warms whose pod was ready before the owner's time.",
+                                  (const char *[]){"namespace", "class", NULL});
     m->home_losses = counter(&g, "hibernator_home_losses_total",
                              "Home claims seen gone (deleted by someone, not with the Workspace).",
                              (const char *[]){"namespace", "class", NULL});
@@ -312,6 +321,10 @@ void controller_metrics_outcome(struct controller_metrics *m, const char *ns,
         metrics_counter_add(m->interruptions, (const char *[]){ns, cls, o->interrupted}, 1);
     if (o->home_lost)
         metrics_counter_add(m->home_losses, (const char *[]){ns, cls}, 1);
+    if (o->prewarm[0])
+        metrics_counter_add(m->prewarms, (const char *[]){ns, cls, o->prewarm}, 1);
+    if (o->prewarm_ready_in_time)
+        metrics_counter_add(m->prewarms_in_time, (const char *[]){ns, cls}, 1);
 }
 
 void controller_metrics_probe_round(struct controller_metrics *m, const char *source,

@@ -15,6 +15,7 @@
 #include "controller/expectations.h"
 #include "controller/node_index.h"
 #include "controller/pods_seen.h"
+#include "controller/prewarm_turns.h"
 #include "controller/writes.h"
 #include "kube/informer.h"
 #include "kube/node_cache.h"
@@ -31,6 +32,7 @@
 #include "workspace/ledger.h"
 #include "workspace/outcome.h"
 #include "workspace/pod.h"
+#include "workspace/vocabulary.h"
 #include "workspace/workspace.h"
 
 static const struct kube_resource workspaces = {"hibernator.dev", "v1alpha1", "workspaces",
@@ -70,6 +72,8 @@ struct reconciler {
     /* Pods by node, paused workspaces by the node they left: what a node's
      * or a scheduled pod's event looks at. */
     struct node_index by_node;
+    /* Pre-warms starting and persons waiting for capacity, by class. */
+    struct prewarm_turns turns;
     struct strmap noticed; /* "ns/ws" -> uint64_t *: when a change first queued it (µs) */
     /* "ns/ws" -> struct action_failure *: the last action the API server
      * refused, until a pass carries out all its actions. */
@@ -267,12 +271,29 @@ static void index_pod(struct reconciler *r, const struct cache_entry *e,
         log_warn("pod not indexed by node", "pod", e->key, "error", log_errno_str(-ENOMEM));
 }
 
+/* A turn among the resumes freed: a pre-warm waiting for one looks again. */
+static void turn_freed(void *data, const char *key)
+{
+    struct reconciler *r = data;
+    if (!r->closing)
+        queue_key(r, key);
+}
+
+static void index_turns(struct reconciler *r, const struct cache_entry *e,
+                        const struct workspace *ws)
+{
+    if (prewarm_turns_workspace(&r->turns, e->key, ws, turn_freed, r) < 0)
+        log_warn("workspace not counted among its class's resumes", "workspace", e->key, "error",
+                 log_errno_str(-ENOMEM));
+}
+
 static void on_ws_add(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
     expectations_observe(&r->own_writes, e->key, e->resource_version);
     controller_metrics_workspace_changed(r->metrics, NULL, e->obj);
     index_workspace(r, e, e->obj);
+    index_turns(r, e, e->obj);
     log_unreadable_spec(e);
     enqueue(r, e->ns, e->name);
 }
@@ -284,6 +305,7 @@ static void on_ws_update(void *data, const struct cache_entry *old_e, const stru
     const struct workspace *was = old_e->obj, *ws = e->obj;
     controller_metrics_workspace_changed(r->metrics, was, ws);
     index_workspace(r, e, ws);
+    index_turns(r, e, ws);
     if (!(was && ws && was->spec_error && ws->spec_error &&
           strcmp(was->spec_error, ws->spec_error) == 0))
         log_unreadable_spec(e);
@@ -298,6 +320,7 @@ static void on_ws_delete(void *data, const struct cache_entry *e)
     expectations_forget(&r->own_writes, e->key);
     controller_metrics_workspace_changed(r->metrics, e->obj, NULL);
     index_workspace(r, e, NULL);
+    index_turns(r, e, NULL);
     enqueue(r, e->ns, e->name);
 }
 
@@ -889,6 +912,38 @@ static void on_auto_paused(void *data, struct kube_response *resp)
     next_action(j);
 }
 
+static void on_auto_resumed(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    if (workspace_write_failed(j, resp))
+        return;
+    wrote_workspace(j, resp->body);
+    const struct action *a = &j->out.actions[j->next];
+    log_info("pre-warmed a workspace", "workspace", j->key, "reason", a->message);
+    const struct cache_entry *we = informer_get(j->r->ws_inf, j->ns, j->name);
+    const struct workspace *ws = we ? we->obj : NULL;
+    if (ws && ws->class_name && prewarm_turns_begun(&j->r->turns, j->key, ws->class_name) < 0)
+        log_warn("pre-warm not counted among its class's resumes", "workspace", j->key, "error",
+                 log_errno_str(-ENOMEM));
+    j->r->stats.auto_resumes++;
+    next_action(j);
+}
+
+/* spec.paused false and the pre-warm's annotations, in one write that only
+ * lands on the object the decision was made for. */
+static int auto_resume(struct job *j, const struct action *a, struct kube_request **ret_req)
+{
+    char *text = NULL;
+    int e = writes_auto_resume_patch(j->rv, a->time_ms, a->for_ms, &text);
+    if (e < 0)
+        return e;
+    e = kube_patch(j->r->client, &workspaces, j->ns, j->name, NULL, KUBE_PATCH_MERGE, text,
+                   on_auto_resumed, j, ret_req);
+    free(text);
+    return e;
+}
+
 /* spec.paused and the annotations that say why, in one write that only
  * lands on the object the decision was made for. */
 static int auto_pause(struct job *j, const struct action *a, struct kube_request **ret_req)
@@ -1030,6 +1085,8 @@ static int start_api_call(struct job *j, const struct action *a, struct kube_req
                           "{\"metadata\":{\"ownerReferences\":null}}", on_action_done, j, ret_req);
     case ACTION_AUTO_PAUSE:
         return auto_pause(j, a, ret_req);
+    case ACTION_AUTO_RESUME:
+        return auto_resume(j, a, ret_req);
     default:
         return -EINVAL; /* not an API call: run_next() starts it */
     }
@@ -1307,6 +1364,17 @@ static void gather(struct reconciler *r, const char *key, const struct cache_ent
         ws->status.node_name && node_cache_lookup(r->nodes, ws->status.node_name) == NODE_ABSENT;
     in->restore_check = activity_tracker_restore_check(r->activity, key);
     in->app_checkpoint = app_checkpoints_seen(r->checkpoints, key);
+    if (ws->prewarm && g->cls && g->cls->prewarm.enabled) {
+        in->prewarm_zone = activity_tracker_zone(r->activity, ws->prewarm->time_zone);
+        in->prewarm_zone_error = activity_tracker_zone_error(r->activity, ws->prewarm->time_zone);
+    }
+    if (ws->class_name)
+        in->class_prewarms_starting = prewarm_turns_starting(&r->turns, ws->class_name, key);
+    if (g->cls && g->cls->has_accelerator) {
+        char accel[PREWARM_ACCELERATOR_SIZE];
+        prewarm_turns_accelerator(g->cls->accelerator_resource, g->cls->product, accel);
+        in->person_waiting = prewarm_turns_person_waiting(&r->turns, accel);
+    }
 }
 
 /* The pod of g named name, NULL: none; live_only skips pods being deleted. */
@@ -1405,6 +1473,14 @@ static int decide(struct job *j, const struct gathered *g)
     if (acts && (!(j->read = calloc(1, sizeof(*j->read))) ||
                  workspace_status_copy(&ws->status, j->read) < 0))
         return -ENOMEM;
+    const struct condition *turn = workspace_status_condition(&j->out.status, WS_COND_PRE_WARM);
+    int due = turn && ws->class_name && strcmp(turn->reason, WS_REASON_WAITING_FOR_TURN) == 0;
+    char accel[PREWARM_ACCELERATOR_SIZE] = "";
+    if (g->cls && g->cls->has_accelerator)
+        prewarm_turns_accelerator(g->cls->accelerator_resource, g->cls->product, accel);
+    if (prewarm_turns_due(&r->turns, j->key, ws->class_name, accel, due) < 0)
+        log_warn("pre-warm not queued for its turn; it looks again later", "workspace", j->key,
+                 "error", log_errno_str(-ENOMEM));
     workspace_outcome_diff(&ws->status, &j->out.status, g->in.now_ms, &j->outcome);
     if (workspace_outcome_any(&j->outcome) && ws->class_name)
         j->class_name = strdup(ws->class_name);
@@ -1560,6 +1636,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         r->failpoint = strdup(o->failpoint);
     strmap_init(&r->pods_by_ws);
     node_index_init(&r->by_node);
+    prewarm_turns_init(&r->turns);
     strmap_init(&r->noticed);
     strmap_init(&r->failures);
     strmap_init(&r->gone_pods);
@@ -1668,6 +1745,7 @@ void reconciler_close(struct reconciler *r)
     }
     strmap_free(&r->pods_by_ws);
     node_index_free(&r->by_node);
+    prewarm_turns_free(&r->turns);
     for (size_t it = 0; strmap_next(&r->noticed, &it, NULL, &v);)
         free(v);
     strmap_free(&r->noticed);

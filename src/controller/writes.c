@@ -76,6 +76,41 @@ int writes_finalizer_patch(const cJSON *meta, int add, char **ret_text)
     return 0;
 }
 
+/* spec.paused with two annotations, on resourceVersion rv, in one merge
+ * patch. Returns 0 and *ret_text or -ENOMEM. */
+static int paused_patch(const char *rv, int paused, const char *k1, const char *v1, const char *k2,
+                        const char *v2, char **ret_text)
+{
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+    cJSON *spec = cJSON_AddObjectToObject(patch, "spec");
+    char *text = NULL;
+    if (ann && spec && cJSON_AddStringToObject(meta, "resourceVersion", rv) &&
+        cJSON_AddStringToObject(ann, k1, v1) && cJSON_AddStringToObject(ann, k2, v2) &&
+        cJSON_AddBoolToObject(spec, "paused", paused))
+        text = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    if (!text)
+        return -ENOMEM;
+    *ret_text = text;
+    return 0;
+}
+
+int writes_auto_resume_patch(const char *rv, int64_t at_ms, int64_t for_ms, char **ret_text)
+{
+    if (!rv || !rv[0])
+        return -EINVAL;
+    char at[TIMEFMT_RFC3339_MICRO_SIZE], owner[TIMEFMT_RFC3339_MICRO_SIZE];
+    int e = timefmt_format_rfc3339_micro(at_ms, at, sizeof(at));
+    if (e == 0)
+        e = timefmt_format_rfc3339_micro(for_ms, owner, sizeof(owner));
+    if (e < 0)
+        return e;
+    return paused_patch(rv, 0, PREWARMED_AT_ANNOTATION, at, PREWARM_FOR_ANNOTATION, owner,
+                        ret_text);
+}
+
 int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason, char **ret_text)
 {
     if (!rv || !rv[0])
@@ -86,19 +121,6 @@ int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason, c
     int e = timefmt_format_rfc3339_micro(at_ms, at, sizeof(at));
     if (e < 0)
         return e;
-    cJSON *patch = cJSON_CreateObject();
-    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
-    cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
-    cJSON *spec = cJSON_AddObjectToObject(patch, "spec");
-    char *text = NULL;
-    if (ann && spec && cJSON_AddStringToObject(meta, "resourceVersion", rv) &&
-        cJSON_AddStringToObject(ann, AUTO_PAUSED_AT_ANNOTATION, at) &&
-        cJSON_AddStringToObject(ann, AUTO_PAUSE_REASON_ANNOTATION, reason ? reason : "idle") &&
-        cJSON_AddTrueToObject(spec, "paused"))
-        text = cJSON_PrintUnformatted(patch);
-    cJSON_Delete(patch);
-    if (!text)
-        return -ENOMEM;
-    *ret_text = text;
-    return 0;
+    return paused_patch(rv, 1, AUTO_PAUSED_AT_ANNOTATION, at, AUTO_PAUSE_REASON_ANNOTATION,
+                        reason ? reason : "idle", ret_text);
 }

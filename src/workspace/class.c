@@ -40,6 +40,11 @@
 #define DEFAULT_RESTORE_CHECK_TIMEOUT_MS (2 * 60 * 1000)
 #define DEFAULT_SNAPSHOT_LAST_ACCESS_MS (7LL * 24 * 60 * 60 * 1000)
 #define DEFAULT_SNAPSHOTS_KEPT 2
+#define DEFAULT_PREWARM_GRACE_MS (30 * 60 * 1000)
+#define DEFAULT_PREWARM_MAX_CONCURRENT 1
+#define DEFAULT_PREWARM_SKIP_AFTER_DAYS 7
+#define MIN_PREWARM_DURATION_MS (10 * 1000)
+#define MAX_PREWARM_DURATION_MS (12 * 60 * 60 * 1000)
 #define MAX_SNAPSHOTS_KEPT 10
 #define MAX_ACCELERATOR_COUNT CLASS_MAX_ACCELERATOR_COUNT
 #define MAX_ALTERNATIVE_PRODUCTS 8
@@ -789,6 +794,32 @@ static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspac
     return 0;
 }
 
+static int decode_prewarm(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    struct prewarm_class_policy *p = &c->prewarm;
+    const cJSON *pw = get_object(d, spec, "preWarm", "spec.preWarm");
+    if (d->rc < 0 || !pw)
+        return d->rc;
+    const cJSON *en = json_member(pw, "enabled");
+    if (en && !cJSON_IsNull(en) && !cJSON_IsBool(en))
+        return decoder_fail(d, -EINVAL, "spec.preWarm.enabled: must be true or false");
+    p->enabled = !en || cJSON_IsNull(en) || cJSON_IsTrue(en);
+    if (get_duration(d, pw, "lead", "spec.preWarm.lead", 0, &p->lead_ms) < 0 ||
+        get_duration(d, pw, "grace", "spec.preWarm.grace", DEFAULT_PREWARM_GRACE_MS, &p->grace_ms) <
+            0 ||
+        get_int(d, pw, "maxConcurrent", "spec.preWarm.maxConcurrent", 1, 10000,
+                DEFAULT_PREWARM_MAX_CONCURRENT, &p->max_concurrent) < 0 ||
+        get_int(d, pw, "skipAfterDays", "spec.preWarm.skipAfterDays", 1, 366,
+                DEFAULT_PREWARM_SKIP_AFTER_DAYS, &p->skip_after_days) < 0)
+        return d->rc;
+    if (p->lead_ms &&
+        (p->lead_ms < MIN_PREWARM_DURATION_MS || p->lead_ms > MAX_PREWARM_DURATION_MS))
+        return decoder_fail(d, -EINVAL, "spec.preWarm.lead: must be between 10s and 12h");
+    if (p->grace_ms < MIN_PREWARM_DURATION_MS || p->grace_ms > MAX_PREWARM_DURATION_MS)
+        return decoder_fail(d, -EINVAL, "spec.preWarm.grace: must be between 10s and 12h");
+    return 0;
+}
+
 int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err)
 {
     struct decoder d = {0};
@@ -820,7 +851,7 @@ int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class,
         decode_home(&d, spec, c) < 0 || decode_checkpoint(&d, spec, c) < 0 ||
         decode_env(&d, spec, c) < 0 || decode_timing(&d, spec, c) < 0 ||
         decode_activity(&d, spec, c) < 0 || decode_idle(&d, spec, c) < 0 ||
-        decode_snapshot(&d, spec, c) < 0)
+        decode_snapshot(&d, spec, c) < 0 || decode_prewarm(&d, spec, c) < 0)
         goto out;
     c->port = (int)port;
 out:

@@ -123,6 +123,8 @@ static void decide_live(struct decider *d)
     if (st->state != WS_STATE_RUNNING)
         decide_clear_idle(d);
     decide_keep_ledger(d);
+    if (!frozen)
+        decide_prewarm(d);
     if (!frozen && d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
         decide_snapshot_retention(d, 0);
     set_message(d);
@@ -208,6 +210,8 @@ const char *action_type_name(enum action_type t)
         return "Event";
     case ACTION_AUTO_PAUSE:
         return "AutoPause";
+    case ACTION_AUTO_RESUME:
+        return "AutoResume";
     case ACTION_APP_CHECKPOINT:
         return "AppCheckpoint";
     case ACTION_SNAPSHOT_BEGIN:

@@ -194,6 +194,11 @@ void decide_idle(struct decider *d)
     };
     struct idle_verdict v;
     idle_evaluate(&in, &v);
+    /* A pre-warm nobody used yet holds the idle rules off (and the first
+     * activity since settles it as used). */
+    in.prewarm_hold_ms = decide_prewarm_hold(d, v.last_activity_ms, v.source, pol.after_ms);
+    if (in.prewarm_hold_ms)
+        idle_evaluate(&in, &v);
     d->out->probe_wanted = pol.has_sources;
 
     if (obs && obs->probed_at_ms >= running_since && pol.has_sources)

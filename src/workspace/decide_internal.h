@@ -167,6 +167,15 @@ void decide_snapshot_settle(struct decider *d);
 int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod *p,
                             const struct workspace_status *st);
 
+/* decide_prewarm.c */
+int decide_prewarm_open(const struct workspace_status *s);
+void decide_prewarm_resume_begins(struct decider *d);
+void decide_prewarm_ready(struct decider *d, int64_t ready_ms);
+int64_t decide_prewarm_hold(struct decider *d, int64_t last_activity_ms, const char *source,
+                            int64_t idle_after_ms);
+int decide_prewarm_pause_begins(struct decider *d, int automatic);
+void decide_prewarm(struct decider *d);
+
 /* decide_ledger.c */
 void decide_bound_ledger(struct decider *d);
 void decide_keep_ledger(struct decider *d);

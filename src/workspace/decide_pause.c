@@ -49,6 +49,7 @@ static void begin_pause(struct decider *d)
                ws->auto_paused_ms > st->last_pause->requested_ms && ws->auto_paused_ms <= d->now &&
                ws->auto_paused_ms >= d->old->state_since_ms;
     st->pauses++;
+    int yielded = decide_prewarm_pause_begins(d, idle);
     workspace_pause_timeline_clear(st->last_pause);
     int64_t requested = idle ? ws->auto_paused_ms : d->now;
     st->last_pause->requested_ms = requested;
@@ -57,7 +58,10 @@ static void begin_pause(struct decider *d)
      * exactly); for the user's, the request. */
     int64_t work = d->old->activity->last_activity_ms;
     st->last_pause->work_ended_ms = !idle ? requested : work < requested ? work : requested;
-    decide_set_string(d, &st->last_pause->reason, idle ? "IdleTimeout" : "User");
+    decide_set_string(d, &st->last_pause->reason,
+                      yielded ? WS_EVENT_PRE_WARM_YIELDED
+                      : idle  ? "IdleTimeout"
+                              : "User");
     if (idle && ws->auto_pause_message) {
         char msg[MAX_MESSAGE + 1];
         snprintf(msg, sizeof(msg), "%s", ws->auto_pause_message);
@@ -98,9 +102,17 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
         : d->cls->snapshot.on_failure == SNAPSHOT_ON_FAILURE_RETRY
             ? " (should the snapshot fail, the pod keeps running and the pause is tried again)"
             : " (should the snapshot fail, the pod stops and the pause keeps the files only)";
-    if (st->last_pause->reason && decide_streq(st->last_pause->reason, "IdleTimeout"))
+    const char *unused = decide_streq(st->prewarm->last_outcome, "Unused") &&
+                                 st->prewarm->last_ms > d->old->last_pause->requested_ms
+                             ? " (nobody used the pre-warm)"
+                             : "";
+    if (decide_streq(st->last_pause->reason, WS_EVENT_PRE_WARM_YIELDED))
         decide_transition_event(
-            d, occ, "Normal", WS_EVENT_IDLE_TIMEOUT, "pausing idle workspace: %s; %s%s",
+            d, occ, "Normal", WS_EVENT_PRE_WARM_YIELDED, "%s; %s",
+            st->last_pause->message ? st->last_pause->message : "the pre-warm gives way", fate);
+    else if (st->last_pause->reason && decide_streq(st->last_pause->reason, "IdleTimeout"))
+        decide_transition_event(
+            d, occ, "Normal", WS_EVENT_IDLE_TIMEOUT, "pausing idle workspace%s: %s; %s%s", unused,
             st->last_pause->message ? st->last_pause->message : "idle", fate, if_failed);
     else
         decide_transition_event(d, occ, "Normal", WS_EVENT_PAUSING, "pause requested: %s%s", fate,

@@ -9,6 +9,7 @@ static void begin_resume(struct decider *d)
     st->resumes++;
     free(st->last_resume->restored_from);
     *st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
+    decide_prewarm_resume_begins(d);
     if (released && d->now > released && d->cls && d->cls->has_accelerator) {
         st->accelerator_seconds_released +=
             (double)(d->now - released) / 1000.0 * d->cls->accelerator_count;
@@ -26,8 +27,14 @@ static void begin_resume(struct decider *d)
     else
         snprintf(from, sizeof(from),
                  "the pod starts from the files and the application's checkpoint");
-    decide_transition_event(d, occ, "Normal", WS_EVENT_RESUMING, "resume requested%s%s%s: %s",
-                            released ? " after " : "", t, released ? " paused" : "", from);
+    char who[TIMEFMT_RFC3339_SIZE + 48] = "";
+    if (st->last_resume->pre_warmed) {
+        char owner[TIMEFMT_RFC3339_SIZE];
+        timefmt_rfc3339_text(st->prewarm->last_for_ms, owner);
+        snprintf(who, sizeof(who), " (pre-warm, ahead of the owner's %s)", owner);
+    }
+    decide_transition_event(d, occ, "Normal", WS_EVENT_RESUMING, "resume requested%s%s%s%s: %s",
+                            who, released ? " after " : "", t, released ? " paused" : "", from);
 }
 
 /* A workspace created paused, never started, is resumed: not a resume of a
@@ -45,10 +52,12 @@ static void begin_first_start(struct decider *d)
     struct workspace_status *st = d->st;
     free(st->last_resume->restored_from);
     *st->last_resume = (struct workspace_resume_timeline){.requested_ms = d->now};
+    decide_prewarm_resume_begins(d);
     char occ[OCCASION_SIZE];
     decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", WS_EVENT_RESUMING,
-                            "resume requested: a first start (the workspace was created paused; "
-                            "there is nothing to restore, the pod starts fresh)");
+                            "resume requested%s: a first start (the workspace was created paused; "
+                            "there is nothing to restore, the pod starts fresh)",
+                            st->last_resume->pre_warmed ? " (pre-warm, ahead of the owner)" : "");
 }
 
 /* How a resumed pod came back, for the Resumed Event, from the Restored
@@ -94,6 +103,7 @@ static void resume_ready(struct decider *d, const struct workspace_pod *p)
             p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
     r->ready_ms = ready;
     r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
+    decide_prewarm_ready(d, ready);
     char occ[OCCASION_SIZE], how[MAX_MESSAGE];
     came_back(d, p, how, sizeof(how));
     decide_transition_event(d, decide_resume_occasion(d, occ), "Normal", WS_EVENT_RESUMED,

@@ -139,6 +139,8 @@ static struct latest latest_activity(const struct idle_input *in, struct idle_ve
                  "annotation");
     if (in->keep_alive_until_ms > 0)
         consider(&last, in->keep_alive_until_ms < now ? in->keep_alive_until_ms : now, "keepAlive");
+    if (in->prewarm_hold_ms > 0)
+        consider(&last, in->prewarm_hold_ms < now ? in->prewarm_hold_ms : now, "preWarm");
 
     const struct activity_observation *obs = in->obs;
     int fresh = obs && obs->probed_at_ms >= in->running_since_ms;
@@ -217,6 +219,14 @@ static void still_active(const struct idle_input *in, struct latest last, int64_
         timefmt_rfc3339_text(in->keep_alive_until_ms, t1);
         snprintf(out->message, sizeof(out->message), "kept alive until %s (spec.keepAliveUntil)",
                  t1);
+    } else if (in->prewarm_hold_ms > in->now_ms) {
+        out->reason = WS_REASON_PRE_WARMED;
+        out->recheck_at_ms = in->prewarm_hold_ms;
+        timefmt_rfc3339_text(in->prewarm_hold_ms, t1);
+        snprintf(out->message, sizeof(out->message),
+                 "pre-warmed for its owner: counts as in use until %s, then paused after %s "
+                 "without activity",
+                 t1, d1);
     } else if (in->running_since_ms + p->min_running_ms > last.ms + p->after_ms) {
         out->reason = WS_REASON_MIN_RUNNING;
         timefmt_rfc3339_text(in->running_since_ms + p->min_running_ms, t1);

@@ -135,13 +135,20 @@ void workspace_outcome_diff(const struct workspace_status *old, const struct wor
                  interruption_label(st->last_interruption->reason));
 
     ret->home_lost = st->home->lost_ms && st->home->lost_ms != old->home->lost_ms;
+    const struct workspace_prewarm_status *pw = st->prewarm, *was = old->prewarm;
+    const char *settled = pw->used > was->used         ? "used"
+                          : pw->unused > was->unused   ? "unused"
+                          : pw->yielded > was->yielded ? "yielded"
+                                                       : "";
+    snprintf(ret->prewarm, sizeof(ret->prewarm), "%s", settled);
+    ret->prewarm_ready_in_time = pw->ready_in_time > was->ready_in_time;
 }
 
 int workspace_outcome_any(const struct workspace_outcome *o)
 {
     return o->paused || o->resumed != RESTORE_SOURCE_NONE || o->snapshot != SNAPSHOT_RESULT_NONE ||
            o->capacity_wait_ended || o->accelerator_seconds_released > 0 || o->interrupted[0] ||
-           o->home_lost;
+           o->home_lost || o->prewarm[0] || o->prewarm_ready_in_time;
 }
 
 const char *pause_memory_name(enum pause_memory m)

@@ -161,3 +161,33 @@ int pause_schedule_next(const struct pause_schedule *s, const struct tz *z, int6
     *ret_change_ms = INT64_MAX;
     return 0;
 }
+
+int local_time_next(unsigned days, int minute, const struct tz *z, int64_t after_ms,
+                    int64_t *ret_ms)
+{
+    if (!z || !ret_ms || days >= (1u << 7) || minute < 0 || minute >= 1440)
+        return -EINVAL;
+    if (after_ms / 1000 < TZ_UNIX_MIN + 10 * 86400 || after_ms / 1000 > TZ_UNIX_MAX - 10 * 86400)
+        return -ERANGE;
+    int64_t after_s = after_ms / 1000 - (after_ms % 1000 < 0);
+    struct tz_civil today;
+    int k = tz_civil_at(z, after_s, &today);
+    if (k < 0)
+        return k;
+    /* Today's reading may have passed; a week on, every day has come. */
+    for (int day = 0; day <= 8; day++) {
+        int wday = (today.wday + day) % 7;
+        if (days != 0 && !(days & (1u << wday)))
+            continue;
+        int64_t at_s;
+        k = tz_local_to_utc(z, today.year, today.month, today.mday + day, minute / 60, minute % 60,
+                            &at_s);
+        if (k < 0)
+            return k;
+        if (at_s * 1000 > after_ms) {
+            *ret_ms = at_s * 1000;
+            return 0;
+        }
+    }
+    return -ERANGE; /* not reached: some day of the next eight is one of days */
+}

@@ -56,6 +56,8 @@ struct world {
     int64_t resume_asked_ms; /* a person asked; 0: nobody waits */
     int64_t snapshot_ms;     /* spent snapshotting, every snapshot begun */
     int64_t restore_ms;      /* spent starting pods, every pod that became ready */
+    int person_here;         /* a person was at the notebook at the last step */
+    int64_t person_left_ms;  /* when the last person left; 0: nobody came yet */
 };
 
 static unsigned use_at(const struct replay_input *in, int64_t t)
@@ -116,6 +118,18 @@ static int world_init(struct world *w, const struct replay_input *in)
         return r;
     w->ws->idle_after_ms = in->idle_after_ms;
     w->ws->created_ms = in->start_ms;
+    if (in->prewarm) {
+        struct workspace_prewarm *p = malloc(sizeof(*p));
+        if (!p ||
+            !(p->time_zone = strdup(in->prewarm->time_zone ? in->prewarm->time_zone : "UTC"))) {
+            free(p);
+            workspace_free(w->ws);
+            return -ENOMEM;
+        }
+        p->days = in->prewarm->days;
+        p->minute = in->prewarm->minute;
+        w->ws->prewarm = p;
+    }
     /* The home claim exists and is bound: a replay starts with a
      * workspace that has run before. */
     w->pvc = (struct workspace_pvc){.ns = "replay",
@@ -330,6 +344,12 @@ static void apply(struct world *w, const struct decide_output *o)
             w->ws->auto_paused_ms = a->time_ms;
             w->ws->generation++;
             break;
+        case ACTION_AUTO_RESUME:
+            w->ws->paused = 0;
+            w->ws->prewarmed_ms = a->time_ms;
+            w->ws->prewarm_for_ms = a->for_ms;
+            w->ws->generation++;
+            break;
         case ACTION_SNAPSHOT_BEGIN:
             begin_snapshot(w, a);
             break;
@@ -396,6 +416,7 @@ static int decide_once(struct world *w, struct replay_result *res, struct decide
         .n_nodes = 1,
         .restore_check = ready && ready->pod.snapshot ? &rc : NULL,
         .app_checkpoint = w->has_checkpoint ? &w->checkpoint : NULL,
+        .prewarm_zone = w->in->prewarm_zone ? w->in->prewarm_zone : tz_utc(),
     };
     int r = workspace_decide(&in, o);
     if (r < 0)
@@ -452,10 +473,21 @@ static void notice_state(struct world *w, struct replay_result *res)
     }
 }
 
-/* A person at the notebook who finds it paused resumes it. */
+/* A person at the notebook who finds it paused resumes it. One who comes
+ * after long away counts as the day's first, ready or not. */
 static void person_arrives(struct world *w, struct replay_result *res)
 {
-    if (!w->ws->paused || !(use_at(w->in, w->now) & REPLAY_PERSON))
+    int here = (use_at(w->in, w->now) & REPLAY_PERSON) != 0;
+    if (here && !w->person_here &&
+        (!w->person_left_ms || w->now - w->person_left_ms >= REPLAY_FIRST_ARRIVAL_GAP_MS)) {
+        res->first_arrivals++;
+        if (!w->ws->paused && ready_pod(w) && w->ws->status.state == WS_STATE_RUNNING)
+            res->first_arrivals_ready++;
+    }
+    if (!here && w->person_here)
+        w->person_left_ms = w->now;
+    w->person_here = here;
+    if (!w->ws->paused || !here)
         return;
     w->ws->paused = 0;
     w->ws->auto_paused_ms = 0;
@@ -545,6 +577,11 @@ int replay_run(const struct replay_input *in, struct replay_result *out)
         out->returned_s = out->window_s * count - out->held_s;
         out->snapshot_s = (double)w.snapshot_ms / 1000.0;
         out->restore_s = (double)w.restore_ms / 1000.0;
+        const struct workspace_prewarm_status *pw = w.ws->status.prewarm;
+        out->prewarms = pw->count;
+        out->prewarms_used = pw->used;
+        out->prewarms_unused = pw->unused;
+        out->prewarms_yielded = pw->yielded;
     }
     workspace_free(w.ws);
     return r;

@@ -67,6 +67,7 @@ static const struct status_field resume_fields[] = {
      .off = RESUME(seconds_to_ready),
      .when = RESUME(ready_ms)},
     {.key = "restoredFrom", .kind = SF_STR, .off = RESUME(restored_from), .shared = 1},
+    {.key = "preWarmed", .kind = SF_BOOL, .off = RESUME(pre_warmed)},
     {.kind = SF_END},
 };
 
@@ -87,6 +88,7 @@ const struct status_field workspace_record_fields[] = {
      .off = RECORD(resume.seconds_to_ready),
      .when = RECORD(resume.ready_ms)},
     {.key = "restoredFrom", .kind = SF_STR, .off = RECORD(resume.restored_from), .shared = 1},
+    {.key = "preWarmed", .kind = SF_BOOL, .off = RECORD(resume.pre_warmed)},
     {.key = NULL,
      .kind = SF_STR,
      .off = RECORD(pause.message)}, /* never set in a record; owned if it were */
@@ -166,6 +168,24 @@ static const struct status_field interruption_fields[] = {
     {.kind = SF_END},
 };
 
+#define PREWARM(m) offsetof(struct workspace_prewarm_status, m)
+static const struct status_field prewarm_fields[] = {
+    {.key = "nextAt", .kind = SF_TIME, .off = PREWARM(next_ms)},
+    {.key = "nextFor", .kind = SF_TIME, .off = PREWARM(next_for_ms)},
+    {.key = "lastAt", .kind = SF_TIME, .off = PREWARM(last_ms)},
+    {.key = "lastFor", .kind = SF_TIME, .off = PREWARM(last_for_ms)},
+    {.key = "lastReadyAt", .kind = SF_TIME, .off = PREWARM(last_ready_ms)},
+    {.key = "lastUsedAt", .kind = SF_TIME, .off = PREWARM(last_used_ms)},
+    {.key = "lastOutcome", .kind = SF_STR, .off = PREWARM(last_outcome), .shared = 1},
+    {.key = "personAt", .kind = SF_TIME, .off = PREWARM(person_ms)},
+    {.key = "count", .kind = SF_INT64, .off = PREWARM(count)},
+    {.key = "used", .kind = SF_INT64, .off = PREWARM(used)},
+    {.key = "unused", .kind = SF_INT64, .off = PREWARM(unused)},
+    {.key = "yielded", .kind = SF_INT64, .off = PREWARM(yielded)},
+    {.key = "readyInTime", .kind = SF_INT64, .off = PREWARM(ready_in_time)},
+    {.kind = SF_END},
+};
+
 /* The sub-objects below hold fields that live flat in the status. */
 #define STATUS(m) offsetof(struct workspace_status, m)
 static const struct status_field accelerator_fields[] = {
@@ -195,6 +215,7 @@ static const struct workspace_snapshot no_snapshot = {0};
 static const struct workspace_activity no_activity = {0};
 static const struct workspace_home no_home = {0};
 static const struct workspace_interruption no_interruption = {0};
+static const struct workspace_prewarm_status no_prewarm = {0};
 
 static const struct status_field interruptions_fields[] = {
     {.key = "count", .kind = SF_INT64, .off = STATUS(interruptions)},
@@ -267,6 +288,12 @@ const struct status_field workspace_status_fields[] = {
      .sub = home_fields,
      .empty = &no_home},
     {.key = "interruptions", .kind = SF_OBJECT, .off = 0, .sub = interruptions_fields},
+    {.key = "preWarm",
+     .kind = SF_BLOCK,
+     .off = STATUS(prewarm),
+     .size = sizeof(struct workspace_prewarm_status),
+     .sub = prewarm_fields,
+     .empty = &no_prewarm},
     {.kind = SF_END},
 };
 

@@ -11,6 +11,8 @@
 #include "util/strpool.h"
 #include "util/text.h"
 #include "util/timefmt.h"
+#include "util/tz.h"
+#include "workspace/pause_window.h"
 #include "workspace/status_fields.h"
 
 #define MAX_ENV 32
@@ -179,6 +181,80 @@ static int decode_env(const cJSON *spec, struct workspace *ws, struct reader *rd
 }
 
 /* Each field on its own: a lenient reader goes on past one it cannot read. */
+static void prewarm_free(struct workspace_prewarm *p)
+{
+    if (p)
+        free(p->time_zone);
+    free(p);
+}
+
+/* spec.preWarm: {days, at, timeZone}. A block with a field that cannot be
+ * read is named (lenient: noted) and left unset as a whole, not half used. */
+static int decode_prewarm(const cJSON *spec, struct workspace *ws, struct reader *rd)
+{
+    const cJSON *pw = json_member(spec, "preWarm");
+    if (!pw || cJSON_IsNull(pw))
+        return 0;
+    if (!cJSON_IsObject(pw))
+        return fail(rd, "spec.preWarm: must be an object");
+    struct workspace_prewarm p = {0};
+    char *err = NULL;
+    int r = 0, bad = 0;
+    const cJSON *at = json_member(pw, "at");
+    if (!cJSON_IsString(at)) {
+        bad = 1;
+        r = fail(rd, "spec.preWarm.at: required, a local time HH:MM");
+    } else if (pause_window_parse_time(at->valuestring, &p.minute, &err) < 0) {
+        bad = 1;
+        r = err ? fail(rd, "spec.preWarm.at: %s", err) : -ENOMEM;
+    }
+    free(err);
+    err = NULL;
+    const cJSON *days = json_member(pw, "days");
+    if (r == 0 && days && !cJSON_IsNull(days) && !cJSON_IsArray(days)) {
+        bad = 1;
+        r = fail(rd, "spec.preWarm.days: must be a list of days (Mon..Sun)");
+    }
+    for (int i = 0; r == 0 && cJSON_IsArray(days) && i < cJSON_GetArraySize(days); i++) {
+        const cJSON *d = cJSON_GetArrayItem(days, i);
+        int wday;
+        if (!cJSON_IsString(d)) {
+            bad = 1;
+            r = fail(rd, "spec.preWarm.days[%d]: must be a day (Mon..Sun)", i);
+        } else if (pause_window_parse_day(d->valuestring, &wday, &err) < 0) {
+            bad = 1;
+            r = err ? fail(rd, "spec.preWarm.days[%d]: %s", i, err) : -ENOMEM;
+        } else {
+            p.days |= 1u << wday;
+        }
+        free(err);
+        err = NULL;
+    }
+    const cJSON *zone = json_member(pw, "timeZone");
+    const char *name = cJSON_IsString(zone) && zone->valuestring[0] ? zone->valuestring : "UTC";
+    if (r == 0 && zone && !cJSON_IsNull(zone) && !cJSON_IsString(zone)) {
+        bad = 1;
+        r = fail(rd, "spec.preWarm.timeZone: must be a time zone name such as "
+                     "\"Europe/Berlin\"");
+    } else if (r == 0 && !tz_name_valid(name)) {
+        bad = 1;
+        r = fail(rd,
+                 "spec.preWarm.timeZone: \"%s\" is not a time zone name such as "
+                 "\"Europe/Berlin\"",
+                 name);
+    }
+    if (r < 0 || bad)
+        return r;
+    struct workspace_prewarm *own = malloc(sizeof(*own));
+    if (!own || !(p.time_zone = strdup(name))) {
+        free(own);
+        return -ENOMEM;
+    }
+    *own = p;
+    ws->prewarm = own;
+    return 0;
+}
+
 static int decode_spec_fields(const cJSON *spec, struct workspace *ws, struct reader *rd)
 {
     int r = 0;
@@ -234,6 +310,8 @@ static int decode_spec_fields(const cJSON *spec, struct workspace *ws, struct re
         if ((r = fail(rd, "spec.idle.after: \"%s\" is not a duration such as \"2h\"", after)) < 0)
             return r;
     }
+    if ((r = decode_prewarm(spec, ws, rd)) < 0)
+        return r;
     return decode_env(spec, ws, rd);
 }
 
@@ -294,6 +372,12 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, struct reader
     v = json_string(ann, AUTO_PAUSED_AT_ANNOTATION);
     if (v && timefmt_parse_rfc3339(v, &ws->auto_paused_ms) < 0)
         ws->auto_paused_ms = 0;
+    v = json_string(ann, PREWARMED_AT_ANNOTATION);
+    if (v && timefmt_parse_rfc3339(v, &ws->prewarmed_ms) < 0)
+        ws->prewarmed_ms = 0;
+    v = json_string(ann, PREWARM_FOR_ANNOTATION);
+    if (v && timefmt_parse_rfc3339(v, &ws->prewarm_for_ms) < 0)
+        ws->prewarm_for_ms = 0;
     if (json_dup_optional(json_string(ann, AUTO_PAUSE_REASON_ANNOTATION), &ws->auto_pause_message) <
             0 ||
         json_dup_optional(json_string(ann, ACKNOWLEDGE_HOME_LOSS_ANNOTATION),
@@ -325,6 +409,8 @@ static void spec_unset(struct workspace *ws)
     ws->paused = 0;
     ws->keep_alive_until_ms = 0;
     ws->idle_after_ms = 0;
+    prewarm_free(ws->prewarm);
+    ws->prewarm = NULL;
 }
 
 static int decode(const cJSON *obj, int lenient, struct workspace **ret_ws, char **ret_err)
@@ -395,6 +481,7 @@ void workspace_free(struct workspace *ws)
     free(ws->home_size);
     free(ws->auto_pause_message);
     free(ws->acknowledged_home_loss);
+    prewarm_free(ws->prewarm);
     for (size_t i = 0; i < ws->n_env; i++) {
         free(ws->env[i].name);
         free(ws->env[i].value);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -270,6 +271,151 @@ static void test_capacity(void **state)
     delete_ws("cap-e");
 }
 
+/* "08:30" for the first whole minute at least min_ahead_s from now (UTC,
+ * the wall clock the controller reads), and that instant in Unix ms. */
+static uint64_t owner_time(int min_ahead_s, char hhmm[6])
+{
+    time_t t = time(NULL) + min_ahead_s;
+    t = (t + 59) / 60 * 60;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(hhmm, 6, "%02d:%02d", tm.tm_hour, tm.tm_min);
+    return (uint64_t)t * 1000;
+}
+
+static void set_prewarm(const char *name, const char *hhmm)
+{
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch workspace %s --type=merge -p "
+                                     "'{\"spec\":{\"preWarm\":{\"at\":\"%s\"}}}'",
+                                     ns, name, hhmm),
+                     0);
+}
+
+/* A workspace is resumed ahead of its owner and is ready before their time;
+ * with the GPUs taken, a person's resume goes first, and a pre-warm that
+ * waits for capacity gives way to a person who comes to wait too. */
+static void test_prewarm(void **state)
+{
+    (void)state;
+    /* Three GPUs: take them all. */
+    apply_ws("pw-x", "it-gpu", 0, NULL);
+    apply_ws("pw-y", "it-gpu", 0, NULL);
+    apply_ws("pw-z", "it-gpu", 0, NULL);
+    /* pw-b (no GPU) has run and is paused; pw-a has never run. */
+    apply_ws("pw-b", "it-cpu-warm", 0, NULL);
+    apply_ws("pw-a", "it-gpu-warm", 1, NULL);
+    apply_ws("pw-p", "it-gpu", 1, NULL);
+    apply_ws("pw-q", "it-gpu", 1, NULL);
+    cJSON_Delete(wait_state("pw-x", "Running", 60000));
+    cJSON_Delete(wait_state("pw-y", "Running", 60000));
+    cJSON_Delete(wait_state("pw-z", "Running", 60000));
+    cJSON_Delete(wait_state("pw-b", "Running", 60000));
+    set_paused("pw-b", 1);
+    cJSON_Delete(wait_state("pw-b", "Paused", 60000));
+    /* A person resumes pw-p: no GPU, it waits. */
+    set_paused("pw-p", 0);
+    cJSON_Delete(wait_state("pw-p", "WaitingForCapacity", 60000));
+
+    /* The owners of pw-a and pw-b start at the next minute that leaves the
+     * lead (1m) ahead of now: the pre-warms are due within a minute. */
+    char hhmm[6];
+    uint64_t owner = owner_time(65, hhmm);
+    print_message("owners start at %s UTC\n", hhmm);
+    set_prewarm("pw-b", hhmm);
+    set_prewarm("pw-a", hhmm);
+    cJSON *ws = wait_reason("pw-b", "PreWarm", "Planned", 30000);
+    char want[32];
+    snprintf(want, sizeof(want), "%s", str_at(ws, "status.preWarm.nextFor"));
+    cJSON_Delete(ws);
+
+    /* pw-b: resumed ahead of its owner, ready before their time. */
+    ws = wait_state("pw-b", "Running", 90000);
+    assert_true((uint64_t)time(NULL) * 1000 < owner);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "status"), "lastResume"), "preWarmed")));
+    assert_int_equal((int64_t)num_at(ws, "status.preWarm.count"), 1);
+    assert_string_equal(str_at(ws, "status.preWarm.lastFor"), want);
+    const cJSON *ann = cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "metadata"), "annotations");
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(ann, "hibernator.dev/pre-warmed-at")));
+    cJSON_Delete(ws);
+    ws = ws_json("pw-b");
+    uint64_t end = harness_now_ms() + 20000;
+    while (num_at(ws, "status.preWarm.readyInTime") != 1 && harness_now_ms() < end) {
+        cJSON_Delete(ws);
+        usleep(300 * 1000);
+        ws = ws_json("pw-b");
+    }
+    assert_int_equal((int64_t)num_at(ws, "status.preWarm.readyInTime"), 1);
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("pw-b");
+    print_message("pw-b events: %s\n", reasons);
+    free(reasons);
+
+    /* pw-a is due too, but a person's resume of its class waits: it waits
+     * for its turn, and creates no pod. */
+    ws = wait_reason("pw-a", "PreWarm", "WaitingForTurn", 60000);
+    print_message("pw-a: %s\n", cond_field(ws, "PreWarm", "message"));
+    assert_string_equal(str_at(ws, "status.state"), "Paused");
+    cJSON_Delete(ws);
+    assert_int_equal(all_pods("pw-a"), 0);
+
+    /* A GPU frees: the person gets it, then the pre-warm starts and waits
+     * for capacity itself. */
+    set_paused("pw-x", 1);
+    cJSON_Delete(wait_state("pw-p", "Running", 60000));
+    ws = wait_state("pw-a", "WaitingForCapacity", 60000);
+    assert_true((uint64_t)time(NULL) * 1000 < owner + 5000);
+    assert_int_equal(all_pods("pw-a"), 1);
+    cJSON_Delete(ws);
+
+    /* Another person comes to wait: the pre-warm gives way. */
+    set_paused("pw-q", 0);
+    ws = wait_state("pw-a", "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "PreWarmYielded");
+    assert_string_equal(str_at(ws, "status.preWarm.lastOutcome"), "Yielded");
+    cJSON_Delete(ws);
+    assert_int_equal(all_pods("pw-a"), 0);
+    /* The next GPU is the person's. */
+    set_paused("pw-y", 1);
+    cJSON_Delete(wait_state("pw-q", "Running", 60000));
+    ws = ws_json("pw-a");
+    assert_string_equal(str_at(ws, "status.state"), "Paused");
+    cJSON_Delete(ws);
+    reasons = event_reasons("pw-a");
+    print_message("pw-a events: %s\n", reasons);
+    assert_non_null(strstr(reasons, "PreWarmYielded,"));
+    free(reasons);
+
+    /* What the API server accepts and the controller cannot use is said on
+     * the object: a zone that does not exist, a class without pre-warms. */
+    apply_ws("pw-zone", "it-cpu-warm", 1, "  preWarm: {at: \"08:30\", timeZone: Mars/Olympus}\n");
+    apply_ws("pw-class", "it-cpu", 1, "  preWarm: {at: \"08:30\"}\n");
+    ws = wait_reason("pw-zone", "PreWarm", "TimeZoneUnavailable", 30000);
+    end = harness_now_ms() + 20000;
+    while (!strstr(cond_field(ws, "PreWarm", "message"), "cannot be loaded") &&
+           harness_now_ms() < end) {
+        cJSON_Delete(ws);
+        usleep(300 * 1000);
+        ws = ws_json("pw-zone");
+    }
+    print_message("pw-zone: %s\n", cond_field(ws, "PreWarm", "message"));
+    assert_non_null(strstr(cond_field(ws, "PreWarm", "message"), "Mars/Olympus"));
+    assert_non_null(strstr(cond_field(ws, "PreWarm", "message"), "cannot be loaded"));
+    assert_string_equal(cond_field(ws, "PreWarm", "status"), "Unknown");
+    cJSON_Delete(ws);
+    ws = wait_reason("pw-class", "PreWarm", "NotAllowed", 30000);
+    cJSON_Delete(ws);
+    reasons = event_reasons("pw-class");
+    assert_non_null(strstr(reasons, "PreWarmNotAllowed,"));
+    free(reasons);
+
+    const char *names[] = {"pw-a", "pw-b", "pw-p",    "pw-q",    "pw-x",
+                           "pw-y", "pw-z", "pw-zone", "pw-class"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        delete_ws(names[i]);
+}
+
 static void test_invalid(void **state)
 {
     (void)state;
@@ -468,6 +614,13 @@ static int group_setup(void **state)
                                    "product: Tesla-T4}\n"
                                    "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"),
                      0);
+    assert_int_equal(harness_apply(cls, "it-cpu-warm", "  preWarm: {lead: 1m}\n"), 0);
+    assert_int_equal(harness_apply(cls, "it-gpu-warm",
+                                   "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                                   "product: Tesla-T4}\n"
+                                   "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
+                                   "  preWarm: {lead: 1m, maxConcurrent: 2}\n"),
+                     0);
     assert_int_equal(harness_apply(cls, "it-gpu-fail",
                                    "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
                                    "product: Tesla-T4}\n"
@@ -494,6 +647,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_gpu_cycle, clean_slate),
         cmocka_unit_test_setup(test_capacity, clean_slate),
+        cmocka_unit_test_setup(test_prewarm, clean_slate),
         cmocka_unit_test_setup(test_invalid, clean_slate),
         cmocka_unit_test_setup(test_crash_points, clean_slate),
         cmocka_unit_test_setup(test_retained_home, clean_slate),

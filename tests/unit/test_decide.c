@@ -461,6 +461,12 @@ static void apply(struct world *w, const struct decide_output *o)
             free(w->ws->auto_pause_message);
             w->ws->auto_pause_message = strdup(a->message);
             break;
+        case ACTION_AUTO_RESUME:
+            /* spec.paused false with the pre-warm's annotations, in one write */
+            w->ws->paused = 0;
+            w->ws->prewarmed_ms = a->time_ms;
+            w->ws->prewarm_for_ms = a->for_ms;
+            break;
         case ACTION_SNAPSHOT_BEGIN:
         case ACTION_SNAPSHOT_DELETE:
         case ACTION_APP_CHECKPOINT:
@@ -2785,6 +2791,14 @@ static void check_safety(struct world *w, const struct decide_output *o)
             break;
         case ACTION_AUTO_PAUSE:
             check_auto_pause(w, o, a);
+            break;
+        case ACTION_AUTO_RESUME:
+            /* only a paused, valid workspace that asks for it, of a class that allows it */
+            assert_true(ws->paused);
+            assert_false(invalid);
+            assert_non_null(ws->prewarm);
+            assert_true(w->cls->prewarm.enabled);
+            assert_true(a->for_ms > w->now);
             break;
         case ACTION_SNAPSHOT_BEGIN:
         case ACTION_SNAPSHOT_DELETE:

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "workspace/replay.h"
+#include "workspace/workspace.h"
 
 /* 2027-01-04T00:00:00Z, a Monday */
 #define DAY0 INT64_C(1799020800000)
@@ -130,6 +131,51 @@ static void test_policies_compare(void **state)
     workspace_class_free(long_c);
 }
 
+/* The owner starts at 09:00 on weekdays: pre-warmed 15 minutes before,
+ * the notebook is ready when they come, and the morning's wait is gone; the
+ * pre-warm counts as used. Lunch is not a first arrival. */
+static void test_prewarm(void **state)
+{
+    (void)state;
+    struct workspace_class *plain = gpu_class("30m", ""),
+                           *warm = gpu_class("30m", ",\"preWarm\":{\"lead\":\"15m\"}");
+    struct workspace_prewarm owner = {.days = 0x3e, .minute = 9 * 60, .time_zone = "UTC"};
+    struct replay_input a = day_input(plain), b = day_input(warm);
+    b.prewarm = &owner;
+    struct replay_result ra, rb;
+    assert_int_equal(replay_run(&a, &ra), 0);
+    assert_int_equal(replay_run(&b, &rb), 0);
+    print_result("idle after 30m", &ra);
+    print_result("idle after 30m, pre-warmed for 09:00", &rb);
+    assert_int_equal(ra.first_arrivals, 1);
+    assert_int_equal(ra.first_arrivals_ready, 0);
+    assert_int_equal(rb.first_arrivals, 1);
+    assert_int_equal(rb.first_arrivals_ready, 1);
+    assert_int_equal(rb.prewarms, 1);
+    assert_int_equal(rb.prewarms_used, 1);
+    assert_int_equal(rb.prewarms_unused, 0);
+    /* only the resume after lunch is a person's, and only it is waited for */
+    assert_int_equal(rb.person_resumes, 1);
+    assert_true(rb.waited_s < ra.waited_s);
+    assert_true(rb.waited_s >= 180 && rb.waited_s <= 180 + 60);
+    /* the price: the 15 minutes before 09:00 held */
+    assert_true(rb.held_s > ra.held_s);
+    assert_true(rb.held_s - ra.held_s < 20 * 60);
+    assert_int_equal(rb.busy_pauses, 0);
+
+    /* Nobody comes on that day: the pre-warm is paused again, unused. */
+    struct replay_span none[] = {{DAY0 + 14 * HOUR, DAY0 + 14 * HOUR + 1, REPLAY_KERNEL}};
+    b.spans = none;
+    b.n_spans = 1;
+    assert_int_equal(replay_run(&b, &rb), 0);
+    print_result("pre-warmed, nobody came", &rb);
+    assert_int_equal(rb.prewarms, 1);
+    assert_int_equal(rb.prewarms_unused, 1);
+    assert_int_equal(rb.first_arrivals, 0);
+    workspace_class_free(plain);
+    workspace_class_free(warm);
+}
+
 static void test_bad_input(void **state)
 {
     (void)state;
@@ -154,6 +200,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_day),
         cmocka_unit_test(test_policies_compare),
+        cmocka_unit_test(test_prewarm),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests_name("replay", tests, NULL, NULL);

@@ -372,7 +372,7 @@ static void full_status(struct workspace_status *s)
                                                        .pod_deleted_ms = T0 + 2000,
                                                        .accelerator_released_ms = T0 + 65000};
     *s->last_resume = (struct workspace_resume_timeline){
-        T0 + 3600000, T0 + 3601000, T0 + 3605000, T0 + 3612000, 12.4, strdup("FromCheckpoint")};
+        T0 + 3600000, T0 + 3601000, T0 + 3605000, T0 + 3612000, 12.4, strdup("FromCheckpoint"), 0};
     /* Set out of order on purpose: the encoding orders them. */
     set_cond(s, "Restored", COND_TRUE, "FromCheckpoint", "pod starts from the checkpoint",
              T0 + 3601000);

@@ -214,6 +214,42 @@ static void test_auto_pause_whole_or_nothing(void **state)
     assert_null(text);
 }
 
+/* ---- pre-warm ---- */
+
+static int build_auto_resume(void *arg, char **ret_text)
+{
+    (void)arg;
+    return writes_auto_resume_patch("9", 1700000000123, 1700000900000, ret_text);
+}
+
+static void check_auto_resume(const char *text, void *arg)
+{
+    (void)arg;
+    cJSON *o = cJSON_Parse(text);
+    assert_non_null(o);
+    assert_string_equal(string_at(o, "metadata", "resourceVersion"), "9");
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations");
+    const cJSON *at = cJSON_GetObjectItemCaseSensitive(ann, PREWARMED_AT_ANNOTATION);
+    assert_true(cJSON_IsString(at));
+    assert_string_equal(at->valuestring, "2023-11-14T22:13:20.123000Z");
+    const cJSON *owner = cJSON_GetObjectItemCaseSensitive(ann, PREWARM_FOR_ANNOTATION);
+    assert_true(cJSON_IsString(owner));
+    assert_string_equal(owner->valuestring, "2023-11-14T22:28:20.000000Z");
+    assert_true(cJSON_IsFalse(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "paused")));
+    cJSON_Delete(o);
+}
+
+static void test_auto_resume_whole_or_nothing(void **state)
+{
+    (void)state;
+    assert_true(each_failure(build_auto_resume, NULL, check_auto_resume) > 0);
+    char *text = NULL;
+    assert_int_equal(writes_auto_resume_patch("", 0, 0, &text), -EINVAL);
+    assert_null(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_finalizer_keeps_the_others),
         cmocka_unit_test(test_finalizer_needs_resource_version),
         cmocka_unit_test(test_auto_pause_whole_or_nothing),
+        cmocka_unit_test(test_auto_resume_whole_or_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
