@@ -126,6 +126,7 @@ static int add_workspace(struct report *r, const struct workspace *ws, int64_t n
             g->snapshot_s += p->snapshot_seconds;
         g->pauses += in_range(p->requested_ms, from, to);
         g->resumes += in_range(res->requested_ms, from, to);
+        g->prewarms += res->pre_warmed && in_range(res->requested_ms, from, to);
         if (in_range(res->ready_ms, from, to)) {
             err = add_ready(g, res->seconds_to_ready);
             if (res->restored_from) {
@@ -225,7 +226,7 @@ void report_free(struct report *r)
 
 static const char *const headers[] = {
     "NAMESPACE", "CLASS",     "WORKSPACES", "HELD-H", "GIVEN-BACK-H", "SNAPSHOT",
-    "READY-P50", "READY-P90", "COLD-START", "PAUSES", "RESUMES",
+    "READY-P50", "READY-P90", "COLD-START", "PAUSES", "RESUMES",      "PRE-WARMED",
 };
 static const char *const csv_headers[] = {
     "namespace",
@@ -239,6 +240,7 @@ static const char *const csv_headers[] = {
     "cold_start_share",
     "pauses",
     "resumes",
+    "resumes_pre_warmed",
 };
 #define N_COLUMNS (sizeof(headers) / sizeof(headers[0]))
 
@@ -270,6 +272,7 @@ static void group_cells(const struct report_group *g, int csv, char cells[N_COLU
     }
     snprintf(cells[9], 32, "%d", g->pauses);
     snprintf(cells[10], 32, "%d", g->resumes);
+    snprintf(cells[11], 32, "%d", g->prewarms);
 }
 
 static int print_rows(const struct report *r, int csv, FILE *out)
@@ -331,7 +334,8 @@ static int add_group(cJSON *groups, const struct report_group *g)
            cJSON_AddNumberToObject(j, "resumesReady", (double)g->n_ready) &&
            cJSON_AddNumberToObject(j, "coldStarts", g->lost_memory) &&
            cJSON_AddNumberToObject(j, "pauses", g->pauses) &&
-           cJSON_AddNumberToObject(j, "resumes", g->resumes);
+           cJSON_AddNumberToObject(j, "resumes", g->resumes) &&
+           cJSON_AddNumberToObject(j, "resumesPreWarmed", g->prewarms);
 }
 
 static int print_json(const struct report *r, FILE *out)

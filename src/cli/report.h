@@ -51,6 +51,7 @@ struct report_group {
     int restores;                /* resumes with a known restoredFrom */
     int lost_memory;             /* of those, without the memory */
     int pauses, resumes;
+    int prewarms; /* of the resumes, pre-warms (the controller's, ahead of the owner) */
 };
 
 struct report {
