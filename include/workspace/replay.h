@@ -102,6 +102,15 @@ struct replay_result {
     int64_t prewarms, prewarms_used, prewarms_unused, prewarms_yielded;
 };
 
+struct activity_record;
+
+/* The spans of use an activity record (activity/record.h) shows: a person
+ * where one was seen or waited for a resume (a, w), the kernel (k), the
+ * GPU (g); adjacent runs of one use make one span. *ret_spans is the
+ * caller's to free. Returns 0 or -ENOMEM. */
+int replay_spans_from_record(const struct activity_record *r, struct replay_span **ret_spans,
+                             size_t *ret_n);
+
 /* Replays in. Returns 0, -EINVAL (no class, an empty window, a span out of
  * order with itself) or -ENOMEM. */
 int replay_run(const struct replay_input *in, struct replay_result *out);

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "activity/record.h"
 #include "util/tz.h"
 #include "workspace/decide.h"
 
@@ -585,4 +586,41 @@ int replay_run(const struct replay_input *in, struct replay_result *out)
     }
     workspace_free(w.ws);
     return r;
+}
+
+static unsigned use_of(char state)
+{
+    switch (state) {
+    case 'a':
+    case 'w':
+        return REPLAY_PERSON;
+    case 'k':
+        return REPLAY_KERNEL;
+    case 'g':
+        return REPLAY_GPU;
+    default:
+        return 0;
+    }
+}
+
+int replay_spans_from_record(const struct activity_record *r, struct replay_span **ret_spans,
+                             size_t *ret_n)
+{
+    struct replay_span *spans = r->n ? calloc(r->n, sizeof(*spans)) : NULL;
+    if (r->n && !spans)
+        return -ENOMEM;
+    size_t n = 0;
+    int64_t at = r->start_s * 1000;
+    for (size_t i = 0; i < r->n; i++) {
+        unsigned use = use_of(r->runs[i].state);
+        int64_t end = at + (int64_t)r->runs[i].seconds * 1000;
+        if (use && n && spans[n - 1].use == use && spans[n - 1].end_ms == at)
+            spans[n - 1].end_ms = end;
+        else if (use && end > at)
+            spans[n++] = (struct replay_span){at, end, use};
+        at = end;
+    }
+    *ret_spans = spans;
+    *ret_n = n;
+    return 0;
 }
