@@ -7,9 +7,10 @@
  *   week [SEED]
  *
  * The people (a seeded generator, so a run is repeatable):
- *   70 office hours: Monday to Friday, arriving 08:30-09:30, lunch about
- *      12:00-13:00, leaving 17:00-18:30; short cells (a busy kernel and
- *      GPU for 2-10 minutes) while they work;
+ *   70 office hours: Monday to Friday, arriving within a quarter of an
+ *      hour of their usual time (one of 08:00, 08:15, ... 10:00), lunch
+ *      about 12:00-13:00, leaving 17:00-18:30; short cells (a busy kernel
+ *      and GPU for 2-10 minutes) while they work;
  *   10 train: office hours, and on Monday and Wednesday a training run
  *      started from a terminal at about 16:00 that keeps the GPU busy for
  *      10 hours with no browser open (only the GPU says it is in use);
@@ -21,7 +22,7 @@
  * (GKE's published figures for a T4), a start from files 3 minutes.
  *
  * With a pre-warm (docs/idle.md, "Ready before you are") every workspace
- * says its owner starts at 08:30 on weekdays (spec.preWarm) and the class
+ * says its owner's usual time on weekdays (spec.preWarm) and the class
  * allows a 15-minute lead, skipping workspaces nobody used for 3 days.
  * Besides the hours, each policy shows how many of the day's first
  * arrivals (after 4 hours away) found the notebook ready, and what came of
@@ -69,6 +70,7 @@ struct trace {
     struct replay_span spans[MAX_SPANS];
     size_t n;
     const char *kind;
+    int usual_minute; /* when this person usually arrives: 08:00 to 10:00 */
 };
 
 static void add(struct trace *t, int64_t start, int64_t end, unsigned use)
@@ -81,7 +83,7 @@ static void add(struct trace *t, int64_t start, int64_t end, unsigned use)
  * leaving, with short cells while present. Returns when they left. */
 static int64_t office_day(struct trace *t, int64_t day, int64_t leave_at)
 {
-    int64_t arrive = day + minutes_between(8 * 60 + 30, 9 * 60 + 30);
+    int64_t arrive = day + minutes_between(t->usual_minute - 15, t->usual_minute + 16);
     int64_t lunch = day + minutes_between(11 * 60 + 45, 12 * 60 + 15);
     int64_t back = lunch + minutes_between(45, 75);
     int64_t leave = leave_at ? leave_at : day + minutes_between(17 * 60, 18 * 60 + 30);
@@ -99,6 +101,7 @@ static int64_t office_day(struct trace *t, int64_t day, int64_t leave_at)
 static void make_trace(struct trace *t, int i)
 {
     t->n = 0;
+    t->usual_minute = 8 * 60 + 15 * (int)(next_random() % 9);
     if (i < 70)
         t->kind = "office";
     else if (i < 80)
@@ -131,7 +134,7 @@ struct policy {
     const char *name;
     const char *idle; /* spec.idle */
     int snapshots;    /* GKE Pod Snapshots, else files and the checkpoint */
-    int prewarm;      /* the class's preWarm, and every owner's 08:30 on weekdays */
+    int prewarm;      /* the class's preWarm, and every owner's usual time on weekdays */
 };
 
 static const struct policy policies[] = {
@@ -200,13 +203,15 @@ int main(int argc, char **argv)
            "paused while busy | interruptions | snapshotting | starting | people waited | "
            "first arrivals ready | pre-warms used / unused |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    const struct workspace_prewarm owner = {
-        .days = 0x3e, .minute = 8 * 60 + 30, .time_zone = "UTC"}; /* Mon-Fri 08:30 */
+
     int failed = 0;
     for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
         struct workspace_class *c = make_class(&policies[p]);
         struct replay_result sum = {0};
         for (int i = 0; i < WORKSPACES; i++) {
+            /* Monday to Friday at the owner's usual time */
+            const struct workspace_prewarm owner = {
+                .days = 0x3e, .minute = traces[i].usual_minute, .time_zone = "UTC"};
             struct replay_input in = {.cls = c,
                                       .start_ms = MONDAY,
                                       .end_ms = MONDAY + 7 * DAY,
