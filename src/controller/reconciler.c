@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "activity/url_template.h"
+#include "controller/activity_log.h"
 #include "controller/activity_tracker.h"
 #include "controller/app_checkpoint.h"
 #include "controller/events.h"
@@ -64,6 +65,7 @@ struct reconciler {
 
     struct informer *ws_inf, *class_inf, *pod_inf, *pvc_inf;
     struct activity_tracker *activity;
+    struct activity_log *records; /* what each workspace's use was, for what-if replays */
     struct gke_snapshots *gke;
     struct app_checkpoints *checkpoints; /* asking applications to write their checkpoint */
     struct node_cache *nodes; /* which accelerator a pod got; started with an accelerator class */
@@ -1252,6 +1254,7 @@ static void workspace_gone(struct job *j, const char *name)
     workspace_pod_free(strmap_remove(&r->gone_pods, j->key));
     expectations_forget(&r->own_writes, j->key);
     activity_tracker_update(r->activity, j->key, NULL, NULL, NULL, 0, 0);
+    activity_log_forget(r->records, j->key);
     app_checkpoints_forget(r->checkpoints, j->key);
     /* Deleted: the garbage collector takes what it owned; snapshot
      * triggers go as their PodSnapshots do. */
@@ -1484,6 +1487,14 @@ static int decide(struct job *j, const struct gathered *g)
     workspace_outcome_diff(&ws->status, &j->out.status, g->in.now_ms, &j->outcome);
     if (workspace_outcome_any(&j->outcome) && ws->class_name)
         j->class_name = strdup(ws->class_name);
+    /* The record of what its use was: only where use can be seen. */
+    const struct workspace_class *cls = g->cls;
+    if (cls && !ws->deletion_ms &&
+        (cls->activity.application != ACTIVITY_APP_NONE || cls->activity.prometheus_url))
+        activity_log_note(r->records, j->key, ws, g->in.now_ms,
+                          activity_log_state(&j->out.status, g->in.activity,
+                                             cls->idle.gpu_threshold_percent, g->in.now_ms,
+                                             cls->activity.interval_ms));
     const struct workspace_pod *current = gathered_pod(g, j->out.status.pod_name, 1);
     if (j->out.restore_check_wanted)
         activity_tracker_check_restore(r->activity, j->key, ws, g->cls, current, j->out.probe_now);
@@ -1688,6 +1699,8 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     if (e == 0)
         e = activity_tracker_new(loop, client, &ao, on_activity, r, &r->activity);
     if (e == 0)
+        e = activity_log_new(client, r->ns, &r->records);
+    if (e == 0)
         e = gke_snapshots_new(loop, client, r->ns, on_activity, r, &r->gke);
     if (e == 0)
         e = app_checkpoints_new(loop, r->now_ms, r->now_data, on_activity, r, &r->checkpoints);
@@ -1711,7 +1724,10 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
 
 int reconciler_start(struct reconciler *r)
 {
-    int e = informer_start(r->class_inf);
+    int e = activity_log_start(r->records);
+    if (e < 0)
+        log_warn("activity records not listed; they start afresh", "error", log_errno_str(e));
+    e = informer_start(r->class_inf);
     if (e == 0)
         e = informer_start(r->pod_inf);
     if (e == 0)
@@ -1732,6 +1748,7 @@ void reconciler_close(struct reconciler *r)
     informer_free(r->pvc_inf);
     workqueue_driver_close(r->queue);
     activity_tracker_close(r->activity);
+    activity_log_free(r->records);
     app_checkpoints_close(r->checkpoints);
     gke_snapshots_free(r->gke);
     node_cache_free(r->nodes);

@@ -319,6 +319,23 @@ static void test_jupyter(void **state)
     assert_null(strstr(events, WRONG_TOKEN));
     free(all);
     free(events);
+
+    /* The activity record: written when the pause began, in a ConfigMap of
+     * the workspace's own that goes with it; idle before the pause, paused
+     * after it (docs/idle.md, "The activity record"). */
+    cJSON *cm = get_json("configmap idle-activity");
+    assert_non_null(cm);
+    const char *record = str_at(cm, "data.record");
+    assert_non_null(record);
+    print_message("  activity record of idle: %s\n", record);
+    assert_true(strncmp(record, "v1 ", 3) == 0);
+    assert_non_null(strstr(record, " i"));
+    assert_non_null(strstr(record, " p"));
+    const cJSON *owner = cJSON_GetArrayItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cm, "metadata"), "ownerReferences"), 0);
+    assert_string_equal(str_at(owner, "kind"), "Workspace");
+    assert_string_equal(str_at(owner, "name"), "idle");
+    cJSON_Delete(cm);
 }
 
 /* Activity in the warning window cancels; a keep-alive holds. */

@@ -1,0 +1,83 @@
+/*
+ * activity_log_state(): the state a workspace's activity record notes,
+ * from its decided status and the latest probe round.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "activity/probe_result.h"
+#include "controller/activity_log.h"
+#include "workspace/idle.h"
+#include "workspace/workspace.h"
+
+#define NOW INT64_C(1799020800000)
+#define MIN INT64_C(60000)
+
+static const struct row {
+    const char *what;
+    enum workspace_state state;
+    int pre_warmed;
+    int probed; /* 0: no round; 1: ok; -1: failed */
+    int busy;
+    double gpu;
+    const char *source;   /* status.activity.lastActivitySource */
+    int64_t activity_ago; /* status.activity.lastActivityTime, before now */
+    char want;
+} rows[] = {
+    {"paused", WS_STATE_PAUSED, 0, 0, 0, 0, NULL, 0, 'p'},
+    {"failed", WS_STATE_FAILED, 0, 0, 0, 0, NULL, 0, 'p'},
+    {"pausing (a snapshot is taken)", WS_STATE_PAUSING, 0, 1, 0, 0, NULL, 0, 'p'},
+    {"a person's resume", WS_STATE_RESUMING, 0, 0, 0, 0, NULL, 0, 'w'},
+    {"a person waits for capacity", WS_STATE_WAITING_FOR_CAPACITY, 0, 0, 0, 0, NULL, 0, 'w'},
+    {"a pre-warm waits: nobody does", WS_STATE_WAITING_FOR_CAPACITY, 1, 0, 0, 0, NULL, 0, 'p'},
+    {"running, no round yet", WS_STATE_RUNNING, 0, 0, 0, 0, "start", 0, 'u'},
+    {"running, the probe failed", WS_STATE_RUNNING, 0, -1, 0, 0, "start", 0, 'u'},
+    {"the GPU busy", WS_STATE_RUNNING, 0, 1, 0, 80, "gpu", 0, 'g'},
+    {"the GPU below the threshold", WS_STATE_RUNNING, 0, 1, 0, 3, "start", 0, 'i'},
+    {"a kernel busy", WS_STATE_RUNNING, 0, 1, 1, 0, "jupyter", 0, 'k'},
+    {"a person a minute ago", WS_STATE_RUNNING, 0, 1, 0, 0, "jupyter", MIN, 'a'},
+    {"a person by the annotation", WS_STATE_RUNNING, 0, 1, 0, 0, "annotation", MIN, 'a'},
+    {"a person an hour ago: idle", WS_STATE_RUNNING, 0, 1, 0, 0, "jupyter", 60 * MIN, 'i'},
+    {"kept alive: no person", WS_STATE_RUNNING, 0, 1, 0, 0, "keepAlive", 0, 'i'},
+};
+
+static void test_states(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const struct row *row = &rows[i];
+        struct workspace_status st;
+        workspace_status_init(&st);
+        assert_int_equal(workspace_status_own(&st), 0);
+        st.state = row->state;
+        st.state_since_ms = NOW - 30 * MIN;
+        st.last_resume->pre_warmed = row->pre_warmed;
+        st.activity->last_activity_source = (char *)row->source;
+        st.activity->last_activity_ms = NOW - row->activity_ago;
+        struct activity_observation obs = {.probed_at_ms = NOW - 10000};
+        probe_result_init(&obs.result, row->gpu > 0 ? "jupyter+gpu" : "jupyter");
+        if (row->probed < 0)
+            probe_result_fail(&obs.result, "jupyter", "connection refused");
+        obs.result.busy = row->busy;
+        obs.result.gpu_utilisation = row->gpu;
+        char got = activity_log_state(&st, row->probed ? &obs : NULL, 5, NOW, MIN);
+        if (got != row->want)
+            fail_msg("%s: '%c', wanted '%c'", row->what, got, row->want);
+        st.activity->last_activity_source = NULL;
+        workspace_status_clear(&st);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_states),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
