@@ -61,6 +61,7 @@ struct replay_input {
     const struct workspace_class *cls; /* the policy */
     const struct tz *zone;             /* the class's pause-window zone; NULL: UTC */
     int64_t start_ms, end_ms;          /* the window; the workspace is created running at start */
+    int start_paused;                  /* ... or paused (a person's arrival resumes it) */
     const struct replay_span *spans;
     size_t n_spans;
     struct replay_times times;

@@ -12,7 +12,7 @@
 #define BIT(c) (1u << (c))
 #define CMDS_ALL                                                                                   \
     (BIT(CLI_CMD_LIST) | BIT(CLI_CMD_PAUSE) | BIT(CLI_CMD_RESUME) | BIT(CLI_CMD_KEEP_ALIVE) |      \
-     BIT(CLI_CMD_DESCRIBE) | BIT(CLI_CMD_REPORT) | BIT(CLI_CMD_DRILL))
+     BIT(CLI_CMD_DESCRIBE) | BIT(CLI_CMD_REPORT) | BIT(CLI_CMD_DRILL) | BIT(CLI_CMD_WHAT_IF))
 
 static const struct {
     enum cli_command command;
@@ -23,7 +23,7 @@ static const struct {
     {CLI_CMD_LIST, "list", 0},         {CLI_CMD_PAUSE, "pause", 1},
     {CLI_CMD_RESUME, "resume", 1},     {CLI_CMD_KEEP_ALIVE, "keep-alive", 1},
     {CLI_CMD_DESCRIBE, "describe", 1}, {CLI_CMD_REPORT, "report", 0},
-    {CLI_CMD_DRILL, "drill", 0},
+    {CLI_CMD_DRILL, "drill", 0},       {CLI_CMD_WHAT_IF, "what-if", 0},
 };
 
 enum flag_id {
@@ -56,13 +56,14 @@ static const struct flag {
     {F_KUBECONFIG, "kubeconfig", 0, 1, CMDS_ALL},
     {F_CONTEXT, "context", 0, 1, CMDS_ALL},
     {F_NAMESPACE, "namespace", 'n', 1, CMDS_ALL},
-    {F_ALL_NAMESPACES, "all-namespaces", 'A', 0, BIT(CLI_CMD_LIST) | BIT(CLI_CMD_REPORT)},
+    {F_ALL_NAMESPACES, "all-namespaces", 'A', 0,
+     BIT(CLI_CMD_LIST) | BIT(CLI_CMD_REPORT) | BIT(CLI_CMD_WHAT_IF)},
     {F_WAIT, "wait", 0, 0, BIT(CLI_CMD_PAUSE) | BIT(CLI_CMD_RESUME)},
     {F_TIMEOUT, "timeout", 0, 1, BIT(CLI_CMD_PAUSE) | BIT(CLI_CMD_RESUME) | BIT(CLI_CMD_DRILL)},
     {F_UNTIL, "until", 0, 1, BIT(CLI_CMD_KEEP_ALIVE)},
     {F_FROM, "from", 0, 1, BIT(CLI_CMD_REPORT)},
     {F_TO, "to", 0, 1, BIT(CLI_CMD_REPORT)},
-    {F_OUTPUT, "output", 'o', 1, BIT(CLI_CMD_REPORT)},
+    {F_OUTPUT, "output", 'o', 1, BIT(CLI_CMD_REPORT) | BIT(CLI_CMD_WHAT_IF)},
     {F_CLASS, "class", 0, 1, BIT(CLI_CMD_DRILL)},
     {F_CANARY_URL, "canary-url", 0, 1, BIT(CLI_CMD_DRILL)},
     {F_CANARY_PORT, "canary-port", 0, 1, BIT(CLI_CMD_DRILL)},
@@ -503,6 +504,7 @@ static const char *const usage_text[] = {
         "  describe NAME               spec, conditions, last pause and resume, events\n"
         "  report                      accelerator-hours held and given back, time to ready\n"
         "  drill --class CLASS         the release check: pause and resume a throw-away workspace\n"
+        "  what-if                     what other idle policies would have done with the use seen\n"
         "  help [COMMAND]              this text, or a command's\n"
         "  version                     the plugin's version\n"
         "\n"
@@ -559,6 +561,15 @@ static const char *const usage_text[] = {
         "PASS (exit 0): same value, restored from the snapshot. COLD START (exit 5):\n"
         "the value changed or the resume came from a checkpoint or a cold start.\n"
         "FAIL (exit 1): anything else. --timeout (default 15m) bounds each step.\n",
+    [CLI_CMD_WHAT_IF] =
+        "Usage: kubectl workspace what-if [-o table|csv|json] [-n NS | -A]\n"
+        "\n"
+        "Replays each workspace's activity record (the ConfigMap <workspace>-activity)\n"
+        "through the controller's own rules under its class as it is and under other\n"
+        "policies (idle after 15m, 30m, 1h, 2h; no pause windows; pre-warms on or\n"
+        "off): accelerator-hours held and given back, pauses, pauses followed by a\n"
+        "person's resume within 10 minutes, snapshot and restore time, people's wait,\n"
+        "and how many of the day's first arrivals found the notebook ready.\n",
 };
 
 void cli_usage(FILE *out, enum cli_command command)

@@ -35,6 +35,7 @@ enum cli_command {
     CLI_CMD_DESCRIBE,
     CLI_CMD_REPORT,
     CLI_CMD_DRILL,
+    CLI_CMD_WHAT_IF,
 };
 
 enum cli_output {

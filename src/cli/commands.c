@@ -13,6 +13,9 @@
 #include "cli/table.h"
 #include "cli/timetext.h"
 #include "cli/watch.h"
+#include "cli/whatif.h"
+#include "controller/activity_log.h"
+#include "kube/resource.h"
 #include "util/clock.h"
 #include "util/timefmt.h"
 
@@ -409,6 +412,50 @@ int cmd_report(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *e
         }
     }
     report_free(rep);
+    if (e < 0) {
+        fprintf(err, "error: out of memory\n");
+        return CLI_EXIT_ERROR;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---- what-if ------------------------------------------------------------------ */
+
+int cmd_what_if(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *err)
+{
+    const char *ns = ns_words(a, api);
+    struct cli_reply ws, classes, records;
+    struct kube_list_options by_label = {.label_selector = ACTIVITY_LOG_LABEL};
+    if (cli_api_list_all(api, &CLI_RESOURCE_WORKSPACES, ns, NULL, &ws) < 0) {
+        int code = request_failed(err, &ws, "what-if", NULL, api->ns);
+        cli_reply_clear(&ws);
+        return code;
+    }
+    if (cli_api_list_all(api, &CLI_RESOURCE_WORKSPACE_CLASSES, NULL, NULL, &classes) < 0) {
+        int code = request_failed(err, &classes, "what-if", NULL, api->ns);
+        cli_reply_clear(&ws);
+        cli_reply_clear(&classes);
+        return code;
+    }
+    if (cli_api_list_all(api, &KUBE_RESOURCE_CONFIGMAPS, ns, &by_label, &records) < 0) {
+        int code = request_failed(err, &records, "what-if", NULL, api->ns);
+        cli_reply_clear(&ws);
+        cli_reply_clear(&classes);
+        cli_reply_clear(&records);
+        return code;
+    }
+    struct whatif *w = NULL;
+    int e = whatif_compute(ws.body, classes.body, records.body, clock_unix_ms(), NULL, &w);
+    cli_reply_clear(&ws);
+    cli_reply_clear(&classes);
+    cli_reply_clear(&records);
+    if (e == 0) {
+        if (w->rows[0].workspaces == 0 && a->output == CLI_OUTPUT_TABLE)
+            fprintf(err, "No activity records found%s%s.\n", ns ? " in namespace " : "",
+                    ns ? ns : "");
+        e = whatif_print(w, a->output, out, err);
+    }
+    whatif_free(w);
     if (e < 0) {
         fprintf(err, "error: out of memory\n");
         return CLI_EXIT_ERROR;

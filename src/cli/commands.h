@@ -21,6 +21,8 @@ int cmd_resume(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *e
 int cmd_keep_alive(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *err);
 int cmd_describe(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *err);
 int cmd_report(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *err);
+/* what-if: the activity records replayed under other policies (cli/whatif.h). */
+int cmd_what_if(struct cli_api *api, const struct cli_args *a, FILE *out, FILE *err);
 
 /* Follows ns/name after a request until goal is reached, printing progress
  * to out (one line per change; rewritten in place with the elapsed time

@@ -72,6 +72,9 @@ int main(int argc, char **argv)
     case CLI_CMD_DRILL:
         code = cmd_drill(&api, &a, stdout, stderr);
         break;
+    case CLI_CMD_WHAT_IF:
+        code = cmd_what_if(&api, &a, stdout, stderr);
+        break;
     default:
         break;
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/ledger.h"
+#include "cli/notes.h"
 #include "cli/table.h"
 #include "cli/timetext.h"
 #include "util/json.h"
@@ -42,27 +43,6 @@ static double overlap(int64_t a, int64_t b, int64_t from, int64_t to)
 static int in_range(int64_t t, int64_t from, int64_t to)
 {
     return t && t >= from && t < to;
-}
-
-static int add_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int add_note(struct report *r, const char *fmt, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return -ENOMEM;
-    char **grown = realloc(r->notes, (r->n_notes + 1) * sizeof(*grown));
-    if (!grown) {
-        free(s);
-        return -ENOMEM;
-    }
-    r->notes = grown;
-    r->notes[r->n_notes++] = s;
-    return 0;
 }
 
 static struct report_group *group_for(struct report *r, const char *ns, const char *cls)
@@ -139,10 +119,10 @@ static int add_workspace(struct report *r, const struct workspace *ws, int64_t n
         g->held_s += k * overlap(st->accelerator_held_since_ms, open_end, from, to);
 
     if (err == 0 && !l.from_history && (st->pauses > 0 || l.accelerators > 0)) {
-        err = add_note(r,
-                       "%s/%s: no status.history; held hours are not counted, the rest comes "
-                       "from the last pause and resume only",
-                       ns ? ns : "", name ? name : "");
+        err = cli_note_add(&r->notes, &r->n_notes,
+                           "%s/%s: no status.history; held hours are not counted, the rest comes "
+                           "from the last pause and resume only",
+                           ns ? ns : "", name ? name : "");
     } else if (err == 0 && l.from_history && st->pauses > (int64_t)l.n) {
         const struct workspace_pause_timeline *oldest = l.n ? &l.records[l.n - 1].pause : NULL;
         int64_t start =
@@ -150,10 +130,10 @@ static int add_workspace(struct report *r, const struct workspace *ws, int64_t n
         if (!start || start > from) {
             char t[TIMETEXT_SIZE];
             timetext_time(start, t);
-            err = add_note(r,
-                           "%s/%s: history reaches back to %s only (%zu of %lld pauses kept); "
-                           "use before then is not counted",
-                           ns ? ns : "", name ? name : "", t, l.n, (long long)st->pauses);
+            err = cli_note_add(&r->notes, &r->n_notes,
+                               "%s/%s: history reaches back to %s only (%zu of %lld pauses kept); "
+                               "use before then is not counted",
+                               ns ? ns : "", name ? name : "", t, l.n, (long long)st->pauses);
         }
     }
     return err;
@@ -302,18 +282,6 @@ static int print_rows(const struct report *r, int csv, FILE *out)
     return 0;
 }
 
-static double rounded(double v, double unit)
-{
-    return round(v / unit) * unit;
-}
-
-static int add_num(cJSON *o, const char *k, double v, double unit)
-{
-    if (isnan(v))
-        return cJSON_AddNullToObject(o, k) != NULL;
-    return cJSON_AddNumberToObject(o, k, rounded(v, unit)) != NULL;
-}
-
 static int add_group(cJSON *groups, const struct report_group *g)
 {
     cJSON *j = cJSON_CreateObject();
@@ -324,13 +292,13 @@ static int add_group(cJSON *groups, const struct report_group *g)
     return cJSON_AddStringToObject(j, "namespace", g->ns) &&
            cJSON_AddStringToObject(j, "class", g->class_name) &&
            cJSON_AddNumberToObject(j, "workspaces", g->workspaces) &&
-           add_num(j, "acceleratorHoursHeld", g->held_s / 3600.0, 0.0001) &&
-           add_num(j, "acceleratorHoursGivenBack", g->given_back_s / 3600.0, 0.0001) &&
-           add_num(j, "snapshotSeconds", g->snapshot_s, 0.1) &&
-           add_num(j, "secondsToReadyMedian", g->ready_p50, 0.1) &&
-           add_num(j, "secondsToReadyP90", g->ready_p90, 0.1) &&
-           add_num(j, "coldStartShare", g->restores ? (double)g->lost_memory / g->restores : NAN,
-                   0.001) &&
+           cli_json_number(j, "acceleratorHoursHeld", g->held_s / 3600.0, 0.0001) &&
+           cli_json_number(j, "acceleratorHoursGivenBack", g->given_back_s / 3600.0, 0.0001) &&
+           cli_json_number(j, "snapshotSeconds", g->snapshot_s, 0.1) &&
+           cli_json_number(j, "secondsToReadyMedian", g->ready_p50, 0.1) &&
+           cli_json_number(j, "secondsToReadyP90", g->ready_p90, 0.1) &&
+           cli_json_number(j, "coldStartShare",
+                           g->restores ? (double)g->lost_memory / g->restores : NAN, 0.001) &&
            cJSON_AddNumberToObject(j, "resumesReady", (double)g->n_ready) &&
            cJSON_AddNumberToObject(j, "coldStarts", g->lost_memory) &&
            cJSON_AddNumberToObject(j, "pauses", g->pauses) &&

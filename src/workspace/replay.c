@@ -119,6 +119,7 @@ static int world_init(struct world *w, const struct replay_input *in)
         return r;
     w->ws->idle_after_ms = in->idle_after_ms;
     w->ws->created_ms = in->start_ms;
+    w->ws->paused = in->start_paused;
     if (in->prewarm) {
         struct workspace_prewarm *p = malloc(sizeof(*p));
         if (!p ||

@@ -336,6 +336,39 @@ static void test_jupyter(void **state)
     assert_string_equal(str_at(owner, "kind"), "Workspace");
     assert_string_equal(str_at(owner, "name"), "idle");
     cJSON_Delete(cm);
+
+    /* kubectl workspace what-if replays what was recorded: the idle
+     * workspace's pause is there under its class as it is, and no policy
+     * pauses a busy kernel. */
+    char *line = NULL;
+    assert_true(asprintf(&line, "'%s' --kubeconfig '%s' -n %s what-if -o json 2>/dev/null",
+                         KUBECTL_WORKSPACE_BIN, harness_kubeconfig(), ns) > 0);
+    FILE *p = popen(line, "r");
+    free(line);
+    assert_non_null(p);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    char buf[4096];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof(buf), p)) > 0)
+        fwrite(buf, 1, got, mem);
+    fclose(mem);
+    assert_int_equal(pclose(p), 0);
+    cJSON *w = cJSON_Parse(text);
+    if (!w)
+        fail_msg("what-if -o json: %s", text);
+    free(text);
+    const cJSON *rows = cJSON_GetObjectItem(w, "policies");
+    const cJSON *current = cJSON_GetArrayItem(rows, 0);
+    assert_string_equal(str_at(current, "policy"), "current");
+    print_message("  what-if, current: %.0f workspaces, %.0f pauses\n",
+                  num_at(current, "workspaces"), num_at(current, "pauses"));
+    assert_true(num_at(current, "workspaces") >= 1);
+    assert_true(num_at(current, "pauses") >= 1);
+    const cJSON *row;
+    cJSON_ArrayForEach(row, rows) assert_true(num_at(row, "pausesWhileBusy") == 0);
+    cJSON_Delete(w);
 }
 
 /* Activity in the warning window cancels; a keep-alive holds. */

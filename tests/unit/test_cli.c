@@ -28,6 +28,7 @@
 #include "cli/report.h"
 #include "cli/table.h"
 #include "cli/timetext.h"
+#include "cli/whatif.h"
 #include "util/json.h"
 #include "util/timefmt.h"
 #include "workspace/workspace.h"
@@ -271,6 +272,8 @@ static void test_args_errors(void **state)
         {"list --bogus", "unknown flag: --bogus"},
         {"list -z", "unknown flag: -z"},
         {"list --wait", "--wait is not a flag of list"},
+        {"what-if --from 1d", "--from is not a flag of what-if"},
+        {"what-if bob", "unexpected argument \"bob\""},
         {"pause", "pause needs the workspace's NAME"},
         {"pause a b", "unexpected argument \"b\""},
         {"list extra", "unexpected argument \"extra\""},
@@ -348,6 +351,11 @@ static void test_args_times(void **state)
     assert_int_equal(parse("report --to 2026-03-05T00:00:00Z -o json", &a, err, sizeof(err)), 0);
     assert_int_equal(a.from_ms, at("2026-02-26T00:00:00Z"));
     assert_int_equal(a.output, CLI_OUTPUT_JSON);
+
+    assert_int_equal(parse("what-if -A -o csv", &a, err, sizeof(err)), 0);
+    assert_int_equal(a.command, CLI_CMD_WHAT_IF);
+    assert_true(a.all_namespaces);
+    assert_int_equal(a.output, CLI_OUTPUT_CSV);
 }
 
 /* ---- time and duration text --------------------------------------------------- */
@@ -857,6 +865,63 @@ static void test_golden_describe(void **state)
     cJSON_Delete(list);
 }
 
+/* what-if over recorded activity: one row a policy, golden in each format;
+ * the records it cannot use are named in the notes. */
+static void test_golden_what_if(void **state)
+{
+    (void)state;
+    cJSON *list = load_json("workspaces.json");
+    cJSON *classes = load_json("classes.json");
+    cJSON *records = load_json("activity.json");
+    struct whatif *w = NULL;
+    assert_int_equal(whatif_compute(list, classes, records, now_ms(), NULL, &w), 0);
+    assert_int_equal(w->n_rows, 8);
+    /* bob-ide and alice-nb replayed; the other two named */
+    assert_int_equal(w->rows[0].workspaces, 2);
+    assert_string_equal(w->rows[0].policy, "current");
+    int missing = 0, unreadable = 0;
+    for (size_t i = 0; i < w->n_notes; i++) {
+        missing +=
+            strstr(w->notes[i], "team-a/gone: an activity record without its workspace") != NULL;
+        unreadable += strstr(w->notes[i], "team-a/carol-gpu: its record cannot be read") != NULL;
+    }
+    assert_int_equal(missing, 1);
+    assert_int_equal(unreadable, 1);
+    /* A shorter idle time gives back more; nothing is paused while busy. */
+    assert_true(w->rows[1].returned_s >= w->rows[4].returned_s);
+    for (size_t i = 0; i < w->n_rows; i++)
+        assert_int_equal(w->rows[i].busy_pauses, 0);
+    /* bob-ide's owner comes at 09:00 CET on Tuesday: the pre-warm (current)
+     * has the notebook ready; without it, not. */
+    assert_int_equal(w->rows[0].prewarms, 2); /* Monday and Tuesday */
+    assert_true(w->rows[0].first_arrivals_ready > w->rows[7].first_arrivals_ready);
+    static const struct {
+        enum cli_output format;
+        const char *golden;
+    } formats[] = {{CLI_OUTPUT_TABLE, "what-if.golden"},
+                   {CLI_OUTPUT_CSV, "what-if-csv.golden"},
+                   {CLI_OUTPUT_JSON, "what-if-json.golden"}};
+    for (size_t i = 0; i < 3; i++) {
+        struct capture c, notes;
+        FILE *nf = capture_start(&notes);
+        assert_int_equal(whatif_print(w, formats[i].format, capture_start(&c), nf), 0);
+        char *text = capture_end(&c);
+        char *note_text = capture_end(&notes);
+        /* CSV keeps its notes apart, the others carry them */
+        if (formats[i].format == CLI_OUTPUT_CSV)
+            assert_non_null(strstr(note_text, "note: team-a/gone:"));
+        else
+            assert_string_equal(note_text, "");
+        golden(formats[i].golden, text);
+        free(text);
+        free(note_text);
+    }
+    whatif_free(w);
+    cJSON_Delete(records);
+    cJSON_Delete(classes);
+    cJSON_Delete(list);
+}
+
 static void test_golden_report(void **state)
 {
     (void)state;
@@ -1046,6 +1111,7 @@ int main(void)
         cmocka_unit_test(test_golden_list),
         cmocka_unit_test(test_golden_describe),
         cmocka_unit_test(test_golden_report),
+        cmocka_unit_test(test_golden_what_if),
         cmocka_unit_test(test_lenient),
         cmocka_unit_test(test_interrupts_are_sticky),
     };
