@@ -54,8 +54,9 @@ void activity_log_note(struct activity_log *l, const char *key, const struct wor
 
 /* The state (activity/record.h) a workspace whose decided status is st is
  * in at now_ms: from its state word, and while Running from the probe round
- * obs (NULL: none yet) and the activity the status records; a person
- * counts while their activity is at most two probe intervals old. */
+ * obs (NULL: none yet): the GPU, a busy kernel, the application's last
+ * activity since the round before (one probe interval), else the activity
+ * the status records (the annotation) at most two intervals before now. */
 char activity_log_state(const struct workspace_status *st, const struct activity_observation *obs,
                         int gpu_threshold_percent, int64_t now_ms, int64_t interval_ms);
 

@@ -72,6 +72,8 @@ struct replay_input {
     const struct tz *prewarm_zone;
 };
 
+#define REPLAY_PAUSE_TIMES 16
+
 /* A person who comes after this long without anyone at the notebook comes
  * for the first time that day. */
 #define REPLAY_FIRST_ARRIVAL_GAP_MS (4 * 60 * 60 * 1000)
@@ -101,6 +103,9 @@ struct replay_result {
     int64_t first_arrivals_ready;
     /* status.preWarm at the end: begun, used, unused, yielded. */
     int64_t prewarms, prewarms_used, prewarms_unused, prewarms_yielded;
+    /* When the first REPLAY_PAUSE_TIMES completed pauses were asked for
+     * (status.lastPause.requestedAt), to set beside what a controller did. */
+    int64_t pause_requested_ms[REPLAY_PAUSE_TIMES];
 };
 
 struct activity_record;

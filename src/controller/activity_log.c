@@ -315,6 +315,10 @@ char activity_log_state(const struct workspace_status *st, const struct activity
         return 'g';
     if (r->busy)
         return 'k';
+    /* The application's own last activity, as the round saw it (the status
+     * keeps it only in minute steps). */
+    if (r->last_activity_ms && obs->probed_at_ms - r->last_activity_ms <= interval_ms)
+        return 'a';
     const char *src = st->activity->last_activity_source;
     int person = src && (strcmp(src, "jupyter") == 0 || strcmp(src, "code-server") == 0 ||
                          strcmp(src, "annotation") == 0);

@@ -460,7 +460,10 @@ static void account(struct world *w, struct replay_result *res, int64_t from, in
 static void notice_state(struct world *w, struct replay_result *res)
 {
     enum workspace_state st = w->ws->status.state;
-    if (st == WS_STATE_PAUSED && w->state != WS_STATE_PAUSED) {
+    /* A workspace that starts paused has nothing to count. */
+    if (st == WS_STATE_PAUSED && w->state != WS_STATE_PAUSED && w->state != WS_STATE_NONE) {
+        if (res->pauses < REPLAY_PAUSE_TIMES)
+            res->pause_requested_ms[res->pauses] = w->ws->status.last_pause->requested_ms;
         res->pauses++;
         const char *reason = w->ws->status.last_pause->reason;
         if (reason && strcmp(reason, "IdleTimeout") == 0)

@@ -22,6 +22,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -38,8 +39,11 @@
 
 #include <cmocka.h>
 
+#include "activity/record.h"
 #include "harness.h"
 #include "util/timefmt.h"
+#include "workspace/class.h"
+#include "workspace/replay.h"
 #include "workspaces.h"
 
 #define TOKEN "it-idle-7d1f0c3a9b"
@@ -438,6 +442,107 @@ static void test_code_server_and_gpu(void **state)
     assert_not_paused("gpu-busy");
 }
 
+/* ---- a compressed day ---- */
+
+/* A day of one person at a GPU notebook, compressed: a second stands for
+ * about ten minutes (the class's idle time of 10 s for an hour and a half).
+ * The person works from 20 s to 26 s and from 40 s to 46 s after the start
+ * (code-server heartbeats every second), finds the workspace paused each
+ * time and resumes it. Afterwards the controller's own ledger and the
+ * replay of its activity record under the same class (what what-if does)
+ * must agree: the same pauses, each asked for within two probe intervals
+ * of the controller's, and the accelerator time held within a few seconds. */
+#define DAY_S 55
+static const struct {
+    int from_s, to_s;
+} day_person[] = {{20, 26}, {40, 46}};
+
+static void test_compressed_day(void **state)
+{
+    (void)state;
+    apply_ws("day", "it-day", 0, NULL);
+    cJSON *ws = wait_state("day", "Running", 60000);
+    cJSON_Delete(ws);
+    uint64_t t0 = harness_now_ms();
+    char prefix[300];
+    snprintf(prefix, sizeof(prefix), "/control/code-server/%s/day", ns);
+    int resumed[2] = {0, 0};
+    while (harness_now_ms() < t0 + DAY_S * 1000) {
+        int64_t t = (int64_t)(harness_now_ms() - t0) / 1000;
+        for (size_t i = 0; i < 2; i++) {
+            if (t < day_person[i].from_s || t >= day_person[i].to_s)
+                continue;
+            fake_put(prefix, "{\"heartbeatNow\":true}");
+            if (!resumed[i]) {
+                /* a person who finds it paused resumes it */
+                ws = ws_json("day");
+                if (cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "spec"), "paused")))
+                    set_paused("day", 0);
+                cJSON_Delete(ws);
+                resumed[i] = 1;
+            }
+        }
+        usleep(1000 * 1000);
+    }
+    ws = wait_state("day", "Paused", 60000);
+    const cJSON *history = cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "status"), "history");
+    int n = cJSON_GetArraySize(history);
+    double held = num_at(ws, "status.accounting.acceleratorSecondsHeld");
+    print_message("  the controller: %d pauses, %.0f accelerator-seconds held\n", n, held);
+    assert_int_equal(n, 3); /* before each arrival, and at the end of the day */
+
+    /* The record and the class, as what-if reads them. */
+    cJSON *cm = get_json("configmap day-activity");
+    assert_non_null(cm);
+    struct activity_record rec = {0};
+    const char *why = NULL;
+    print_message("  its record: %s\n", str_at(cm, "data.record"));
+    assert_int_equal(activity_record_parse(str_at(cm, "data.record"), &rec, &why), 0);
+    cJSON_Delete(cm);
+    char *class_text = NULL;
+    assert_int_equal(harness_kubectl(&class_text, "get workspaceclass it-day -o json"), 0);
+    cJSON *cj = cJSON_Parse(class_text);
+    free(class_text);
+    struct workspace_class *cls = NULL;
+    assert_int_equal(workspace_class_decode(cj, &cls, NULL), 0);
+    cJSON_Delete(cj);
+    struct replay_span *spans = NULL;
+    size_t n_spans = 0;
+    assert_int_equal(replay_spans_from_record(&rec, &spans, &n_spans), 0);
+    /* the world's times: how long this cluster took to start a pod */
+    double ready_s = num_at(cJSON_GetArrayItem(history, 0), "secondsToReady");
+    struct replay_input in = {
+        .cls = cls,
+        .start_ms = rec.start_s * 1000,
+        /* the last run (paused) holds on, as what-if reads it */
+        .end_ms = (activity_record_end(&rec) + 30) * 1000,
+        .start_paused = rec.runs[0].state == 'p',
+        .spans = spans,
+        .n_spans = n_spans,
+        .times = {.cold_start_ms = (int64_t)(ready_s > 0 ? ready_s * 1000 : 1000)},
+    };
+    struct replay_result r;
+    assert_int_equal(replay_run(&in, &r), 0);
+    print_message("  the replay: %lld pauses, %.0f accelerator-seconds held\n", (long long)r.pauses,
+                  r.held_s);
+    assert_int_equal(r.pauses, n);
+    for (int i = 0; i < n; i++) {
+        /* history is newest first */
+        int64_t real = time_at(cJSON_GetArrayItem(history, n - 1 - i), "pausedAt");
+        int64_t replayed = r.pause_requested_ms[i];
+        print_message("  pause %d: the controller at %lld, the replay at %lld (%+lld ms)\n", i + 1,
+                      (long long)real, (long long)replayed, (long long)(replayed - real));
+        assert_true(llabs(replayed - real) <= 2 * 1000 + 1000); /* two rounds, whole seconds */
+    }
+    /* the record starts when the controller first saw the workspace, so the
+     * replay's window is inside the controller's: a few seconds a pause */
+    assert_true(fabs(r.held_s - held) <= 3 * 3 + 2);
+    free(spans);
+    activity_record_free(&rec);
+    workspace_class_free(cls);
+    cJSON_Delete(ws);
+}
+
 /* ---- set-up ------------------------------------------------------------------ */
 
 static int clean_slate(void **state)
@@ -520,6 +625,16 @@ static int group_setup(void **state)
              "    gpu: {prometheusURL: \"http://127.0.0.1:%d\"}\n",
              idle_jupyter.port, fake.port);
     apply_idle_class("it-jupyter-gpu", act);
+    snprintf(act, sizeof(act),
+             "  accelerator: {resourceName: nvidia.com/gpu, count: 1, product: Tesla-T4}\n"
+             "  idle: {after: 10s, minAfter: 10s, minRunning: 0s, warnBefore: 2s}\n"
+             "  activity:\n"
+             "    interval: 1s\n"
+             "    timeout: 1s\n"
+             "    application: CodeServer\n"
+             "    url: http://127.0.0.1:%d/{namespace}/{workspace}\n",
+             fake.port);
+    apply_class("it-day", act);
     controller_start(NULL);
     return 0;
 }
@@ -545,6 +660,7 @@ int main(void)
         cmocka_unit_test_setup(test_jupyter, clean_slate),
         cmocka_unit_test_setup(test_cancel_and_keep_alive, clean_slate),
         cmocka_unit_test_setup(test_code_server_and_gpu, clean_slate),
+        cmocka_unit_test_setup(test_compressed_day, clean_slate),
     };
     return cmocka_run_group_tests_name("idle detection", tests, group_setup, group_teardown);
 }

@@ -42,6 +42,9 @@ static const struct row {
     {"the GPU below the threshold", WS_STATE_RUNNING, 0, 1, 0, 3, "start", 0, 'i'},
     {"a kernel busy", WS_STATE_RUNNING, 0, 1, 1, 0, "jupyter", 0, 'k'},
     {"a person a minute ago", WS_STATE_RUNNING, 0, 1, 0, 0, "jupyter", MIN, 'a'},
+    {"the round saw a person a moment ago", WS_STATE_RUNNING, 0, 2, 0, 0, "start", 0, 'a'},
+    {"the round saw a person before the round before", WS_STATE_RUNNING, 0, 3, 0, 0, "start", 0,
+     'i'},
     {"a person by the annotation", WS_STATE_RUNNING, 0, 1, 0, 0, "annotation", MIN, 'a'},
     {"a person an hour ago: idle", WS_STATE_RUNNING, 0, 1, 0, 0, "jupyter", 60 * MIN, 'i'},
     {"kept alive: no person", WS_STATE_RUNNING, 0, 1, 0, 0, "keepAlive", 0, 'i'},
@@ -65,6 +68,10 @@ static void test_states(void **state)
         if (row->probed < 0)
             probe_result_fail(&obs.result, "jupyter", "connection refused");
         obs.result.busy = row->busy;
+        if (row->probed == 2) /* the application's last activity, just before the round */
+            obs.result.last_activity_ms = obs.probed_at_ms - 5000;
+        if (row->probed == 3) /* ... and one from before the round before */
+            obs.result.last_activity_ms = obs.probed_at_ms - MIN - 5000;
         obs.result.gpu_utilisation = row->gpu;
         char got = activity_log_state(&st, row->probed ? &obs : NULL, 5, NOW, MIN);
         if (got != row->want)
