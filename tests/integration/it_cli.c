@@ -391,7 +391,7 @@ static void test_cycle(void **state)
     assert_int_equal(cli(&out, &err, "report -o csv --from 1h"), 0);
     must_contain(out, "namespace,class,workspaces,accelerator_hours_held,"
                       "accelerator_hours_given_back,snapshot_seconds,seconds_to_ready_median,"
-                      "seconds_to_ready_p90,cold_start_share,pauses,resumes\n");
+                      "seconds_to_ready_p90,cold_start_share,pauses,resumes,resumes_pre_warmed\n");
     snprintf(line, sizeof(line), "%s,it-cli-gpu,1,", ns);
     must_contain(out, line);
     free(out);
