@@ -161,12 +161,7 @@ struct kube_watch_options {
 MUST_USE int kube_get(struct kube_client *c, const struct kube_resource *res, const char *ns,
                       const char *name, kube_response_cb cb, void *data,
                       struct kube_request **ret_req);
-/* GET of the collection, filtered and paged as opts says (NULL: all of it).
- * A list goes over HTTP/1.1 on a connection of its own (made for it, closed
- * after it), not as a stream of the HTTP/2 connection the other calls share:
- * with libcurl 7.88, a page of large objects on the shared connection
- * sometimes stalled until the request's timeout, with a few KiB received
- * (docs/benchmarks.md, "Comparing statuses without JSON"). */
+/* GET of the collection, filtered and paged as opts says (NULL: all of it). */
 MUST_USE int kube_list(struct kube_client *c, const struct kube_resource *res, const char *ns,
                        const struct kube_list_options *opts, kube_response_cb cb, void *data,
                        struct kube_request **ret_req);

@@ -50,9 +50,6 @@ struct kube_request {
     int is_watch;
     int holds_slot; /* counted in client->busy (not a watch; started, not yet freed) */
     int raw;        /* kube_get_path(): the answer is passed as bytes */
-    /* kube_list(): HTTP/1.1 on a connection of its own, not a stream of the
-     * shared HTTP/2 connection (see kube_list() in kube/client.h). */
-    int own_connection;
     long timeout_ms;
     enum kube_priority priority;
     uint64_t queued_at_ms;
@@ -310,14 +307,8 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->opts.connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, ""); /* gzip for big lists */
-    /* Everything but lists shares one HTTP/2 connection. */
-    curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                     (long)(r->own_connection ? CURL_HTTP_VERSION_1_1 : CURL_HTTP_VERSION_2TLS));
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, r->own_connection ? 0L : 1L);
-    /* A list's connection is its own: made for it and closed after, never
-     * handed to a call that expects the shared HTTP/2 connection. */
-    curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, r->own_connection ? 1L : 0L);
-    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, r->own_connection ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* share one HTTP/2 connection */
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     if (strcmp(r->method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
@@ -772,13 +763,7 @@ int kube_list(struct kube_client *c, const struct kube_resource *res, const char
         if (e == 0)
             e = kube_append_query(&p, "resourceVersion", o->resource_version);
     }
-    struct kube_request *r = NULL;
-    if (e == 0)
-        e = request_new(c, "GET", &p, NULL, NULL, cb, data, &r);
-    buf_free(&p);
-    if (r)
-        r->own_connection = 1;
-    return submit(e, r, ret_req);
+    return start(c, "GET", &p, e, NULL, NULL, cb, data, ret_req);
 }
 
 int kube_get_path(struct kube_client *c, const char *path, size_t max_bytes, kube_response_cb cb,
