@@ -318,6 +318,12 @@ struct workspace {
 #define PREWARMED_AT_ANNOTATION "hibernator.dev/pre-warmed-at"
 #define PREWARM_FOR_ANNOTATION "hibernator.dev/pre-warm-for"
 
+/* spec.preWarm in words: "08:30 Mon,Tue,Wed (Europe/Berlin)", days Monday
+ * first, "every day" when none are named. */
+#define WORKSPACE_PREWARM_TEXT_SIZE 96
+void workspace_prewarm_text(const struct workspace_prewarm *p,
+                            char out[WORKSPACE_PREWARM_TEXT_SIZE]);
+
 /* Decodes a Workspace object. Returns 0, -ENOMEM, or -EINVAL with *ret_err
  * naming the field when the object itself cannot be read (not an object, no
  * metadata or name; malloc'd, the caller frees it). A spec that cannot be

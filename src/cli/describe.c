@@ -306,17 +306,11 @@ static void print_prewarm(const struct workspace *ws, int64_t now, FILE *out)
     const struct workspace_prewarm_status *pw = ws->status.prewarm;
     if (!p && !pw->count)
         return;
-    static const char *const names[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
     char w[WHEN_SIZE], f[WHEN_SIZE];
     if (p) {
-        char days[40] = "";
-        size_t n = 0;
-        for (int d = 1; d <= 7 && p->days; d++)
-            if (p->days & (1u << (d % 7)))
-                n += (size_t)snprintf(days + n, sizeof(days) - n, "%s%s", n ? "," : "",
-                                      names[d % 7]);
-        fprintf(out, "Pre-warm:     owner starts %02d:%02d %s (%s)\n", p->minute / 60,
-                p->minute % 60, p->days ? days : "every day", p->time_zone);
+        char text[WORKSPACE_PREWARM_TEXT_SIZE];
+        workspace_prewarm_text(p, text);
+        fprintf(out, "Pre-warm:     owner starts %s\n", text);
     } else {
         fprintf(out, "Pre-warm:     not asked for any more\n");
     }

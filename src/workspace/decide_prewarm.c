@@ -13,8 +13,6 @@
 #define PREWARM_TURN_RECHECK_MS (30 * 1000)
 #define DAY_MS (24LL * 60 * 60 * 1000)
 
-static const char *const day_names[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-
 int decide_prewarm_open(const struct workspace_status *s)
 {
     return s->last_resume->pre_warmed && s->prewarm->last_ms && !s->prewarm->last_outcome;
@@ -40,20 +38,6 @@ int64_t workspace_prewarm_lead(const struct workspace_class *cls, const struct w
     if (lead > 12LL * 60 * 60 * 1000)
         lead = 12LL * 60 * 60 * 1000;
     return lead < PREWARM_MIN_DEFAULT_LEAD_MS ? PREWARM_MIN_DEFAULT_LEAD_MS : lead;
-}
-
-/* "08:30 Mon,Tue (Europe/Berlin)": the owner's time as spec.preWarm says it. */
-static void describe_time(const struct workspace_prewarm *p, char *out, size_t size)
-{
-    char days[40] = "";
-    size_t n = 0;
-    for (int w = 1; w <= 7 && p->days; w++) {
-        int wd = w % 7; /* Monday first */
-        if (p->days & (1u << wd))
-            n += (size_t)snprintf(days + n, sizeof(days) - n, "%s%s", n ? "," : "", day_names[wd]);
-    }
-    snprintf(out, size, "%02d:%02d %s (%s)", p->minute / 60, p->minute % 60,
-             p->days ? days : "every day", p->time_zone);
 }
 
 /* A resume begins: a pre-warm when the controller's annotation says this
@@ -221,8 +205,8 @@ void decide_prewarm(struct decider *d)
         not_allowed(d);
         return;
     }
-    char when[96];
-    describe_time(ws->prewarm, when, sizeof(when));
+    char when[WORKSPACE_PREWARM_TEXT_SIZE];
+    workspace_prewarm_text(ws->prewarm, when);
     const struct tz *zone = d->in->prewarm_zone;
     if (!zone) {
         decide_condition(d, WS_COND_PRE_WARM, COND_UNKNOWN, WS_REASON_TIME_ZONE_UNAVAILABLE,

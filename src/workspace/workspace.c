@@ -692,3 +692,16 @@ void workspace_message_one_line(char *s)
         memcpy(s + cut, "...", 4);
     }
 }
+
+void workspace_prewarm_text(const struct workspace_prewarm *p,
+                            char out[WORKSPACE_PREWARM_TEXT_SIZE])
+{
+    static const char *const names[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    char days[40] = "";
+    size_t n = 0;
+    for (int d = 1; d <= 7 && p->days; d++) /* Monday first */
+        if (p->days & (1u << (d % 7)))
+            n += (size_t)snprintf(days + n, sizeof(days) - n, "%s%s", n ? "," : "", names[d % 7]);
+    snprintf(out, WORKSPACE_PREWARM_TEXT_SIZE, "%02d:%02d %s (%s)", p->minute / 60, p->minute % 60,
+             p->days ? days : "every day", p->time_zone);
+}
