@@ -471,8 +471,12 @@ static void cells_of(const struct whatif_row *r, int csv, char cells[N_COLUMNS][
     snprintf(cells[3], 48, csv ? "%.4f" : "%.2f", r->returned_s / 3600);
     double s = idle_share(r), a = arrival_share(r);
     if (csv) {
-        snprintf(cells[4], 48, isnan(s) ? "" : "%.3f", s);
-        snprintf(cells[11], 48, isnan(a) ? "" : "%.3f", a);
+        /* An empty CSV cell is a share with nothing to divide. */
+        cells[4][0] = cells[11][0] = '\0';
+        if (!isnan(s))
+            snprintf(cells[4], 48, "%.3f", s);
+        if (!isnan(a))
+            snprintf(cells[11], 48, "%.3f", a);
     } else {
         snprintf(cells[4], 48, isnan(s) ? "-" : "%.1f%%", 100 * s);
         if (isnan(a))
