@@ -50,6 +50,7 @@ struct kube_request {
     int is_watch;
     int holds_slot; /* counted in client->busy (not a watch; started, not yet freed) */
     int raw;        /* kube_get_path(): the answer is passed as bytes */
+    int is_list;    /* kube_list(): a large answer, see LIST_RECEIVE_BUFFER */
     long timeout_ms;
     enum kube_priority priority;
     uint64_t queued_at_ms;
@@ -276,6 +277,23 @@ static int add_header(struct kube_request *r, const char *h)
     return 0;
 }
 
+/* Receive buffers of lists and watches. All calls share one HTTP/2
+ * connection, and in libcurl 7.88 a stream's DATA goes into its transfer's
+ * receive buffer (16 KiB by default) as the connection is read, 32 KiB at a
+ * time. When a frame does not fit, libcurl pauses the whole connection
+ * (NGHTTP2_ERR_PAUSE) and resumes it the next time that transfer runs; what
+ * is left of the connection's input then waits for the next socket event
+ * (libcurl 8.1 removed that path). An answer whose end waits there waits
+ * for its timeout: at a restart of 10,000 workspaces, list pages of
+ * Workspaces (1 MB and more before compression) stalled with about 17 KB
+ * received until their 30 s timeout (docs/benchmarks.md), and the last
+ * events of a burst on a watch would wait for the next traffic. A buffer of
+ * two reads cannot overflow while its transfer reads; a list's, several
+ * reads deep, holds what arrives while others read. A list's lives only
+ * while the list runs. */
+#define LIST_RECEIVE_BUFFER (256L * 1024)
+#define WATCH_RECEIVE_BUFFER (64L * 1024)
+
 static int request_setup_easy(struct kube_request *r, const struct kube_credential *cred)
 {
     struct kube_client *c = r->client;
@@ -310,6 +328,9 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* share one HTTP/2 connection */
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
+    if (r->is_list || r->is_watch)
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
+                         r->is_list ? LIST_RECEIVE_BUFFER : WATCH_RECEIVE_BUFFER);
     if (strcmp(r->method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
     if (r->body) {
@@ -752,8 +773,7 @@ int kube_list(struct kube_client *c, const struct kube_resource *res, const char
     snprintf(limit, sizeof(limit), "%ld", o ? o->limit : 0);
     int e = build_path(&p, res, ns, NULL, NULL);
     if (e == 0 && o) {
-        if (e == 0)
-            e = kube_append_query(&p, "labelSelector", o->label_selector);
+        e = kube_append_query(&p, "labelSelector", o->label_selector);
         if (e == 0)
             e = kube_append_query(&p, "fieldSelector", o->field_selector);
         if (e == 0 && o->limit > 0)
@@ -763,7 +783,13 @@ int kube_list(struct kube_client *c, const struct kube_resource *res, const char
         if (e == 0)
             e = kube_append_query(&p, "resourceVersion", o->resource_version);
     }
-    return start(c, "GET", &p, e, NULL, NULL, cb, data, ret_req);
+    struct kube_request *r = NULL;
+    if (e == 0)
+        e = request_new(c, "GET", &p, NULL, NULL, cb, data, &r);
+    buf_free(&p);
+    if (e == 0)
+        r->is_list = 1;
+    return submit(e, r, ret_req);
 }
 
 int kube_get_path(struct kube_client *c, const char *path, size_t max_bytes, kube_response_cb cb,
