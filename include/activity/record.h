@@ -58,6 +58,14 @@ int activity_state_valid(char c);
  * -ENOMEM (the record is unchanged). */
 MUST_USE int activity_record_note(struct activity_record *r, int64_t at_s, char state);
 
+/* When to note state at now_s (Unix seconds) given the last activity
+ * activity_s (0: none known): a person's run ('a') lasts until their last
+ * activity, not until the round that saw it, and the idle ('i') that
+ * follows it begins there, where an idle clock begins; never before the
+ * record's end nor after now_s. Other states are noted at now_s. */
+int64_t activity_record_note_time(const struct activity_record *r, int64_t now_s, char state,
+                                  int64_t activity_s);
+
 /* The instant the last run ends, as far as noted (the start when empty). */
 int64_t activity_record_end(const struct activity_record *r);
 

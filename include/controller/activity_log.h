@@ -48,17 +48,22 @@ int activity_log_start(struct activity_log *l);
 int activity_log_ready(const struct activity_log *l);
 
 /* Notes that workspace ws (cache key key) is in state (activity/record.h)
- * from now_ms on, and writes its record when that is due. */
+ * at now_ms, and writes its record when that is due. activity_ms is the
+ * last activity activity_log_state() based the state on (0: none): a
+ * person's run ('a') lasts until that activity, not until the round that
+ * saw it, so idle begins where the controller's idle clock begins. */
 void activity_log_note(struct activity_log *l, const char *key, const struct workspace *ws,
-                       int64_t now_ms, char state);
+                       int64_t now_ms, char state, int64_t activity_ms);
 
 /* The state (activity/record.h) a workspace whose decided status is st is
  * in at now_ms: from its state word, and while Running from the probe round
  * obs (NULL: none yet): the GPU, a busy kernel, the application's last
  * activity since the round before (one probe interval), else the activity
- * the status records (the annotation) at most two intervals before now. */
+ * the status records (the annotation) at most two intervals before now.
+ * *ret_activity_ms is the newest activity it knows of (0: none). */
 char activity_log_state(const struct workspace_status *st, const struct activity_observation *obs,
-                        int gpu_threshold_percent, int64_t now_ms, int64_t interval_ms);
+                        int gpu_threshold_percent, int64_t now_ms, int64_t interval_ms,
+                        int64_t *ret_activity_ms);
 
 /* The workspace is gone: its record is dropped (its ConfigMap goes with
  * the Workspace, by its owner reference). */

@@ -10,7 +10,8 @@
  *   - a pod the rules create is scheduled at once and is ready after the
  *     restore time (restoring from a snapshot) or the cold-start time
  *     (from files and the application's checkpoint); a pod they delete is
- *     gone at the next step;
+ *     gone after the stop time; the controller's next step after its own
+ *     write (the watch event of it) comes after the step time;
  *   - a snapshot the rules begin is Ready after the snapshot time; the
  *     application answers a checkpoint request and a restore check at once;
  *   - the owner's activity is a list of spans: a person at the notebook
@@ -55,6 +56,8 @@ struct replay_times {
     int64_t snapshot_ms;   /* a snapshot from its request to Ready */
     int64_t restore_ms;    /* a pod restored from a snapshot, created to ready */
     int64_t cold_start_ms; /* a pod from files and the checkpoint, created to ready */
+    int64_t stop_ms;       /* a deleted pod until it is gone; 0: a second */
+    int64_t step_ms;       /* the controller's own write until its next step; 0: 100 ms */
 };
 
 struct replay_input {
@@ -62,6 +65,7 @@ struct replay_input {
     const struct tz *zone;             /* the class's pause-window zone; NULL: UTC */
     int64_t start_ms, end_ms;          /* the window; the workspace is created running at start */
     int start_paused;                  /* ... or paused (a person's arrival resumes it) */
+    int start_ready; /* running at start: its pod is ready then (a record that began running) */
     const struct replay_span *spans;
     size_t n_spans;
     struct replay_times times;

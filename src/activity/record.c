@@ -74,6 +74,16 @@ int activity_record_note(struct activity_record *r, int64_t at_s, char state)
     return push(r, state, 0);
 }
 
+int64_t activity_record_note_time(const struct activity_record *r, int64_t now_s, char state,
+                                  int64_t activity_s)
+{
+    char last = r->n ? r->runs[r->n - 1].state : 0;
+    if (activity_s <= 0 || activity_s > now_s || !(state == 'a' || (state == 'i' && last == 'a')))
+        return now_s;
+    int64_t end = activity_record_end(r);
+    return r->n && activity_s < end ? end : activity_s;
+}
+
 int activity_record_text(const struct activity_record *r, int64_t until_s, size_t max_bytes,
                          char **ret_text)
 {

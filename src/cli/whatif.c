@@ -85,8 +85,9 @@ static int sample(struct samples *s, double v)
 static int class_times(struct whatif *w, const cJSON *workspaces, const char *cls,
                        struct replay_times *t)
 {
-    struct samples snap = {0}, restore = {0}, cold = {0};
+    struct samples snap = {0}, restore = {0}, cold = {0}, stop = {0};
     int e = 0;
+    *t = (struct replay_times){0}; /* what is not measured here is the replay's default */
     const cJSON *item;
     cJSON_ArrayForEach(item, json_member(workspaces, "items"))
     {
@@ -98,6 +99,10 @@ static int class_times(struct whatif *w, const cJSON *workspaces, const char *cl
                 const struct workspace_pause_record *r = &ws->status.history[i];
                 if (r->pause.snapshot_ready_ms)
                     e = sample(&snap, r->pause.snapshot_seconds);
+                const struct workspace_pause_timeline *p = &r->pause;
+                if (e == 0 && p->pod_deleted_ms && p->accelerator_released_ms >= p->pod_deleted_ms)
+                    e = sample(&stop,
+                               (double)(p->accelerator_released_ms - p->pod_deleted_ms) / 1000);
                 const char *from = r->resume.restored_from;
                 if (e == 0 && r->resume.ready_ms && from && strcmp(from, "FromSnapshot") == 0)
                     e = sample(&restore, r->resume.seconds_to_ready);
@@ -114,16 +119,23 @@ static int class_times(struct whatif *w, const cJSON *workspaces, const char *cl
     t->snapshot_ms = (int64_t)((isnan(ms) ? WHATIF_DEFAULT_SNAPSHOT_S : ms) * 1000);
     t->restore_ms = (int64_t)((isnan(mr) ? WHATIF_DEFAULT_RESTORE_S : mr) * 1000);
     t->cold_start_ms = (int64_t)((isnan(mc) ? WHATIF_DEFAULT_COLD_START_S : mc) * 1000);
+    /* A deleted pod's stop: 0 (a second) unless measured. */
+    double mp = median(stop.v, stop.n);
+    t->stop_ms = isnan(mp) ? 0 : (int64_t)(mp * 1000) + 1; /* a measured 0 is not the default */
+    char stop_text[64] = "";
+    if (stop.n)
+        snprintf(stop_text, sizeof(stop_text), ", a pod's stop %.1f s (median of its ledger)", mp);
     if (e == 0)
         e = cli_note_add(&w->notes, &w->n_notes,
                          "class %s: a snapshot %.0f s (%s), a restore from it %.0f s (%s), a start "
-                         "from files %.0f s (%s)",
+                         "from files %.0f s (%s)%s",
                          cls, (double)t->snapshot_ms / 1000,
                          snap.n ? "median of its ledger" : "GKE's published T4 figure",
                          (double)t->restore_ms / 1000,
                          restore.n ? "median of its ledger" : "GKE's published T4 figure",
                          (double)t->cold_start_ms / 1000,
-                         cold.n ? "median of its ledger" : "not measured, assumed");
+                         cold.n ? "median of its ledger" : "not measured, assumed", stop_text);
+    free(stop.v);
     free(snap.v);
     free(restore.v);
     free(cold.v);
@@ -350,6 +362,8 @@ static int replay_one(struct ctx *x, const cJSON *workspaces, const cJSON *class
             .start_ms = rec.start_s * 1000,
             .end_ms = end_ms,
             .start_paused = rec.runs[0].state == 'p',
+            /* a record that begins running began with the pod ready */
+            .start_ready = strchr("akgiu", rec.runs[0].state) != NULL,
             .spans = spans,
             .n_spans = n_spans,
             .times = times,

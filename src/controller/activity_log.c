@@ -270,7 +270,7 @@ static void write_record(struct entry *e, int64_t now_s)
 }
 
 void activity_log_note(struct activity_log *l, const char *key, const struct workspace *ws,
-                       int64_t now_ms, char state)
+                       int64_t now_ms, char state, int64_t activity_ms)
 {
     if (!l || !l->ready || !ws->ns || !ws->name)
         return;
@@ -284,7 +284,8 @@ void activity_log_note(struct activity_log *l, const char *key, const struct wor
     int64_t now_s = now_ms / 1000;
     size_t runs = e->rec.n;
     char last = runs ? e->rec.runs[runs - 1].state : 0;
-    if (activity_record_note(&e->rec, now_s, state) < 0) {
+    int64_t at_s = activity_record_note_time(&e->rec, now_s, state, activity_ms / 1000);
+    if (activity_record_note(&e->rec, at_s, state) < 0) {
         log_warn("activity not recorded", "workspace", key, "error", log_errno_str(-ENOMEM));
         return;
     }
@@ -295,8 +296,12 @@ void activity_log_note(struct activity_log *l, const char *key, const struct wor
 }
 
 char activity_log_state(const struct workspace_status *st, const struct activity_observation *obs,
-                        int gpu_threshold_percent, int64_t now_ms, int64_t interval_ms)
+                        int gpu_threshold_percent, int64_t now_ms, int64_t interval_ms,
+                        int64_t *ret_activity_ms)
 {
+    *ret_activity_ms = st->activity ? st->activity->last_activity_ms : 0;
+    if (obs && obs->result.ok && obs->result.last_activity_ms > *ret_activity_ms)
+        *ret_activity_ms = obs->result.last_activity_ms;
     switch (st->state) {
     case WS_STATE_RUNNING:
         break;

@@ -1490,11 +1490,13 @@ static int decide(struct job *j, const struct gathered *g)
     /* The record of what its use was: only where use can be seen. */
     const struct workspace_class *cls = g->cls;
     if (cls && !ws->deletion_ms &&
-        (cls->activity.application != ACTIVITY_APP_NONE || cls->activity.prometheus_url))
-        activity_log_note(r->records, j->key, ws, g->in.now_ms,
-                          activity_log_state(&j->out.status, g->in.activity,
-                                             cls->idle.gpu_threshold_percent, g->in.now_ms,
-                                             cls->activity.interval_ms));
+        (cls->activity.application != ACTIVITY_APP_NONE || cls->activity.prometheus_url)) {
+        int64_t activity_ms = 0;
+        char state =
+            activity_log_state(&j->out.status, g->in.activity, cls->idle.gpu_threshold_percent,
+                               g->in.now_ms, cls->activity.interval_ms, &activity_ms);
+        activity_log_note(r->records, j->key, ws, g->in.now_ms, state, activity_ms);
+    }
     const struct workspace_pod *current = gathered_pod(g, j->out.status.pod_name, 1);
     if (j->out.restore_check_wanted)
         activity_tracker_check_restore(r->activity, j->key, ws, g->cls, current, j->out.probe_now);

@@ -17,9 +17,11 @@
 /* A week at a step a second would be 604,800; no policy needs more than
  * this, and a rule that never settles must not run forever. */
 #define MAX_STEPS 5000000
-/* The watch event that follows the controller's own write, or a pod's
- * deletion, comes this much later. */
-#define FOLLOW_UP_MS 1000
+/* Unless the input says: the watch event that follows the controller's own
+ * write comes this much later (tens of milliseconds on the local cluster),
+ * and a deleted pod is gone this much later. */
+#define STEP_MS 100
+#define STOP_MS 1000
 
 /* A slot for a pod; the pod's strings point into it, so it never moves. */
 struct sim_pod {
@@ -98,6 +100,16 @@ static int64_t next_boundary(const struct replay_input *in, int64_t t)
     return next;
 }
 
+static int64_t step_ms(const struct world *w)
+{
+    return w->in->times.step_ms > 0 ? w->in->times.step_ms : STEP_MS;
+}
+
+static int64_t stop_ms(const struct world *w)
+{
+    return w->in->times.stop_ms > 0 ? w->in->times.stop_ms : STOP_MS;
+}
+
 static int world_init(struct world *w, const struct replay_input *in)
 {
     *w = (struct world){.in = in, .now = in->start_ms};
@@ -169,6 +181,9 @@ static void add_pod(struct world *w, const struct action *a)
         snprintf(s->group, sizeof(s->group), "%s", a->group);
     const struct workspace_class *c = w->in->cls;
     s->ready_at_ms = w->now + (a->snapshot ? w->in->times.restore_ms : w->in->times.cold_start_ms);
+    /* The pod of a workspace that was running when the replay begins. */
+    if (w->in->start_ready && !w->in->start_paused && w->uids == 1)
+        s->ready_at_ms = w->now;
     s->pod = (struct workspace_pod){
         .ns = "replay",
         .name = s->name,
@@ -195,7 +210,7 @@ static void advance_pods(struct world *w)
         struct sim_pod *s = &w->pods[i];
         if (!s->live)
             continue;
-        if (s->pod.deletion_ms && w->now >= s->pod.deletion_ms + FOLLOW_UP_MS) {
+        if (s->pod.deletion_ms && w->now >= s->pod.deletion_ms + stop_ms(w)) {
             s->live = 0;
             continue;
         }
@@ -553,14 +568,14 @@ int replay_run(const struct replay_input *in, struct replay_result *out)
         int64_t next = in->end_ms;
         if (o.requeue_after_ms > 0 && w.now + o.requeue_after_ms < next)
             next = w.now + o.requeue_after_ms;
-        if ((o.status_changed || o.n_actions) && w.now + FOLLOW_UP_MS < next)
-            next = w.now + FOLLOW_UP_MS;
+        if ((o.status_changed || o.n_actions) && w.now + step_ms(&w) < next)
+            next = w.now + step_ms(&w);
         decide_output_clear(&o);
         for (size_t i = 0; i < MAX_PODS; i++) {
             const struct sim_pod *p = &w.pods[i];
             if (!p->live)
                 continue;
-            int64_t t = p->pod.deletion_ms ? p->pod.deletion_ms + FOLLOW_UP_MS
+            int64_t t = p->pod.deletion_ms ? p->pod.deletion_ms + stop_ms(&w)
                         : p->pod.ready     ? INT64_MAX
                                            : p->ready_at_ms;
             if (t > w.now && t < next)

@@ -73,7 +73,13 @@ static void test_states(void **state)
         if (row->probed == 3) /* ... and one from before the round before */
             obs.result.last_activity_ms = obs.probed_at_ms - MIN - 5000;
         obs.result.gpu_utilisation = row->gpu;
-        char got = activity_log_state(&st, row->probed ? &obs : NULL, 5, NOW, MIN);
+        int64_t activity_ms = -1;
+        char got = activity_log_state(&st, row->probed ? &obs : NULL, 5, NOW, MIN, &activity_ms);
+        /* the newest activity known: the round's, else the status's */
+        int64_t want_ms = st.activity->last_activity_ms;
+        if (row->probed > 0 && obs.result.last_activity_ms > want_ms)
+            want_ms = obs.result.last_activity_ms;
+        assert_int_equal(activity_ms, want_ms);
         if (got != row->want)
             fail_msg("%s: '%c', wanted '%c'", row->what, got, row->want);
         st.activity->last_activity_source = NULL;

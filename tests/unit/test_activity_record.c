@@ -71,6 +71,42 @@ static void test_runs(void **state)
     activity_record_free(&r);
 }
 
+/* Rounds a second apart with heartbeats between them: a person's run ends
+ * at their last heartbeat, not at the round that saw it, and the idle
+ * after it begins there; other changes are noted at the round. */
+static void test_note_time(void **state)
+{
+    (void)state;
+    struct activity_record r = {0};
+    struct {
+        int64_t round, activity;
+        char state;
+        int64_t want_at;
+    } rounds[] = {
+        {100, 0, 'i', 100},   /* the first note: at the round */
+        {110, 108, 'a', 108}, /* the person came at 108 */
+        {111, 110, 'a', 110}, {112, 111, 'a', 111},
+        {113, 111, 'i', 111}, /* gone after 111: idle from there */
+        {114, 111, 'i', 114}, /* idle stays idle */
+        {120, 0, 'k', 120},   /* a busy kernel: at the round */
+        {125, 111, 'i', 125}, /* after a kernel, at the round */
+        {126, 90, 'a', 125},  /* an activity older than the record's end: at its end */
+        {127, 140, 'a', 127}, /* one from the future: at the round */
+    };
+    for (size_t i = 0; i < sizeof(rounds) / sizeof(rounds[0]); i++) {
+        int64_t at =
+            activity_record_note_time(&r, rounds[i].round, rounds[i].state, rounds[i].activity);
+        if (at != rounds[i].want_at)
+            fail_msg("round %lld: noted at %lld, wanted %lld", (long long)rounds[i].round,
+                     (long long)at, (long long)rounds[i].want_at);
+        assert_int_equal(activity_record_note(&r, at, rounds[i].state), 0);
+    }
+    char *t = text_of(&r, 130, 4096);
+    assert_string_equal(t, "v1 100 i8 a3 i9 k5 a5");
+    free(t);
+    activity_record_free(&r);
+}
+
 /* A week of office hours, noted at every probe round, fits in a few KiB;
  * a record over its limit keeps its newest whole runs. */
 static void test_a_week_fits(void **state)
@@ -164,9 +200,8 @@ static void test_spans(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_runs),
-        cmocka_unit_test(test_a_week_fits),
-        cmocka_unit_test(test_bad_text),
+        cmocka_unit_test(test_runs),        cmocka_unit_test(test_note_time),
+        cmocka_unit_test(test_a_week_fits), cmocka_unit_test(test_bad_text),
         cmocka_unit_test(test_spans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
