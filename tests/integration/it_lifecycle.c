@@ -329,6 +329,19 @@ static void test_prewarm(void **state)
     snprintf(want, sizeof(want), "%s", str_at(ws, "status.preWarm.nextFor"));
     cJSON_Delete(ws);
 
+    /* The controller dies right after the pre-warm's write, before any
+     * status says so: the next one finds the workspace resumed by a
+     * pre-warm (its annotations), counts it once, and no second one. */
+    controller_stop();
+    controller_start("AutoResume");
+    assert_int_equal(controller_wait_exit(90000), 3);
+    ws = ws_json("pw-b");
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "spec"), "paused")));
+    print_message("after the crash: state %s, pre-warm count %.0f\n", str_at(ws, "status.state"),
+                  num_at(ws, "status.preWarm.count"));
+    cJSON_Delete(ws);
+    controller_start(NULL);
+
     /* pw-b: resumed ahead of its owner, ready before their time. */
     ws = wait_state("pw-b", "Running", 90000);
     assert_true((uint64_t)time(NULL) * 1000 < owner);

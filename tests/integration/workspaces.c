@@ -63,6 +63,11 @@ void controller_start(const char *failpoint)
     }
 }
 
+const char *controller_log_path(void)
+{
+    return controller_log;
+}
+
 int controller_serving_port(const char *routes)
 {
     int port = harness_serving_port(controller_log, controller, routes, 30000);

@@ -25,6 +25,8 @@ void it_show_logs(void);
 void controller_extra_args(const char *const *args);
 /* Starts the controller; failpoint: HIBERNATOR_FAILPOINT for crash tests or NULL. */
 void controller_start(const char *failpoint);
+/* The log of the controller started last (stderr), in tmpdir. */
+const char *controller_log_path(void);
 /* The port the running controller serves routes on (harness_serving_port()):
  * a test passes an address with port 0 and reads the port here. */
 int controller_serving_port(const char *routes);
