@@ -5,7 +5,8 @@
 #                         bench brought up a cluster of its own: the one
 #                         HIBERNATOR_KUBECONFIG names is used if set), and
 #                         KUBECONFIG and kubectl=(...) for it; at exit the
-#                         controller stops and a cluster of its own goes
+#                         controller stops and a cluster of its own goes,
+#                         its components' logs kept in $work/cluster-logs
 #   bench_stop_controller stops $controller_pid, if any
 #   bench_cpu_seconds PID user + system CPU seconds of PID so far
 #   bench_metrics_port LOG the port of /metrics of the controller logging to
@@ -26,6 +27,9 @@ bench_stop_controller() {
 bench_end() {
   bench_stop_controller
   if [ -n "${own_cluster:-}" ]; then
+    # The components' logs stay with the benchmark's own (what the API
+    # server said when a client lost it); the rest of the cluster goes.
+    cp -r "$own_cluster/logs" "$work/cluster-logs" 2>/dev/null || true
     "$repo/deploy/local/cluster.sh" down --dir "$own_cluster" >/dev/null 2>&1 || true
   fi
 }

@@ -20,7 +20,10 @@
 #
 # and, at the end, a census of one namespace's caches by part
 # (scale_bench census). Prints one line per W; the figures go to
-# docs/benchmarks.md.
+# docs/benchmarks.md. The work directory it names at the end keeps the
+# controllers' logs, the writers' summaries (writes.log: writes sent again
+# after a broken connection, writes failed) and, with a cluster of its own,
+# the cluster's component logs (cluster-logs/).
 #
 #   tests/bench/scale.sh [-w "1000 10000 50000"] [-f 0.1] [-s 60] [-b BUILD_DIR] [-c CONTROLLER]...
 #
@@ -45,7 +48,7 @@ while getopts "w:f:s:b:c:h" opt; do
   b) build=$OPTARG ;;
   c) controllers+=("$OPTARG") ;;
   h)
-    sed -n '2,32s/^# \{0,1\}//p' "$0"
+    sed -n '2,36s/^# \{0,1\}//p' "$0"
     exit 0
     ;;
   *) exit 2 ;;
@@ -160,7 +163,7 @@ for w in $counts; do
   t0=$(date +%s.%N)
   pids=()
   for n in $(seq 0 $((namespaces - 1))); do
-    "$bench" create "scale-$n" s- $((made / namespaces)) "$per_ns" scale-bench "$every" >/dev/null &
+    "$bench" create "scale-$n" s- $((made / namespaces)) "$per_ns" scale-bench "$every" >>"$work/writes.log" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
@@ -209,7 +212,7 @@ for w in $counts; do
     c0=$(bench_cpu_seconds "$controller_pid")
     pids=()
     for n in $(seq 0 $((namespaces - 1))); do
-      "$bench" patch "scale-$n" s- 0 100 '{"metadata":{"annotations":{"bench/touch":"%p"}}}' >/dev/null &
+      "$bench" patch "scale-$n" s- 0 100 '{"metadata":{"annotations":{"bench/touch":"%p"}}}' >>"$work/writes.log" &
       pids+=($!)
     done
     for p in "${pids[@]}"; do wait "$p"; done

@@ -9,6 +9,10 @@
  *   scale_bench patch NS PREFIX FROM TO PATCH
  *       merge-patches each of them with PATCH ("%p" in it: this process's
  *       pid, so that a repeated run is still a change)
+ *
+ * A write whose connection broke before an answer is sent again (three
+ * attempts in all; a create that finds its workspace made counts as done);
+ * the summary line says how many were.
  *   scale_bench census NS
  *       what the controller's caches hold per Workspace and per home claim
  *       of NS: each object decoded as the controller decodes it, its heap
@@ -49,26 +53,61 @@ struct writer {
     struct kube_client *client;
     const char *ns, *prefix, *class_name, *patch;
     long every;
-    long next, to, done, failed, in_flight;
+    long next, to, done, failed, retried, in_flight;
 };
 
-static void write_one(struct writer *w);
+/* One write in flight: which workspace, and how many times it was sent. */
+struct write {
+    struct writer *w;
+    long index;
+    int attempt;
+};
+
+/* A write whose connection broke (no HTTP answer) is sent again, up to this
+ * many times in all: the answer says nothing about the workspace, and one
+ * lost connection should not end a benchmark of many minutes. */
+#define ATTEMPTS 3
+
+static void write_send(struct writer *w, long index, int attempt);
 
 static void on_written(void *data, struct kube_response *resp)
 {
-    struct writer *w = data;
+    struct write *one = data;
+    struct writer *w = one->w;
+    long index = one->index;
+    int attempt = one->attempt;
+    free(one);
     w->in_flight--;
+    /* A create sent again after a broken connection may find its first
+     * attempt made it through. */
+    int exists = attempt > 1 && !w->patch && resp->http_code == 409;
+    if (resp->status < 0 && !exists) {
+        if (resp->http_code == 0 && attempt < ATTEMPTS) {
+            if (w->retried++ < 5)
+                fprintf(stderr, "write of %s%06ld failed, sending it again: %s\n", w->prefix, index,
+                        kube_response_error_text(resp));
+            write_send(w, index, attempt + 1);
+            return;
+        }
+        if (w->failed++ < 5)
+            fprintf(stderr, "write of %s%06ld failed: %ld %s\n", w->prefix, index, resp->http_code,
+                    kube_response_error_text(resp));
+    }
     w->done++;
-    if (resp->status < 0 && w->failed++ < 5)
-        fprintf(stderr, "write failed: %ld %s\n", resp->http_code, kube_response_error_text(resp));
     while (w->in_flight < IN_FLIGHT && w->next < w->to)
-        write_one(w);
+        write_send(w, w->next++, 1);
 }
 
-static void write_one(struct writer *w)
+static void write_send(struct writer *w, long index, int attempt)
 {
+    struct write *one = malloc(sizeof(*one));
+    if (!one) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    *one = (struct write){w, index, attempt};
     char name[96];
-    snprintf(name, sizeof(name), "%s%06ld", w->prefix, w->next++);
+    snprintf(name, sizeof(name), "%s%06ld", w->prefix, index);
     w->in_flight++;
     int rc;
     if (w->patch) {
@@ -80,7 +119,7 @@ static void write_one(struct writer *w)
         else
             snprintf(patch, sizeof(patch), "%s", w->patch);
         rc = kube_patch(w->client, &workspaces, w->ns, name, NULL, KUBE_PATCH_MERGE, patch,
-                        on_written, w, NULL);
+                        on_written, one, NULL);
     } else {
         cJSON *o = cJSON_CreateObject();
         cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
@@ -89,15 +128,16 @@ static void write_one(struct writer *w)
             !cJSON_AddStringToObject(o, "kind", "Workspace") || !meta ||
             !cJSON_AddStringToObject(meta, "name", name) || !spec ||
             !cJSON_AddStringToObject(spec, "className", w->class_name) ||
-            !cJSON_AddBoolToObject(spec, "paused", !w->every || (w->next - 1) % w->every != 0)) {
+            !cJSON_AddBoolToObject(spec, "paused", !w->every || index % w->every != 0)) {
             fprintf(stderr, "out of memory\n");
             exit(1);
         }
-        rc = kube_create(w->client, &workspaces, w->ns, o, on_written, w, NULL);
+        rc = kube_create(w->client, &workspaces, w->ns, o, on_written, one, NULL);
         cJSON_Delete(o);
     }
     if (rc < 0) {
         fprintf(stderr, "cannot start a request: %s\n", strerror(-rc));
+        free(one);
         w->in_flight--;
         w->failed++;
     }
@@ -108,11 +148,11 @@ static int run_writer(uv_loop_t *loop, struct writer *w, const char *what)
     long n = w->to - w->next;
     double t0 = now_s();
     while (w->in_flight < IN_FLIGHT && w->next < w->to)
-        write_one(w);
+        write_send(w, w->next++, 1);
     uv_run(loop, UV_RUN_DEFAULT);
     double dt = now_s() - t0;
-    printf("%s: %ld workspaces in %.1f s (%.0f/s), %ld failed\n", what, n, dt,
-           dt > 0 ? (double)n / dt : 0.0, w->failed);
+    printf("%s: %ld workspaces in %.1f s (%.0f/s), %ld sent again, %ld failed\n", what, n, dt,
+           dt > 0 ? (double)n / dt : 0.0, w->retried, w->failed);
     return w->failed ? 1 : 0;
 }
 
