@@ -84,6 +84,13 @@ int64_t activity_record_note_time(const struct activity_record *r, int64_t now_s
     return r->n && activity_s < end ? end : activity_s;
 }
 
+char activity_record_note_state(const struct activity_record *r, char state)
+{
+    char last = r->n ? r->runs[r->n - 1].state : 0;
+    char before = r->n > 1 ? r->runs[r->n - 2].state : 0;
+    return state == 'u' && last == 'w' && before == 'p' ? 'w' : state;
+}
+
 int activity_record_text(const struct activity_record *r, int64_t until_s, size_t max_bytes,
                          char **ret_text)
 {

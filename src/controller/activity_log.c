@@ -284,6 +284,7 @@ void activity_log_note(struct activity_log *l, const char *key, const struct wor
     int64_t now_s = now_ms / 1000;
     size_t runs = e->rec.n;
     char last = runs ? e->rec.runs[runs - 1].state : 0;
+    state = activity_record_note_state(&e->rec, state);
     int64_t at_s = activity_record_note_time(&e->rec, now_s, state, activity_ms / 1000);
     if (activity_record_note(&e->rec, at_s, state) < 0) {
         log_warn("activity not recorded", "workspace", key, "error", log_errno_str(-ENOMEM));

@@ -6,20 +6,11 @@
  *
  *   week [SEED]
  *
- * The people (a seeded generator, so a run is repeatable):
- *   70 office hours: Monday to Friday, arriving within a quarter of an
- *      hour of their usual time (one of 08:00, 08:15, ... 10:00), lunch
- *      about 12:00-13:00, leaving 17:00-18:30; short cells (a busy kernel
- *      and GPU for 2-10 minutes) while they work;
- *   10 train: office hours, and on Monday and Wednesday a training run
- *      started from a terminal at about 16:00 that keeps the GPU busy for
- *      10 hours with no browser open (only the GPU says it is in use);
- *   10 overnight: office hours, and on Tuesday and Thursday a cell that
- *      keeps the kernel busy from 18:00 to 06:00;
- *    5 abandoned: Monday and Tuesday morning, then never again;
- *    5 late: office hours, and on Thursday until 23:00.
- * The world: a snapshot takes 2 minutes and a restore from it 12 seconds
- * (GKE's published figures for a T4), a start from files 3 minutes.
+ * The people are tests/traces/week_trace.h's (a seeded generator, so a run
+ * is repeatable; it_idle drives a day of the same people through the
+ * controller). The world: a snapshot takes 2 minutes and a restore from it
+ * 12 seconds (GKE's published figures for a T4), a start from files 3
+ * minutes.
  *
  * With a pre-warm (docs/idle.md, "Ready before you are") every workspace
  * says its owner's usual time on weekdays (spec.preWarm) and the class
@@ -40,95 +31,13 @@
 #include "workspace/replay.h"
 #include "workspace/workspace.h"
 
-#define SEC INT64_C(1000)
-#define MINUTE (60 * SEC)
-#define HOUR (60 * MINUTE)
-#define DAY (24 * HOUR)
-/* 2027-01-04T00:00:00Z, a Monday */
-#define MONDAY INT64_C(1799020800000)
-#define WORKSPACES 100
-#define MAX_SPANS 256
+#include "week_trace.h"
 
-static uint64_t rng;
-
-static uint64_t next_random(void)
-{
-    /* splitmix64 */
-    uint64_t z = (rng += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
-/* A time within [lo, hi) minutes. */
-static int64_t minutes_between(int lo, int hi)
-{
-    return (int64_t)(lo + (int)(next_random() % (uint64_t)(hi - lo))) * MINUTE;
-}
-
-struct trace {
-    struct replay_span spans[MAX_SPANS];
-    size_t n;
-    const char *kind;
-    int usual_minute; /* when this person usually arrives: 08:00 to 10:00 */
-};
-
-static void add(struct trace *t, int64_t start, int64_t end, unsigned use)
-{
-    if (t->n < MAX_SPANS && end > start)
-        t->spans[t->n++] = (struct replay_span){start, end, use};
-}
-
-/* A day at the office: present from arrival to lunch and from lunch to
- * leaving, with short cells while present. Returns when they left. */
-static int64_t office_day(struct trace *t, int64_t day, int64_t leave_at)
-{
-    int64_t arrive = day + minutes_between(t->usual_minute - 15, t->usual_minute + 16);
-    int64_t lunch = day + minutes_between(11 * 60 + 45, 12 * 60 + 15);
-    int64_t back = lunch + minutes_between(45, 75);
-    int64_t leave = leave_at ? leave_at : day + minutes_between(17 * 60, 18 * 60 + 30);
-    add(t, arrive, lunch, REPLAY_PERSON);
-    add(t, back, leave, REPLAY_PERSON);
-    for (int64_t at = arrive + minutes_between(10, 60); at < leave;
-         at += minutes_between(30, 120)) {
-        if (at >= lunch && at < back)
-            continue;
-        add(t, at, at + minutes_between(2, 10), REPLAY_KERNEL | REPLAY_GPU);
-    }
-    return leave;
-}
-
-static void make_trace(struct trace *t, int i)
-{
-    t->n = 0;
-    t->usual_minute = 8 * 60 + 15 * (int)(next_random() % 9);
-    if (i < 70)
-        t->kind = "office";
-    else if (i < 80)
-        t->kind = "train";
-    else if (i < 90)
-        t->kind = "overnight";
-    else if (i < 95)
-        t->kind = "abandoned";
-    else
-        t->kind = "late";
-    for (int d = 0; d < 5; d++) {
-        int64_t day = MONDAY + d * DAY;
-        if (strcmp(t->kind, "abandoned") == 0) {
-            if (d < 2)
-                add(t, day + 9 * HOUR, day + 11 * HOUR + minutes_between(0, 60), REPLAY_PERSON);
-            continue;
-        }
-        int late = strcmp(t->kind, "late") == 0 && d == 3;
-        office_day(t, day, late ? day + 23 * HOUR : 0);
-        if (strcmp(t->kind, "train") == 0 && (d == 0 || d == 2)) {
-            int64_t start = day + minutes_between(15 * 60 + 45, 16 * 60 + 15);
-            add(t, start, start + 10 * HOUR, REPLAY_GPU);
-        }
-        if (strcmp(t->kind, "overnight") == 0 && (d == 1 || d == 3))
-            add(t, day + 18 * HOUR, day + 30 * HOUR, REPLAY_KERNEL);
-    }
-}
+#define SEC WEEK_SEC
+#define MINUTE WEEK_MINUTE
+#define DAY WEEK_DAY
+#define MONDAY WEEK_MONDAY
+#define WORKSPACES WEEK_WORKSPACES
 
 struct policy {
     const char *name;
@@ -190,10 +99,8 @@ static struct workspace_class *make_class(const struct policy *p)
 int main(int argc, char **argv)
 {
     uint64_t seed = argc > 1 ? strtoull(argv[1], NULL, 10) : 1;
-    static struct trace traces[WORKSPACES];
-    rng = seed;
-    for (int i = 0; i < WORKSPACES; i++)
-        make_trace(&traces[i], i);
+    static struct week_trace traces[WORKSPACES];
+    week_traces_make(seed, traces);
     const struct replay_times times = {
         .snapshot_ms = 2 * MINUTE, .restore_ms = 12 * SEC, .cold_start_ms = 3 * MINUTE};
 
@@ -223,7 +130,7 @@ int main(int argc, char **argv)
             int e = replay_run(&in, &r);
             if (e < 0) {
                 fprintf(stderr, "week: %s, workspace %d (%s): %s\n", policies[p].name, i,
-                        traces[i].kind, strerror(-e));
+                        week_kind_name(traces[i].kind), strerror(-e));
                 failed = 1;
                 continue;
             }

@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """Starts a kernel on a running Jupyter Server and leaves it busy.
 
-Usage: jupyter_busy.py BASE_URL TOKEN RUNTIME_DIR [SECONDS]
+Usage: jupyter_busy.py BASE_URL TOKEN RUNTIME_DIR [SECONDS | @UNIX_TIME]
 
 Creates a kernel through the REST API, connects to it through its
 connection file (the server and this script share RUNTIME_DIR) and sends
 `time.sleep(SECONDS)` without waiting for the reply, so the kernel stays
 "busy" with no client attached: the case of a long training cell whose
-browser tab was closed. Prints the kernel id.
+browser tab was closed. With @UNIX_TIME the cell sleeps until then,
+however long the kernel took to start. Prints the kernel id.
 """
 import json
 import os
@@ -30,7 +31,11 @@ def kernel_state(base, token, kid):
 
 def main():
     base, token, runtime = sys.argv[1], sys.argv[2], sys.argv[3]
-    seconds = int(sys.argv[4]) if len(sys.argv) > 4 else 3600
+    length = sys.argv[4] if len(sys.argv) > 4 else "3600"
+    if length.startswith("@"):
+        cell = "import time; time.sleep(max(0, %f - time.time()))" % float(length[1:])
+    else:
+        cell = "import time; time.sleep(%d)" % int(length)
     req = urllib.request.Request(
         base + "/api/kernels",
         data=json.dumps({"name": "python3"}).encode(),
@@ -66,7 +71,7 @@ def main():
             sys.exit("kernel %s is starting, the server hears none of its status" % kid)
         client.execute("pass")
         time.sleep(0.5)
-    client.execute("import time; time.sleep(%d)" % seconds)
+    client.execute(cell)
     # Leave once the server itself reports the kernel busy (what the probe
     # reads), not on our own iopub subscription.
     deadline = time.time() + 60

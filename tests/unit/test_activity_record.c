@@ -107,6 +107,36 @@ static void test_note_time(void **state)
     activity_record_free(&r);
 }
 
+/* A resume's wait lasts until the first probe round of the running pod,
+ * however short the resume itself was. */
+static void test_resume_wait(void **state)
+{
+    (void)state;
+    struct activity_record r = {0};
+    const struct {
+        int64_t at;
+        char state, noted;
+    } notes[] = {
+        {100, 'w', 'w'}, /* a workspace created, its pod starting */
+        {100, 'u', 'u'}, /* running, not yet probed: no resume */
+        {101, 'i', 'i'}, {110, 'p', 'p'}, {120, 'w', 'w'}, /* a person resumes it */
+        {120, 'u', 'w'},                  /* ready within the second, not yet probed */
+        {121, 'a', 'a'},                  /* the round sees them */
+        {125, 'p', 'p'}, {130, 'u', 'u'}, /* no resume seen: not a wait */
+    };
+    for (size_t i = 0; i < sizeof(notes) / sizeof(notes[0]); i++) {
+        char noted = activity_record_note_state(&r, notes[i].state);
+        if (noted != notes[i].noted)
+            fail_msg("note %zu: '%c' noted as '%c', wanted '%c'", i, notes[i].state, noted,
+                     notes[i].noted);
+        assert_int_equal(activity_record_note(&r, notes[i].at, noted), 0);
+    }
+    char *t = text_of(&r, 131, 4096);
+    assert_string_equal(t, "v1 100 u1 i9 p10 w1 a4 p5 u1");
+    free(t);
+    activity_record_free(&r);
+}
+
 /* A week of office hours, noted at every probe round, fits in a few KiB;
  * a record over its limit keeps its newest whole runs. */
 static void test_a_week_fits(void **state)
@@ -201,8 +231,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runs),        cmocka_unit_test(test_note_time),
-        cmocka_unit_test(test_a_week_fits), cmocka_unit_test(test_bad_text),
-        cmocka_unit_test(test_spans),
+        cmocka_unit_test(test_resume_wait), cmocka_unit_test(test_a_week_fits),
+        cmocka_unit_test(test_bad_text),    cmocka_unit_test(test_spans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
