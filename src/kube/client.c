@@ -738,15 +738,27 @@ static int submit(int e, struct kube_request *r, struct kube_request **ret_req)
     return 0;
 }
 
+/* Builds the request for path p (freed here) unless e already says the
+ * path could not be built; *ret the request, for the caller to mark and
+ * submit(). Returns e or request_new()'s error. */
+static int prepare(struct kube_client *c, const char *method, struct buf *p, int e,
+                   const char *body, const char *content_type, kube_response_cb cb, void *data,
+                   struct kube_request **ret)
+{
+    *ret = NULL;
+    if (e == 0)
+        e = request_new(c, method, p, body, content_type, cb, data, ret);
+    buf_free(p);
+    return e;
+}
+
 /* Builds the request for path p (freed here) and queues it. */
 static int start(struct kube_client *c, const char *method, struct buf *p, int e, const char *body,
                  const char *content_type, kube_response_cb cb, void *data,
                  struct kube_request **ret_req)
 {
-    struct kube_request *r = NULL;
-    if (e == 0)
-        e = request_new(c, method, p, body, content_type, cb, data, &r);
-    buf_free(p);
+    struct kube_request *r;
+    e = prepare(c, method, p, e, body, content_type, cb, data, &r);
     return submit(e, r, ret_req);
 }
 
@@ -783,10 +795,8 @@ int kube_list(struct kube_client *c, const struct kube_resource *res, const char
         if (e == 0)
             e = kube_append_query(&p, "resourceVersion", o->resource_version);
     }
-    struct kube_request *r = NULL;
-    if (e == 0)
-        e = request_new(c, "GET", &p, NULL, NULL, cb, data, &r);
-    buf_free(&p);
+    struct kube_request *r;
+    e = prepare(c, "GET", &p, e, NULL, NULL, cb, data, &r);
     if (e == 0)
         r->is_list = 1;
     return submit(e, r, ret_req);
@@ -799,11 +809,8 @@ int kube_get_path(struct kube_client *c, const char *path, size_t max_bytes, kub
         return -EINVAL;
     struct buf p;
     buf_init(&p, 64 * 1024);
-    struct kube_request *r = NULL;
-    int e = buf_append_str(&p, path);
-    if (e == 0)
-        e = request_new(c, "GET", &p, NULL, NULL, cb, data, &r);
-    buf_free(&p);
+    struct kube_request *r;
+    int e = prepare(c, "GET", &p, buf_append_str(&p, path), NULL, NULL, cb, data, &r);
     if (e == 0) {
         r->raw = 1;
         buf_free(&r->response);
@@ -909,7 +916,7 @@ int kube_watch(struct kube_client *c, const struct kube_resource *res, const cha
         return -EINVAL;
     struct buf p;
     buf_init(&p, 16 * 1024);
-    struct kube_request *r = NULL;
+    struct kube_request *r;
     char timeout[24];
     long timeout_s = o && o->timeout_seconds > 0 ? o->timeout_seconds : 300;
     snprintf(timeout, sizeof(timeout), "%ld", timeout_s);
@@ -927,9 +934,7 @@ int kube_watch(struct kube_client *c, const struct kube_resource *res, const cha
     }
     if (e == 0)
         e = kube_append_query(&p, "timeoutSeconds", timeout);
-    if (e == 0)
-        e = request_new(c, "GET", &p, NULL, NULL, done, data, &r);
-    buf_free(&p);
+    e = prepare(c, "GET", &p, e, NULL, NULL, done, data, &r);
     if (e < 0)
         return e;
     r->is_watch = 1;
