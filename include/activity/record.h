@@ -69,10 +69,11 @@ int64_t activity_record_note_time(const struct activity_record *r, int64_t now_s
 /* The state to note for state: a running pod not yet probed ('u') right
  * after a wait for a resume ('w' after 'p') is still that wait: the person
  * who asked for the resume waits until the first probe round of the ready
- * pod says what they do. A workspace's first start is not a resume: its
- * idle clock begins when it runs, as the controller's does. (The resume's own wait may be shorter
- * than the record's second, and the run the pod is not yet probed in is a whole round: without this
- * the record would show the person a round late.) Others are noted as they are. */
+ * pod says what they do. (The resume's own wait may be shorter than the
+ * record's second, and the unprobed run is a whole round: without this the
+ * record would show the person a round late.) A workspace's first start is
+ * not a resume: its idle clock begins when it runs, as the controller's
+ * does. Other states are noted as they are. */
 char activity_record_note_state(const struct activity_record *r, char state);
 
 /* The instant the last run ends, as far as noted (the start when empty). */

@@ -181,12 +181,7 @@ static void fake_start(struct server *s)
 
 static void fake_put(const char *path, const char *body)
 {
-    char cmd[1200];
-    snprintf(cmd, sizeof(cmd),
-             "curl -sf -X PUT -H 'Content-Type: application/json' -d '%s' "
-             "http://127.0.0.1:%d%s >/dev/null",
-             body, fake.port, path);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(http_send(fake.port, "PUT", path, body) / 100, 2);
 }
 
 /* ---- reading back ------------------------------------------------------------ */
@@ -571,9 +566,10 @@ static void day_gpu(struct day_person *p, int busy)
     for (int k = 1; k <= DAY_PODS; k++) {
         char path[300];
         snprintf(path, sizeof(path), "/control/gpu/%s/%s-%d", ns, p->name, k);
-        long code = busy ? http_send(fake.port, "PUT", path, "{\"value\":\"90\"}")
-                         : http_send(fake.port, "DELETE", path, NULL);
-        assert_int_equal(code / 100, 2);
+        if (busy)
+            fake_put(path, "{\"value\":\"90\"}");
+        else
+            assert_int_equal(http_send(fake.port, "DELETE", path, NULL) / 100, 2);
     }
     p->gpu_busy = busy;
 }
@@ -591,7 +587,7 @@ static void day_step(struct day_person *p, int64_t t, int64_t start)
             assert_int_equal(http_send(day_jupyter.port, "GET", "/api/contents", NULL), 200);
         } else {
             snprintf(path, sizeof(path), "/control/code-server/%s/%s", ns, p->name);
-            assert_int_equal(http_send(fake.port, "PUT", path, "{\"heartbeatNow\":true}") / 100, 2);
+            fake_put(path, "{\"heartbeatNow\":true}");
         }
         p->heartbeat_at = harness_now_ms() + 500;
     }
