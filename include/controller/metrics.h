@@ -84,10 +84,12 @@ void controller_metrics_workspace_changed(struct controller_metrics *m, const st
 void controller_metrics_collect(struct controller_metrics *m, int workspaces_synced,
                                 const struct workqueue *q, uint64_t now_ms);
 
-/* The API client's count of requests it dropped so far
+/* The API client's totals so far: requests it dropped
  * (kube_client_requests_dropped(): Events shed under sustained pressure),
- * as hibernator_client_requests_dropped_total. */
-void controller_metrics_client_dropped(struct controller_metrics *m, uint64_t total);
+ * as hibernator_client_requests_dropped_total, and its pokes of a stalled
+ * connection (kube_client_pokes()), as
+ * hibernator_client_connection_pokes_total. */
+void controller_metrics_client(struct controller_metrics *m, uint64_t dropped, uint64_t pokes);
 
 /* How many caches controller_metrics_cache_walked() tells apart. */
 #define CONTROLLER_METRICS_CACHES 8

@@ -63,6 +63,10 @@ struct kube_client_options {
     long timeout_ms;         /* per request, not for watches; default 30 s */
     long connect_timeout_ms; /* default 10 s */
     const char *user_agent;  /* default "hibernator/<version>" */
+
+    /* libcurl's receive buffer of a list while it runs, default 256 KiB
+     * (CURL_MAX_READ_SIZE at most); other calls keep libcurl's 16 KiB. */
+    long list_buffer_bytes;
 };
 
 struct kube_response {
@@ -111,6 +115,9 @@ const char *kube_client_namespace(const struct kube_client *client);
 uint64_t kube_client_requests_sent(const struct kube_client *client);
 uint64_t kube_client_requests_dropped(const struct kube_client *client);
 unsigned kube_client_requests_in_flight(const struct kube_client *client);
+/* GET /version calls the client made to wake a stalled connection (see
+ * "The poke" in src/kube/client.c); not counted in the three above. */
+uint64_t kube_client_pokes(const struct kube_client *client);
 
 struct kube_list_options {
     const char *label_selector;

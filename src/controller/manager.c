@@ -42,7 +42,8 @@ static void on_heartbeat(uv_timer_t *t)
         atomic_store(&m->health.lease_read,
                      leader_elector_answered_within(m->elector, (uint64_t)m->o->lease_duration_ms));
     if (m->client)
-        controller_metrics_client_dropped(m->metrics, kube_client_requests_dropped(m->client));
+        controller_metrics_client(m->metrics, kube_client_requests_dropped(m->client),
+                                  kube_client_pokes(m->client));
     if (m->reconciler) {
         atomic_store(&m->health.synced, reconciler_synced(m->reconciler));
         reconciler_collect_metrics(m->reconciler);

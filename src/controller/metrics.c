@@ -18,9 +18,9 @@ struct controller_metrics {
 
     struct metric_family *workspaces, *pauses, *resumes, *snapshots, *snapshot_seconds,
         *resume_seconds, *capacity_seconds, *probe_rounds, *accelerator_seconds, *leader,
-        *build_info, *interruptions, *home_losses, *client_dropped, *cache_walked, *prewarms,
-        *prewarms_in_time;
-    uint64_t client_dropped_seen;
+        *build_info, *interruptions, *home_losses, *client_dropped, *client_pokes, *cache_walked,
+        *prewarms, *prewarms_in_time;
+    uint64_t client_dropped_seen, client_pokes_seen;
     /* hibernator_cache_walked_objects_total: the informers' own counts,
      * by resource, as last shown. */
     struct {
@@ -195,6 +195,10 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
                                 "Low-priority API requests (Events) the client dropped because "
                                 "they waited too long for its rate limit.",
                                 NULL);
+    m->client_pokes = counter(&g, "hibernator_client_connection_pokes_total",
+                              "GET /version calls the API client made because a call had stopped "
+                              "receiving on the shared connection.",
+                              NULL);
     m->cache_walked = counter(&g, "hibernator_cache_walked_objects_total",
                               "Cached objects visited by walks over a whole cache (a class "
                               "change, a node seen everywhere); events and reconciles look "
@@ -214,6 +218,8 @@ int controller_metrics_new(struct metrics_registry *registry, const char *versio
         g.e = metrics_counter_add(m->reconcile_errors, controller_name, 0);
     if (g.e == 0)
         g.e = metrics_counter_add(m->client_dropped, NULL, 0);
+    if (g.e == 0)
+        g.e = metrics_counter_add(m->client_pokes, NULL, 0);
     if (g.e < 0) {
         free(m);
         return g.e;
@@ -435,12 +441,21 @@ void controller_metrics_collect(struct controller_metrics *m, int workspaces_syn
     }
 }
 
-void controller_metrics_client_dropped(struct controller_metrics *m, uint64_t total)
+/* Adds what a total counted elsewhere grew by since *seen. */
+static void counter_catch_up(struct metric_family *counter, uint64_t *seen, uint64_t total)
 {
-    if (!m || total <= m->client_dropped_seen)
+    if (total <= *seen)
         return;
-    metrics_counter_add(m->client_dropped, NULL, (double)(total - m->client_dropped_seen));
-    m->client_dropped_seen = total;
+    metrics_counter_add(counter, NULL, (double)(total - *seen));
+    *seen = total;
+}
+
+void controller_metrics_client(struct controller_metrics *m, uint64_t dropped, uint64_t pokes)
+{
+    if (!m)
+        return;
+    counter_catch_up(m->client_dropped, &m->client_dropped_seen, dropped);
+    counter_catch_up(m->client_pokes, &m->client_pokes_seen, pokes);
 }
 
 void controller_metrics_cache_walked(struct controller_metrics *m, const char *resource,

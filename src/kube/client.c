@@ -51,6 +51,12 @@ struct kube_request {
     int holds_slot; /* counted in client->busy (not a watch; started, not yet freed) */
     int raw;        /* kube_get_path(): the answer is passed as bytes */
     int is_list;    /* kube_list(): a large answer, see LIST_RECEIVE_BUFFER */
+
+    /* "The poke" */
+    int is_poke;                /* the client's own GET /version */
+    uint64_t received;          /* body bytes so far */
+    uint64_t received_at_check; /* ... at the last stall check */
+
     long timeout_ms;
     enum kube_priority priority;
     uint64_t queued_at_ms;
@@ -73,6 +79,7 @@ struct kube_client {
     struct curl_loop *curl;
     uv_timer_t rate_timer;
     uv_timer_t reap_timer;
+    uv_timer_t stall_timer;
     unsigned open_handles;
     int closing;
     struct kube_credentials *creds;
@@ -92,6 +99,9 @@ struct kube_client {
     unsigned in_flight;
     unsigned busy; /* requests other than watches started and not yet ended: at most
                       opts.max_in_flight, so that they share one HTTP/2 connection */
+
+    struct kube_request *poke; /* in flight, or NULL ("The poke") */
+    uint64_t pokes;
 };
 
 static void on_rate_timer(uv_timer_t *t);
@@ -146,9 +156,14 @@ static void handle_closed(uv_handle_t *h)
 
 /* ---- responses ----------------------------------------------------------- */
 
+static void stall_watch(struct kube_client *c);
+
 static int on_write(void *data, const char *ptr, size_t n)
 {
     struct kube_request *r = data;
+    r->received += n;
+    if (!r->is_watch)
+        stall_watch(r->client);
     if (r->is_watch) {
         long code = 0;
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
@@ -246,7 +261,8 @@ static void on_done(void *data, CURL *easy, CURLcode code, const char *error)
     struct kube_request *r = data;
     struct kube_client *c = r->client;
     TAILQ_REMOVE(&c->active, r, link);
-    c->in_flight--;
+    if (!r->is_poke)
+        c->in_flight--;
     request_finish(r, code, error);
 }
 
@@ -280,17 +296,14 @@ static int add_header(struct kube_request *r, const char *h)
 /* Receive buffers of lists and watches. All calls share one HTTP/2
  * connection, and in libcurl 7.88 a stream's DATA goes into its transfer's
  * receive buffer (16 KiB by default) as the connection is read, 32 KiB at a
- * time. When a frame does not fit, libcurl pauses the whole connection
- * (NGHTTP2_ERR_PAUSE) and resumes it the next time that transfer runs; what
- * is left of the connection's input then waits for the next socket event
- * (libcurl 8.1 removed that path). An answer whose end waits there waits
- * for its timeout: at a restart of 10,000 workspaces, list pages of
- * Workspaces (1 MB and more before compression) stalled with about 17 KB
- * received until their 30 s timeout (docs/benchmarks.md), and the last
- * events of a burst on a watch would wait for the next traffic. A buffer of
- * two reads cannot overflow while its transfer reads; a list's, several
- * reads deep, holds what arrives while others read. A list's lives only
- * while the list runs. */
+ * time; a frame that does not fit pauses the connection, which can leave the
+ * end of an answer unread until the connection brings new bytes ("The poke"
+ * below). At a restart of 10,000 workspaces, list pages of Workspaces (1 MB
+ * and more before compression) stalled so until their 30 s timeout
+ * (docs/benchmarks.md). A buffer of two reads cannot overflow while its
+ * transfer reads; a list's, several reads deep, holds what arrives while
+ * others read, so the pause is rare and the poke seldom needed. A list's
+ * buffer lives only while the list runs. */
 #define LIST_RECEIVE_BUFFER (256L * 1024)
 #define WATCH_RECEIVE_BUFFER (64L * 1024)
 
@@ -330,7 +343,7 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     if (r->is_list || r->is_watch)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
-                         r->is_list ? LIST_RECEIVE_BUFFER : WATCH_RECEIVE_BUFFER);
+                         r->is_list ? c->opts.list_buffer_bytes : WATCH_RECEIVE_BUFFER);
     if (strcmp(r->method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
     if (r->body) {
@@ -395,13 +408,17 @@ static void on_credential(void *data, int status, const struct kube_credential *
     r->headers = NULL; /* the curl_loop's now, with the easy handle */
     r->state = REQUEST_RUNNING;
     TAILQ_INSERT_TAIL(&c->active, r, link);
+    if (r->is_poke) {
+        c->pokes++;
+        return;
+    }
     c->in_flight++;
     c->sent++;
 }
 
 static void request_start(struct kube_request *r)
 {
-    if (!r->is_watch) {
+    if (!r->is_watch && !r->is_poke) {
         r->holds_slot = 1;
         r->client->busy++;
     }
@@ -481,6 +498,89 @@ static void request_submit(struct kube_request *r)
     uv_timer_start(&c->rate_timer, on_rate_timer, 0, 0);
 }
 
+/* ---- the poke ------------------------------------------------------------ */
+
+/* libcurl 7.88 (Debian 12's) can stop feeding the shared HTTP/2 connection's
+ * input to nghttp2 before it has fed all of it. Its HTTP/2 layer copies each
+ * DATA frame into its stream's receive buffer, and when one does not fit it
+ * pauses nghttp2 (NGHTTP2_ERR_PAUSE) until that transfer runs again. After
+ * that it feeds nghttp2 only when the socket brings new bytes:
+ *   - what follows the paused frame in its buffer waits there, as its
+ *     "data pending" check (`nread_inbuf > inbuflen` in lib/http2.c of
+ *     curl-7_88_1) never says there is any;
+ *   - a frame paused on its last byte is finished only by nghttp2's next
+ *     call with input (its READ_DATA state); when that frame ends the
+ *     stream, the answer ends there.
+ * When the server has sent all it had, a list whose end is held there waits
+ * for its timeout with its whole body received (it_client: "Operation timed
+ * out after 30000 milliseconds with 886216 bytes received" of an 886 KB gzip
+ * body). curl 8.1 reworked that code.
+ *
+ * So the client makes the server send something on that connection: when a
+ * call other than a watch has received bytes and gets none for a whole
+ * check (STALL_CHECK_MS), a GET /version goes out on the same connection,
+ * one at a time, past the rate limit, and its answer makes libcurl read the
+ * socket and feed nghttp2 what it held. Watches are quiet between events and
+ * cannot be told from stalled; what a watch's last events wait for is the
+ * connection's next bytes, which the leader's Lease renewal brings every
+ * retry period (2 s). Checks run only while some call receives, so an idle
+ * client costs nothing. Pokes are counted apart (kube_client_pokes()), not
+ * in the requests sent or in flight. */
+#define STALL_CHECK_MS 1000
+#define POKE_TIMEOUT_MS 5000
+
+static int prepare(struct kube_client *c, const char *method, struct buf *p, int e,
+                   const char *body, const char *content_type, kube_response_cb cb, void *data,
+                   struct kube_request **ret);
+
+static void on_poke_answer(void *data, struct kube_response *resp)
+{
+    struct kube_client *c = data;
+    (void)resp; /* any answer, even an error, has done its work */
+    c->poke = NULL;
+}
+
+static void poke(struct kube_client *c)
+{
+    struct buf p;
+    buf_init(&p, 64);
+    struct kube_request *r;
+    if (prepare(c, "GET", &p, buf_append_str(&p, "/version"), NULL, NULL, on_poke_answer, c, &r) <
+        0)
+        return; /* the next check tries again */
+    r->is_poke = 1;
+    r->timeout_ms = POKE_TIMEOUT_MS;
+    c->poke = r;
+    request_start(r);
+}
+
+static void on_stall_check(uv_timer_t *t)
+{
+    struct kube_client *c = t->data;
+    int stalled = 0, receiving = 0;
+    struct kube_request *r;
+    TAILQ_FOREACH(r, &c->active, link)
+    {
+        if (r->is_poke || r->is_watch || r->received == 0)
+            continue;
+        receiving = 1;
+        if (r->received == r->received_at_check)
+            stalled = 1;
+        r->received_at_check = r->received;
+    }
+    if (stalled && !c->poke)
+        poke(c);
+    if (receiving && !c->closing)
+        uv_timer_start(t, on_stall_check, STALL_CHECK_MS, 0);
+}
+
+/* A call other than a watch received bytes: make sure a check follows. */
+static void stall_watch(struct kube_client *c)
+{
+    if (!c->closing && !uv_is_active((uv_handle_t *)&c->stall_timer))
+        uv_timer_start(&c->stall_timer, on_stall_check, STALL_CHECK_MS, 0);
+}
+
 void kube_request_set_priority(struct kube_request *r, enum kube_priority priority)
 {
     if (!r || r->cancelled || priority < 0 || priority >= KUBE_PRIORITIES ||
@@ -537,7 +637,8 @@ void kube_request_cancel(struct kube_request *r)
         break; /* freed by on_credential */
     case REQUEST_RUNNING:
         TAILQ_REMOVE(&c->active, r, link);
-        c->in_flight--;
+        if (!r->is_poke)
+            c->in_flight--;
         curl_loop_remove(c->curl, r->easy);
         if (!r->in_write) /* else on_write frees it once on_bytes returns */
             request_free(r);
@@ -583,6 +684,10 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
         c->opts.low_max_queued = 1000;
     if (!c->opts.max_in_flight)
         c->opts.max_in_flight = 64;
+    if (c->opts.list_buffer_bytes <= 0)
+        c->opts.list_buffer_bytes = LIST_RECEIVE_BUFFER;
+    if (c->opts.list_buffer_bytes > CURL_MAX_READ_SIZE)
+        c->opts.list_buffer_bytes = CURL_MAX_READ_SIZE;
     priority_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
     buf_init(&c->ca, 4u << 20);
     buf_init(&c->cert, 4u << 20);
@@ -613,8 +718,9 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
     }
     uv_timer_init(loop, &c->rate_timer);
     uv_timer_init(loop, &c->reap_timer);
-    c->rate_timer.data = c->reap_timer.data = c;
-    c->open_handles = 2;
+    uv_timer_init(loop, &c->stall_timer);
+    c->rate_timer.data = c->reap_timer.data = c->stall_timer.data = c;
+    c->open_handles = 3;
     if (c->insecure)
         log_warn("TLS verification is OFF for the API server (insecure-skip-tls-verify): "
                  "anyone on the path can read and change every request",
@@ -651,8 +757,10 @@ void kube_client_close(struct kube_client *c)
     c->in_flight = 0;
     /* Requests waiting for a credential are freed by on_credential once
      * kube_credentials_free() cancels them. */
+    c->poke = NULL;
     uv_close((uv_handle_t *)&c->rate_timer, handle_closed);
     uv_close((uv_handle_t *)&c->reap_timer, handle_closed);
+    uv_close((uv_handle_t *)&c->stall_timer, handle_closed);
 }
 
 const char *kube_client_namespace(const struct kube_client *c)
@@ -668,6 +776,11 @@ uint64_t kube_client_requests_sent(const struct kube_client *c)
 unsigned kube_client_requests_in_flight(const struct kube_client *c)
 {
     return c->in_flight;
+}
+
+uint64_t kube_client_pokes(const struct kube_client *c)
+{
+    return c->pokes;
 }
 
 /* ---- calls --------------------------------------------------------------- */

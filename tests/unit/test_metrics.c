@@ -335,10 +335,12 @@ static void test_controller_outcome(void **state)
     controller_metrics_set_leader(m, 1);
     char *text = render(r);
     assert_non_null(strstr(text, "\nhibernator_client_requests_dropped_total 0\n"));
+    assert_non_null(strstr(text, "\nhibernator_client_connection_pokes_total 0\n"));
     free(text);
-    controller_metrics_client_dropped(m, 3);
-    controller_metrics_client_dropped(m, 3); /* a total, not an increment */
-    controller_metrics_client_dropped(m, 5);
+    controller_metrics_client(m, 3, 1);
+    controller_metrics_client(m, 3, 1); /* totals, not increments */
+    controller_metrics_client(m, 5, 2);
+    controller_metrics_client(NULL, 6, 3); /* metrics off */
     text = render(r);
     static const char *const lines[] = {
         "\nhibernator_pauses_total{namespace=\"team-a\",class=\"gpu\",reason=\"idle_timeout\","
@@ -363,6 +365,7 @@ static void test_controller_outcome(void **state)
         "1\n",
         "\nhibernator_leader 1\n",
         "\nhibernator_client_requests_dropped_total 5\n",
+        "\nhibernator_client_connection_pokes_total 2\n",
         "\nhibernator_build_info{version=\"1.2.3\"} 1\n",
     };
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
