@@ -67,6 +67,8 @@ struct kube_client_options {
     /* libcurl's receive buffer of a list while it runs, default 256 KiB
      * (CURL_MAX_READ_SIZE at most); other calls keep libcurl's 16 KiB. */
     long list_buffer_bytes;
+    /* ... of a watch, default 64 KiB (CURL_MAX_READ_SIZE at most). */
+    long watch_buffer_bytes;
 };
 
 struct kube_response {

@@ -56,6 +56,7 @@ struct kube_request {
     int is_poke;                /* the client's own GET /version */
     uint64_t received;          /* body bytes so far */
     uint64_t received_at_check; /* ... at the last stall check */
+    int filled;                 /* a watch's write filled its receive buffer */
 
     long timeout_ms;
     enum kube_priority priority;
@@ -162,7 +163,9 @@ static int on_write(void *data, const char *ptr, size_t n)
 {
     struct kube_request *r = data;
     r->received += n;
-    if (!r->is_watch)
+    if (r->is_watch && n >= (size_t)r->client->opts.watch_buffer_bytes)
+        r->filled = 1;
+    if (!r->is_watch || r->filled)
         stall_watch(r->client);
     if (r->is_watch) {
         long code = 0;
@@ -343,7 +346,7 @@ static int request_setup_easy(struct kube_request *r, const struct kube_credenti
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, r->timeout_ms);
     if (r->is_list || r->is_watch)
         curl_easy_setopt(e, CURLOPT_BUFFERSIZE,
-                         r->is_list ? c->opts.list_buffer_bytes : WATCH_RECEIVE_BUFFER);
+                         r->is_list ? c->opts.list_buffer_bytes : c->opts.watch_buffer_bytes);
     if (strcmp(r->method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
     if (r->body) {
@@ -520,11 +523,12 @@ static void request_submit(struct kube_request *r)
  * call other than a watch has received bytes and gets none for a whole
  * check (STALL_CHECK_MS), a GET /version goes out on the same connection,
  * one at a time, past the rate limit, and its answer makes libcurl read the
- * socket and feed nghttp2 what it held. Watches are quiet between events and
- * cannot be told from stalled; what a watch's last events wait for is the
- * connection's next bytes, which the leader's Lease renewal brings every
- * retry period (2 s). Checks run only while some call receives, so an idle
- * client costs nothing. Pokes are counted apart (kube_client_pokes()), not
+ * socket and feed nghttp2 what it held. Watches are quiet between events, so
+ * quiet alone says nothing of them; but a pause needs a full buffer, which
+ * libcurl then hands to the watch in one write: a watch whose write filled
+ * its buffer is checked the same way, and poked once when it goes quiet
+ * (it_client's test_watch_burst). Checks run only while some call receives,
+ * so an idle client costs nothing. Pokes are counted apart (kube_client_pokes()), not
  * in the requests sent or in flight. */
 #define STALL_CHECK_MS 1000
 #define POKE_TIMEOUT_MS 5000
@@ -561,11 +565,13 @@ static void on_stall_check(uv_timer_t *t)
     struct kube_request *r;
     TAILQ_FOREACH(r, &c->active, link)
     {
-        if (r->is_poke || r->is_watch || r->received == 0)
+        if (r->is_poke || (r->is_watch && !r->filled) || r->received == 0)
             continue;
         receiving = 1;
-        if (r->received == r->received_at_check)
+        if (r->received == r->received_at_check) {
             stalled = 1;
+            r->filled = 0; /* a watch is poked once for what filled it */
+        }
         r->received_at_check = r->received;
     }
     if (stalled && !c->poke)
@@ -688,6 +694,10 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
         c->opts.list_buffer_bytes = LIST_RECEIVE_BUFFER;
     if (c->opts.list_buffer_bytes > CURL_MAX_READ_SIZE)
         c->opts.list_buffer_bytes = CURL_MAX_READ_SIZE;
+    if (c->opts.watch_buffer_bytes <= 0)
+        c->opts.watch_buffer_bytes = WATCH_RECEIVE_BUFFER;
+    if (c->opts.watch_buffer_bytes > CURL_MAX_READ_SIZE)
+        c->opts.watch_buffer_bytes = CURL_MAX_READ_SIZE;
     priority_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
     buf_init(&c->ca, 4u << 20);
     buf_init(&c->cert, 4u << 20);

@@ -188,6 +188,10 @@ for w in $counts; do
     wait_reconciled "$w"
     sync_s=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     sync_cpu=$(bench_cpu_seconds "$controller_pid")
+    # Lists that waited for their timeout, and the client's pokes of a
+    # stalled connection (docs/architecture.md, "The API client's connection").
+    sync_timeouts=$(grep -c "list failed, retrying.*timed out" "$work/restart-$w-$k.log" || true)
+    sync_pokes=$(metric hibernator_client_connection_pokes_total)
     sleep 10
 
     # Idle, nothing scraping.
@@ -225,12 +229,13 @@ for w in $counts; do
     touched=$((100 * namespaces))
 
     awk -v w="$w" -v name="$name" -v cs="$create_s" -v fs="$first_s" -v ss="$sync_s" -v sc="$sync_cpu" \
+      -v st="$sync_timeouts" -v sp="$sync_pokes" \
       -v ic="$idle_cpu" -v s="$seconds" -v rss="$rss" -v peak="$peak" -v anon="$anon" \
       -v uc="$(awk -v a="$c0" -v b="$c1" 'BEGIN { print b - a }')" -v t="$touched" \
       -v rt="$(awk -v a="$rt0" -v b="$rt1" -v x="$rn0" -v y="$rn1" 'BEGIN { if (y > x) printf "%.1f", (b - a) * 1e6 / (y - x); else print "-" }')" \
       -v rc="$(awk -v a="${rc0:-0}" -v b="${rc1:-0}" -v x="$rn0" -v y="$rn1" 'BEGIN { if (y > x && b > a) printf "%.1f", (b - a) * 1e6 / (y - x); else print "-" }')" \
       -v l0="$load0" -v l1="$load1" 'BEGIN {
-        printf "W=%d %s: created in %s s; first start %s s; restart: synced in %s s, %.2f CPU-s; ", w, name, cs, fs, ss, sc
+        printf "W=%d %s: created in %s s; first start %s s; restart: synced in %s s, %.2f CPU-s, %d list timeouts, %d pokes; ", w, name, cs, fs, ss, sc, st, sp
         printf "idle %.2f CPU-s per %d s; RSS %.1f MiB (anonymous %.1f), peak %.1f MiB; ", ic, s, rss, anon, peak
         printf "%d updates: %.2f CPU-s, %.0f us a watch event, %s us a reconcile (%s us of CPU); load %s -> %s\n", t, uc, uc * 1e6 / t, rt, rc, l0, l1
       }'
