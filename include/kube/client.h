@@ -64,10 +64,10 @@ struct kube_client_options {
     long connect_timeout_ms; /* default 10 s */
     const char *user_agent;  /* default "hibernator/<version>" */
 
-    /* libcurl's receive buffer of a list while it runs, default 256 KiB
-     * (CURL_MAX_READ_SIZE at most); other calls keep libcurl's 16 KiB. */
+    /* libcurl's receive buffer of a list while it runs, default 256 KiB,
+     * and of a watch, default 64 KiB (CURL_MAX_READ_SIZE at most; 0: the
+     * default); other calls keep libcurl's 16 KiB. */
     long list_buffer_bytes;
-    /* ... of a watch, default 64 KiB (CURL_MAX_READ_SIZE at most). */
     long watch_buffer_bytes;
 };
 

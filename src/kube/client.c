@@ -310,6 +310,15 @@ static int add_header(struct kube_request *r, const char *h)
 #define LIST_RECEIVE_BUFFER (256L * 1024)
 #define WATCH_RECEIVE_BUFFER (64L * 1024)
 
+/* A receive buffer asked for in the options: the default when not set,
+ * at most what libcurl takes. */
+static long receive_buffer(long asked, long dflt)
+{
+    if (asked <= 0)
+        return dflt;
+    return asked < CURL_MAX_READ_SIZE ? asked : CURL_MAX_READ_SIZE;
+}
+
 static int request_setup_easy(struct kube_request *r, const struct kube_credential *cred)
 {
     struct kube_client *c = r->client;
@@ -523,13 +532,13 @@ static void request_submit(struct kube_request *r)
  * call other than a watch has received bytes and gets none for a whole
  * check (STALL_CHECK_MS), a GET /version goes out on the same connection,
  * one at a time, past the rate limit, and its answer makes libcurl read the
- * socket and feed nghttp2 what it held. Watches are quiet between events, so
- * quiet alone says nothing of them; but a pause needs a full buffer, which
- * libcurl then hands to the watch in one write: a watch whose write filled
- * its buffer is checked the same way, and poked once when it goes quiet
- * (it_client's test_watch_burst). Checks run only while some call receives,
- * so an idle client costs nothing. Pokes are counted apart (kube_client_pokes()), not
- * in the requests sent or in flight. */
+ * socket and feed nghttp2 what it held. Watches are quiet between events,
+ * so quiet alone says nothing of them; but a pause needs a full buffer,
+ * which libcurl then hands to the watch in one write: a watch whose write
+ * filled its buffer is checked the same way, and poked once when it goes
+ * quiet (it_client's test_watch_burst). Checks run only while some call
+ * receives, so an idle client costs nothing. Pokes are counted apart
+ * (kube_client_pokes()), not in the requests sent or in flight. */
 #define STALL_CHECK_MS 1000
 #define POKE_TIMEOUT_MS 5000
 
@@ -690,14 +699,8 @@ int kube_client_new(uv_loop_t *loop, const struct kube_config *config,
         c->opts.low_max_queued = 1000;
     if (!c->opts.max_in_flight)
         c->opts.max_in_flight = 64;
-    if (c->opts.list_buffer_bytes <= 0)
-        c->opts.list_buffer_bytes = LIST_RECEIVE_BUFFER;
-    if (c->opts.list_buffer_bytes > CURL_MAX_READ_SIZE)
-        c->opts.list_buffer_bytes = CURL_MAX_READ_SIZE;
-    if (c->opts.watch_buffer_bytes <= 0)
-        c->opts.watch_buffer_bytes = WATCH_RECEIVE_BUFFER;
-    if (c->opts.watch_buffer_bytes > CURL_MAX_READ_SIZE)
-        c->opts.watch_buffer_bytes = CURL_MAX_READ_SIZE;
+    c->opts.list_buffer_bytes = receive_buffer(c->opts.list_buffer_bytes, LIST_RECEIVE_BUFFER);
+    c->opts.watch_buffer_bytes = receive_buffer(c->opts.watch_buffer_bytes, WATCH_RECEIVE_BUFFER);
     priority_bucket_init(&c->bucket, c->opts.qps, c->opts.burst, uv_now(loop));
     buf_init(&c->ca, 4u << 20);
     buf_init(&c->cert, 4u << 20);
