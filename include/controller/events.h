@@ -61,4 +61,23 @@ void events_post(struct kube_client *c, const struct event_subject *subject, con
                  const char *reason, const char *message, const char *occasion,
                  const char *reporting_instance, int64_t now_ms);
 
+/* The same, and cb(data, resp) once the API server has answered (or the
+ * client dropped the Event), so a caller can order the Event before what
+ * follows: the reconciler posts a transition's Event before the status
+ * write that records the transition, so a controller that dies in between
+ * decides the transition again and posts it then (docs/state-machine.md,
+ * "Events across crashes"); events_posted() reads resp. Returns 0 and
+ * *ret_req (the caller's to cancel until cb has run), or a negative errno
+ * and no callback follows (the Event could not be built or started;
+ * logged). */
+MUST_USE int events_post_then(struct kube_client *c, const struct event_subject *subject,
+                              const char *type, const char *reason, const char *message,
+                              const char *occasion, const char *reporting_instance, int64_t now_ms,
+                              kube_response_cb cb, void *data, struct kube_request **ret_req);
+
+/* What became of a posted Event: 0 recorded (now, or before: 409), or a
+ * negative errno (dropped by the client, or refused); says in the log why
+ * not. */
+int events_posted(const struct kube_response *resp);
+
 #endif

@@ -25,6 +25,8 @@ struct snapshot_view {
     const char *message; /* why it failed */
     int64_t deleting_ms; /* being deleted since (the backend's finalizer holds it), 0: not */
     const char *group;   /* its snapshot group (the source pod's), NULL: none */
+    const char *pod;     /* the pod it was asked of (GKE: the trigger's targetPod), NULL: unknown */
+    int64_t requested_ms; /* when it was asked for (GKE: the trigger's creation), 0: unknown */
     /* The backend cannot say yet (its caches have not synced): phase is a
      * placeholder, and decide() concludes nothing from it. */
     int unknown;

@@ -20,6 +20,7 @@
 #include "snapshot/view.h"
 #include "workspace/class.h"
 #include "workspace/idle.h"
+#include "workspace/names.h"
 #include "workspace/pod.h"
 #include "workspace/workspace.h"
 
@@ -66,6 +67,11 @@ struct decide_input {
     const struct tz *zone; /* the class's pause-window time zone, NULL: not loaded */
     /* The backend's view of status.snapshot.attempt; NULL: nothing seen. */
     const struct snapshot_view *snapshot;
+    /* The backend's view of the attempt workspace_snapshot_next_attempt()
+     * names: one a pass may have begun and died before recording (the
+     * backend's objects, not the status, say what a pause kept); NULL: none
+     * is looked for. */
+    const struct snapshot_view *next_attempt;
     /* Every snapshot the backend holds for this workspace, for retention. */
     const struct snapshot_view *snapshots;
     size_t n_snapshots;
@@ -184,6 +190,15 @@ int workspace_decide(const struct decide_input *in, struct decide_output *out);
  * PREWARM_MIN_DEFAULT_LEAD_MS, PREWARM_FIRST_LEAD_MS before any. */
 int64_t workspace_prewarm_lead(const struct workspace_class *cls,
                                const struct workspace_status *st);
+
+/* The handle of the snapshot attempt a pass would begin next for ws's pause
+ * (the pause in progress, or the one spec.paused asks for and no pass has
+ * counted yet; the attempt after the one the status holds for it), so the
+ * reconciler can show decide() whether the backend has it already: a pass
+ * that began it may have died before its status write (docs/snapshots.md,
+ * "After a crash"). Pure. Returns 1 and the handle in out, 0 when no pause
+ * is asked for, or -EINVAL. */
+int workspace_snapshot_next_attempt(const struct workspace *ws, char out[NAMES_SIZE]);
 
 /* Releases what *out owns (its status and the actions' strings) and zeroes
  * it; accepts NULL and a cleared output. */

@@ -53,7 +53,11 @@ struct workspace_pod {
     char *pod_ip;    /* status.podIP, NULL until known */
     char *phase;     /* Pending, Running, Succeeded, Failed, Unknown */
     int64_t created_ms;
-    int64_t deletion_ms;         /* 0 unless terminating */
+    int64_t deletion_ms; /* 0 unless terminating */
+    /* metadata.deletionGracePeriodSeconds, when deletion_grace_known: the
+     * delete was sent that long before deletion_ms. */
+    int deletion_grace_known;
+    int64_t deletion_grace_s;
     int ready;                   /* condition Ready=True */
     int scheduled;               /* condition PodScheduled=True */
     int64_t scheduled_ms;        /* PodScheduled lastTransitionTime when True */

@@ -85,6 +85,9 @@ struct workspace_pause_timeline {
     int64_t accelerator_taken_ms;
     char *accelerator_taken_by; /* "ns/pod": another workspace's pod that got the accelerator */
     int64_t node_removed_ms;    /* the node left the cluster */
+    /* Timeline fields no pass could observe (a crash lost the moment), by
+     * their JSON names, comma-separated: "podDeletedAt". NULL: none. */
+    char *unobserved;
 };
 
 /* The snapshot of the last pause (docs/snapshots.md). */

@@ -258,6 +258,9 @@ static void print_last_pause(const struct workspace *ws, const struct ledger *l,
     if (r && r->memory)
         field(out, 2, NESTED_WIDTH, "Memory", "%s", r->memory);
     after(out, "Pod deleted", p->pod_deleted_ms, asked, "the request", now);
+    if (!p->pod_deleted_ms && p->unobserved && strstr(p->unobserved, "podDeletedAt"))
+        field(out, 2, NESTED_WIDTH, "Pod deleted",
+              "not observed (the pod went while no controller was running)");
     after(out, "Accelerator released", p->accelerator_released_ms, asked, "the request", now);
     if (r && r->accelerator_taken_ms)
         field(out, 2, NESTED_WIDTH, "Accelerator taken", "%s by %s",

@@ -44,24 +44,32 @@ int events_name(const struct event_subject *s, const char *reason, const char *o
     return 0;
 }
 
-static void on_posted(void *data, struct kube_response *resp)
+/* 0 when the Event is recorded (now or before), else a negative errno;
+ * says in the log why not. */
+int events_posted(const struct kube_response *resp)
 {
-    (void)data;
     if (resp->status == 0)
-        return;
+        return 0;
     /* Posted before this controller (or this pass) decided it again. */
     if (kube_response_already_exists(resp)) {
         log_debug("event already recorded");
-        return;
+        return 0;
     }
     /* Shed by the client under sustained pressure; counted in
      * hibernator_client_requests_dropped_total. */
     if (resp->status == -EAGAIN) {
         log_debug("event dropped: the API client's rate limit is exhausted");
-        return;
+        return -EAGAIN;
     }
     log_warn("event not recorded", "code", LOG_INT(resp->http_code), "error",
              resp->error.message ? resp->error.message : resp->transport_error);
+    return resp->status < 0 ? resp->status : -EIO;
+}
+
+static void on_posted(void *data, struct kube_response *resp)
+{
+    (void)data;
+    (void)events_posted(resp);
 }
 
 /* Adds key: value to o unless value is NULL (the field is then left out).
@@ -127,4 +135,24 @@ void events_post(struct kube_client *c, const struct event_subject *s, const cha
     else
         log_warn("event not recorded", "reason", reason, "error", log_errno_str(e));
     cJSON_Delete(ev);
+}
+
+int events_post_then(struct kube_client *c, const struct event_subject *s, const char *type,
+                     const char *reason, const char *message, const char *occasion,
+                     const char *reporting_instance, int64_t now_ms, kube_response_cb cb,
+                     void *data, struct kube_request **ret_req)
+{
+    cJSON *ev = NULL;
+    int e = events_body(s, type, reason, message, occasion, reporting_instance, now_ms, &ev);
+    struct kube_request *req = NULL;
+    if (e == 0)
+        e = kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, cb, data, &req);
+    cJSON_Delete(ev);
+    if (e < 0) {
+        log_warn("event not recorded", "reason", reason, "error", log_errno_str(e));
+        return e;
+    }
+    kube_request_set_priority(req, KUBE_PRIORITY_LOW);
+    *ret_req = req;
+    return 0;
 }

@@ -1094,16 +1094,39 @@ static int start_api_call(struct job *j, const struct action *a, struct kube_req
     }
 }
 
+/* A transition's Event has its answer: whatever it was (a dropped or
+ * refused Event is logged, never a reason to hold up reconciling), the
+ * next action follows. */
+static void on_event_posted(void *data, struct kube_response *resp)
+{
+    struct job *j = data;
+    j->req = NULL;
+    (void)events_posted(resp);
+    j->next++;
+    run_next(j);
+}
+
 /* Posts action a, an Event. Named after its transition, or else the object
- * version it was decided on: decided again after a crash, it is posted once. */
-static void post_event(struct job *j, const struct action *a)
+ * version it was decided on: decided again after a crash, it is posted once.
+ * A transition's Event (one with an occasion) is waited for, so the status
+ * write that records the transition comes after it: a controller that dies
+ * before that write decides the transition again and posts it then, and a
+ * status that shows a transition never lacks its Event. Returns whether the
+ * job goes on by itself (1: on_event_posted() runs the next action). */
+static int post_event(struct job *j, const struct action *a)
 {
     struct reconciler *r = j->r;
     struct event_subject subject = {API_VERSION, "Workspace", j->ns, j->name, j->uid};
     char version[200];
     snprintf(version, sizeof(version), "rv-%s", j->rv);
-    events_post(r->client, &subject, a->event_type, a->reason, a->message,
-                a->occasion ? a->occasion : version, r->identity, r->now_ms(r->now_data));
+    if (a->occasion &&
+        events_post_then(r->client, &subject, a->event_type, a->reason, a->message, a->occasion,
+                         r->identity, r->now_ms(r->now_data), on_event_posted, j, &j->req) == 0)
+        return 1;
+    if (!a->occasion)
+        events_post(r->client, &subject, a->event_type, a->reason, a->message, version, r->identity,
+                    r->now_ms(r->now_data));
+    return 0;
 }
 
 /* Starts the job's next action; its callback runs the one after. */
@@ -1123,7 +1146,8 @@ static void run_next(struct job *j)
     transition_latency(j, a);
     switch (a->type) {
     case ACTION_EVENT:
-        post_event(j, a);
+        if (post_event(j, a))
+            return;
         j->next++;
         run_next(j);
         return;
@@ -1219,6 +1243,8 @@ struct gathered {
     struct decide_node nodes[PODS_SEEN_MAX];
     size_t n_nodes;
     struct snapshot_view snap_view, snap_list[MAX_SNAPSHOTS_SEEN];
+    struct snapshot_view next_view; /* of the attempt workspace_snapshot_next_attempt() names */
+    char next_attempt[NAMES_SIZE];
     struct decide_input in;
 };
 
@@ -1316,6 +1342,12 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     if (ws->status.snapshot->attempt) {
         gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot->attempt, &g->snap_view);
         g->in.snapshot = &g->snap_view;
+    }
+    /* A pass that began the pause's next attempt may have died before its
+     * status write: the backend may hold it already. */
+    if (gke && workspace_snapshot_next_attempt(ws, g->next_attempt) == 1) {
+        gke_snapshots_view(r->gke, ws->ns, g->next_attempt, &g->next_view);
+        g->in.next_attempt = &g->next_view;
     }
     g->in.n_snapshots =
         gke_snapshots_list(r->gke, ws->ns, ws->name, g->snap_list, MAX_SNAPSHOTS_SEEN);

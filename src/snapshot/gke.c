@@ -26,6 +26,8 @@ static const struct kube_resource snapshots = {GKE_SNAPSHOT_GROUP, "v1", "podsna
 /* What the caches keep of a trigger and of a PodSnapshot. */
 struct trigger {
     char *workspace;        /* label hibernator.dev/workspace */
+    char *target_pod;       /* spec.targetPod: the pod it snapshots */
+    int64_t created_ms;     /* metadata.creationTimestamp: when the snapshot was asked for */
     char *snapshot_created; /* status.snapshotCreated.name */
     int failed;             /* a condition says it failed */
     char *message;
@@ -197,8 +199,10 @@ static int trigger_decode(const cJSON *obj, void *data, void **ret, char **ret_e
                 goto oom;
         }
     }
+    t->created_ms = json_time_ms(meta, "creationTimestamp");
     if (json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
                           &t->workspace) < 0 ||
+        json_dup_optional(json_string(json_member(obj, "spec"), "targetPod"), &t->target_pod) < 0 ||
         json_dup_optional(json_string(json_member(status, "snapshotCreated"), "name"),
                           &t->snapshot_created) < 0)
         goto oom;
@@ -206,6 +210,8 @@ static int trigger_decode(const cJSON *obj, void *data, void **ret, char **ret_e
     return 0;
 oom:
     free(t->workspace);
+    free(t->target_pod);
+    free(t->snapshot_created);
     free(t->message);
     free(t);
     return -ENOMEM;
@@ -217,6 +223,7 @@ static void trigger_free(void *p)
     if (!t)
         return;
     free(t->workspace);
+    free(t->target_pod);
     free(t->snapshot_created);
     free(t->message);
     free(t);
@@ -646,10 +653,13 @@ static void on_snapshot_delete(void *data, const struct cache_entry *e)
 
 /* ---- the view ---- */
 
-static void fill_view(const struct cache_entry *se, const char *attempt, struct snapshot_view *ret)
+static void fill_view(const struct cache_entry *se, const char *attempt, const struct trigger *t,
+                      struct snapshot_view *ret)
 {
     const struct podsnapshot *s = se->obj;
     *ret = (struct snapshot_view){.attempt = attempt,
+                                  .pod = t ? t->target_pod : NULL,
+                                  .requested_ms = t ? t->created_ms : 0,
                                   .phase = SNAPSHOT_PHASE_IN_PROGRESS,
                                   .name = se->name,
                                   .deleting_ms = s->deletion_ms,
@@ -691,8 +701,12 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
     if (!se) /* GKE labels the snapshot before it names it in the trigger. */
         se = snapshot_by_trigger(g, ns, attempt);
     if (se) {
-        fill_view(se, attempt, ret);
+        fill_view(se, attempt, t, ret);
         return;
+    }
+    if (t) {
+        ret->pod = t->target_pod;
+        ret->requested_ms = t->created_ms;
     }
     if (t && t->failed) {
         ret->phase = SNAPSHOT_PHASE_FAILED;
@@ -733,7 +747,7 @@ static void list_one(void *data, const struct cache_entry *e)
     const struct trigger *t = te ? te->obj : NULL;
     if (!t || !t->workspace || strcmp(t->workspace, l->workspace) != 0)
         return;
-    fill_view(e, te->name, &l->out[l->n++]);
+    fill_view(e, te->name, t, &l->out[l->n++]);
 }
 
 static void list_snapshot_key(void *data, const char *key)

@@ -162,6 +162,14 @@ void decide_pause(struct decider *d);
 void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
 int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod *p);
 int decide_snapshot_current(const struct workspace_status *st);
+/* Records the pause's attempt the backend has and the status lacks (a pass
+ * began it and died before its status write). Returns 1 while the backend
+ * cannot say yet: nothing is to be concluded about the pod then. */
+int decide_snapshot_recover(struct decider *d);
+/* p completed while paused and the backend has (or may have: it cannot say
+ * yet) the pause's next attempt of it, unrecorded: it is kept for
+ * decide_pause() to judge once that attempt is recorded. */
+int decide_snapshot_pending_for(const struct decider *d, const struct workspace_pod *p);
 size_t decide_snapshot_retention(struct decider *d, int deleting);
 void decide_snapshot_settle(struct decider *d);
 int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod *p,

@@ -7,11 +7,37 @@
 static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p)
 {
     int64_t at = p->deletion_ms ? p->deletion_ms : d->now;
-    if (p->deletion_ms && decide_pod_is_scheduled(p))
+    if (p->deletion_ms && p->deletion_grace_known)
+        at -= p->deletion_grace_s * 1000;
+    else if (p->deletion_ms && decide_pod_is_scheduled(p))
         at -= grace_seconds(d) * 1000;
     if (at < d->st->last_pause->requested_ms)
         at = d->st->last_pause->requested_ms;
     return at < d->now ? at : d->now;
+}
+
+/* The pause's snapshot, asked for, is neither Ready nor Failed yet. */
+static int snapshot_unsettled(const struct decider *d)
+{
+    const struct workspace_status *st = d->st;
+    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && decide_in_pause(st) &&
+           decide_snapshot_current(st) && decide_streq(st->snapshot->phase, "InProgress");
+}
+
+/* The pause's pod is gone and no pass recorded when it was deleted: from
+ * the pod cache's last sight of it when it is the pause's pod and says
+ * (its deletionTimestamp), else marked unobserved, never left out. */
+static void note_pod_deleted(struct decider *d)
+{
+    struct workspace_pause_timeline *lp = d->st->last_pause;
+    if (lp->pod_deleted_ms)
+        return;
+    const struct workspace_pod *g = d->in->gone_pod;
+    if (g && g->name && g->deletion_ms && decide_streq(g->name, d->st->pod_name)) {
+        lp->pod_deleted_ms = deleted_at(d, g);
+        return;
+    }
+    decide_set_string(d, &lp->unobserved, "podDeletedAt");
 }
 
 /* The pause's memory snapshot is Ready. */
@@ -88,6 +114,11 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
                  "pod %s keeps running while snapshot %s is taken; it stops once the snapshot "
                  "is ready",
                  name, st->snapshot->attempt ? st->snapshot->attempt : "");
+    else if (!p && decide_snapshot_current(st))
+        snprintf(fate, sizeof(fate),
+                 "snapshot %s of pod %s was asked for; the pod stops at its checkpoint and is "
+                 "removed once the snapshot is settled",
+                 st->snapshot->attempt, name);
     else if (!p)
         snprintf(fate, sizeof(fate), "pod %s is already stopping", name);
     else if (decide_pod_is_scheduled(p))
@@ -187,6 +218,17 @@ void decide_pause(struct decider *d)
     if (began)
         begin_pause(d);
     st->waiting_for_capacity_since_ms = 0;
+    if (decide_snapshot_recover(d)) {
+        /* The backend cannot say yet whether a pass began this pause's
+         * snapshot: nothing is concluded about the pod meanwhile. */
+        if (began)
+            announce_pause(d, p, p != NULL);
+        st->state = WS_STATE_PAUSING;
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
+                         "waiting for the snapshot backend to say what became of this pause's "
+                         "snapshot");
+        return;
+    }
     if (!p && decide_in_pause(st))
         decide_checkpoint_cancelled(d,
                                     "the pod stopped or went (no running pod is left to snapshot)");
@@ -243,6 +285,19 @@ void decide_pause(struct decider *d)
         st->state = WS_STATE_PAUSING;
         decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING, "pod %s is stopping",
                          d->leaving->name);
+        return;
+    }
+    if (decide_in_pause(st))
+        note_pod_deleted(d);
+    if (snapshot_unsettled(d)) {
+        /* The pod is gone, and what the pause kept is not known yet: Paused
+         * (and its Event) wait for the backend to settle the snapshot. */
+        if (!st->last_pause->accelerator_released_ms)
+            st->last_pause->accelerator_released_ms = d->now;
+        st->state = WS_STATE_PAUSING;
+        decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_SNAPSHOTTING,
+                         "the pod is gone; waiting for the snapshot backend to settle snapshot %s",
+                         st->snapshot->attempt);
         return;
     }
     pause_done(d);

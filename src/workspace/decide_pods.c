@@ -51,6 +51,9 @@ void decide_sort_pods(struct decider *d, int may_delete)
             if (d->ws->paused && decide_in_pause(d->st) && decide_snapshot_current(d->st) &&
                 decide_snapshot_stopped(d, p, d->st))
                 continue;
+            /* Perhaps completed by a snapshot a crashed pass began. */
+            if (decide_snapshot_pending_for(d, p))
+                continue;
             decide_delete_pod(d, p, 0);
             /* The pod the status names is an interruption: PodInterrupted
              * says it (decide_note_interruption()). */

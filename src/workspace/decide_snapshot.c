@@ -134,6 +134,127 @@ int decide_snapshot_current(const struct workspace_status *st)
     return sn->attempt && sn->requested_ms >= st->last_pause->requested_ms;
 }
 
+/* The pause the next attempt is for and its number: the open pause (its
+ * attempt after the one the status holds for it), or the next one. */
+static int next_attempt_of(const char *name, const struct workspace_status *st, int open,
+                           char out[NAMES_SIZE], int64_t *ret_attempt)
+{
+    int64_t pause = open ? st->pauses : st->pauses + 1;
+    int64_t attempt = open && decide_snapshot_current(st) ? st->snapshot->attempts + 1 : 1;
+    if (names_snapshot_handle(name, pause, attempt, out) < 0)
+        return -EINVAL;
+    if (ret_attempt)
+        *ret_attempt = attempt;
+    return 1;
+}
+
+int workspace_snapshot_next_attempt(const struct workspace *ws, char out[NAMES_SIZE])
+{
+    int open = decide_in_pause(&ws->status);
+    if (!ws->name || (!open && !ws->paused))
+        return 0;
+    return next_attempt_of(ws->name, &ws->status, open, out, NULL);
+}
+
+/* The pod named name among the workspace's pods, or the one the pod cache
+ * dropped last; NULL: none. */
+static const struct workspace_pod *pod_named(const struct decider *d, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < d->in->n_pods; i++)
+        if (decide_streq(d->in->pods[i]->name, name))
+            return d->in->pods[i];
+    const struct workspace_pod *g = d->in->gone_pod;
+    return g && decide_streq(g->name, name) ? g : NULL;
+}
+
+int decide_snapshot_recover(struct decider *d)
+{
+    struct workspace_status *st = d->st;
+    struct workspace_snapshot *sn = st->snapshot;
+    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !decide_in_pause(st))
+        return 0;
+    const struct snapshot_view *v = d->in->next_attempt;
+    char handle[NAMES_SIZE];
+    int64_t attempt = 0;
+    if (!v || next_attempt_of(d->ws->name, st, 1, handle, &attempt) != 1 ||
+        !decide_streq(v->attempt, handle))
+        return 0;
+    if (v->unknown) {
+        decide_requeue_at(d, d->now + SNAPSHOT_UNKNOWN_RECHECK_MS);
+        return 1;
+    }
+    if (v->phase == SNAPSHOT_PHASE_NONE)
+        return 0;
+    /* Asked of another pod: not this pause's (a name used before). */
+    const char *pod_name = v->pod ? v->pod : st->pod_name;
+    if (v->pod && st->pod_name && !decide_streq(v->pod, st->pod_name))
+        return 0;
+    const struct workspace_pod *p = pod_named(d, pod_name);
+    char hash[POD_SPEC_HASH_SIZE];
+    if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
+        decide_failed(d, -ENOMEM);
+        return 0;
+    }
+    int64_t asked = v->requested_ms && v->requested_ms <= d->now ? v->requested_ms : d->now;
+    decide_set_string(d, &sn->attempt, handle);
+    sn->attempts = attempt;
+    decide_set_string(d, &sn->name, v->name);
+    decide_set_string(d, &sn->phase, "InProgress");
+    sn->requested_ms = asked;
+    sn->ready_ms = 0;
+    sn->failed_ms = 0;
+    sn->restore_failed_ms = 0;
+    sn->seconds = 0;
+    decide_set_string(d, &sn->node_name, p ? p->node_name : st->node_name);
+    decide_set_string(d, &sn->gpu_product, p ? decide_pod_product(d, p) : st->accelerator_product);
+    decide_set_string(d, &sn->pod_spec_hash, hash);
+    decide_set_string(d, &sn->message, NULL);
+    decide_set_string(d, &sn->home_claim_uid, st->home->claim_uid);
+    decide_set_string(d, &sn->group, v->group ? v->group : p ? p->group : NULL);
+    /* The application was asked for this attempt, and its answer was lost
+     * with the pass: the snapshot went ahead, as it does on any answer. */
+    if (decide_streq(sn->checkpoint_attempt, handle) && !sn->checkpoint_result) {
+        sn->checkpoint_answered_ms = asked;
+        decide_set_string(d, &sn->checkpoint_result, "Unknown");
+        decide_set_string(d, &sn->checkpoint_message,
+                          "the answer was not recorded (the controller restarted before its "
+                          "status write); the snapshot was taken");
+    }
+    /* The pause was asked for by the time its snapshot was: a pause counted
+     * again after the crash keeps the first pass's time. */
+    struct workspace_pause_timeline *lp = st->last_pause;
+    if (lp->requested_ms > asked) {
+        if (lp->work_ended_ms == lp->requested_ms)
+            lp->work_ended_ms = asked;
+        lp->requested_ms = asked;
+    }
+    decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_IN_PROGRESS,
+                     "taking snapshot %s of pod %s", handle, pod_name ? pod_name : "?");
+    decide_requeue_at(d, asked + d->cls->snapshot.timeout_ms);
+    return 0;
+}
+
+/* Whether attempt is one of the workspace's latest pause's: retention
+ * never counts such a snapshot out. */
+static int of_latest_pause(const struct decider *d, const char *attempt)
+{
+    const struct workspace_status *st = d->st;
+    if (!attempt || st->pauses <= 0)
+        return 0;
+    int64_t last = st->snapshot->attempts + 1;
+    if (last < 1 || last > 1000)
+        last = 1;
+    for (int64_t k = 1; k <= last; k++) {
+        char handle[NAMES_SIZE];
+        if (names_snapshot_handle(d->ws->name, st->pauses, k, handle) == 0 &&
+            decide_streq(handle, attempt))
+            return 1;
+    }
+    return 0;
+}
+
 /* p completed (phase Succeeded) after a snapshot of it was asked for, with
  * a backend whose snapshots stop the pod (GKE: postCheckpoint: stop): the
  * snapshot ended it, not a failure or an eviction. */
@@ -146,11 +267,27 @@ int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod 
            sn->attempt && sn->requested_ms && (!p->created_ms || sn->requested_ms >= p->created_ms);
 }
 
-/* The backend's view of status.snapshot.attempt, NULL: nothing seen. */
+/* The backend's view of status.snapshot.attempt (one decide_snapshot_recover()
+ * recorded in this pass is the next attempt's), NULL: nothing seen. */
 static const struct snapshot_view *snapshot_seen(const struct decider *d)
 {
+    const char *attempt = d->st->snapshot->attempt;
     const struct snapshot_view *v = d->in->snapshot;
-    return v && decide_streq(v->attempt, d->st->snapshot->attempt) ? v : NULL;
+    if (v && decide_streq(v->attempt, attempt))
+        return v;
+    v = d->in->next_attempt;
+    return v && decide_streq(v->attempt, attempt) ? v : NULL;
+}
+
+int decide_snapshot_pending_for(const struct decider *d, const struct workspace_pod *p)
+{
+    const struct snapshot_view *v = d->in->next_attempt;
+    char handle[NAMES_SIZE];
+    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && d->ws->paused && v &&
+           (v->unknown || v->phase != SNAPSHOT_PHASE_NONE) && p && p->name &&
+           decide_streq(p->phase, "Succeeded") && decide_streq(p->name, d->old->pod_name) &&
+           (!v->pod || decide_streq(v->pod, p->name)) &&
+           workspace_snapshot_next_attempt(d->ws, handle) == 1 && decide_streq(v->attempt, handle);
 }
 
 /* Brings an attempt the status holds InProgress up to what the backend's
@@ -343,10 +480,13 @@ size_t decide_snapshot_retention(struct decider *d, int deleting)
                                 decide_streq(v->group, sn->group) &&
                                 v->phase == SNAPSHOT_PHASE_READY &&
                                 (!v->ready_ms || v->ready_ms <= sn->restore_failed_ms);
+            /* The latest pause's Ready snapshot is what its resume is for,
+             * whatever the status recorded: never counted out by keep. */
+            int latest = v->phase == SNAPSHOT_PHASE_READY && of_latest_pause(d, v->attempt);
             drop = decide_snapshot_rejected(sn, v) ||
                    (!in_use && (expired || (current && sn->restore_failed_ms) || crashed_group ||
                                 v->phase == SNAPSHOT_PHASE_FAILED ||
-                                rank + (in_use ? 0 : 1) > (size_t)sc->keep));
+                                (!latest && rank + (in_use ? 0 : 1) > (size_t)sc->keep)));
             if (!drop)
                 kept++;
         }

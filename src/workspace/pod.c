@@ -153,6 +153,12 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
     struct pod_end_text end = {0};
     p->created_ms = json_time_ms(meta, "creationTimestamp");
     p->deletion_ms = deletion_ms(meta);
+    const cJSON *grace = json_member(meta, "deletionGracePeriodSeconds");
+    if (p->deletion_ms && cJSON_IsNumber(grace) && grace->valuedouble >= 0 &&
+        grace->valuedouble <= 1e9) {
+        p->deletion_grace_known = 1;
+        p->deletion_grace_s = (int64_t)grace->valuedouble;
+    }
     const char *from = json_string(json_member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
     p->restore_from_checkpoint = from && strcmp(from, "true") == 0;
     const char *fallback =
@@ -220,6 +226,8 @@ struct workspace_pod *workspace_pod_copy_end(const struct workspace_pod *p)
         return NULL;
     c->created_ms = p->created_ms;
     c->deletion_ms = p->deletion_ms;
+    c->deletion_grace_known = p->deletion_grace_known;
+    c->deletion_grace_s = p->deletion_grace_s;
     c->scheduled = p->scheduled;
     c->disruption_ms = p->disruption_ms;
     c->capacity_fallback = p->capacity_fallback;

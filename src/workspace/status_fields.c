@@ -43,6 +43,7 @@ static const struct status_field pause_ledger_fields[] = {
     {.key = "acceleratorTakenAt", .kind = SF_TIME, .off = PAUSE(accelerator_taken_ms)},
     {.key = "acceleratorTakenBy", .kind = SF_STR, .off = PAUSE(accelerator_taken_by)},
     {.key = "nodeRemovedAt", .kind = SF_TIME, .off = PAUSE(node_removed_ms)},
+    {.key = "unobserved", .kind = SF_STR, .off = PAUSE(unobserved), .shared = 1},
     {.kind = SF_END},
 };
 

@@ -902,6 +902,99 @@ static void test_crash_after_delete(void **state)
     assert_int_equal(count_events("afterdel", "Resumed"), 1);
 }
 
+/* Output of kubectl (jsonpath) of one object, trimmed; "" when absent. */
+static char *jsonpath_of(const char *what, const char *name, const char *path)
+{
+    char *out = NULL;
+    harness_kubectl(&out, "-n %s get %s %s --ignore-not-found -o jsonpath='%s'", ns, what, name,
+                    path);
+    if (!out)
+        out = strdup("");
+    return out;
+}
+
+/* Killed at each step of a snapshot pause, and back only once GKE has
+ * finished the snapshot: the pod stopped at its checkpoint (Succeeded) or
+ * gone, the PodSnapshot Ready. What the pause kept is read from the
+ * backend's objects, never from the pod's phase: memory "snapshot", the
+ * snapshot recorded and kept, the resume FromSnapshot, no SnapshotNotUsed,
+ * every transition's Event once, no timeline field silently missing. */
+static void test_crash_then_late_return(void **state)
+{
+    (void)state;
+    static const char *const points[] = {"SnapshotBegin", "before:DeletePod", "DeletePod"};
+    for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++) {
+        char name[32], trigger[48];
+        snprintf(name, sizeof(name), "late-%zu", i);
+        snprintf(trigger, sizeof(trigger), "%s-p1-1", name);
+        print_message("  killed at %s, back after the snapshot is Ready\n", points[i]);
+        apply_ws(name, "it-cpu-snap", 0, NULL);
+        cJSON *ws = wait_state(name, "Running", 60000);
+        char pod[64];
+        snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+        cJSON_Delete(ws);
+        controller_stop();
+        controller_start(points[i]);
+        set_paused(name, 1);
+        assert_int_equal(controller_wait_exit(60000), 3);
+        /* GKE finishes without the controller: the PodSnapshot Ready, the
+         * pod completed (or already gone, after the DeletePod crash). */
+        uint64_t end = harness_now_ms() + 60000;
+        char *ready = NULL, *phase = NULL;
+        for (;;) {
+            free(ready);
+            free(phase);
+            char selector[96];
+            snprintf(selector, sizeof(selector), "-l gke-pod-snapshot-triggered-by=%s", trigger);
+            ready = jsonpath_of("podsnapshots", selector,
+                                "{.items[0].status.conditions[?(@.type==\"Ready\")].status}");
+            phase = jsonpath_of("pod", pod, "{.status.phase}");
+            int settled =
+                strcmp(ready, "True") == 0 && (strcmp(phase, "Succeeded") == 0 || phase[0] == '\0');
+            if (settled || harness_now_ms() > end)
+                break;
+            usleep(200 * 1000);
+        }
+        print_message("    PodSnapshot Ready=%s, pod phase %s\n", ready,
+                      phase[0] ? phase : "(gone)");
+        assert_string_equal(ready, "True");
+        free(ready);
+        free(phase);
+        sleep(2); /* the stopped pod stays stopped a while before anyone looks */
+        controller_start(NULL);
+
+        ws = wait_state(name, "Paused", 60000);
+        assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+        assert_string_equal(str_at(ws, "status.snapshot.attempt"), trigger);
+        assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+        assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "True");
+        const char *deleted = str_at(ws, "status.lastPause.podDeletedAt");
+        const char *unobserved = str_at(ws, "status.lastPause.unobserved");
+        print_message("    podDeletedAt %s, unobserved %s\n", deleted ? deleted : "-",
+                      unobserved ? unobserved : "-");
+        assert_true(deleted || (unobserved && strstr(unobserved, "podDeletedAt")));
+        cJSON_Delete(ws);
+        char *events = event_reasons(name);
+        print_message("    events: %s\n", events);
+        free(events);
+        assert_int_equal(count_events(name, "Pausing"), 1);
+        assert_int_equal(count_events(name, "SnapshotReady"), 1);
+        assert_int_equal(count_events(name, "Paused"), 1);
+
+        set_paused(name, 0);
+        ws = wait_reason(name, "Restored", "FromSnapshot", 60000);
+        assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+        cJSON_Delete(ws);
+        assert_int_equal(count_events(name, "SnapshotNotUsed"), 0);
+        char sel[96];
+        snprintf(sel, sizeof(sel), "gke-pod-snapshot-triggered-by=%s", trigger);
+        assert_int_equal(count_objects("podsnapshots", sel), 1);
+        assert_int_equal(count_events(name, "Resumed"), 1);
+        set_paused(name, 1);
+        cJSON_Delete(wait_state(name, "Paused", 60000));
+    }
+}
+
 /* Deleting a workspace takes its snapshots and every trigger, also one that
  * never made a PodSnapshot and that nothing else would delete (no owner). */
 static void test_delete_leaves_nothing(void **state)
@@ -1640,6 +1733,7 @@ int main(void)
         cmocka_unit_test_setup(test_restore_check, clean_slate),
         cmocka_unit_test_setup(test_crash_points, clean_slate),
         cmocka_unit_test_setup(test_crash_after_delete, clean_slate),
+        cmocka_unit_test_setup(test_crash_then_late_return, clean_slate),
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
         cmocka_unit_test_setup(test_delete_leaves_nothing, clean_slate),
         cmocka_unit_test_setup(test_longest_name, clean_slate),

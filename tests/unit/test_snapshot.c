@@ -68,6 +68,13 @@ struct world {
     int64_t now;
     struct restore_check check; /* the restored application's rounds */
     int has_check;
+    /* What the backend holds of an attempt the status may lack: shown to
+     * decide() as the reconciler does, when workspace_snapshot_next_attempt()
+     * names it. */
+    struct snapshot_view next;
+    int has_next;
+    struct workspace_pod gone; /* the pod cache's last sight of a removed pod */
+    int has_gone;
 };
 
 static void world_init(struct world *w, const char *snapshot)
@@ -125,7 +132,12 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .n_nodes = w->n_nodes,
         .restore_check = w->has_check ? &w->check : NULL,
         .app_checkpoint = w->has_seen ? &w->seen : NULL,
+        .gone_pod = w->has_gone ? &w->gone : NULL,
     };
+    char next[NAMES_SIZE];
+    if (w->has_next && workspace_snapshot_next_attempt(w->ws, next) == 1 &&
+        strcmp(next, w->next.attempt) == 0)
+        in.next_attempt = &w->next;
     assert_int_equal(workspace_decide(&in, out), 0);
     if (write_status) {
         workspace_status_clear(&w->ws->status);
@@ -1881,8 +1893,33 @@ static void crash_pod_gone(struct world *w)
     decide_settled(w, &o);
     assert_paused_with_snapshot(&o);
     assert_string_equal(event_occasion(&o, "SnapshotReady"), "nb-p1-1");
+    /* No pass saw the delete the lost pass sent: marked, not left out. */
+    assert_int_equal(o.status.last_pause->pod_deleted_ms, 0);
+    assert_string_equal(o.status.last_pause->unobserved, "podDeletedAt");
+    assert_string_equal(o.status.history[0].pause.unobserved, "podDeletedAt");
     decide_output_clear(&o);
     assert_resumes_from_snapshot(w);
+}
+
+/* The same, but this process saw the pod go (the pod cache's last sight
+ * of it): its deletionTimestamp less its grace period is the delete. */
+static void crash_pod_gone_seen(struct world *w)
+{
+    crash_after_delete(w);
+    w->has_pod = 0;
+    struct workspace_pod gone = w->pod;
+    gone.deletion_ms = READY_AT + 2 * SEC;
+    gone.deletion_grace_known = 1;
+    gone.deletion_grace_s = 0;
+    w->gone = gone;
+    w->has_gone = 1;
+    w->now += 60 * SEC;
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_paused_with_snapshot(&o);
+    assert_int_equal(o.status.last_pause->pod_deleted_ms, READY_AT + 2 * SEC);
+    assert_null(o.status.last_pause->unobserved);
+    decide_output_clear(&o);
 }
 
 /* The next controller's first pass comes before the backend's caches have
@@ -1896,7 +1933,9 @@ static void crash_backend_syncing(struct world *w)
         .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS, .unknown = 1};
     struct decide_output o;
     decide_settled(w, &o);
-    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    /* Paused (and its Event) only once what the pause kept is known. */
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    assert_null(find_event(&o, "Paused"));
     assert_string_equal(o.status.snapshot->phase, "InProgress");
     assert_null(o.status.last_pause->memory);
     assert_null(find_event(&o, "SnapshotTimeout"));
@@ -1978,6 +2017,189 @@ static void crash_after_begin(struct world *w)
     decide_output_clear(&o);
 }
 
+/* Killed right after SnapshotBegin; the controller comes back only after
+ * GKE has stopped the pod at its checkpoint (phase Succeeded) and made the
+ * PodSnapshot. The status holds no attempt: the backend's objects, found by
+ * the handle the counters give and the trigger's pod, say what the pause
+ * kept. Returns after the crash, the pod completed, the view not yet set. */
+#define BEGUN_AT (T0 + 10 * MIN)
+static void crash_after_begin_stopped(struct world *w)
+{
+    world_init(w, GKE);
+    struct decide_output o;
+    decide(w, &o, 0); /* SnapshotBegin; the status write is lost */
+    assert_string_equal(find_action(&o, ACTION_SNAPSHOT_BEGIN)->name, "nb-p1-1");
+    decide_output_clear(&o);
+    w->pod.phase = "Succeeded";
+    w->pod.ready = 0;
+    w->has_next = 1;
+}
+
+static void assert_paused_after_lost_begin(struct world *w)
+{
+    struct decide_output o;
+    w->pod.deletion_ms = w->now;
+    w->pod.deletion_grace_known = 1;
+    decide_settled(w, &o);
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    decide_output_clear(&o);
+    w->has_pod = 0;
+    w->now += 2 * SEC;
+    /* the status holds the attempt now: the reconciler shows its view */
+    w->has_view = 1;
+    w->view = w->next;
+    decide_settled(w, &o);
+    assert_paused_with_snapshot(&o);
+    assert_non_null(o.status.last_pause->pod_deleted_ms);
+    assert_null(o.status.last_pause->unobserved);
+    assert_int_equal(o.status.last_pause->requested_ms, BEGUN_AT);
+    decide_output_clear(&o);
+    assert_resumes_from_snapshot(w);
+}
+
+static void crash_begin_stopped_ready(struct world *w)
+{
+    crash_after_begin_stopped(w);
+    w->now = READY_AT + 5 * SEC;
+    w->next = ready_view;
+    w->next.pod = "nb-1";
+    w->next.requested_ms = BEGUN_AT;
+    struct decide_output o;
+    decide_settled(w, &o);
+    /* The pause is counted again under the same number and its snapshot
+     * recorded as the pass that died would have; the pod goes now. */
+    assert_int_equal(o.status.pauses, 1);
+    assert_string_equal(o.status.snapshot->attempt, "nb-p1-1");
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_int_equal(o.status.snapshot->requested_ms, BEGUN_AT);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_int_equal(del->grace_seconds, 0);
+    const struct action *ev = find_event(&o, "Pausing");
+    assert_non_null(ev);
+    assert_string_equal(ev->occasion, "pause-1");
+    assert_null(strstr(ev->message, "already stopping"));
+    assert_non_null(strstr(ev->message, "nb-p1-1"));
+    assert_string_equal(event_occasion(&o, "SnapshotReady"), "nb-p1-1");
+    decide_output_clear(&o);
+    assert_paused_after_lost_begin(w);
+}
+
+static void crash_begin_stopped_in_progress(struct world *w)
+{
+    crash_after_begin_stopped(w);
+    w->now = BEGUN_AT + 3 * SEC;
+    w->next = (struct snapshot_view){.attempt = "nb-p1-1",
+                                     .phase = SNAPSHOT_PHASE_IN_PROGRESS,
+                                     .pod = "nb-1",
+                                     .requested_ms = BEGUN_AT};
+    struct decide_output o;
+    decide_settled(w, &o);
+    /* Completed by the snapshot: kept until it settles, never "stopped". */
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(find_event(&o, "PodStopped"));
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    assert_string_equal(o.status.snapshot->phase, "InProgress");
+    assert_string_equal(cond_reason(&o.status, "Ready"), "Snapshotting");
+    decide_output_clear(&o);
+    w->now = READY_AT + SEC;
+    w->next = ready_view;
+    w->next.pod = "nb-1";
+    w->next.requested_ms = BEGUN_AT;
+    w->has_view = 1;
+    w->view = w->next;
+    decide_settled(w, &o);
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    assert_paused_after_lost_begin(w);
+}
+
+/* The backend's caches have not synced: the completed pod is neither
+ * deleted nor judged, and nothing is recorded as kept. */
+static void crash_begin_stopped_syncing(struct world *w)
+{
+    crash_after_begin_stopped(w);
+    w->now = BEGUN_AT + 3 * SEC;
+    w->next = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS, .unknown = 1};
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    assert_null(o.status.last_pause->memory);
+    assert_int_equal(o.requeue_after_ms, 1000);
+    decide_output_clear(&o);
+    w->now = READY_AT + SEC;
+    w->next = ready_view;
+    w->next.pod = "nb-1";
+    w->next.requested_ms = BEGUN_AT;
+    decide_settled(w, &o);
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    assert_paused_after_lost_begin(w);
+}
+
+/* A trigger of another pod under the same handle is not this pause's. */
+static void crash_begin_other_pod(struct world *w)
+{
+    crash_after_begin_stopped(w);
+    w->now = READY_AT + 5 * SEC;
+    w->next = ready_view;
+    w->next.pod = "nb-7";
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_null(o.status.snapshot->attempt);
+    decide_output_clear(&o);
+}
+
+/* The retry's SnapshotBegin was lost: attempt 1 failed (recorded), attempt
+ * 2 stopped the pod and is Ready. */
+static void crash_retry_begin(struct world *w)
+{
+    world_init(w, GKE);
+    struct decide_output o;
+    decide(w, &o, 1); /* attempt 1 */
+    decide_output_clear(&o);
+    w->now += 20 * SEC;
+    w->has_view = 1;
+    w->view = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_FAILED, .message = "checkpoint failed"};
+    decide(w, &o, 1); /* Failed, recorded; Retry waits retryAfter */
+    assert_string_equal(o.status.snapshot->phase, "Failed");
+    decide_output_clear(&o);
+    w->now += 11 * MIN;
+    decide(w, &o, 0); /* attempt 2 begins; the status write is lost */
+    assert_string_equal(find_action(&o, ACTION_SNAPSHOT_BEGIN)->name, "nb-p1-2");
+    decide_output_clear(&o);
+    int64_t begun = w->now;
+    w->now += 50 * SEC;
+    w->pod.phase = "Succeeded";
+    w->pod.ready = 0;
+    w->has_next = 1;
+    w->next = (struct snapshot_view){.attempt = "nb-p1-2",
+                                     .phase = SNAPSHOT_PHASE_READY,
+                                     .name = "nb-p1-2-abcde",
+                                     .ready_ms = w->now - SEC,
+                                     .pod = "nb-1",
+                                     .requested_ms = begun};
+    decide_settled(w, &o);
+    assert_string_equal(o.status.snapshot->attempt, "nb-p1-2");
+    assert_int_equal(o.status.snapshot->attempts, 2);
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    w->has_pod = 0;
+    w->now += 2 * SEC;
+    w->view = w->next;
+    decide_settled(w, &o);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_string_equal(o.status.last_pause->memory, "snapshot");
+    decide_output_clear(&o);
+}
+
 /* Killed after the resume's CreatePod, before the status write: the resume
  * is counted again under the same number, the pod is adopted (not created
  * twice), and it is judged as a restore. */
@@ -2027,9 +2249,17 @@ static void test_crash_points(void **state)
     } rows[] = {
         {"after DeletePod, the pod still terminating", crash_pod_terminating},
         {"after DeletePod, the pod gone", crash_pod_gone},
+        {"after DeletePod, the pod gone as this process saw", crash_pod_gone_seen},
         {"after DeletePod, the backend's caches still syncing", crash_backend_syncing},
         {"after DeletePod, resumed while the controller was down", crash_then_resume},
         {"after SnapshotBegin", crash_after_begin},
+        {"after SnapshotBegin, back once the snapshot stopped the pod and is Ready",
+         crash_begin_stopped_ready},
+        {"after SnapshotBegin, back while the stopped pod's snapshot is in progress",
+         crash_begin_stopped_in_progress},
+        {"after SnapshotBegin, back while the backend's caches sync", crash_begin_stopped_syncing},
+        {"after SnapshotBegin, a trigger of that name for another pod", crash_begin_other_pod},
+        {"after a retry's SnapshotBegin", crash_retry_begin},
         {"after the resume's CreatePod", crash_after_create},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
