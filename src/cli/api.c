@@ -116,6 +116,11 @@ int cli_api_run_until(struct cli_api *api, int (*done)(void *data), void *data, 
     }
     uv_close((uv_handle_t *)&timer, NULL);
     uv_run(&api->loop, UV_RUN_NOWAIT); /* lets the timer close before it leaves the stack */
+    /* That turn can also deliver what was waited for (an answer read by its
+     * poll): then the wait is over, and its caller must not cancel what has
+     * ended. A signal keeps counting for the next wait. */
+    if (r < 0 && done(data))
+        r = 0;
     return r;
 }
 
@@ -145,9 +150,13 @@ void cli_reply_clear(struct cli_reply *r)
 
 /* ---- one request ------------------------------------------------------------ */
 
+/* One request and its answer. req is the client's handle while the request
+ * runs: the client frees it once on_response returns, so on_response sets it
+ * to NULL, and only a request still in req may be cancelled. */
 struct call {
     int done;
     struct cli_reply *reply;
+    struct kube_request *req;
 };
 
 static void on_response(void *data, struct kube_response *resp)
@@ -155,6 +164,7 @@ static void on_response(void *data, struct kube_response *resp)
     struct call *c = data;
     struct cli_reply *r = c->reply;
     c->done = 1;
+    c->req = NULL;
     r->http_code = resp->http_code;
     if (resp->status == 0) {
         r->status = 0;
@@ -176,8 +186,11 @@ static int call_done(void *data)
     return ((struct call *)data)->done;
 }
 
-/* Waits for the call that start (0 or a negative errno) began as req. */
-static int finish(struct cli_api *api, int start, struct kube_request *req, struct call *c)
+/* Waits for the call that start (0 or a negative errno) began as c->req.
+ * An answer that came before the wait ended is the result, even when a
+ * signal came too (the next wait sees it); a request still running when
+ * the wait gives up is cancelled. */
+static int finish(struct cli_api *api, int start, struct call *c)
 {
     struct cli_reply *r = c->reply;
     if (start < 0) {
@@ -187,8 +200,9 @@ static int finish(struct cli_api *api, int start, struct kube_request *req, stru
         return r->status;
     }
     int e = cli_api_run_until(api, call_done, c, 0, NULL);
-    if (e < 0) {
-        kube_request_cancel(req);
+    if (e < 0 && !c->done) {
+        kube_request_cancel(c->req);
+        c->req = NULL;
         r->status = e;
         r->error = strdup(e == -EINTR ? "interrupted" : "timed out");
     }
@@ -199,53 +213,48 @@ int cli_api_get(struct cli_api *api, const struct kube_resource *res, const char
                 const char *name, struct cli_reply *reply)
 {
     *reply = (struct cli_reply){0};
-    struct call c = {0, reply};
-    struct kube_request *req = NULL;
-    int e = kube_get(api->client, res, ns, name, on_response, &c, &req);
-    return finish(api, e, req, &c);
+    struct call c = {0, reply, NULL};
+    int e = kube_get(api->client, res, ns, name, on_response, &c, &c.req);
+    return finish(api, e, &c);
 }
 
 int cli_api_list(struct cli_api *api, const struct kube_resource *res, const char *ns,
                  const struct kube_list_options *opts, struct cli_reply *reply)
 {
     *reply = (struct cli_reply){0};
-    struct call c = {0, reply};
-    struct kube_request *req = NULL;
-    int e = kube_list(api->client, res, ns, opts, on_response, &c, &req);
-    return finish(api, e, req, &c);
+    struct call c = {0, reply, NULL};
+    int e = kube_list(api->client, res, ns, opts, on_response, &c, &c.req);
+    return finish(api, e, &c);
 }
 
 int cli_api_patch(struct cli_api *api, const struct kube_resource *res, const char *ns,
                   const char *name, const char *patch, struct cli_reply *reply)
 {
     *reply = (struct cli_reply){0};
-    struct call c = {0, reply};
-    struct kube_request *req = NULL;
+    struct call c = {0, reply, NULL};
     int e = kube_patch(api->client, res, ns, name, NULL, KUBE_PATCH_MERGE, patch, on_response, &c,
-                       &req);
-    return finish(api, e, req, &c);
+                       &c.req);
+    return finish(api, e, &c);
 }
 
 int cli_api_create(struct cli_api *api, const struct kube_resource *res, const char *ns,
                    const cJSON *obj, struct cli_reply *reply)
 {
     *reply = (struct cli_reply){0};
-    struct call c = {0, reply};
-    struct kube_request *req = NULL;
-    int e = kube_create(api->client, res, ns, obj, on_response, &c, &req);
-    return finish(api, e, req, &c);
+    struct call c = {0, reply, NULL};
+    int e = kube_create(api->client, res, ns, obj, on_response, &c, &c.req);
+    return finish(api, e, &c);
 }
 
 int cli_api_delete(struct cli_api *api, const struct kube_resource *res, const char *ns,
                    const char *name, const char *uid, struct cli_reply *reply)
 {
     *reply = (struct cli_reply){0};
-    struct call c = {0, reply};
+    struct call c = {0, reply, NULL};
     struct kube_delete_options o = {
         .precondition_uid = uid, .propagation_policy = "Background", .grace_period_seconds = -1};
-    struct kube_request *req = NULL;
-    int e = kube_delete(api->client, res, ns, name, &o, on_response, &c, &req);
-    return finish(api, e, req, &c);
+    int e = kube_delete(api->client, res, ns, name, &o, on_response, &c, &c.req);
+    return finish(api, e, &c);
 }
 
 int cli_api_list_all(struct cli_api *api, const struct kube_resource *res, const char *ns,

@@ -51,7 +51,12 @@ int64_t cli_api_now(struct cli_api *api);
  * signal counts wherever the loop happened to run when it came, and keeps
  * counting (every later call returns -EINTR at once) until
  * cli_api_acknowledge_interrupts(). tick, when not NULL, is called about
- * every 250 ms meanwhile. */
+ * every 250 ms meanwhile.
+ * The loop runs once more after the verdict (to close the wait's timer),
+ * and that turn may finish what was waited for: -EINTR and -ETIMEDOUT mean
+ * done(data) was still false on return. The client frees a request once
+ * its callback returns: a caller keeps the handle until its callback
+ * clears it, and cancels only a handle still set. */
 int cli_api_run_until(struct cli_api *api, int (*done)(void *data), void *data, int64_t deadline_ms,
                       void (*tick)(void *data));
 
@@ -70,7 +75,11 @@ struct cli_reply {
 };
 void cli_reply_clear(struct cli_reply *r);
 
-/* One request, run to its end; the result is also reply->status. */
+/* One request, run to its end; the result is also reply->status. The
+ * request is the call's own until its callback (then the client frees it);
+ * it is cancelled only when the wait ends without an answer (-EINTR). An
+ * answer that arrives with a signal is the result, and the signal stops
+ * the next wait. */
 int cli_api_get(struct cli_api *api, const struct kube_resource *res, const char *ns,
                 const char *name, struct cli_reply *reply);
 int cli_api_list(struct cli_api *api, const struct kube_resource *res, const char *ns,

@@ -19,6 +19,8 @@ struct follower {
     void (*tick)(void *data);
     void *data;
     struct watch_stream stream;
+    /* The running watch; on_watch_done sets it to NULL (the client frees it
+     * once that returns), so only one still set is cancelled. */
     struct kube_request *req;
     char *rv;       /* resourceVersion to watch from; NULL: GET first */
     int ended;      /* the watch request finished */
