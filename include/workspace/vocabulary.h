@@ -132,6 +132,7 @@
     X(IN_PROGRESS, "InProgress", "the snapshot is being taken")                                    \
     X(READY, "Ready", "the snapshot is ready")                                                     \
     X(TIMEOUT, "Timeout", "the snapshot was not Ready within snapshot.timeout")                    \
+    X(NOT_USED, "NotUsed", "the resume did not restore the last pause's Ready snapshot")           \
     /* SnapshotCleanup */                                                                          \
     X(FINALIZER_STUCK, "FinalizerStuck", "deleted snapshots are held by the backend's finalizer")  \
     /* ActionFailed: the action (action_type_name()) */                                            \

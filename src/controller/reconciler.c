@@ -1335,9 +1335,13 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
 {
     const struct workspace *ws = g->ws;
     int gke = g->cls && g->cls->snapshot.backend == SNAPSHOT_BACKEND_GKE;
-    if (!gke && !ws->deletion_ms)
+    /* A class that no longer takes snapshots (or is gone) may leave some
+     * behind: the status names one the backend made, and retention removes
+     * them once no pause needs them. */
+    int left = !gke && ws->status.snapshot->attempt;
+    if (!gke && !left && !ws->deletion_ms)
         return;
-    if (gke && gke_snapshots_start(r->gke) < 0)
+    if ((gke || left) && gke_snapshots_start(r->gke) < 0)
         log_warn("cannot watch GKE Pod Snapshots", "workspace", key);
     if (ws->status.snapshot->attempt) {
         gke_snapshots_view(r->gke, ws->ns, ws->status.snapshot->attempt, &g->snap_view);

@@ -112,6 +112,14 @@ static void decide_live(struct decider *d)
         /* Also when invalid: stopping a pod because its user asked destroys
          * nothing the user did not choose to stop. */
         decide_pause(d);
+    } else if (d->invalid_reason && !d->cls && d->keep &&
+               decide_streq(d->invalid_reason, WS_REASON_CLASS_NOT_FOUND)) {
+        /* The class went while the pod runs: the session runs on, and says
+         * so (Valid=False/ClassNotFound); nothing is created or deleted. */
+        st->state = d->keep->ready ? WS_STATE_RUNNING
+                    : d->old->state == WS_STATE_FAILED || d->old->state == WS_STATE_PAUSED
+                        ? WS_STATE_PENDING
+                        : d->old->state;
     } else if (d->invalid_reason) {
         /* Create nothing and delete nothing: a class that changed must never
          * take a running session away. Fixing the spec or the class
@@ -125,7 +133,8 @@ static void decide_live(struct decider *d)
     decide_keep_ledger(d);
     if (!frozen)
         decide_prewarm(d);
-    if (!frozen && d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
+    if (!frozen && d->cls &&
+        (d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE || d->in->n_snapshots > 0))
         decide_snapshot_retention(d, 0);
     set_message(d);
     decide_available(d);

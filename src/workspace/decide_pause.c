@@ -123,8 +123,11 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
         snprintf(fate, sizeof(fate), "pod %s is already stopping", name);
     else if (decide_pod_is_scheduled(p))
         snprintf(fate, sizeof(fate),
-                 "stopping pod %s (%llds to write the application's checkpoint); the files on "
+                 "%sstopping pod %s (%llds to write the application's checkpoint); the files on "
                  "home and the checkpoint keep the session",
+                 d->cls ? ""
+                        : "the workspace's class is not found, so no snapshot can be taken "
+                          "(the memory is not kept): ",
                  name, (long long)grace_seconds(d));
     else
         snprintf(fate, sizeof(fate), "removing pod %s, which never got a node", name);

@@ -299,8 +299,17 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
     const struct workspace_snapshot *sn = st->snapshot;
     const struct snapshot_config *sc = &d->cls->snapshot;
     why[0] = '\0';
-    if (sc->backend == SNAPSHOT_BACKEND_NONE)
+    if (sc->backend == SNAPSHOT_BACKEND_NONE) {
+        /* The class stopped taking snapshots while the workspace was paused
+         * with one: said, never a silent start from files. */
+        if (sn->attempt && sn->requested_ms >= st->last_pause->requested_ms &&
+            decide_streq(sn->phase, "Ready"))
+            snprintf(why, size,
+                     "class %s no longer has a snapshot backend (spec.snapshot.backend: None), "
+                     "so snapshot %s of the last pause is not restored",
+                     d->ws->class_name ? d->ws->class_name : "", sn->name ? sn->name : sn->attempt);
         return NULL;
+    }
     if (!sn->attempt || sn->requested_ms < st->last_pause->requested_ms ||
         !decide_streq(sn->phase, "Ready")) {
         snprintf(why, size, "the last pause has no snapshot%s%s", sn->message ? ": " : "",

@@ -18,15 +18,27 @@ static void begin_resume(struct decider *d)
     decide_resume_occasion(d, occ);
     if (released)
         decide_format_duration(d->now - released, t, sizeof(t));
-    /* What the pause left to come back from (the pod's creation may still
-     * choose otherwise: SnapshotNotUsed says why). */
-    if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
-        decide_snapshot_current(st) && decide_streq(st->snapshot->phase, "Ready"))
-        snprintf(from, sizeof(from), "the pod is to be restored from snapshot %s",
-                 st->snapshot->name ? st->snapshot->name : st->snapshot->attempt);
+    /* What the pause left to come back from, judged as the pod's creation
+     * judges it (a capacity fallback may still choose otherwise:
+     * SnapshotNotUsed says why). */
+    char why[MAX_MESSAGE];
+    const char *snapshot = d->cls ? decide_restore_snapshot(d, why, sizeof(why)) : NULL;
+    if (!d->cls)
+        why[0] = '\0';
+    if (st->home->lost_ms && !st->home->fresh_pod)
+        snprintf(from, sizeof(from),
+                 "the pod starts on a new, empty home: home claim %s was lost, and with it the "
+                 "files, the application's checkpoint and any snapshot laid over them",
+                 st->home->lost_claim_uid ? st->home->lost_claim_uid : "");
+    else if (snapshot)
+        snprintf(from, sizeof(from), "the pod is to be restored from snapshot %s", snapshot);
+    else if (why[0])
+        snprintf(from, sizeof(from),
+                 "the pod starts from the files and the application's checkpoint (%.900s)", why);
     else
         snprintf(from, sizeof(from),
                  "the pod starts from the files and the application's checkpoint");
+    workspace_message_one_line(from);
     char who[TIMEFMT_RFC3339_SIZE + 48] = "";
     if (st->last_resume->pre_warmed) {
         char owner[TIMEFMT_RFC3339_SIZE];
@@ -281,6 +293,16 @@ static void say_how_it_starts(struct decider *d, const char *snapshot, char *why
 {
     struct workspace_status *st = d->st;
     int resuming = decide_resume_in_progress(st);
+    /* The last pause's Ready snapshot is not what this pod starts from:
+     * SnapshotReady follows, naming why. */
+    if (!snapshot && why[0] && decide_snapshot_current(st) &&
+        decide_streq(st->snapshot->phase, "Ready")) {
+        char msg[MAX_MESSAGE];
+        snprintf(msg, sizeof(msg), "snapshot %s is not used: %s",
+                 st->snapshot->name ? st->snapshot->name : st->snapshot->attempt, why);
+        workspace_message_one_line(msg);
+        decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_NOT_USED, "%s", msg);
+    }
     if (snapshot) {
         decide_condition(d, WS_COND_RESTORED, COND_UNKNOWN, WS_REASON_RESTORING,
                          "pod %s is restored from snapshot %s", st->pod_name, snapshot);

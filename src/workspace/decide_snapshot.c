@@ -463,7 +463,12 @@ size_t decide_snapshot_retention(struct decider *d, int deleting)
             continue;
         }
         int drop = deleting;
-        if (!drop && sc) {
+        if (!drop && sc && sc->backend == SNAPSHOT_BACKEND_NONE) {
+            /* The class takes snapshots no more: none can be restored under
+             * it. Kept while a pause is open (the class may take its backend
+             * back before the resume), removed once the resume started. */
+            drop = !d->ws->paused && !decide_in_pause(d->st);
+        } else if (!drop && sc) {
             int current = sn->attempt && decide_streq(v->attempt, sn->attempt);
             int expired = v->ready_ms && d->now - v->ready_ms > sc->last_access_timeout_ms;
             int in_use = current && pausing && !sn->restore_failed_ms;

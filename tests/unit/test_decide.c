@@ -1473,9 +1473,17 @@ static void s_invalid_running(struct world *w)
 static void c_invalid_running(struct world *w, const struct decide_output *o)
 {
     (void)w;
-    /* the session goes on: only the state says Failed */
+    /* the session goes on and says so: Running, with the class's absence
+     * in Valid and the status message */
     assert_string_equal(o->status.pod_name, "alice-1");
     assert_string_equal(o->status.node_name, "gpu-1");
+    const struct condition *v = workspace_status_condition(&o->status, "Valid");
+    assert_non_null(v);
+    assert_int_equal(v->status, COND_FALSE);
+    assert_string_equal(v->reason, "ClassNotFound");
+    assert_non_null(strstr(o->status.message, "spec.className"));
+    for (size_t i = 0; i < o->n_actions; i++)
+        assert_true(o->actions[i].type == ACTION_EVENT);
 }
 
 static void s_invalid_reported(struct world *w)
@@ -2049,9 +2057,9 @@ static const struct row rows[] = {
      "metadata.name: ",
      c_invalid,
      0},
-    {"invalid while running: the pod stays",
+    {"class gone while running: the pod stays, the workspace Running",
      s_invalid_running,
-     WS_STATE_FAILED,
+     WS_STATE_RUNNING,
      {"Event Warning ClassNotFound"},
      "spec.className",
      c_invalid_running,

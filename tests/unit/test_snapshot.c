@@ -2270,6 +2270,70 @@ static void test_crash_points(void **state)
     }
 }
 
+/* A class whose backend is switched to None while a workspace is paused
+ * with a Ready snapshot: the resume says the snapshot is not used and why
+ * (naming the class change), SnapshotReady follows (False/NotUsed), and
+ * the snapshot, kept while the pause was open (the class might take its
+ * backend back), is deleted once the resume began. */
+static void test_class_backend_removed(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    w.all[0] = w.view;
+    w.n_all = 1;
+    /* Still paused: the snapshot stays. */
+    workspace_class_free(w.cls);
+    w.cls = class_from("");
+    w.ws->paused = 1;
+    struct decide_output o;
+    decide_settled(&w, &o);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_DELETE));
+    decide_output_clear(&o);
+    /* The resume. */
+    w.ws->paused = 0;
+    decide(&w, &o, 1);
+    const struct action *resuming = find_event(&o, "Resuming");
+    assert_non_null(resuming);
+    assert_non_null(strstr(resuming->message, "no longer has a snapshot backend"));
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_null(c->snapshot);
+    const struct action *nu = find_event(&o, "SnapshotNotUsed");
+    assert_non_null(nu);
+    assert_non_null(strstr(nu->message, "class gpu no longer has a snapshot backend"));
+    assert_string_equal(cond_reason(&o.status, "Restored"), "FromCheckpoint");
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "NotUsed");
+    const struct action *del = find_action(&o, ACTION_SNAPSHOT_DELETE);
+    assert_non_null(del);
+    assert_string_equal(del->name, "nb-p1-1-x7k2q");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* A resume on a home known to be lost does not promise the snapshot. */
+static void test_resuming_on_lost_home(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    struct workspace_status *st = &w.ws->status;
+    st->home->lost_ms = w.now - MIN;
+    free(st->home->lost_claim_uid);
+    st->home->lost_claim_uid = strdup("pvc-old");
+    free(st->home->claim_uid);
+    st->home->claim_uid = NULL;
+    struct decide_output o;
+    decide(&w, &o, 0);
+    const struct action *resuming = find_event(&o, "Resuming");
+    assert_non_null(resuming);
+    assert_null(strstr(resuming->message, "restored from snapshot"));
+    assert_non_null(strstr(resuming->message, "new, empty home"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* A snapshot is laid only over the home claim it was taken with: after a
  * lost home, the first pod starts FreshHome and says why the snapshot is
  * not used; a snapshot whose claim is not the current one is not used
@@ -2685,6 +2749,8 @@ int main(void)
         cmocka_unit_test(test_snapshot_not_used),
         cmocka_unit_test(test_snapshot_home_claim),
         cmocka_unit_test(test_crash_points),
+        cmocka_unit_test(test_class_backend_removed),
+        cmocka_unit_test(test_resuming_on_lost_home),
         cmocka_unit_test(test_fallback_walk),
         cmocka_unit_test(test_snapshot_product_no_longer_allowed),
         cmocka_unit_test(test_snapshot_hash_with_product),
