@@ -202,9 +202,25 @@ int workspace_class_allows_image(const struct workspace_class *c, const char *im
  * one of its alternative products. */
 int workspace_class_allows_product(const struct workspace_class *c, const char *product);
 
+/* The largest quantity the controller carries: past it the API server
+ * lowers a binary-suffixed value ("1234567890123456789012345Gi") to this
+ * one, so a class saying more is refused rather than changed. */
+#define QUANTITY_MAX INT64_MAX
+
+/* The largest quantity written as a JSON number that arrives exactly
+ * (2^53 - 1): the decoder reads numbers as doubles. */
+#define QUANTITY_MAX_JSON_NUMBER INT64_C(9007199254740991)
+
 /* Parses a Kubernetes quantity ("10Gi", "500M", "1.5Ti", "1000", "1e3") into
- * bytes, exactly; a fraction of a byte rounds up. Negative values, the milli
- * suffix and anything past int64 are refused. Returns 0 or -EINVAL. */
+ * bytes, exactly; a fraction of a byte rounds up. Returns 0; -ERANGE for a
+ * quantity above QUANTITY_MAX; -EDOM for one of more than 19 significant
+ * digits (not read exactly) below it; -EINVAL for anything else, negative
+ * values and the suffixes n, u and m included. Nothing is written on
+ * failure. */
 int quantity_parse_bytes(const char *s, int64_t *ret_bytes);
+
+/* The same for any resource's quantity: the suffixes n, u and m are read
+ * too, and the value is rounded up to a whole unit ("500m" is 1). */
+int quantity_parse_value(const char *s, int64_t *ret_value);
 
 #endif

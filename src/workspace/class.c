@@ -143,6 +143,26 @@ static int get_int(struct decoder *d, const cJSON *obj, const char *name, const 
     return 0;
 }
 
+/* A quantity written as a JSON number: a whole number of at least 0 and at
+ * most max. Returns 1 when it is one, 0 when it is larger, -1 otherwise. */
+static int json_number_upto(const cJSON *v, int64_t max)
+{
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+        v->valuedouble != floor(v->valuedouble))
+        return -1;
+    return v->valuedouble <= (double)max;
+}
+
+/* A request or limit written as a number goes to the pod as cJSON prints
+ * it, which is exact for at most 15 significant digits ("%1.15g" with a
+ * tolerance: 9007199254740991 would come out as 9007199254740990). */
+#define RESOURCE_MAX_JSON_NUMBER INT64_C(999999999999999)
+/* QUANTITY_MAX, in words; a message closes the parenthesis. */
+#define TOO_LARGE "is larger than the controller can carry (at most 9223372036854775807"
+#define NUMBER_TOO_LARGE                                                                           \
+    "%s: the number is larger than the controller can carry exactly (at most %lld); write it "     \
+    "as a string such as \"16Gi\""
+
 /* Sizes are quantities: a string ("10Gi") or, as Kubernetes allows, a
  * number. The written form is kept for messages. */
 static int get_quantity(struct decoder *d, const cJSON *obj, const char *name, const char *field,
@@ -157,20 +177,32 @@ static int get_quantity(struct decoder *d, const cJSON *obj, const char *name, c
         *ret_bytes = 0;
         return 0;
     }
+    int exact = json_number_upto(v, QUANTITY_MAX_JSON_NUMBER);
     if (cJSON_IsString(v) && v->valuestring) {
         text = strdup(v->valuestring);
-    } else if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 &&
-               v->valuedouble < 9e18 && v->valuedouble == floor(v->valuedouble)) {
+    } else if (exact == 1) {
         if (asprintf(&text, "%lld", (long long)v->valuedouble) < 0)
             text = NULL;
+    } else if (exact == 0) {
+        return decoder_fail(d, -EINVAL, NUMBER_TOO_LARGE, field,
+                            (long long)QUANTITY_MAX_JSON_NUMBER);
     } else {
         return decoder_fail(d, -EINVAL, "%s: must be a quantity such as \"10Gi\"", field);
     }
     if (!text)
         return decoder_oom(d);
-    int64_t bytes;
-    if (quantity_parse_bytes(text, &bytes) < 0 || bytes <= 0) {
+    int64_t bytes = 0;
+    int r = quantity_parse_bytes(text, &bytes);
+    if (r == -ERANGE)
+        decoder_fail(d, -EINVAL, "%s: \"%s\" " TOO_LARGE " bytes, just under 8Ei)", field, text);
+    else if (r == -EDOM)
+        decoder_fail(d, -EINVAL,
+                     "%s: \"%s\" has more significant digits than the controller reads exactly "
+                     "(at most 19)",
+                     field, text);
+    else if (r < 0 || bytes <= 0)
         decoder_fail(d, -EINVAL, "%s: \"%s\" is not a valid size", field, text);
+    if (d->rc < 0) {
         free(text);
         return d->rc;
     }
@@ -365,6 +397,50 @@ static int copy_json(struct decoder *d, const cJSON *spec, const char *name, con
                             want_array ? "a list" : "an object");
     *ret = cJSON_Duplicate(v, 1);
     return *ret ? 0 : decoder_oom(d);
+}
+
+/* spec.resources: copied into the pod as written, so each request and limit
+ * must be a quantity the API server keeps as it is: it silently lowers a
+ * binary-suffixed value above INT64_MAX to INT64_MAX. A number must come
+ * back out of cJSON as it went in. */
+static int decode_resources(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    static const char *const parts[] = {"requests", "limits"};
+    if (copy_json(d, spec, "resources", "spec.resources", 0, &c->resources) < 0 || !c->resources)
+        return d->rc;
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        const cJSON *list = json_member(c->resources, parts[i]);
+        if (!list || cJSON_IsNull(list))
+            continue;
+        if (!cJSON_IsObject(list))
+            return decoder_fail(d, -EINVAL, "spec.resources.%s: must be an object", parts[i]);
+        const cJSON *q;
+        cJSON_ArrayForEach(q, list)
+        {
+            /* A name longer than a resource name can be is cut here. */
+            char field[320];
+            snprintf(field, sizeof(field), "spec.resources.%s.%s", parts[i],
+                     q->string ? q->string : "");
+            int exact = json_number_upto(q, RESOURCE_MAX_JSON_NUMBER);
+            if (exact == 1)
+                continue;
+            if (exact == 0)
+                return decoder_fail(d, -EINVAL, NUMBER_TOO_LARGE, field,
+                                    (long long)RESOURCE_MAX_JSON_NUMBER);
+            if (!cJSON_IsString(q) || !q->valuestring)
+                return decoder_fail(d, -EINVAL, "%s: must be a quantity such as \"8Gi\"", field);
+            int64_t value;
+            int r = quantity_parse_value(q->valuestring, &value);
+            if (r == -ERANGE)
+                return decoder_fail(d, -EINVAL, "%s: \"%s\" " TOO_LARGE ")", field, q->valuestring);
+            /* -EDOM: digits past the 19th, below the limit whatever they
+             * say; the text goes to the pod as it is. */
+            if (r < 0 && r != -EDOM)
+                return decoder_fail(d, -EINVAL, "%s: \"%s\" is not a quantity such as \"8Gi\"",
+                                    field, q->valuestring);
+        }
+    }
+    return 0;
 }
 
 static int decode_home(struct decoder *d, const cJSON *spec, struct workspace_class *c)
@@ -843,8 +919,7 @@ int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class,
     int64_t port;
     if (decode_images(&d, spec, c) < 0 ||
         get_int(&d, spec, "port", "spec.port", 1, 65535, DEFAULT_PORT, &port) < 0 ||
-        decode_accelerator(&d, spec, c) < 0 ||
-        copy_json(&d, spec, "resources", "spec.resources", 0, &c->resources) < 0 ||
+        decode_accelerator(&d, spec, c) < 0 || decode_resources(&d, spec, c) < 0 ||
         copy_json(&d, spec, "tolerations", "spec.tolerations", 1, &c->tolerations) < 0 ||
         get_string(&d, spec, "runtimeClassName", "spec.runtimeClassName", 0, NULL,
                    &c->runtime_class_name) < 0 ||
@@ -933,20 +1008,26 @@ int workspace_class_allows_product(const struct workspace_class *c, const char *
     return 0;
 }
 
-/* Exact arithmetic on a decimal mantissa of at most 19 significant digits
- * times a binary or decimal multiplier: 1.5Gi is 1610612736, not whatever a
- * double makes of it. Fractions of a byte round up, as Kubernetes does.
+/* The value of a quantity: a decimal mantissa of at most 19 significant
+ * digits, times a binary or decimal multiplier, computed exactly (1.5Gi is
+ * 1610612736, not whatever a double makes of it) and rounded up to a whole
+ * unit, as Kubernetes rounds up. Digits past the 19th are not read exactly:
+ * such a value is -ERANGE when it is above QUANTITY_MAX whatever they say,
+ * -EDOM otherwise. with_fraction_suffixes: "n", "u" and "m" are suffixes
+ * (a resource's quantity), else refused (sizes in bytes).
  * Long: one scan of the text, its suffix table and the overflow checks read best together. */
-int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
+static int parse_quantity(const char *s, int with_fraction_suffixes, int64_t *ret)
 {
     static const struct {
         const char *suffix;
         unsigned binary_shift;
         int decimal_exp;
+        int fraction;
     } suffixes[] = {
-        {"Ki", 10, 0}, {"Mi", 20, 0}, {"Gi", 30, 0}, {"Ti", 40, 0}, {"Pi", 50, 0},
-        {"Ei", 60, 0}, {"k", 0, 3},   {"M", 0, 6},   {"G", 0, 9},   {"T", 0, 12},
-        {"P", 0, 15},  {"E", 0, 18},  {"", 0, 0},
+        {"Ki", 10, 0, 0}, {"Mi", 20, 0, 0}, {"Gi", 30, 0, 0}, {"Ti", 40, 0, 0},
+        {"Pi", 50, 0, 0}, {"Ei", 60, 0, 0}, {"n", 0, -9, 1},  {"u", 0, -6, 1},
+        {"m", 0, -3, 1},  {"k", 0, 3, 0},   {"M", 0, 6, 0},   {"G", 0, 9, 0},
+        {"T", 0, 12, 0},  {"P", 0, 15, 0},  {"E", 0, 18, 0},  {"", 0, 0, 0},
     };
     if (!s)
         return -EINVAL;
@@ -955,16 +1036,22 @@ int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
         p++;
 
     /* Mantissa digits without leading zeros (integer part) or trailing zeros
-     * (fraction); scale counts the fraction digits kept. */
-    char digits[20];
+     * (fraction); scale counts the fraction digits kept. Past 19 digits:
+     * dropped_int counts the integer digits left out (each a factor of
+     * 10), inexact says a non-zero digit was left out. */
+    char digits[19];
     size_t nd = 0, n_seen = 0;
-    int scale = 0;
+    int scale = 0, dropped_int = 0, inexact = 0;
     for (; *p >= '0' && *p <= '9'; p++, n_seen++) {
         if (nd == 0 && *p == '0')
             continue;
-        if (nd >= 19)
-            return -EINVAL;
-        digits[nd++] = *p;
+        if (nd < sizeof(digits)) {
+            digits[nd++] = *p;
+            continue;
+        }
+        if (dropped_int < 1000)
+            dropped_int++;
+        inexact |= *p != '0';
     }
     if (*p == '.') {
         p++;
@@ -980,8 +1067,10 @@ int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
                 scale++;
                 continue;
             }
-            if (nd >= 19)
-                return -EINVAL;
+            if (nd == sizeof(digits) || dropped_int) {
+                inexact = 1; /* the last one left out is not a 0 */
+                break;
+            }
             digits[nd++] = *q;
             scale++;
         }
@@ -1000,11 +1089,9 @@ int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
         if (*p < '0' || *p > '9')
             return -EINVAL;
         int e = 0;
-        while (*p >= '0' && *p <= '9') {
-            e = e * 10 + (*p++ - '0');
-            if (e > 100)
-                return -EINVAL;
-        }
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (e < 10000) /* far past any value's reach either way */
+                e = e * 10 + (*p - '0');
         if (*p)
             return -EINVAL;
         exp10 = neg ? -e : e;
@@ -1013,7 +1100,8 @@ int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
         for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++)
             if (strcmp(p, suffixes[i].suffix) == 0)
                 break;
-        if (i == sizeof(suffixes) / sizeof(suffixes[0]))
+        if (i == sizeof(suffixes) / sizeof(suffixes[0]) ||
+            (suffixes[i].fraction && !with_fraction_suffixes))
             return -EINVAL;
         shift = suffixes[i].binary_shift;
         exp10 = suffixes[i].decimal_exp;
@@ -1022,27 +1110,49 @@ int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
     unsigned __int128 v = 0;
     for (size_t i = 0; i < nd; i++)
         v = v * 10 + (unsigned)(digits[i] - '0');
+    if (v == 0 && !inexact) {
+        *ret = 0;
+        return 0;
+    }
+    /* Digits were left out: v (at least 10^18) and one more in its last
+     * place bound the value. */
+    unsigned __int128 hi = inexact ? v + 1 : v;
     v <<= shift; /* < 10^19 * 2^60 < 2^124 */
-    int net = exp10 - scale;
+    hi <<= shift;
+    int net = exp10 - scale + dropped_int;
     for (; net > 0; net--) {
         v *= 10;
-        if (v > (unsigned __int128)INT64_MAX)
-            return -EINVAL;
+        hi *= 10;
+        if (v > (unsigned __int128)QUANTITY_MAX)
+            return -ERANGE;
     }
     if (net < 0) {
         unsigned __int128 div = 1;
         int tiny = 0;
         for (; net < 0; net++) {
-            if (div > v) {
+            if (div > hi) {
                 tiny = 1;
                 break;
             }
             div *= 10;
         }
-        v = tiny ? (v != 0) : (v + div - 1) / div;
+        v = tiny ? 1 : (v + div - 1) / div;
+        hi = tiny ? 1 : (hi + div - 1) / div;
     }
-    if (v > (unsigned __int128)INT64_MAX)
-        return -EINVAL;
-    *ret_bytes = (int64_t)v;
+    if (v > (unsigned __int128)QUANTITY_MAX)
+        return -ERANGE;
+    if (inexact)
+        return hi > (unsigned __int128)QUANTITY_MAX ? -ERANGE : -EDOM;
+    *ret = (int64_t)v;
     return 0;
+}
+
+int quantity_parse_bytes(const char *s, int64_t *ret_bytes)
+{
+    return parse_quantity(s, 0, ret_bytes);
+}
+
+int quantity_parse_value(const char *s, int64_t *ret_value)
+{
+    return parse_quantity(s, 1, ret_value);
 }

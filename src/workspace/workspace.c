@@ -12,6 +12,7 @@
 #include "util/text.h"
 #include "util/timefmt.h"
 #include "util/tz.h"
+#include "workspace/class.h"
 #include "workspace/pause_window.h"
 #include "workspace/status_fields.h"
 
@@ -283,6 +284,13 @@ static int decode_spec_fields(const cJSON *spec, struct workspace *ws, struct re
     if (cJSON_IsString(size)) {
         if (size->valuestring[0] && json_dup_optional(size->valuestring, &ws->home_size) < 0)
             return -ENOMEM;
+    } else if (cJSON_IsNumber(size) && size->valuedouble > (double)QUANTITY_MAX_JSON_NUMBER) {
+        /* Past 2^53 the double may not be the number the API server sent. */
+        if ((r = fail(rd,
+                      "spec.home.size: the number is larger than the controller can carry "
+                      "exactly (at most %lld); write it as a string such as \"20Gi\"",
+                      (long long)QUANTITY_MAX_JSON_NUMBER)) < 0)
+            return r;
     } else if (cJSON_IsNumber(size)) {
         /* int-or-string quantity: kept as text, judged by decide(). */
         if (asprintf(&ws->home_size, "%.17g", size->valuedouble) < 0) {

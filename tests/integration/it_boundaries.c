@@ -156,6 +156,8 @@ static void leaf_cases(struct cases *cs, char kind, const char *path, const cJSO
         /* Maps of labels or quantities. */
         add_case(cs, kind, path, cJSON_Parse("{\"bad key!\":\"v\"}"));
         add_case(cs, kind, path, cJSON_Parse("{\"nvidia.com/gpu\":\"1e100\"}"));
+        /* A quantity the API server accepts and would lower to INT64_MAX in a pod. */
+        add_case(cs, kind, path, cJSON_Parse("{\"memory\":\"1234567890123456789012345Gi\"}"));
         return;
     }
     if (has(node, "enum")) {

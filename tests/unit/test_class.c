@@ -266,6 +266,24 @@ static void test_decode_errors(void **state)
          "spec.accelerator.nodeSelector: values must be strings"},
         {"spec.accelerator", "true", "spec.accelerator: must be an object"},
         {"spec.resources", "[]", "spec.resources: must be an object"},
+        {"spec.resources.limits.memory", "\"1234567890123456789012345Gi\"",
+         "spec.resources.limits.memory: \"1234567890123456789012345Gi\" is larger than the "
+         "controller can carry (at most 9223372036854775807)"},
+        {"spec.resources.requests.cpu", "\"10E\"",
+         "spec.resources.requests.cpu: \"10E\" is larger than the controller can carry"},
+        {"spec.resources.limits", "{\"nvidia.com/gpu\":\"1e100\"}",
+         "spec.resources.limits.nvidia.com/gpu: \"1e100\" is larger than the controller can "
+         "carry"},
+        {"spec.resources.requests.memory", "\"8 GB\"",
+         "spec.resources.requests.memory: \"8 GB\" is not a quantity such as \"8Gi\""},
+        {"spec.resources.requests.memory", "1000000000000000",
+         "spec.resources.requests.memory: the number is larger than the controller can carry "
+         "exactly (at most 999999999999999); write it as a string"},
+        {"spec.resources.requests.memory", "-1",
+         "spec.resources.requests.memory: must be a quantity"},
+        {"spec.resources.requests.memory", "true",
+         "spec.resources.requests.memory: must be a quantity"},
+        {"spec.resources.limits", "[]", "spec.resources.limits: must be an object"},
         {"spec.tolerations", "{}", "spec.tolerations: must be a list"},
         {"spec.runtimeClassName", "5", "spec.runtimeClassName: must be a string"},
         {"spec.home", NULL, "spec.home: required"},
@@ -273,6 +291,17 @@ static void test_decode_errors(void **state)
         {"spec.home.size", "\"ten gigs\"", "spec.home.size: \"ten gigs\" is not a valid size"},
         {"spec.home.size", "\"0\"", "spec.home.size:"},
         {"spec.home.size", "{}", "spec.home.size: must be a quantity"},
+        {"spec.home.size", "\"8Ei\"",
+         "spec.home.size: \"8Ei\" is larger than the controller can carry (at most "
+         "9223372036854775807 bytes, just under 8Ei)"},
+        {"spec.home.maxSize", "\"1234567890123456789012345Gi\"",
+         "spec.home.maxSize: \"1234567890123456789012345Gi\" is larger than the controller can "
+         "carry"},
+        {"spec.home.size", "9007199254740993",
+         "spec.home.size: the number is larger than the controller can carry exactly"},
+        {"spec.home.size", "\"1.00000000000000000001Gi\"",
+         "spec.home.size: \"1.00000000000000000001Gi\" has more significant digits than the "
+         "controller reads exactly"},
         {"spec.home.maxSize", "\"5Gi\"", "spec.home.maxSize: 5Gi is smaller than spec.home.size"},
         {"spec.home.onDelete", "\"Orphan\"", "spec.home.onDelete: must be Delete or Retain"},
         {"spec.home.mountPath", "\"home\"", "spec.home.mountPath: must be an absolute path"},
@@ -387,14 +416,14 @@ static void test_quantity(void **state)
         {"1Ti", 0, INT64_C(1) << 40},
         {"1Pi", 0, INT64_C(1) << 50},
         {"7Ei", 0, INT64_C(7) << 60},
-        {"8Ei", -EINVAL, 0},
+        {"8Ei", -ERANGE, 0},
         {"1k", 0, 1000},
         {"500M", 0, 500000000},
         {"1G", 0, 1000000000},
         {"1.5T", 0, INT64_C(1500000000000)},
         {"2P", 0, INT64_C(2000000000000000)},
         {"9E", 0, INT64_C(9000000000000000000)},
-        {"10E", -EINVAL, 0},
+        {"10E", -ERANGE, 0},
         {"1e3", 0, 1000},
         {"1E3", 0, 1000},
         {"12e-1", 0, 2}, /* 1.2 bytes rounds up */
@@ -404,8 +433,20 @@ static void test_quantity(void **state)
         {"000000000000000000000001Gi", 0, INT64_C(1) << 30},
         {"1.50000000000000000000000Gi", 0, INT64_C(1610612736)},
         {"9223372036854775807", 0, INT64_MAX},
-        {"9223372036854775808", -EINVAL, 0},
-        {"99999999999999999999", -EINVAL, 0},
+        {"9223372036854775808", -ERANGE, 0},
+        {"8191.999999999999999Pi", 0, INT64_C(9223372036854775807)},
+        {"9007199254740991Ki", 0, INT64_C(9223372036854774784)},
+        {"9007199254740992Ki", -ERANGE, 0},
+        {"1234567890123456789012345Gi", -ERANGE, 0},
+        {"92233720368547758070", -ERANGE, 0},
+        {"9223372036854775807.1", -ERANGE, 0}, /* a 20th digit, above */
+        {"9223372036854775806.1", -EDOM, 0},   /* a 20th digit, below */
+        {"9223372036854775807.00", 0, INT64_MAX},
+        {"1.00000000000000000001Gi", -EDOM, 0},
+        {"0.00000000000000000000000001e30", 0, 10000},
+        {"1e-1000", 0, 1},
+        {"0e1000", 0, 0},
+        {"99999999999999999999", -ERANGE, 0},
         {"", -EINVAL, 0},
         {".", -EINVAL, 0},
         {"Gi", -EINVAL, 0},
@@ -416,7 +457,10 @@ static void test_quantity(void **state)
         {"10GiB", -EINVAL, 0},
         {"10m", -EINVAL, 0},
         {"1e", -EINVAL, 0},
-        {"1e1000", -EINVAL, 0},
+        {"1e1000", -ERANGE, 0},
+        {"1e18", 0, INT64_C(1000000000000000000)},
+        {"1e19", -ERANGE, 0},
+        {"1e3.5", -EINVAL, 0},
         {"1.2.3", -EINVAL, 0},
         {"0x10", -EINVAL, 0},
         {"ten", -EINVAL, 0},
@@ -434,6 +478,122 @@ static void test_quantity(void **state)
     }
     int64_t v;
     assert_int_equal(quantity_parse_bytes(NULL, &v), -EINVAL);
+}
+
+/* A class's requests and limits go to the pod as written, so each must be a
+ * value the API server keeps: above INT64_MAX it would lower a
+ * binary-suffixed one to INT64_MAX without a word. The whole message of the
+ * value found in the wild, then the values either side of the limit. */
+static void test_resources_quantity_limits(void **state)
+{
+    (void)state;
+    cJSON *obj = cJSON_Parse(full_class);
+    set_path(obj, "spec.resources.limits.memory", "\"1234567890123456789012345Gi\"");
+    struct workspace_class *c = NULL;
+    char *err = NULL;
+    assert_int_equal(workspace_class_decode(obj, &c, &err), -EINVAL);
+    assert_null(c);
+    assert_string_equal(err, "spec.resources.limits.memory: \"1234567890123456789012345Gi\" is "
+                             "larger than the controller can carry (at most "
+                             "9223372036854775807)");
+    free(err);
+    cJSON_Delete(obj);
+
+    static const struct {
+        const char *value; /* JSON */
+        int ok;
+    } cases[] = {
+        {"\"9223372036854775807\"", 1}, /* INT64_MAX: the largest carried */
+        {"\"9223372036854775808\"", 0},
+        {"\"7Ei\"", 1},
+        {"\"8Ei\"", 0}, /* 2^63 */
+        {"\"8191.999999999999999Pi\"", 1},
+        {"\"9007199254740991Ki\"", 1}, /* the largest whole number of Ki */
+        {"\"9007199254740992Ki\"", 0},
+        {"\"9E\"", 1},
+        {"\"10E\"", 0},
+        {"\"1e18\"", 1},
+        {"\"1e19\"", 0},
+        {"\"9223372036854775807000m\"", 1}, /* INT64_MAX in thousandths */
+        {"\"9223372036854775807001m\"", 0},
+        {"\"9223372036854775807000000000n\"", 1},
+        {"\"500m\"", 1},
+        {"\"1u\"", 1},
+        {"\"1.00000000000000000001\"", 1}, /* digits past the 19th, far below */
+        {"\"1e-1000\"", 1},
+        {"\"0\"", 1},
+        {"999999999999999", 1}, /* the largest number written back exactly */
+        {"1000000000000000", 0},
+        {"9007199254740991", 0}, /* read exactly, printed as 9007199254740990 */
+        {"1e300", 0},
+        {"\"1mi\"", 0},
+        {"\"\"", 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        obj = cJSON_Parse(full_class);
+        set_path(obj, "spec.resources.limits.memory", cases[i].value);
+        c = NULL;
+        err = NULL;
+        int r = workspace_class_decode(obj, &c, &err);
+        if (cases[i].ok && r != 0)
+            fail_msg("%s: refused: %s", cases[i].value, err ? err : "");
+        if (!cases[i].ok &&
+            (r != -EINVAL || !err || strncmp(err, "spec.resources.limits.memory: ", 30) != 0))
+            fail_msg("%s: rc %d, error \"%s\", want refused naming the field", cases[i].value, r,
+                     err ? err : "(null)");
+        if (r == 0) {
+            /* Kept as written: the pod gets the class's own text. */
+            const cJSON *got =
+                cJSON_GetObjectItem(cJSON_GetObjectItem(c->resources, "limits"), "memory");
+            cJSON *want = cJSON_Parse(cases[i].value);
+            assert_true(cJSON_Compare(got, want, 1));
+            cJSON_Delete(want);
+        }
+        workspace_class_free(c);
+        free(err);
+        cJSON_Delete(obj);
+    }
+}
+
+/* A resource's quantity, rounded up to a whole unit. */
+static void test_quantity_value(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        int rc;
+        int64_t value;
+    } cases[] = {
+        {"2", 0, 2},
+        {"500m", 0, 1},
+        {"1500m", 0, 2},
+        {"2000m", 0, 2},
+        {"1n", 0, 1},
+        {"1000000u", 0, 1},
+        {"0m", 0, 0},
+        {"1Ki", 0, 1024},
+        {"9223372036854775807", 0, INT64_MAX},
+        {"9223372036854775807000m", 0, INT64_MAX},
+        {"9223372036854775807001m", -ERANGE, 0},
+        {"1234567890123456789012345Gi", -ERANGE, 0},
+        {"1.00000000000000000001", -EDOM, 0},
+        {"1mi", -EINVAL, 0},
+        {"-1", -EINVAL, 0},
+        {"m", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int64_t v = -1;
+        int r = quantity_parse_value(cases[i].in, &v);
+        if (r != cases[i].rc)
+            fail_msg("\"%s\": rc %d, want %d", cases[i].in, r, cases[i].rc);
+        if (r == 0 && v != cases[i].value)
+            fail_msg("\"%s\": %lld, want %lld", cases[i].in, (long long)v,
+                     (long long)cases[i].value);
+        if (r < 0 && v != -1)
+            fail_msg("\"%s\": output written on failure", cases[i].in);
+    }
+    int64_t v;
+    assert_int_equal(quantity_parse_value(NULL, &v), -EINVAL);
 }
 
 static void test_image_globs(void **state)
@@ -716,6 +876,8 @@ int main(void)
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_decode_not_object),
         cmocka_unit_test(test_quantity),
+        cmocka_unit_test(test_quantity_value),
+        cmocka_unit_test(test_resources_quantity_limits),
         cmocka_unit_test(test_image_globs),
         cmocka_unit_test(test_decode_idle_full),
         cmocka_unit_test(test_decode_idle_defaults),

@@ -197,6 +197,41 @@ static void test_pod_build_gpu(void **state)
     workspace_class_free(c);
 }
 
+/* The largest quantities a class can say reach the pod exactly as written:
+ * strings as they are, a number of up to 15 digits as the same number. */
+static void test_pod_build_largest_quantities(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(
+        "{\"metadata\":{\"name\":\"big\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
+        "\"resources\":{\"requests\":{\"memory\":\"9007199254740991Ki\","
+        "\"cpu\":999999999999999},"
+        "\"limits\":{\"memory\":\"9223372036854775807\",\"cpu\":\"9223372036854775807000m\"}},"
+        "\"home\":{\"size\":\"9007199254740991Ki\",\"maxSize\":\"9223372036854775807\"}}}");
+    struct workspace *ws = ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\","
+                                   "\"uid\":\"uid-123\"},\"spec\":{\"className\":\"big\"}}");
+    cJSON *pod = workspace_pod_build(ws, c, "alice-nb-1", 0);
+    assert_non_null(pod);
+    assert_string_equal(str_at(pod, "spec.containers.0.resources.limits.memory"),
+                        "9223372036854775807");
+    assert_string_equal(str_at(pod, "spec.containers.0.resources.limits.cpu"),
+                        "9223372036854775807000m");
+    assert_string_equal(str_at(pod, "spec.containers.0.resources.requests.memory"),
+                        "9007199254740991Ki");
+    /* The number as the API server reads it back. */
+    char *text = cJSON_PrintUnformatted(pod);
+    assert_non_null(strstr(text, "\"cpu\":999999999999999}"));
+    cJSON_free(text);
+    cJSON_Delete(pod);
+
+    cJSON *pvc = workspace_pvc_build(ws, c);
+    assert_string_equal(str_at(pvc, "spec.resources.requests.storage"), "9007199254740991Ki");
+    cJSON_Delete(pvc);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
 static void test_pod_build_cpu(void **state)
 {
     (void)state;
@@ -784,6 +819,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_build_gpu),
         cmocka_unit_test(test_pod_build_cpu),
+        cmocka_unit_test(test_pod_build_largest_quantities),
         cmocka_unit_test(test_pvc_build),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_pod_decode),

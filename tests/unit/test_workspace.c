@@ -168,6 +168,13 @@ static void test_decode_defaults(void **state)
                 0, NULL);
     assert_string_equal(ws->home_size, "1073741824");
     workspace_free(ws);
+    /* the largest number read exactly */
+    ws = decode("{\"metadata\":{\"name\":\"w\"},\"spec\":{\"className\":\"c\","
+                "\"home\":{\"size\":9007199254740991}}}",
+                0, NULL);
+    assert_string_equal(ws->home_size, "9007199254740991");
+    assert_null(ws->spec_error);
+    workspace_free(ws);
     workspace_free(NULL);
 }
 
@@ -237,6 +244,11 @@ static void test_decode_spec_errors(void **state)
         {"{\"className\":\"c\",\"paused\":\"yes\"}", "spec.paused:", "c"},
         {"{\"className\":\"c\",\"paused\":true,\"home\":[]}", "spec.home: must be an object", "c"},
         {"{\"className\":\"c\",\"home\":{\"size\":{}}}", "spec.home.size:", "c"},
+        /* Past 2^53 the number read may not be the one sent. */
+        {"{\"className\":\"c\",\"home\":{\"size\":9007199254740993}}",
+         "spec.home.size: the number is larger than the controller can carry exactly (at most "
+         "9007199254740991)",
+         "c"},
         {"{\"className\":\"c\",\"env\":{}}", "spec.env: must be a list", "c"},
         {"{\"className\":\"c\",\"env\":[{\"name\":\"A\"},{\"value\":\"x\"}]}",
          "spec.env[1].name: required", "c"},
