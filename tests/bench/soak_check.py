@@ -43,6 +43,9 @@ PAUSE_REASONS = ("Pausing", "IdleTimeout", "SnapshotReady", "Paused")
 RESUME_REASONS = ("Resuming", "Resumed")
 ONCE_REASONS = ("Created",)
 
+# What the checks read of a history record.
+HISTORY_KEYS = ("pausedAt", "podDeletedAt", "acceleratorReleasedAt", "memory", "unobserved")
+
 CHECKS = [
     ("deleted_before_ready", "pods deleted before their snapshot was Ready"),
     ("two_live_pods", "moments with two live pods for one workspace"),
@@ -50,6 +53,10 @@ CHECKS = [
     ("duplicate_events", "duplicate events (one workspace, reason and transition)"),
     ("pvc_replaced", "home claims replaced (PVC uid changed or claim deleted)"),
     ("not_converged", "workspaces not converged within 30 s of the last fault"),
+    ("snapshot_without_ready", "pauses recorded as snapshot with no Ready PodSnapshot of the pause"),
+    ("event_contradicts_status", "Paused events that say less or more than the status"),
+    ("missing_timeline", "history records with a timeline field neither written nor marked unobserved"),
+    ("missing_paused_event", "pauses that reached Paused without a Paused event"),
 ]
 
 
@@ -126,9 +133,13 @@ def slim(o):
         if isinstance(st.get("lastPause"), dict) and "memory" in st["lastPause"]:
             ss["lastPause"] = {"memory": st["lastPause"]["memory"]}
         if isinstance(st.get("accounting"), dict):
-            ss["accounting"] = {"pauses": st["accounting"].get("pauses", 0)}
+            ss["accounting"] = {k: st["accounting"].get(k, 0) for k in ("pauses", "resumes")}
+        if isinstance(st.get("history"), list):
+            ss["history"] = [
+                {k: r[k] for k in HISTORY_KEYS if k in r} for r in st["history"] if isinstance(r, dict)
+            ]
         out["status"] = ss
-    for k in ("involvedObject", "reason", "eventTime", "firstTimestamp", "count", "reportingInstance"):
+    for k in ("involvedObject", "reason", "message", "eventTime", "firstTimestamp", "count", "reportingInstance"):
         if k in o:
             out[k] = o[k]
     return out
@@ -432,6 +443,104 @@ class Run:
                 ),
             )
 
+    # ------------------------------------------------------------- the record
+
+    def final_memory(self):
+        """(ws, pause number) -> the last lastPause.memory recorded for it."""
+        out = {}
+        for ob in self.streams["workspaces"]:
+            if ob.type == "DELETED":
+                continue
+            st = ob.obj.get("status") or {}
+            memory = (st.get("lastPause") or {}).get("memory")
+            n = (st.get("accounting") or {}).get("pauses", 0)
+            if memory:
+                out[(ob.name, n)] = (memory, ob)
+        return out
+
+    def check_snapshot_without_ready(self):
+        snaps = self.snapshots()
+        for (ws, n), (memory, ob) in sorted(self.final_memory().items()):
+            if memory != "snapshot" or ws not in self.snap_ws:
+                continue
+            pat = re.compile(r"^%s-p%d-\d+$" % (re.escape(ws), n))
+            if any(s["trigger"] and pat.match(s["trigger"]) and s["ready_rv"] is not None for s in snaps.values()):
+                continue
+            self.add(
+                "snapshot_without_ready",
+                "%s: pause %d recorded lastPause.memory=snapshot at %s (rv %d), but no PodSnapshot of a "
+                "trigger %s-p%d-* was seen Ready" % (ws, n, ts(ob.t), ob.rv, ws, n),
+            )
+
+    def check_paused_events(self):
+        """A Paused event's words against the memory its pause recorded, and
+        every pause that reached Paused has one."""
+        memory = self.final_memory()
+        events = {}  # ws -> Paused events (first Obs of each)
+        for ob in self.streams["events"]:
+            if ob.type == "DELETED":
+                continue
+            e = ob.obj
+            io = e.get("involvedObject") or {}
+            if io.get("kind") != "Workspace" or e.get("reason") != "Paused":
+                continue
+            events.setdefault(io.get("name"), {}).setdefault(ob.uid, ob)
+        for ws, evs in sorted(events.items()):
+            for ob in evs.values():
+                msg = ob.obj.get("message") or ""
+                # The status the event was decided on, and the one it records.
+                before = self.ws_at(ws, ob.rv) or {}
+                n = ((before.get("status") or {}).get("accounting") or {}).get("pauses", 0)
+                kept = None
+                for k in (n, n + 1):
+                    if (ws, k) in memory:
+                        kept = memory[(ws, k)][0]
+                        break
+                says_snapshot = "holds its memory" in msg
+                says_files = "home keeps the files" in msg and not says_snapshot
+                if (says_snapshot and kept not in (None, "snapshot")) or (says_files and kept == "snapshot"):
+                    self.add(
+                        "event_contradicts_status",
+                        "%s: Paused event %s at %s says %r while the pause recorded memory=%s"
+                        % (ws, meta(ob.obj).get("name"), ts(ob.t), msg, kept),
+                    )
+        reached = {}  # ws -> pause numbers that reached Paused
+        for ob in self.streams["workspaces"]:
+            if ob.type == "DELETED":
+                continue
+            st = ob.obj.get("status") or {}
+            acc = st.get("accounting") or {}
+            n, r = acc.get("pauses", 0), acc.get("resumes", 0)
+            if st.get("state") == "Paused" and n > r:
+                reached.setdefault(ob.name, set()).add(n)
+        for ws, ns in sorted(reached.items()):
+            got = len(events.get(ws, {}))
+            if got < len(ns):
+                self.add(
+                    "missing_paused_event",
+                    "%s: %d pauses reached Paused, %d Paused events were recorded" % (ws, len(ns), got),
+                    weight=len(ns) - got,
+                )
+
+    def check_history_timeline(self):
+        # Judge each record as last recorded.
+        last = {}
+        for ob in self.streams["workspaces"]:
+            if ob.type == "DELETED":
+                continue
+            for rec in (ob.obj.get("status") or {}).get("history") or []:
+                last[(ob.name, rec.get("pausedAt"))] = (rec, ob)
+        for (ws, at), (rec, ob) in sorted(last.items(), key=lambda x: (x[0][0], x[0][1] or "")):
+            if not rec.get("acceleratorReleasedAt"):
+                continue
+            unobserved = (rec.get("unobserved") or "").split(",")
+            if not rec.get("podDeletedAt") and "podDeletedAt" not in unobserved:
+                self.add(
+                    "missing_timeline",
+                    "%s: the record of the pause at %s (last seen rv %d) has acceleratorReleasedAt but "
+                    "neither podDeletedAt nor unobserved: podDeletedAt" % (ws, at, ob.rv),
+                )
+
     # ------------------------------------------------------------- events
 
     def check_duplicate_events(self):
@@ -689,6 +798,9 @@ def main():
     run.check_duplicate_events()
     run.check_pvc_replaced()
     run.check_converged()
+    run.check_snapshot_without_ready()
+    run.check_paused_events()
+    run.check_history_timeline()
     return run.report()
 
 

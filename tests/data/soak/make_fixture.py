@@ -9,6 +9,8 @@ expected.txt is the checker's report on it (test_soak_checker compares).
            after a controller kill (duplicate_events)
   snap-2   pod deleted before its PodSnapshot was Ready (deleted_before_ready);
            resumed but never Running again (not_converged)
+  snap-3   the record's checks, below (snapshot_without_ready,
+           event_contradicts_status, missing_timeline, missing_paused_event)
   files-1  two live pods after the resume (two_live_pods); home claim
            replaced (pvc_replaced); its pods' deletion seen in a relist after
            an API server restart
@@ -158,6 +160,33 @@ rec["pods"].append(ev(T + 31, "MODIFIED", pod("files-1-2", "files-1", 172, delet
 rec["pods"].append(ev(T + 32, "DELETED", pod("files-1-2", "files-1", 173, deleting=T + 31)))
 rec["workspaces"].append(ev(T + 35, "MODIFIED", ws("files-1", 174, 4, True, "Paused", pauses=2, memory="files")))
 
+# snap-3 (created paused at T+40, then driven by hand, no flips): pause 1
+# recorded memory=snapshot with no Ready PodSnapshot of it
+# (snapshot_without_ready); its Paused event says files only while the
+# status says snapshot (event_contradicts_status); its history record has
+# acceleratorReleasedAt and neither podDeletedAt nor unobserved
+# (missing_timeline). Pause 2 reached Paused without a Paused event
+# (missing_paused_event). Pause 2's record is right: unobserved.
+
+
+def ws3(rv, state, pauses, resumes, memory=None, history=()):
+    o = ws("snap-3", rv, 1, True, state, pauses=pauses, memory=memory)
+    o["status"]["accounting"]["resumes"] = resumes
+    if history:
+        o["status"]["history"] = list(history)
+    return o
+
+
+rec3 = {"pausedAt": iso(T + 41), "acceleratorReleasedAt": iso(T + 43), "memory": "snapshot"}
+rec["workspaces"].append(ev(T + 41, "MODIFIED", ws3(180, "Pausing", 1, 0)))
+paused_ev = event("snap-3.p", "snap-3", "Paused", T + 43, 181)
+paused_ev["message"] = "paused; the pod was gone 2.0s after the pause request; home keeps the files and the application's checkpoint"
+rec["events"].append(ev(T + 43.1, "ADDED", paused_ev))
+rec["workspaces"].append(ev(T + 43.2, "MODIFIED", ws3(182, "Paused", 1, 0, "snapshot", [rec3])))
+rec4 = {"pausedAt": iso(T + 50), "acceleratorReleasedAt": iso(T + 52), "memory": "files", "unobserved": "podDeletedAt"}
+rec["workspaces"].append(ev(T + 45, "MODIFIED", ws3(183, "Running", 1, 1, "snapshot", [rec3])))
+rec["workspaces"].append(ev(T + 52.2, "MODIFIED", ws3(184, "Paused", 2, 1, "files", [rec4, rec3])))
+
 os.makedirs(os.path.join(here, "rec"), exist_ok=True)
 for k, lines in rec.items():
     with open(os.path.join(here, "rec", k + ".jsonl"), "w") as f:
@@ -183,7 +212,7 @@ with open(os.path.join(here, "meta.json"), "w") as f:
         {
             "run": "tests/data/soak",
             "namespace": NS,
-            "snapshot_workspaces": ["snap-1", "snap-2"],
+            "snapshot_workspaces": ["snap-1", "snap-2", "snap-3"],
             "files_workspaces": ["files-1"],
             "start": T,
             "faults_end": T + 40,
