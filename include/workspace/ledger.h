@@ -58,6 +58,19 @@ const struct workspace_pod *ledger_taker_pick(const struct workspace *ws, int64_
                                               const struct workspace_pod *best,
                                               const struct workspace_pod *p);
 
+/* The counters that outlive the history (status.accounting.resumesFrom,
+ * pausesKept): one more resume that ended restored as restored_from says
+ * (a Restored reason: FromSnapshot, ColdStart, FromCheckpoint, Fresh,
+ * FreshHome), one more pause that kept memory ("snapshot", "files",
+ * "snapshotFailed"). Returns 1 when counted, 0 for NULL or an unknown
+ * value (nothing changes). */
+int ledger_count_resume(struct workspace_status *s, const char *restored_from);
+int ledger_count_pause(struct workspace_status *s, const char *memory);
+
+/* The sums of those counters. */
+int64_t ledger_resumes_from_total(const struct workspace_status *s);
+int64_t ledger_pauses_kept_total(const struct workspace_status *s);
+
 /* Slack for the clocks of the API server (creation and scheduling times)
  * and the controller (the times it records) disagreeing, and for times
  * kept in whole seconds. */
@@ -82,7 +95,8 @@ struct ledger_limits {
 #define LEDGER_FIXED_SECONDS 0x2 /* accounting.acceleratorSecondsHeld, Released */
 #define LEDGER_FIXED_TIMES                                                                         \
     0x4 /* accounting.acceleratorHeldSince, lastPause.acceleratorReleasedAt */
-#define LEDGER_FIXED_HISTORY 0x8 /* records dropped from status.history */
+#define LEDGER_FIXED_HISTORY 0x8   /* records dropped from status.history */
+#define LEDGER_FIXED_OUTCOMES 0x10 /* accounting.resumesFrom, pausesKept */
 
 /* Brings the ledger in s within bounds, in place (docs/api.md, "Trusting
  * the ledger"): pauses and resumes not negative, resumes <= pauses <=
@@ -91,7 +105,10 @@ struct ledger_limits {
  * between creation and now; acceleratorSecondsHeld + Released at most
  * (now - creation + LEDGER_CLOCK_SLACK_MS) x the accelerator count, held
  * kept first; at most pauses history records, none paused before creation
- * or after now. A ledger the controller wrote is never changed. Returns the
+ * or after now; the counters of resumesFrom not negative and together at
+ * most resumes, those of pausesKept at most pauses (lowered starting with
+ * the last one named: freshHome, snapshotFailed). A ledger the controller
+ * wrote is never changed. Returns the
  * LEDGER_FIXED_* bits of what was corrected, 0 for nothing. Allocates
  * nothing. */
 unsigned ledger_bound(struct workspace_status *s, const struct ledger_limits *l, int64_t now_ms);

@@ -199,6 +199,26 @@ struct workspace_pause_record {
     struct workspace_resume_timeline resume; /* zero until that resume is ready */
 };
 
+/* status.accounting.resumesFrom: the resumes that ended (their pod was
+ * ready), by lastResume.restoredFrom then. Counted in the pass that records
+ * lastResume.readyAt, so exactly once per resume; a first start of a
+ * workspace created paused is no resume and is not counted. */
+struct workspace_resume_sources {
+    int64_t from_snapshot;
+    int64_t cold_start;
+    int64_t from_checkpoint;
+    int64_t fresh;
+    int64_t fresh_home;
+};
+
+/* status.accounting.pausesKept: the completed pauses, by lastPause.memory,
+ * counted in the pass that first sets it. */
+struct workspace_pause_memories {
+    int64_t snapshot;
+    int64_t files;
+    int64_t snapshot_failed;
+};
+
 /* status.history keeps this many pauses, the newest first. */
 #define WORKSPACE_HISTORY_MAX 20
 
@@ -234,8 +254,11 @@ struct workspace_status {
     int64_t pauses;
     int64_t resumes;
     double accelerator_seconds_released;
-    double accelerator_seconds_held;        /* count x seconds of every hold that ended */
-    int64_t accelerator_held_since_ms;      /* a pod of the workspace holds the accelerator */
+    double accelerator_seconds_held;   /* count x seconds of every hold that ended */
+    int64_t accelerator_held_since_ms; /* a pod of the workspace holds the accelerator */
+    /* Counters that outlive the history's 20 records (docs/api.md). */
+    struct workspace_resume_sources resumes_from;
+    struct workspace_pause_memories pauses_kept;
     struct workspace_pause_record *history; /* newest first, at most WORKSPACE_HISTORY_MAX */
     size_t n_history;
     struct workspace_home *home;

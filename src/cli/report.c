@@ -79,6 +79,61 @@ static int add_ready(struct report_group *g, double s)
     return 0;
 }
 
+/* The restore sources and memory outcomes, in the order of the counters
+ * (status.accounting.resumesFrom, pausesKept) and of the JSON keys. */
+static const char *const source_names[REPORT_SOURCES] = {"FromSnapshot", "ColdStart",
+                                                         "FromCheckpoint", "Fresh", "FreshHome"};
+static const char *const source_keys[REPORT_SOURCES] = {"fromSnapshot", "coldStart",
+                                                        "fromCheckpoint", "fresh", "freshHome"};
+static const char *const memory_names[REPORT_MEMORIES] = {"snapshot", "files", "snapshotFailed"};
+
+static int index_of(const char *const *names, size_t n, const char *v)
+{
+    for (size_t i = 0; v && i < n; i++)
+        if (strcmp(names[i], v) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void counters_of(const struct workspace_status *st, int64_t from[REPORT_SOURCES],
+                        int64_t kept[REPORT_MEMORIES])
+{
+    const struct workspace_resume_sources *rf = &st->resumes_from;
+    const struct workspace_pause_memories *pk = &st->pauses_kept;
+    int64_t f[REPORT_SOURCES] = {rf->from_snapshot, rf->cold_start, rf->from_checkpoint, rf->fresh,
+                                 rf->fresh_home};
+    int64_t k[REPORT_MEMORIES] = {pk->snapshot, pk->files, pk->snapshot_failed};
+    memcpy(from, f, sizeof(f));
+    memcpy(kept, k, sizeof(k));
+}
+
+/* Whether the counters of status.accounting (resumesFrom, pausesKept) can
+ * stand for the workspace's whole life: written (a controller from before
+ * them leaves them out), and each at least what the kept history holds of
+ * its outcome (counting began before the oldest record). */
+static int counters_whole(const struct workspace_status *st, const struct ledger *l)
+{
+    int64_t from[REPORT_SOURCES], kept[REPORT_MEMORIES], any = 0;
+    counters_of(st, from, kept);
+    for (size_t i = 0; i < REPORT_SOURCES; i++)
+        any |= from[i];
+    for (size_t i = 0; i < REPORT_MEMORIES; i++)
+        any |= kept[i];
+    if (!any)
+        return 0;
+    for (size_t i = 0; i < l->n; i++) {
+        int s = l->records[i].resume.ready_ms
+                    ? index_of(source_names, REPORT_SOURCES, l->records[i].resume.restored_from)
+                    : -1;
+        int m = index_of(memory_names, REPORT_MEMORIES, l->records[i].pause.memory);
+        if (s >= 0 && --from[s] < 0)
+            return 0;
+        if (m >= 0 && --kept[m] < 0)
+            return 0;
+    }
+    return 1;
+}
+
 static int add_workspace(struct report *r, const struct workspace *ws, int64_t now)
 {
     const struct workspace_status *st = &ws->status;
@@ -93,6 +148,38 @@ static int add_workspace(struct report *r, const struct workspace *ws, int64_t n
     double k = l.accelerators;
     int err = 0;
     g->workspaces++;
+    /* The kept history covers the range when it holds every pause, or its
+     * oldest record began before the range did (the resumes ready in the
+     * range then all follow a kept pause). */
+    const struct workspace_pause_timeline *oldest = l.n ? &l.records[l.n - 1].pause : NULL;
+    int64_t start =
+        oldest ? (oldest->held_since_ms ? oldest->held_since_ms : oldest->requested_ms) : 0;
+    int short_history = l.from_history && st->pauses > (int64_t)l.n && (!start || start > from);
+    /* Then the counts come from the counters, which cannot be told apart
+     * by time: they are the whole life's. */
+    int whole_life = short_history && counters_whole(st, &l);
+    if (short_history) {
+        g->short_histories++;
+        if (start > g->percentiles_since_ms)
+            g->percentiles_since_ms = start;
+    }
+    if (whole_life) {
+        int64_t from_n[REPORT_SOURCES], kept_n[REPORT_MEMORIES];
+        counters_of(st, from_n, kept_n);
+        for (size_t i = 0; i < REPORT_SOURCES; i++) {
+            g->resumes_from[i] += from_n[i];
+            g->restores += from_n[i];
+            g->lost_memory += ledger_lost_memory(source_names[i]) ? from_n[i] : 0;
+        }
+        for (size_t i = 0; i < REPORT_MEMORIES; i++)
+            g->pauses_kept[i] += kept_n[i];
+        g->pauses += st->pauses;
+        g->resumes += st->resumes;
+        /* Pre-warms begun; a first start of a workspace created paused
+         * may be one, and is no resume. */
+        g->prewarms += st->prewarm->count < st->resumes ? st->prewarm->count : st->resumes;
+        g->whole_life++;
+    }
     for (size_t i = 0; i < l.n && err == 0; i++) {
         const struct workspace_pause_timeline *p = &l.records[i].pause;
         const struct workspace_resume_timeline *res = &l.records[i].resume;
@@ -104,15 +191,24 @@ static int add_workspace(struct report *r, const struct workspace *ws, int64_t n
         /* A figure is known when its time is (workspace.h). */
         if (in_range(p->snapshot_ready_ms, from, to))
             g->snapshot_s += p->snapshot_seconds;
+        if (in_range(res->ready_ms, from, to))
+            err = add_ready(g, res->seconds_to_ready);
+        if (whole_life)
+            continue;
         g->pauses += in_range(p->requested_ms, from, to);
         g->resumes += in_range(res->requested_ms, from, to);
         g->prewarms += res->pre_warmed && in_range(res->requested_ms, from, to);
-        if (in_range(res->ready_ms, from, to)) {
-            err = add_ready(g, res->seconds_to_ready);
-            if (res->restored_from) {
-                g->restores++;
-                g->lost_memory += ledger_lost_memory(res->restored_from);
-            }
+        if (in_range(p->requested_ms, from, to)) {
+            int m = index_of(memory_names, REPORT_MEMORIES, p->memory);
+            if (m >= 0)
+                g->pauses_kept[m]++;
+        }
+        if (in_range(res->ready_ms, from, to) && res->restored_from) {
+            g->restores++;
+            g->lost_memory += ledger_lost_memory(res->restored_from);
+            int f = index_of(source_names, REPORT_SOURCES, res->restored_from);
+            if (f >= 0)
+                g->resumes_from[f]++;
         }
     }
     if (st->accelerator_held_since_ms)
@@ -123,18 +219,21 @@ static int add_workspace(struct report *r, const struct workspace *ws, int64_t n
                            "%s/%s: no status.history; held hours are not counted, the rest comes "
                            "from the last pause and resume only",
                            ns ? ns : "", name ? name : "");
-    } else if (err == 0 && l.from_history && st->pauses > (int64_t)l.n) {
-        const struct workspace_pause_timeline *oldest = l.n ? &l.records[l.n - 1].pause : NULL;
-        int64_t start =
-            oldest ? (oldest->held_since_ms ? oldest->held_since_ms : oldest->requested_ms) : 0;
-        if (!start || start > from) {
-            char t[TIMETEXT_SIZE];
-            timetext_time(start, t);
+    } else if (err == 0 && short_history) {
+        char t[TIMETEXT_SIZE];
+        timetext_time(start, t);
+        if (whole_life)
+            err = cli_note_add(&r->notes, &r->n_notes,
+                               "%s/%s: history reaches back to %s only (%zu of %lld pauses kept); "
+                               "its PAUSES, RESUMES, PRE-WARMED and COLD-START come from "
+                               "status.accounting and cover its whole life, not the range; "
+                               "hours and times before then are not counted",
+                               ns ? ns : "", name ? name : "", t, l.n, (long long)st->pauses);
+        else
             err = cli_note_add(&r->notes, &r->n_notes,
                                "%s/%s: history reaches back to %s only (%zu of %lld pauses kept); "
                                "use before then is not counted",
                                ns ? ns : "", name ? name : "", t, l.n, (long long)st->pauses);
-        }
     }
     return err;
 }
@@ -181,6 +280,21 @@ int report_compute(const cJSON *list, int64_t from, int64_t to, int64_t now, str
             qsort(g->ready_s, g->n_ready, sizeof(*g->ready_s), double_cmp);
         g->ready_p50 = report_percentile(g->ready_s, g->n_ready, 0.5);
         g->ready_p90 = report_percentile(g->ready_s, g->n_ready, 0.9);
+        if (g->percentiles_since_ms < from)
+            g->percentiles_since_ms = from;
+        /* The times to ready exist only in the kept history: say which
+         * part of the range they cover when it is not all of it. */
+        if (g->short_histories) {
+            char t[TIMETEXT_SIZE];
+            timetext_time(g->percentiles_since_ms, t);
+            if (cli_note_add(&r->notes, &r->n_notes,
+                             "%s/%s: READY-P50 and READY-P90 are of the %zu resumes ready in "
+                             "the range that the kept histories hold, complete since %s only",
+                             g->ns, g->class_name, g->n_ready, t) < 0) {
+                report_free(r);
+                return -ENOMEM;
+            }
+        }
     }
     *ret = r;
     return 0;
@@ -238,7 +352,7 @@ static void group_cells(const struct report_group *g, int csv, char cells[N_COLU
         if (!isnan(g->ready_p90))
             snprintf(cells[7], 32, "%.1f", g->ready_p90);
         if (g->restores)
-            snprintf(cells[8], 32, "%.3f", (double)g->lost_memory / g->restores);
+            snprintf(cells[8], 32, "%.3f", (double)g->lost_memory / (double)g->restores);
         else
             cells[8][0] = '\0';
     } else {
@@ -246,13 +360,13 @@ static void group_cells(const struct report_group *g, int csv, char cells[N_COLU
         timetext_seconds(isnan(g->ready_p50) ? -1 : g->ready_p50, cells[6]);
         timetext_seconds(isnan(g->ready_p90) ? -1 : g->ready_p90, cells[7]);
         if (g->restores)
-            snprintf(cells[8], 32, "%.0f%%", 100.0 * g->lost_memory / g->restores);
+            snprintf(cells[8], 32, "%.0f%%", 100.0 * (double)g->lost_memory / (double)g->restores);
         else
             snprintf(cells[8], 32, "-");
     }
-    snprintf(cells[9], 32, "%d", g->pauses);
-    snprintf(cells[10], 32, "%d", g->resumes);
-    snprintf(cells[11], 32, "%d", g->prewarms);
+    snprintf(cells[9], 32, "%lld", (long long)g->pauses);
+    snprintf(cells[10], 32, "%lld", (long long)g->resumes);
+    snprintf(cells[11], 32, "%lld", (long long)g->prewarms);
 }
 
 static int print_rows(const struct report *r, int csv, FILE *out)
@@ -282,8 +396,20 @@ static int print_rows(const struct report *r, int csv, FILE *out)
     return 0;
 }
 
+static int add_counts(cJSON *j, const char *key, const char *const *names, const int64_t *v,
+                      size_t n)
+{
+    cJSON *o = cJSON_AddObjectToObject(j, key);
+    for (size_t i = 0; o && i < n; i++)
+        if (!cJSON_AddNumberToObject(o, names[i], (double)v[i]))
+            return 0;
+    return o != NULL;
+}
+
 static int add_group(cJSON *groups, const struct report_group *g)
 {
+    char since[TIMETEXT_SIZE];
+    timetext_time(g->percentiles_since_ms, since);
     cJSON *j = cJSON_CreateObject();
     if (!j || !cJSON_AddItemToArray(groups, j)) {
         cJSON_Delete(j);
@@ -298,12 +424,17 @@ static int add_group(cJSON *groups, const struct report_group *g)
            cli_json_number(j, "secondsToReadyMedian", g->ready_p50, 0.1) &&
            cli_json_number(j, "secondsToReadyP90", g->ready_p90, 0.1) &&
            cli_json_number(j, "coldStartShare",
-                           g->restores ? (double)g->lost_memory / g->restores : NAN, 0.001) &&
+                           g->restores ? (double)g->lost_memory / (double)g->restores : NAN,
+                           0.001) &&
            cJSON_AddNumberToObject(j, "resumesReady", (double)g->n_ready) &&
-           cJSON_AddNumberToObject(j, "coldStarts", g->lost_memory) &&
-           cJSON_AddNumberToObject(j, "pauses", g->pauses) &&
-           cJSON_AddNumberToObject(j, "resumes", g->resumes) &&
-           cJSON_AddNumberToObject(j, "resumesPreWarmed", g->prewarms);
+           cJSON_AddNumberToObject(j, "coldStarts", (double)g->lost_memory) &&
+           cJSON_AddNumberToObject(j, "pauses", (double)g->pauses) &&
+           cJSON_AddNumberToObject(j, "resumes", (double)g->resumes) &&
+           cJSON_AddNumberToObject(j, "resumesPreWarmed", (double)g->prewarms) &&
+           add_counts(j, "resumesFrom", source_keys, g->resumes_from, REPORT_SOURCES) &&
+           add_counts(j, "pausesKept", memory_names, g->pauses_kept, REPORT_MEMORIES) &&
+           cJSON_AddStringToObject(j, "percentilesSince", since) &&
+           cJSON_AddNumberToObject(j, "wholeLifeCounts", g->whole_life);
 }
 
 static int print_json(const struct report *r, FILE *out)

@@ -19,6 +19,13 @@
  * A note names each workspace whose kept history does not reach back to
  * `from` (accounting counts more pauses than it keeps), and each without a
  * history at all (figures from lastPause/lastResume only, no held time).
+ * For a workspace whose history does not reach back to `from`, the counts
+ * (pauses, resumes, pre-warmed, the restore sources and so the cold-start
+ * share, what the pauses kept) come from status.accounting instead, when
+ * its counters by outcome are there and hold at least what the history
+ * does: they cover the workspace's whole life (they cannot be told apart
+ * by time), and its note says so. The times to ready exist only in the
+ * history: a note per group says from when it holds them all.
  *
  * The items are read with the controller's decoder, leniently
  * (workspace_decode_lenient()): a workspace it refuses is still counted
@@ -38,6 +45,9 @@
 
 #include "cli/args.h"
 
+#define REPORT_SOURCES 5
+#define REPORT_MEMORIES 3
+
 struct report_group {
     char *ns;
     char *class_name;
@@ -48,10 +58,23 @@ struct report_group {
     double *ready_s; /* times to ready, sorted once computed */
     size_t n_ready, cap_ready;
     double ready_p50, ready_p90; /* NAN when no resume was ready in the range */
-    int restores;                /* resumes with a known restoredFrom */
-    int lost_memory;             /* of those, without the memory */
-    int pauses, resumes;
-    int prewarms; /* of the resumes, pre-warms (the controller's, ahead of the owner) */
+    int64_t restores;            /* resumes with a known restoredFrom */
+    int64_t lost_memory;         /* of those, without the memory */
+    int64_t pauses, resumes;
+    int64_t prewarms; /* of the resumes, pre-warms (the controller's, ahead of the owner) */
+    /* The resumes by restoredFrom (FromSnapshot, ColdStart, FromCheckpoint,
+     * Fresh, FreshHome) and the pauses by memory (snapshot, files,
+     * snapshotFailed). */
+    int64_t resumes_from[REPORT_SOURCES];
+    int64_t pauses_kept[REPORT_MEMORIES];
+    /* Workspaces whose kept history does not reach back to the range's
+     * start; of them, those whose counts came from the counters (their
+     * whole life). */
+    int short_histories;
+    int whole_life;
+    /* The times to ready cover the range from here: its start, or the
+     * latest start of a short history. */
+    int64_t percentiles_since_ms;
 };
 
 struct report {

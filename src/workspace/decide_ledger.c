@@ -98,8 +98,15 @@ void decide_keep_ledger(struct decider *d)
         lp->snapshot_ready_ms = sn->ready_ms;
         lp->snapshot_seconds = sn->seconds;
     }
-    if (lp->requested_ms && lp->accelerator_released_ms && !lp->memory)
+    /* Counted by what it kept in the pass that first records it: the
+     * status written holds both, so a pass redone after a crash before
+     * the write counts it once again from the same status, and a later
+     * pass finds it recorded. */
+    if (lp->requested_ms && lp->accelerator_released_ms && !lp->memory) {
         decide_set_string(d, &lp->memory, pause_memory(d));
+        if (lp->memory)
+            ledger_count_pause(st, lp->memory);
+    }
     note_taker(d);
     if (d->in->pause_node_absent && ledger_awaits_node_removal(st, d->now))
         lp->node_removed_ms = d->now;
@@ -141,6 +148,7 @@ void decide_bound_ledger(struct decider *d)
         {LEDGER_FIXED_SECONDS, "accelerator-seconds"},
         {LEDGER_FIXED_TIMES, "hold/release times"},
         {LEDGER_FIXED_HISTORY, "history records"},
+        {LEDGER_FIXED_OUTCOMES, "resumesFrom/pausesKept"},
     };
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
         if (fixed & parts[i].bit)

@@ -115,6 +115,10 @@ static void resume_ready(struct decider *d, const struct workspace_pod *p)
             p->scheduled_ms && p->scheduled_ms > r->requested_ms ? p->scheduled_ms : ready;
     r->ready_ms = ready;
     r->seconds_to_ready = (double)(ready - r->requested_ms) / 1000.0;
+    /* The resume ends: counted by how it came back, in the same status
+     * write as readyAt (once; a first start is no resume, resumes is 0). */
+    if (st->resumes > 0)
+        ledger_count_resume(st, r->restored_from);
     decide_prewarm_ready(d, ready);
     char occ[OCCASION_SIZE], how[MAX_MESSAGE];
     came_back(d, p, how, sizeof(how));

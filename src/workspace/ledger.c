@@ -63,6 +63,48 @@ const struct workspace_pod *ledger_taker_pick(const struct workspace *ws, int64_
     return earlier(p, best) ? p : best;
 }
 
+/* ---- the counters that outlive the history ---- */
+
+int ledger_count_resume(struct workspace_status *s, const char *r)
+{
+    struct workspace_resume_sources *c = &s->resumes_from;
+    int64_t *n = streq(r, "FromSnapshot")     ? &c->from_snapshot
+                 : streq(r, "ColdStart")      ? &c->cold_start
+                 : streq(r, "FromCheckpoint") ? &c->from_checkpoint
+                 : streq(r, "Fresh")          ? &c->fresh
+                 : streq(r, "FreshHome")      ? &c->fresh_home
+                                              : NULL;
+    if (!n)
+        return 0;
+    (*n)++;
+    return 1;
+}
+
+int ledger_count_pause(struct workspace_status *s, const char *m)
+{
+    struct workspace_pause_memories *c = &s->pauses_kept;
+    int64_t *n = streq(m, "snapshot")         ? &c->snapshot
+                 : streq(m, "files")          ? &c->files
+                 : streq(m, "snapshotFailed") ? &c->snapshot_failed
+                                              : NULL;
+    if (!n)
+        return 0;
+    (*n)++;
+    return 1;
+}
+
+int64_t ledger_resumes_from_total(const struct workspace_status *s)
+{
+    const struct workspace_resume_sources *c = &s->resumes_from;
+    return c->from_snapshot + c->cold_start + c->from_checkpoint + c->fresh + c->fresh_home;
+}
+
+int64_t ledger_pauses_kept_total(const struct workspace_status *s)
+{
+    const struct workspace_pause_memories *c = &s->pauses_kept;
+    return c->snapshot + c->files + c->snapshot_failed;
+}
+
 /* ---- bounds ---- */
 
 static unsigned bound_counts(struct workspace_status *s, const struct ledger_limits *l)
@@ -121,9 +163,37 @@ static unsigned bound_seconds(double *v, double cap)
     return LEDGER_FIXED_SECONDS;
 }
 
+/* The n counters at c[0..n-1] not negative and together at most total
+ * (not negative): the first ones are kept, the last ones lowered. */
+static unsigned bound_outcomes(int64_t *const *c, size_t n, int64_t total)
+{
+    unsigned fixed = 0;
+    int64_t room = total;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = *c[i] < 0 ? 0 : *c[i];
+        if (v > room)
+            v = room;
+        if (v != *c[i]) {
+            *c[i] = v;
+            fixed = LEDGER_FIXED_OUTCOMES;
+        }
+        room -= v;
+    }
+    return fixed;
+}
+
 unsigned ledger_bound(struct workspace_status *s, const struct ledger_limits *l, int64_t now_ms)
 {
     unsigned fixed = bound_counts(s, l);
+    /* A resume is counted by its source when it ends, a pause by what it
+     * kept when it completes: never more than were counted at all. */
+    struct workspace_resume_sources *rf = &s->resumes_from;
+    int64_t *const sources[] = {&rf->from_snapshot, &rf->cold_start, &rf->from_checkpoint,
+                                &rf->fresh, &rf->fresh_home};
+    fixed |= bound_outcomes(sources, sizeof(sources) / sizeof(sources[0]), s->resumes);
+    struct workspace_pause_memories *pk = &s->pauses_kept;
+    int64_t *const kept[] = {&pk->snapshot, &pk->files, &pk->snapshot_failed};
+    fixed |= bound_outcomes(kept, sizeof(kept) / sizeof(kept[0]), s->pauses);
     /* Without the creation time, only what needs no clock: the totals are
      * not negative. */
     double cap = INFINITY;

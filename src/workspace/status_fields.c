@@ -197,6 +197,23 @@ static const struct status_field accelerator_fields[] = {
     {.kind = SF_END},
 };
 
+/* Flat in the status too (SF_OBJECT: offsets from the status itself). */
+static const struct status_field resumes_from_fields[] = {
+    {.key = "fromSnapshot", .kind = SF_INT64, .off = STATUS(resumes_from.from_snapshot)},
+    {.key = "coldStart", .kind = SF_INT64, .off = STATUS(resumes_from.cold_start)},
+    {.key = "fromCheckpoint", .kind = SF_INT64, .off = STATUS(resumes_from.from_checkpoint)},
+    {.key = "fresh", .kind = SF_INT64, .off = STATUS(resumes_from.fresh)},
+    {.key = "freshHome", .kind = SF_INT64, .off = STATUS(resumes_from.fresh_home)},
+    {.kind = SF_END},
+};
+
+static const struct status_field pauses_kept_fields[] = {
+    {.key = "snapshot", .kind = SF_INT64, .off = STATUS(pauses_kept.snapshot)},
+    {.key = "files", .kind = SF_INT64, .off = STATUS(pauses_kept.files)},
+    {.key = "snapshotFailed", .kind = SF_INT64, .off = STATUS(pauses_kept.snapshot_failed)},
+    {.kind = SF_END},
+};
+
 static const struct status_field accounting_fields[] = {
     {.key = "pauses", .kind = SF_INT64, .off = STATUS(pauses)},
     {.key = "resumes", .kind = SF_INT64, .off = STATUS(resumes)},
@@ -205,6 +222,8 @@ static const struct status_field accounting_fields[] = {
      .off = STATUS(accelerator_seconds_released)},
     {.key = "acceleratorSecondsHeld", .kind = SF_DOUBLE, .off = STATUS(accelerator_seconds_held)},
     {.key = "acceleratorHeldSince", .kind = SF_TIME, .off = STATUS(accelerator_held_since_ms)},
+    {.key = "resumesFrom", .kind = SF_OBJECT, .off = 0, .sub = resumes_from_fields},
+    {.key = "pausesKept", .kind = SF_OBJECT, .off = 0, .sub = pauses_kept_fields},
     {.kind = SF_END},
 };
 

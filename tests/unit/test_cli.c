@@ -791,6 +791,127 @@ static void test_report_intervals(void **state)
     cJSON_Delete(list);
 }
 
+/* A storm of 30 pauses in the last hour: the history keeps 20, none of them
+ * a cold start, while the counters of status.accounting say 2 of the 30
+ * resumes were. A range that begins before the oldest kept record counts
+ * from the counters (the whole life, said in a note); one within the kept
+ * history counts from the records. The percentiles are the records'. */
+static cJSON *storm(int64_t cold, int64_t from_snapshot)
+{
+    char *text = NULL, *records = strdup("");
+    assert_non_null(records);
+    int64_t base = at("2026-03-10T11:00:00Z");
+    for (int i = 0; i < WORKSPACE_HISTORY_MAX; i++) {
+        /* newest first: pause i at 11:58 - 2i min, ready 60 s after the resume */
+        int64_t paused = base + (int64_t)(58 - 2 * i) * 60000;
+        char p[TIMEFMT_RFC3339_SIZE], rel[TIMEFMT_RFC3339_SIZE], res[TIMEFMT_RFC3339_SIZE],
+            ready[TIMEFMT_RFC3339_SIZE];
+        timefmt_rfc3339_text(paused, p);
+        timefmt_rfc3339_text(paused + 10000, rel);
+        timefmt_rfc3339_text(paused + 60000, res);
+        timefmt_rfc3339_text(paused + 70000, ready);
+        char *more = NULL;
+        assert_true(asprintf(&more,
+                             "%s%s{\"pausedAt\":\"%s\",\"acceleratorReleasedAt\":\"%s\","
+                             "\"memory\":\"snapshot\",\"resumeRequestedAt\":\"%s\","
+                             "\"podScheduledAt\":\"%s\",\"readyAt\":\"%s\","
+                             "\"secondsToReady\":%d,\"restoredFrom\":\"FromSnapshot\"}",
+                             records, i ? "," : "", p, rel, res, res, ready, 10 + i) > 0);
+        free(records);
+        records = more;
+    }
+    assert_true(asprintf(&text,
+                         "{\"items\":[{\"metadata\":{\"name\":\"storm\",\"namespace\":\"team-c\","
+                         "\"creationTimestamp\":\"2026-03-01T00:00:00Z\",\"generation\":61},"
+                         "\"spec\":{\"className\":\"gpu-t4\"},\"status\":{"
+                         "\"accelerator\":{\"resourceName\":\"nvidia.com/gpu\",\"count\":1},"
+                         "\"accounting\":{\"pauses\":30,\"resumes\":30,"
+                         "\"resumesFrom\":{\"fromSnapshot\":%lld,\"coldStart\":%lld},"
+                         "\"pausesKept\":{\"snapshot\":30}},"
+                         "\"history\":[%s]}}]}",
+                         (long long)from_snapshot, (long long)cold, records) > 0);
+    free(records);
+    cJSON *list = cJSON_Parse(text);
+    free(text);
+    assert_non_null(list);
+    return list;
+}
+
+static void test_report_counters(void **state)
+{
+    (void)state;
+    cJSON *list = storm(2, 28);
+    struct report *r = NULL;
+    /* the last 7 days: before the oldest kept record (10:20) */
+    assert_int_equal(report_compute(list, at("2026-03-03T12:00:00Z"), now_ms(), now_ms(), &r), 0);
+    const struct report_group *g = &r->groups[0];
+    assert_int_equal(g->whole_life, 1);
+    assert_int_equal(g->restores, 30);
+    assert_int_equal(g->lost_memory, 2);
+    assert_int_equal(g->resumes_from[1], 2);
+    assert_int_equal(g->resumes_from[0], 28);
+    assert_int_equal(g->pauses_kept[0], 30);
+    assert_int_equal(g->pauses, 30);
+    assert_int_equal(g->resumes, 30);
+    assert_int_equal(g->n_ready, 20); /* the percentiles: the kept records only */
+    assert_true(fabs(g->ready_p50 - 19.5) < 1e-9);
+    assert_int_equal(g->percentiles_since_ms, at("2026-03-10T11:20:00Z"));
+    struct capture c, nc;
+    FILE *nf = capture_start(&nc);
+    assert_int_equal(report_print(r, CLI_OUTPUT_TABLE, capture_start(&c), nf), 0);
+    char *text = capture_end(&c);
+    free(capture_end(&nc));
+    assert_non_null(strstr(text, "7%"));
+    assert_non_null(strstr(text,
+                           "team-c/storm: history reaches back to 2026-03-10T11:20:00Z only "
+                           "(20 of 30 pauses kept); its PAUSES, RESUMES, PRE-WARMED and "
+                           "COLD-START come from status.accounting and cover its whole life"));
+    assert_non_null(strstr(text, "team-c/gpu-t4: READY-P50 and READY-P90 are of the 20 resumes "
+                                 "ready in the range that the kept histories hold, complete since "
+                                 "2026-03-10T11:20:00Z only"));
+    free(text);
+    nf = capture_start(&nc);
+    assert_int_equal(report_print(r, CLI_OUTPUT_JSON, capture_start(&c), nf), 0);
+    text = capture_end(&c);
+    free(capture_end(&nc));
+    cJSON *j = cJSON_Parse(text);
+    assert_non_null(j);
+    const cJSON *jg = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "groups"), 0);
+    assert_int_equal(cJSON_GetObjectItem(jg, "coldStarts")->valueint, 2);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(jg, "resumesFrom"), "coldStart")->valueint, 2);
+    assert_string_equal(cJSON_GetObjectItem(jg, "percentilesSince")->valuestring,
+                        "2026-03-10T11:20:00Z");
+    assert_int_equal(cJSON_GetObjectItem(jg, "wholeLifeCounts")->valueint, 1);
+    cJSON_Delete(j);
+    free(text);
+    report_free(r);
+
+    /* A range the kept history covers: the records count, by time. */
+    assert_int_equal(report_compute(list, at("2026-03-10T11:30:00Z"), now_ms(), now_ms(), &r), 0);
+    g = &r->groups[0];
+    assert_int_equal(g->whole_life, 0);
+    assert_int_equal(g->short_histories, 0);
+    assert_int_equal(g->lost_memory, 0);
+    assert_int_equal(g->pauses, 15); /* 11:30 .. 11:58 */
+    assert_int_equal(r->n_notes, 0);
+    report_free(r);
+    cJSON_Delete(list);
+
+    /* Counters short of the kept history (counting began after it, or a
+     * controller from before them): the records count, as before. */
+    list = storm(0, 5);
+    assert_int_equal(report_compute(list, at("2026-03-03T12:00:00Z"), now_ms(), now_ms(), &r), 0);
+    g = &r->groups[0];
+    assert_int_equal(g->whole_life, 0);
+    assert_int_equal(g->short_histories, 1);
+    assert_int_equal(g->restores, 20);
+    assert_int_equal(g->pauses, 20);
+    assert_non_null(strstr(r->notes[0], "use before then is not counted"));
+    report_free(r);
+    cJSON_Delete(list);
+}
+
 /* ---- golden outputs ----------------------------------------------------------- */
 
 static void test_golden_list(void **state)
@@ -949,7 +1070,18 @@ static void test_golden_report(void **state)
     assert_true(cpu->held_s == 0 && cpu->given_back_s == 0);
     assert_int_equal(cpu->pauses, 2);
     assert_int_equal(cpu->lost_memory, 1);
-    assert_int_equal(r->n_notes, 2); /* bob-ide's short history, carol-gpu's missing one */
+    /* bob-ide's short history (no counters by outcome: its counts stay the
+     * range's), carol-gpu's missing one, and what team-a/gpu-t4's
+     * percentiles cover */
+    assert_int_equal(gpu->short_histories, 1);
+    assert_int_equal(gpu->whole_life, 0);
+    assert_int_equal(gpu->percentiles_since_ms, at("2026-03-05T09:00:00Z"));
+    assert_int_equal(cpu->short_histories, 0);
+    assert_int_equal(cpu->percentiles_since_ms, at("2026-03-03T12:00:00Z"));
+    assert_int_equal(r->n_notes, 3);
+    assert_string_equal(r->notes[2], "team-a/gpu-t4: READY-P50 and READY-P90 are of the 4 resumes "
+                                     "ready in the range that the kept histories hold, complete "
+                                     "since 2026-03-05T09:00:00Z only");
 
     struct capture c;
     static const struct {
@@ -1107,6 +1239,7 @@ int main(void)
         cmocka_unit_test(test_canary_url),
         cmocka_unit_test(test_canary_http_error),
         cmocka_unit_test(test_report_intervals),
+        cmocka_unit_test(test_report_counters),
         cmocka_unit_test(test_ledger_fallback),
         cmocka_unit_test(test_golden_list),
         cmocka_unit_test(test_golden_describe),

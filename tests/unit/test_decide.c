@@ -21,6 +21,7 @@
 #include "util/timefmt.h"
 #include "util/tz.h"
 #include "workspace/decide.h"
+#include "workspace/ledger.h"
 
 /* 2027-01-01T00:00:00Z */
 #define T0 INT64_C(1798761600000)
@@ -3302,6 +3303,7 @@ static void test_ledger_pause_resume(void **state)
     assert_int_equal(st(&w)->accelerator_held_since_ms, 0);
     double held = (double)(asked + 30 * SEC - (T0 + 2 * SEC)) / 1000.0;
     assert_true(st(&w)->accelerator_seconds_held == held);
+    assert_int_equal(st(&w)->pauses_kept.files, 1);
 
     /* bob's pod is placed on gpu-1 */
     struct workspace_pod bob = other_pod("team-b", "bob", "bob-1", "gpu-1", asked + 31 * SEC);
@@ -3348,6 +3350,9 @@ static void test_ledger_pause_resume(void **state)
     assert_int_equal(r->resume.ready_ms, resumed + 13 * SEC);
     assert_true(r->resume.seconds_to_ready == 13.0);
     assert_string_equal(r->resume.restored_from, "FromCheckpoint");
+    assert_int_equal(st(&w)->resumes_from.from_checkpoint, 1);
+    assert_int_equal(ledger_resumes_from_total(st(&w)), 1);
+    assert_int_equal(ledger_pauses_kept_total(st(&w)), 1);
 
     /* the next pause pushes a second record in front */
     w.ws->paused = 1;
@@ -3361,7 +3366,147 @@ static void test_ledger_pause_resume(void **state)
     assert_int_equal(st(&w)->history[0].pause.held_since_ms, resumed + 3 * SEC);
     assert_null(st(&w)->history[0].pause.accelerator_taken_by);
     assert_string_equal(st(&w)->history[1].pause.accelerator_taken_by, "team-b/bob-1");
+    /* each counted once over all those passes */
+    assert_int_equal(st(&w)->pauses_kept.files, 2);
+    assert_int_equal(ledger_resumes_from_total(st(&w)), 1);
     world_free(&w);
+}
+
+/* The counters that outlive the history (status.accounting.resumesFrom,
+ * pausesKept): a resume is counted by its restoredFrom in the pass that
+ * records its readyAt, a pause by its memory in the pass that first sets
+ * it; once each, whether decide() runs again on the status it wrote or
+ * again on the status before it (a crash before the write). */
+static void assert_counted_once(struct world *w, const struct decide_output *o)
+{
+    /* redone on the status before the write: the same counts */
+    struct decide_output again;
+    decide(w, &again);
+    assert_memory_equal(&again.status.resumes_from, &o->status.resumes_from,
+                        sizeof(o->status.resumes_from));
+    assert_memory_equal(&again.status.pauses_kept, &o->status.pauses_kept,
+                        sizeof(o->status.pauses_kept));
+    decide_output_clear(&again);
+    /* decided again on what it wrote: nothing changes */
+    write_status(w, o);
+    decide(w, &again);
+    assert_false(again.status_changed);
+    assert_memory_equal(&again.status.resumes_from, &o->status.resumes_from,
+                        sizeof(o->status.resumes_from));
+    assert_memory_equal(&again.status.pauses_kept, &o->status.pauses_kept,
+                        sizeof(o->status.pauses_kept));
+    decide_output_clear(&again);
+}
+
+static void test_ledger_resume_sources(void **state)
+{
+    (void)state;
+    static const char *const sources[] = {"FromSnapshot", "ColdStart", "FromCheckpoint", "Fresh",
+                                          "FreshHome"};
+    for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+        struct world w;
+        world_init(&w);
+        resuming(&w);
+        set_str(&st(&w)->last_resume->restored_from, sources[i]);
+        st(&w)->pauses = st(&w)->resumes = 3;
+        st(&w)->resumes_from.fresh = 2; /* counted before */
+        add_pod(&w, "alice-2", READY | CKPT, NOW - 20 * SEC);
+        struct decide_output o;
+        decide(&w, &o);
+        assert_int_equal(o.status.last_resume->ready_ms, NOW - 8 * SEC);
+        const struct workspace_resume_sources *c = &o.status.resumes_from;
+        int64_t want[5] = {0, 0, 0, 2, 0};
+        want[i]++;
+        int64_t got[5] = {c->from_snapshot, c->cold_start, c->from_checkpoint, c->fresh,
+                          c->fresh_home};
+        for (size_t k = 0; k < 5; k++)
+            if (got[k] != want[k])
+                fail_msg("%s: counter %zu is %lld, not %lld", sources[i], k, (long long)got[k],
+                         (long long)want[k]);
+        assert_counted_once(&w, &o);
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+
+    /* Not yet ready, or ready with the source unknown: nothing counted. */
+    struct world w;
+    world_init(&w);
+    resuming(&w);
+    add_pod(&w, "alice-2", SCHED | CKPT, NOW - 20 * SEC);
+    set_str(&st(&w)->last_resume->restored_from, "ColdStart");
+    struct decide_output o;
+    decide(&w, &o);
+    assert_int_equal(o.status.last_resume->ready_ms, 0);
+    assert_int_equal(o.status.resumes_from.cold_start, 0);
+    decide_output_clear(&o);
+    world_free(&w);
+
+    /* A first start of a workspace created paused is no resume. */
+    world_init(&w);
+    s_created_paused(&w);
+    settle(&w);
+    w.ws->paused = 0;
+    w.now += MIN;
+    settle(&w);
+    assert_int_equal(st(&w)->resumes, 0);
+    assert_non_null(st(&w)->pod_name);
+    add_pod(&w, st(&w)->pod_name, READY, w.now);
+    w.now += MIN;
+    settle(&w);
+    assert_int_not_equal(st(&w)->last_resume->ready_ms, 0);
+    assert_int_equal(ledger_resumes_from_total(st(&w)), 0);
+    world_free(&w);
+}
+
+static void test_ledger_pause_memories(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *phase; /* the pause's snapshot; NULL: none */
+        const char *memory;
+    } kept[] = {{NULL, "files"}, {"Ready", "snapshot"}, {"Failed", "snapshotFailed"}};
+    for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+        struct world w;
+        world_init(&w);
+        pausing(&w); /* its pod is gone */
+        st(&w)->pauses = 4;
+        st(&w)->resumes = 3;
+        st(&w)->pauses_kept.files = 3; /* counted before */
+        if (kept[i].phase) {
+            struct workspace_snapshot *sn = st(&w)->snapshot;
+            set_str(&sn->attempt, "alice-p1-1");
+            set_str(&sn->name, "alice-p1-1-snap");
+            set_str(&sn->phase, kept[i].phase);
+            sn->attempts = 1;
+            sn->requested_ms = NOW - 11 * MIN;
+            st(&w)->last_pause->requested_ms = NOW - 12 * MIN;
+            if (strcmp(kept[i].phase, "Ready") == 0) {
+                sn->ready_ms = NOW - 10 * MIN;
+                sn->seconds = 60;
+            } else {
+                sn->failed_ms = NOW - 10 * MIN;
+            }
+        }
+        struct decide_output o;
+        decide(&w, &o);
+        assert_string_equal(o.status.last_pause->memory, kept[i].memory);
+        const struct workspace_pause_memories *c = &o.status.pauses_kept;
+        int64_t want[3] = {0, 3, 0};
+        want[i == 0 ? 1 : i == 1 ? 0 : 2]++;
+        if (c->snapshot != want[0] || c->files != want[1] || c->snapshot_failed != want[2])
+            fail_msg("%s: snapshot %lld, files %lld, snapshotFailed %lld", kept[i].memory,
+                     (long long)c->snapshot, (long long)c->files, (long long)c->snapshot_failed);
+        assert_counted_once(&w, &o);
+        decide_output_clear(&o);
+
+        /* Resumed: the pause is not counted again. */
+        w.ws->paused = 0;
+        w.now += 10 * MIN;
+        settle(&w);
+        assert_int_equal(st(&w)->resumes, 4);
+        assert_int_equal(ledger_pauses_kept_total(st(&w)), 4);
+        world_free(&w);
+    }
 }
 
 /* A hold also ends outside a pause (the pod stopped); its seconds count, no
@@ -4372,6 +4517,8 @@ int main(void)
         cmocka_unit_test(test_idle_pause_windows),
         cmocka_unit_test(test_idle_auto_pause_alone),
         cmocka_unit_test(test_idle_quick_resume),
+        cmocka_unit_test(test_ledger_resume_sources),
+        cmocka_unit_test(test_ledger_pause_memories),
     };
     return cmocka_run_group_tests(tests, setup_regex, free_regex);
 }

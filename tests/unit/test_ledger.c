@@ -340,6 +340,63 @@ static void test_bound_table(void **state)
     }
 }
 
+/* The counters by outcome: not negative, together at most the resumes
+ * (resumesFrom) or the pauses (pausesKept), the last named lowered first;
+ * counted only for the outcomes the schema names. */
+static void test_bound_outcomes(void **state)
+{
+    (void)state;
+    struct workspace_status s;
+    workspace_status_init(&s);
+    assert_int_equal(workspace_status_own(&s), 0);
+    s.pauses = 5;
+    s.resumes = 4;
+    struct ledger_limits l = {.created_ms = T0 - DAY, .generation = 10, .accelerator_count = 1};
+
+    /* as the controller counts them: kept */
+    assert_int_equal(ledger_count_resume(&s, "FromSnapshot"), 1);
+    assert_int_equal(ledger_count_resume(&s, "ColdStart"), 1);
+    assert_int_equal(ledger_count_resume(&s, "FreshHome"), 1);
+    assert_int_equal(ledger_count_resume(&s, "Restoring"), 0);
+    assert_int_equal(ledger_count_resume(&s, NULL), 0);
+    assert_int_equal(ledger_count_pause(&s, "snapshot"), 1);
+    assert_int_equal(ledger_count_pause(&s, "files"), 1);
+    assert_int_equal(ledger_count_pause(&s, "snapshotFailed"), 1);
+    assert_int_equal(ledger_count_pause(&s, "memory"), 0);
+    assert_int_equal(ledger_resumes_from_total(&s), 3);
+    assert_int_equal(ledger_pauses_kept_total(&s), 3);
+    assert_int_equal(ledger_bound(&s, &l, T0), 0);
+
+    /* forged: more than were counted at all, negatives */
+    s.resumes_from = (struct workspace_resume_sources){.from_snapshot = 3,
+                                                       .cold_start = -2,
+                                                       .from_checkpoint = 1,
+                                                       .fresh = 7,
+                                                       .fresh_home = INT64_MAX};
+    s.pauses_kept =
+        (struct workspace_pause_memories){.snapshot = INT64_MAX, .files = 9, .snapshot_failed = -1};
+    assert_int_equal(ledger_bound(&s, &l, T0), LEDGER_FIXED_OUTCOMES);
+    assert_int_equal(s.resumes_from.from_snapshot, 3);
+    assert_int_equal(s.resumes_from.cold_start, 0);
+    assert_int_equal(s.resumes_from.from_checkpoint, 1);
+    assert_int_equal(s.resumes_from.fresh, 0);
+    assert_int_equal(s.resumes_from.fresh_home, 0);
+    assert_int_equal(s.pauses_kept.snapshot, 5);
+    assert_int_equal(s.pauses_kept.files, 0);
+    assert_int_equal(s.pauses_kept.snapshot_failed, 0);
+    assert_int_equal(ledger_bound(&s, &l, T0), 0);
+
+    /* the counts lowered by the generation lower these too */
+    l.generation = 4; /* two pauses and a resume at most, the last pause open */
+    assert_int_equal(ledger_bound(&s, &l, T0), LEDGER_FIXED_COUNTS | LEDGER_FIXED_OUTCOMES);
+    assert_int_equal(s.resumes, 1);
+    assert_int_equal(ledger_resumes_from_total(&s), 1);
+    assert_int_equal(s.resumes_from.from_snapshot, 1);
+    assert_int_equal(s.pauses, 2);
+    assert_int_equal(s.pauses_kept.snapshot, 2);
+    workspace_status_clear(&s);
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 static int64_t rnd(int64_t n)
 {
@@ -394,6 +451,8 @@ static void test_bound_keeps_real_ledgers(void **state)
                         (double)(now - s.accelerator_held_since_ms) / 1000.0 * count;
                 s.accelerator_held_since_ms = 0;
                 s.last_pause->accelerator_released_ms = now;
+                static const char *const kept[] = {"snapshot", "files", "snapshotFailed"};
+                ledger_count_pause(&s, kept[rnd(3)]);
                 assert_int_equal(workspace_status_push_history(&s), 0);
             } else if (!paused) {
                 if (s.pauses > s.resumes) {
@@ -401,6 +460,11 @@ static void test_bound_keeps_real_ledgers(void **state)
                     int64_t rel = s.last_pause->accelerator_released_ms;
                     if (now > rel)
                         s.accelerator_seconds_released += (double)(now - rel) / 1000.0 * count;
+                    /* it ends, or is cancelled by the next pause */
+                    static const char *const from[] = {"FromSnapshot", "ColdStart",
+                                                       "FromCheckpoint", "Fresh", "FreshHome"};
+                    if (rnd(5))
+                        ledger_count_resume(&s, from[rnd(5)]);
                 }
                 HOLD(t);
             }
@@ -423,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_awaits_taker),     cmocka_unit_test(test_awaits_node_removal),
         cmocka_unit_test(test_taker_pick_table), cmocka_unit_test(test_taker_first),
         cmocka_unit_test(test_bound_table),      cmocka_unit_test(test_bound_keeps_real_ledgers),
+        cmocka_unit_test(test_bound_outcomes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
