@@ -357,7 +357,10 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
                             : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
                             : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
                                 ? "pausing without memory (files and the application's checkpoint)"
-                                : "the pod keeps running; trying again later");
+                                : "the pod keeps running and the snapshot is tried again "
+                                  "after retryAfter (a pod the snapshot already stopped cannot "
+                                  "be snapshotted again: the pause then goes on without "
+                                  "memory)");
 }
 
 /* Unpaused after the pause's snapshot was asked for, its pod still

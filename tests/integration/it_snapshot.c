@@ -995,6 +995,87 @@ static void test_crash_then_late_return(void **state)
     }
 }
 
+/* A workspace of class cls paused with a Ready snapshot: returns its
+ * trigger's selector in sel. */
+static void paused_with_ready_snapshot(const char *name, const char *cls, char *sel, size_t size)
+{
+    apply_ws(name, cls, 0, NULL);
+    cJSON_Delete(wait_state(name, "Running", 60000));
+    set_paused(name, 1);
+    cJSON *ws = wait_state(name, "Paused", 60000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    snprintf(sel, size, "gke-pod-snapshot-triggered-by=%s", str_at(ws, "status.snapshot.attempt"));
+    cJSON_Delete(ws);
+    assert_int_equal(count_objects("podsnapshots", sel), 1);
+}
+
+/* Classes changed under paused workspaces with Ready snapshots
+ * (docs/state-machine.md, "Changing a class under paused workspaces"):
+ * the backend set to None, the storage config changed, the class deleted
+ * and made again. Each resume says where it came from and why. */
+static void test_class_changes(void **state)
+{
+    (void)state;
+    const char *snap = "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 60s}\n";
+    char sel[128];
+
+    print_message("  the backend set to None while paused\n");
+    apply_class("it-chg-none", snap);
+    paused_with_ready_snapshot("chg-none", "it-chg-none", sel, sizeof(sel));
+    assert_int_equal(harness_kubectl(NULL, "patch wsc it-chg-none --type=merge -p "
+                                           "'{\"spec\":{\"snapshot\":{\"backend\":\"None\"}}}'"),
+                     0);
+    sleep(2); /* paused: the snapshot stays (the backend may come back) */
+    assert_int_equal(count_objects("podsnapshots", sel), 1);
+    set_paused("chg-none", 0);
+    cJSON *ws = wait_reason("chg-none", "Restored", "FromCheckpoint", 60000);
+    assert_non_null(
+        strstr(cond_field(ws, "Restored", "message"), "no longer has a snapshot backend"));
+    assert_string_equal(cond_field(ws, "SnapshotReady", "status"), "False");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "NotUsed");
+    cJSON_Delete(ws);
+    assert_int_equal(count_events("chg-none", "SnapshotNotUsed"), 1);
+    uint64_t end = harness_now_ms() + 60000;
+    while (count_objects("podsnapshots", sel) != 0 && harness_now_ms() < end)
+        usleep(500 * 1000);
+    assert_int_equal(count_objects("podsnapshots", sel), 0);
+
+    print_message("  the storage config changed while paused\n");
+    apply_class("it-chg-storage", snap);
+    paused_with_ready_snapshot("chg-storage", "it-chg-storage", sel, sizeof(sel));
+    assert_int_equal(harness_kubectl(NULL, "patch wsc it-chg-storage --type=merge -p "
+                                           "'{\"spec\":{\"snapshot\":{\"storageConfigName\":"
+                                           "\"elsewhere\"}}}'"),
+                     0);
+    set_paused("chg-storage", 0);
+    ws = wait_reason("chg-storage", "Restored", "FromSnapshot", 60000);
+    assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Ready");
+    cJSON_Delete(ws);
+    assert_int_equal(count_events("chg-storage", "SnapshotNotUsed"), 0);
+
+    print_message("  the class deleted and made again while paused\n");
+    apply_class("it-chg-gone", snap);
+    paused_with_ready_snapshot("chg-gone", "it-chg-gone", sel, sizeof(sel));
+    assert_int_equal(harness_kubectl(NULL, "delete wsc it-chg-gone --wait=true"), 0);
+    set_paused("chg-gone", 0);
+    ws = wait_reason("chg-gone", "Valid", "ClassNotFound", 60000);
+    cJSON_Delete(ws);
+    sleep(2);
+    assert_int_equal(all_pods("chg-gone"), 0);
+    assert_int_equal(count_objects("podsnapshots", sel), 1);
+    apply_class("it-chg-gone", snap);
+    ws = wait_reason("chg-gone", "Restored", "FromSnapshot", 60000);
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+    cJSON_Delete(ws);
+
+    print_message("  the class deleted while the workspace runs\n");
+    assert_int_equal(harness_kubectl(NULL, "delete wsc it-chg-gone --wait=true"), 0);
+    ws = wait_reason("chg-gone", "Valid", "ClassNotFound", 60000);
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("chg-gone"), 1);
+}
+
 /* Deleting a workspace takes its snapshots and every trigger, also one that
  * never made a PodSnapshot and that nothing else would delete (no owner). */
 static void test_delete_leaves_nothing(void **state)
@@ -1734,6 +1815,7 @@ int main(void)
         cmocka_unit_test_setup(test_crash_points, clean_slate),
         cmocka_unit_test_setup(test_crash_after_delete, clean_slate),
         cmocka_unit_test_setup(test_crash_then_late_return, clean_slate),
+        cmocka_unit_test_setup(test_class_changes, clean_slate),
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
         cmocka_unit_test_setup(test_delete_leaves_nothing, clean_slate),
         cmocka_unit_test_setup(test_longest_name, clean_slate),
