@@ -162,6 +162,9 @@ void decide_pause(struct decider *d);
 void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
 int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod *p);
 int decide_snapshot_current(const struct workspace_status *st);
+/* The pause takes or took a snapshot: the class has a backend, or the open
+ * pause's attempt was begun under one (the class changed or went since). */
+int decide_pause_snapshots(const struct decider *d);
 /* Records the pause's attempt the backend has and the status lacks (a pass
  * began it and died before its status write). Returns 1 while the backend
  * cannot say yet: nothing is to be concluded about the pod then. */

@@ -53,8 +53,7 @@ static const char *pause_memory(const struct decider *d)
         return "snapshot";
     if (current && decide_streq(sn->phase, "Failed"))
         return "snapshotFailed";
-    if (current && decide_streq(sn->phase, "InProgress") && d->cls &&
-        d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
+    if (current && decide_streq(sn->phase, "InProgress") && decide_pause_snapshots(d))
         return NULL;
     return "files";
 }

@@ -20,8 +20,8 @@ static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p
 static int snapshot_unsettled(const struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && decide_in_pause(st) &&
-           decide_snapshot_current(st) && decide_streq(st->snapshot->phase, "InProgress");
+    return decide_pause_snapshots(d) && decide_in_pause(st) && decide_snapshot_current(st) &&
+           decide_streq(st->snapshot->phase, "InProgress");
 }
 
 /* The pause's pod is gone and no pass recorded when it was deleted: from
@@ -44,8 +44,8 @@ static void note_pod_deleted(struct decider *d)
 static int snapshot_kept(const struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && decide_in_pause(st) &&
-           decide_snapshot_current(st) && decide_streq(st->snapshot->phase, "Ready");
+    return decide_pause_snapshots(d) && decide_in_pause(st) && decide_snapshot_current(st) &&
+           decide_streq(st->snapshot->phase, "Ready");
 }
 
 /* The pause's pod, completed by its snapshot and not yet deleted. */
@@ -133,7 +133,8 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
         snprintf(fate, sizeof(fate), "removing pod %s, which never got a node", name);
     const char *if_failed =
         !keeps ? ""
-        : d->cls->snapshot.on_failure == SNAPSHOT_ON_FAILURE_RETRY
+        : d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE &&
+                d->cls->snapshot.on_failure == SNAPSHOT_ON_FAILURE_RETRY
             ? " (should the snapshot fail, the pod keeps running and the pause is tried again)"
             : " (should the snapshot fail, the pod stops and the pause keeps the files only)";
     const char *unused = decide_streq(st->prewarm->last_outcome, "Unused") &&
@@ -158,7 +159,7 @@ static void pause_kept(const struct decider *d, char *out, size_t size)
 {
     const struct workspace_status *st = d->st;
     const struct workspace_snapshot *sn = st->snapshot;
-    int this_pause = d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && sn->attempt &&
+    int this_pause = decide_pause_snapshots(d) && sn->attempt &&
                      sn->requested_ms >= st->last_pause->requested_ms;
     if (this_pause && decide_streq(sn->phase, "Ready"))
         snprintf(out, size, "snapshot %s holds its memory and GPU state, home its files",

@@ -134,6 +134,28 @@ int decide_snapshot_current(const struct workspace_status *st)
     return sn->attempt && sn->requested_ms >= st->last_pause->requested_ms;
 }
 
+/* A snapshot still being taken for a pause whose class has no backend any
+ * more (changed or deleted while the pause ran) is bounded by this. */
+#define ORPHAN_SNAPSHOT_TIMEOUT_MS (15 * 60 * 1000)
+
+int decide_pause_snapshots(const struct decider *d)
+{
+    if (d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE)
+        return 1;
+    return decide_in_pause(d->st) && decide_snapshot_current(d->st);
+}
+
+/* The class still takes snapshots (a retry is possible). */
+static int class_snapshots(const struct decider *d)
+{
+    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE;
+}
+
+static int64_t snapshot_timeout_ms(const struct decider *d)
+{
+    return class_snapshots(d) ? d->cls->snapshot.timeout_ms : ORPHAN_SNAPSHOT_TIMEOUT_MS;
+}
+
 /* The pause the next attempt is for and its number: the open pause (its
  * attempt after the one the status holds for it), or the next one. */
 static int next_attempt_of(const char *name, const struct workspace_status *st, int open,
@@ -262,9 +284,9 @@ int decide_snapshot_stopped(const struct decider *d, const struct workspace_pod 
                             const struct workspace_status *st)
 {
     const struct workspace_snapshot *sn = st->snapshot;
-    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && p && p->name &&
-           decide_streq(p->phase, "Succeeded") && decide_streq(p->name, st->pod_name) &&
-           sn->attempt && sn->requested_ms && (!p->created_ms || sn->requested_ms >= p->created_ms);
+    return decide_pause_snapshots(d) && p && p->name && decide_streq(p->phase, "Succeeded") &&
+           decide_streq(p->name, st->pod_name) && sn->attempt && sn->requested_ms &&
+           (!p->created_ms || sn->requested_ms >= p->created_ms);
 }
 
 /* The backend's view of status.snapshot.attempt (one decide_snapshot_recover()
@@ -300,7 +322,9 @@ int decide_snapshot_pending_for(const struct decider *d, const struct workspace_
  * nothing. pod_name: the snapshot's pod, for the messages. */
 static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kept)
 {
-    const struct snapshot_config *sc = &d->cls->snapshot;
+    int64_t timeout_ms = snapshot_timeout_ms(d);
+    int without_memory = !class_snapshots(d) ||
+                         d->cls->snapshot.on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY;
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = st->snapshot;
     if (decide_streq(sn->phase, "Ready") || decide_streq(sn->phase, "Failed"))
@@ -327,13 +351,13 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     }
     if (v && v->name)
         decide_set_string(d, &sn->name, v->name);
-    int timed_out = d->now >= sn->requested_ms + sc->timeout_ms;
+    int timed_out = d->now >= sn->requested_ms + timeout_ms;
     if (!timed_out && !(v && v->phase == SNAPSHOT_PHASE_FAILED)) {
-        decide_requeue_at(d, sn->requested_ms + sc->timeout_ms);
+        decide_requeue_at(d, sn->requested_ms + timeout_ms);
         return;
     }
     char limit[32];
-    decide_format_duration(sc->timeout_ms, limit, sizeof(limit));
+    decide_format_duration(timeout_ms, limit, sizeof(limit));
     const char *reason =
         v && v->phase == SNAPSHOT_PHASE_FAILED ? WS_REASON_FAILED : WS_REASON_TIMEOUT;
     char msg[MAX_MESSAGE];
@@ -347,20 +371,19 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     decide_set_string(d, &sn->message, msg);
     sn->failed_ms = d->now;
     decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, reason, "%s", msg);
-    decide_transition_event(d, sn->attempt, "Warning",
-                            decide_streq(reason, WS_REASON_FAILED) ? WS_EVENT_SNAPSHOT_FAILED
-                                                                   : WS_EVENT_SNAPSHOT_TIMEOUT,
-                            "%s; %s", msg,
-                            !pod_kept
-                                ? "no running pod is left to snapshot: pausing without memory "
-                                  "(files and the application's checkpoint)"
-                            : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
-                            : sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY
-                                ? "pausing without memory (files and the application's checkpoint)"
-                                : "the pod keeps running and the snapshot is tried again "
-                                  "after retryAfter (a pod the snapshot already stopped cannot "
-                                  "be snapshotted again: the pause then goes on without "
-                                  "memory)");
+    decide_transition_event(
+        d, sn->attempt, "Warning",
+        decide_streq(reason, WS_REASON_FAILED) ? WS_EVENT_SNAPSHOT_FAILED
+                                               : WS_EVENT_SNAPSHOT_TIMEOUT,
+        "%s; %s", msg,
+        !pod_kept        ? "no running pod is left to snapshot: pausing without memory "
+                           "(files and the application's checkpoint)"
+        : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
+        : without_memory ? "pausing without memory (files and the application's checkpoint)"
+                         : "the pod keeps running and the snapshot is tried again "
+                           "after retryAfter (a pod the snapshot already stopped cannot "
+                           "be snapshotted again: the pause then goes on without "
+                           "memory)");
 }
 
 /* Unpaused after the pause's snapshot was asked for, its pod still
@@ -371,8 +394,8 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
 void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod *p)
 {
     const struct workspace_status *st = d->st;
-    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
-        !decide_snapshot_current(st) || !decide_streq(st->snapshot->phase, "InProgress"))
+    if (!decide_pause_snapshots(d) || !decide_snapshot_current(st) ||
+        !decide_streq(st->snapshot->phase, "InProgress"))
         return;
     snapshot_follow(d, p->name, 1);
     if (decide_streq(st->snapshot->phase, "InProgress"))
@@ -388,8 +411,8 @@ void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod
 void decide_snapshot_settle(struct decider *d)
 {
     const struct workspace_status *st = d->st;
-    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE ||
-        !decide_snapshot_current(st) || !decide_streq(st->snapshot->phase, "InProgress"))
+    if (!decide_pause_snapshots(d) || !decide_snapshot_current(st) ||
+        !decide_streq(st->snapshot->phase, "InProgress"))
         return;
     const char *pod = d->leaving ? d->leaving->name : st->pod_name;
     snapshot_follow(d, pod, 0);
@@ -403,7 +426,9 @@ int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod 
     const struct snapshot_config *sc = d->cls ? &d->cls->snapshot : NULL;
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = st->snapshot;
-    if (!sc || sc->backend == SNAPSHOT_BACKEND_NONE || !decide_in_pause(st))
+    /* A class changed (or gone) while its pause's snapshot is taken: the
+     * pod still waits for that snapshot, and is never snapshotted again. */
+    if (!decide_pause_snapshots(d) || !decide_in_pause(st))
         return 1;
     int current = decide_snapshot_current(st);
     int running = decide_pod_is_scheduled(p) && p->ready;
@@ -419,7 +444,7 @@ int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod 
         return 1;
     if (!decide_streq(sn->phase, "Failed"))
         return 0; /* snapshot_follow() asked for the re-check */
-    if (sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY)
+    if (!class_snapshots(d) || sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY)
         return 1;
     /* Retry: a new attempt once retryAfter has passed since the failure. */
     int64_t failed_at = sn->failed_ms ? sn->failed_ms : d->now;

@@ -2334,6 +2334,56 @@ static void test_resuming_on_lost_home(void **state)
     world_free(&w);
 }
 
+/* The class changes (backend None) or goes while its pause's snapshot is
+ * being taken: the pod is still kept until that snapshot is settled, never
+ * deleted before it is Ready, and the pause records what it kept. */
+static void test_class_changed_mid_pause(void **state)
+{
+    (void)state;
+    for (int gone = 0; gone <= 1; gone++) {
+        print_message("  the class %s while the snapshot is taken\n",
+                      gone ? "is deleted" : "says backend: None");
+        struct world w;
+        world_init(&w, GKE);
+        struct decide_output o;
+        decide(&w, &o, 1); /* SnapshotBegin */
+        assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+        decide_output_clear(&o);
+        workspace_class_free(w.cls);
+        w.cls = gone ? NULL : class_from("");
+        w.now += 20 * SEC;
+        w.has_view = 1;
+        w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+        decide_settled(&w, &o);
+        assert_null(find_action(&o, ACTION_DELETE_POD));
+        assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+        assert_int_equal(o.status.state, WS_STATE_PAUSING);
+        decide_output_clear(&o);
+        /* GKE stops the pod at its checkpoint: still kept. */
+        w.pod.phase = "Succeeded";
+        w.pod.ready = 0;
+        w.now += 5 * SEC;
+        decide_settled(&w, &o);
+        assert_null(find_action(&o, ACTION_DELETE_POD));
+        decide_output_clear(&o);
+        w.now = READY_AT + SEC;
+        w.view = ready_view;
+        decide_settled(&w, &o);
+        const struct action *del = find_action(&o, ACTION_DELETE_POD);
+        assert_non_null(del);
+        assert_int_equal(del->grace_seconds, 0);
+        assert_string_equal(o.status.snapshot->phase, "Ready");
+        decide_output_clear(&o);
+        w.has_pod = 0;
+        w.now += 2 * SEC;
+        decide_settled(&w, &o);
+        assert_int_equal(o.status.state, WS_STATE_PAUSED);
+        assert_string_equal(o.status.last_pause->memory, "snapshot");
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
 /* A snapshot is laid only over the home claim it was taken with: after a
  * lost home, the first pod starts FreshHome and says why the snapshot is
  * not used; a snapshot whose claim is not the current one is not used
@@ -2750,6 +2800,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_home_claim),
         cmocka_unit_test(test_crash_points),
         cmocka_unit_test(test_class_backend_removed),
+        cmocka_unit_test(test_class_changed_mid_pause),
         cmocka_unit_test(test_resuming_on_lost_home),
         cmocka_unit_test(test_fallback_walk),
         cmocka_unit_test(test_snapshot_product_no_longer_allowed),
