@@ -121,20 +121,12 @@ void events_post(struct kube_client *c, const struct event_subject *s, const cha
                  const char *reason, const char *message, const char *occasion,
                  const char *reporting_instance, int64_t now_ms)
 {
-    cJSON *ev = NULL;
-    int e = events_body(s, type, reason, message, occasion, reporting_instance, now_ms, &ev);
-    if (e < 0) {
-        log_warn("event not recorded", "reason", reason, "error", log_errno_str(e));
-        return;
-    }
+    /* Nobody waits for it: the handle is the client's, and the answer is
+     * only logged. A failure to start is logged by events_post_then(). */
     struct kube_request *req = NULL;
-    e = kube_create(c, &KUBE_RESOURCE_EVENTS, s->ns, ev, on_posted, NULL, &req);
-    /* Events only inform: they never hold up what pauses or resumes. */
-    if (e == 0)
-        kube_request_set_priority(req, KUBE_PRIORITY_LOW);
-    else
-        log_warn("event not recorded", "reason", reason, "error", log_errno_str(e));
-    cJSON_Delete(ev);
+    if (events_post_then(c, s, type, reason, message, occasion, reporting_instance, now_ms,
+                         on_posted, NULL, &req) < 0)
+        return;
 }
 
 int events_post_then(struct kube_client *c, const struct event_subject *s, const char *type,

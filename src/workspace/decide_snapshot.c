@@ -2,42 +2,57 @@
 
 /* ---- snapshots (docs/snapshots.md) ---- */
 
-static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int64_t attempt)
+/* status.snapshot records a new attempt: its handle and number, when it
+ * was asked for, and what a restore from it needs (the source pod's node,
+ * GPU product and group, the pod-spec hash, the home claim). The pod's
+ * node and product are the status's when the pod is not known. Returns
+ * 0, or -1 after decide_failed(). */
+static int record_attempt(struct decider *d, const char *handle, int64_t attempt,
+                          int64_t requested_ms, const char *name, const struct workspace_pod *p,
+                          const char *group)
 {
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = st->snapshot;
-    char handle[NAMES_SIZE], hash[POD_SPEC_HASH_SIZE];
-    /* Derived from counters in the status: after a crash before the status
-     * write the same call is made again, never a second snapshot. At most 63
-     * characters: GKE puts it in a label value of the PodSnapshot. */
-    if (names_snapshot_handle(d->ws->name, st->pauses, attempt, handle) < 0) {
-        decide_failed(d, -EINVAL);
-        return;
-    }
+    char hash[POD_SPEC_HASH_SIZE];
     if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
         decide_failed(d, -ENOMEM);
-        return;
+        return -1;
     }
     decide_set_string(d, &sn->attempt, handle);
     sn->attempts = attempt;
-    decide_set_string(d, &sn->name, NULL);
+    decide_set_string(d, &sn->name, name);
     decide_set_string(d, &sn->phase, "InProgress");
-    sn->requested_ms = d->now;
+    sn->requested_ms = requested_ms;
     sn->ready_ms = 0;
     sn->failed_ms = 0;
     /* A new snapshot: an earlier one's crashed restore says nothing of it. */
     sn->restore_failed_ms = 0;
     sn->seconds = 0;
-    decide_set_string(d, &sn->node_name, p->node_name);
+    decide_set_string(d, &sn->node_name, p ? p->node_name : st->node_name);
     /* What the pod really runs on: a restore is pinned to this product. */
-    decide_set_string(d, &sn->gpu_product, decide_pod_product(d, p));
+    decide_set_string(d, &sn->gpu_product, p ? decide_pod_product(d, p) : st->accelerator_product);
     decide_set_string(d, &sn->pod_spec_hash, hash);
     decide_set_string(d, &sn->message, NULL);
     decide_set_string(d, &sn->home_claim_uid, st->home->claim_uid);
     /* The group the PodSnapshot gets (the backend copies the pod's label).
      * A pod of an earlier version has none: its snapshot is taken as
      * before, under a policy without groups, and restored without one. */
-    decide_set_string(d, &sn->group, p->group);
+    decide_set_string(d, &sn->group, group);
+    return 0;
+}
+
+static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int64_t attempt)
+{
+    char handle[NAMES_SIZE];
+    /* Derived from counters in the status: after a crash before the status
+     * write the same call is made again, never a second snapshot. At most 63
+     * characters: GKE puts it in a label value of the PodSnapshot. */
+    if (names_snapshot_handle(d->ws->name, d->st->pauses, attempt, handle) < 0) {
+        decide_failed(d, -EINVAL);
+        return;
+    }
+    if (record_attempt(d, handle, attempt, d->now, NULL, p, p->group) < 0)
+        return;
     struct action *a = decide_push(d, ACTION_SNAPSHOT_BEGIN, handle);
     if (a && p->group && !(a->group = strdup(p->group)))
         decide_failed(d, -ENOMEM);
@@ -214,27 +229,12 @@ int decide_snapshot_recover(struct decider *d)
     if (v->pod && st->pod_name && !decide_streq(v->pod, st->pod_name))
         return 0;
     const struct workspace_pod *p = pod_named(d, pod_name);
-    char hash[POD_SPEC_HASH_SIZE];
-    if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
-        decide_failed(d, -ENOMEM);
-        return 0;
-    }
     int64_t asked = v->requested_ms && v->requested_ms <= d->now ? v->requested_ms : d->now;
-    decide_set_string(d, &sn->attempt, handle);
-    sn->attempts = attempt;
-    decide_set_string(d, &sn->name, v->name);
-    decide_set_string(d, &sn->phase, "InProgress");
-    sn->requested_ms = asked;
-    sn->ready_ms = 0;
-    sn->failed_ms = 0;
-    sn->restore_failed_ms = 0;
-    sn->seconds = 0;
-    decide_set_string(d, &sn->node_name, p ? p->node_name : st->node_name);
-    decide_set_string(d, &sn->gpu_product, p ? decide_pod_product(d, p) : st->accelerator_product);
-    decide_set_string(d, &sn->pod_spec_hash, hash);
-    decide_set_string(d, &sn->message, NULL);
-    decide_set_string(d, &sn->home_claim_uid, st->home->claim_uid);
-    decide_set_string(d, &sn->group, v->group ? v->group : p ? p->group : NULL);
+    if (record_attempt(d, handle, attempt, asked, v->name, p,
+                       v->group ? v->group
+                       : p      ? p->group
+                                : NULL) < 0)
+        return 0;
     /* The application was asked for this attempt, and its answer was lost
      * with the pass: the snapshot went ahead, as it does on any answer. */
     if (decide_streq(sn->checkpoint_attempt, handle) && !sn->checkpoint_result) {
