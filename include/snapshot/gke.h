@@ -76,6 +76,15 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
 size_t gke_snapshots_list(const struct gke_snapshots *g, const char *ns, const char *workspace,
                           struct snapshot_view *out, size_t max);
 
+/* The storage config the workspace's snapshots are held under: its policy's
+ * spec.storageConfigName, which every PodSnapshot of the workspace names
+ * (GKE's finalizer frees a snapshot's files in that config's bucket).
+ * Returns 1 and *ret ("" when the policy names none; borrowed from the
+ * cache until the loop runs again), 0 when the workspace has no policy, -1
+ * before the policy cache has synced. */
+int gke_snapshots_storage(const struct gke_snapshots *g, const char *ns, const char *workspace,
+                          const char **ret);
+
 /* The objects whole-cache walks of the three caches visited so far
  * (informer_stats().walked; 0 before they start): a sweep once they have
  * synced, and nothing per reconcile or event while the indexes hold.

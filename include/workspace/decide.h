@@ -75,6 +75,10 @@ struct decide_input {
     /* Every snapshot the backend holds for this workspace, for retention. */
     const struct snapshot_view *snapshots;
     size_t n_snapshots;
+    /* The storage config the backend holds those snapshots under (GKE: the
+     * workspace's policy's storageConfigName, "" for none); NULL: no
+     * policy, or not known yet. */
+    const char *snapshot_storage;
     /* The pod that took the accelerator the last pause released
      * (ledger_taker_pick() over the controller's pods); NULL: none seen. */
     const struct workspace_pod *accelerator_taker;

@@ -130,6 +130,7 @@
     X(CHECKPOINTING, "Checkpointing", "the application is asked to write its checkpoint")          \
     X(CANCELLED, "Cancelled", "unpaused, or the pod went, while the checkpoint was asked for")     \
     X(IN_PROGRESS, "InProgress", "the snapshot is being taken")                                    \
+    X(STORAGE_CHANGING, "StorageChanging", "older snapshots go before one under a new storage")    \
     X(READY, "Ready", "the snapshot is ready")                                                     \
     X(TIMEOUT, "Timeout", "the snapshot was not Ready within snapshot.timeout")                    \
     X(NOT_USED, "NotUsed", "the resume did not restore the last pause's Ready snapshot")           \
@@ -181,6 +182,8 @@
     X(UNWANTED_RESTORE, "UnwantedRestore", "a pod meant to start from files was restored")         \
     X(CRASH_LOOP, "CrashLoop", "a pod that was not restored crash-loops")                          \
     X(SNAPSHOT_STUCK, "SnapshotStuck", "snapshots are stuck in the backend's finalizer")           \
+    X(SNAPSHOT_STORAGE_CHANGED, "SnapshotStorageChanged",                                          \
+      "a snapshot under a new storage, older ones stuck")                                          \
     X(POD_STOPPED, "PodStopped", "a pod the status does not name stopped for good")                \
     X(POD_INTERRUPTED, "PodInterrupted", "the pod ended without the controller asking")            \
     X(HOME_LOST, "HomeLost", "the claim that held home is gone")                                   \

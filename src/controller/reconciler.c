@@ -1355,6 +1355,8 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     }
     g->in.n_snapshots =
         gke_snapshots_list(r->gke, ws->ns, ws->name, g->snap_list, MAX_SNAPSHOTS_SEEN);
+    if (gke_snapshots_storage(r->gke, ws->ns, ws->name, &g->in.snapshot_storage) != 1)
+        g->in.snapshot_storage = NULL;
     /* Once no pod is left, no trigger can still be served. */
     if (ws->deletion_ms && g->pods.n == 0)
         gke_snapshots_workspace_deleted(r->gke, ws->ns, ws->name);

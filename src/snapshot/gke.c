@@ -46,8 +46,9 @@ struct podsnapshot {
 
 /* What the cache keeps of a policy. */
 struct policy {
-    char *workspace; /* label hibernator.dev/workspace */
-    int owned;       /* it has owner references (made by an earlier version) */
+    char *workspace;      /* label hibernator.dev/workspace */
+    char *storage_config; /* spec.storageConfigName, "" when absent */
+    int owned;            /* it has owner references (made by an earlier version) */
 };
 
 struct gke_snapshots {
@@ -291,8 +292,11 @@ static int policy_decode(const cJSON *obj, void *data, void **ret, char **ret_er
         return -ENOMEM;
     const cJSON *meta = json_member(obj, "metadata");
     p->owned = cJSON_GetArraySize(json_member(meta, "ownerReferences")) > 0;
+    const char *storage = json_string(json_member(obj, "spec"), "storageConfigName");
     if (json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
-                          &p->workspace) < 0) {
+                          &p->workspace) < 0 ||
+        !(p->storage_config = strdup(storage ? storage : ""))) {
+        free(p->workspace);
         free(p);
         return -ENOMEM;
     }
@@ -306,6 +310,7 @@ static void policy_free(void *v)
     if (!p)
         return;
     free(p->workspace);
+    free(p->storage_config);
     free(p);
 }
 
@@ -564,6 +569,22 @@ static const struct cache_entry *policy_facts(const struct gke_snapshots *g, con
                                      .snapshots_left = u.snapshots,
                                      .triggers_left = u.triggers};
     return pe;
+}
+
+int gke_snapshots_storage(const struct gke_snapshots *g, const char *ns, const char *workspace,
+                          const char **ret)
+{
+    char name[NAMES_SIZE];
+    *ret = NULL;
+    if (!g || !g->started || !informer_has_synced(g->policies))
+        return -1;
+    if (names_snapshot_policy(workspace, name) < 0)
+        return 0;
+    const struct cache_entry *pe = informer_get(g->policies, ns, name);
+    if (!pe)
+        return 0;
+    *ret = ((const struct policy *)pe->obj)->storage_config;
+    return 1;
 }
 
 /* The policy of a deleted workspace goes once no PodSnapshot names it (GKE's

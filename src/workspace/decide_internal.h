@@ -73,6 +73,10 @@ struct decider {
     /* The spec changed after a capacity timeout failed the workspace. */
     int retry;
 
+    /* A pause waits for the snapshots held under the storage config the
+     * class left: retention deletes them all. */
+    int clearing_storage;
+
     /* Validation (rule 2): NULL reason when valid. */
     const char *invalid_reason;
     char *invalid_message;

@@ -418,6 +418,60 @@ void decide_snapshot_settle(struct decider *d)
     snapshot_follow(d, pod, 0);
 }
 
+/* How often a pause waiting for older snapshots to go looks again (the
+ * snapshot cache's changes wake it sooner). */
+#define STORAGE_CLEARING_RECHECK_MS 5000
+
+/* The class's storage config is not the one the workspace's snapshots are
+ * held under (it changed while they were kept). The backend frees a
+ * snapshot's files through the storage config its policy names, and the
+ * pause's snapshot brings the policy to the class's: the older snapshots
+ * go first (the running pod needs none of them), and the snapshot waits
+ * for them, up to the class's snapshot timeout from the pause's request.
+ * Past that it is taken all the same, and a Warning names those still
+ * held. Returns 1 while the pause waits (the pod keeps running). */
+static int storage_clearing(struct decider *d, const struct workspace_pod *p)
+{
+    const struct snapshot_config *sc = &d->cls->snapshot;
+    const char *held = d->in->snapshot_storage;
+    const char *wanted = sc->storage_config_name ? sc->storage_config_name : "";
+    if (!held || strcmp(held, wanted) == 0 || d->in->n_snapshots == 0)
+        return 0;
+    char names[MAX_MESSAGE / 2] = "";
+    size_t n = d->in->n_snapshots;
+    for (size_t i = 0; i < n && strlen(names) < sizeof(names) - 80; i++) {
+        const char *name = d->in->snapshots[i].name ? d->in->snapshots[i].name : "?";
+        snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", names[0] ? ", " : "",
+                 name);
+    }
+    int64_t deadline = d->st->last_pause->requested_ms + sc->timeout_ms;
+    char handle[NAMES_SIZE];
+    if (names_snapshot_handle(d->ws->name, d->st->pauses, 1, handle) < 0) {
+        decide_failed(d, -EINVAL);
+        return 1;
+    }
+    if (d->now >= deadline) {
+        decide_transition_event(
+            d, handle, "Warning", WS_EVENT_SNAPSHOT_STORAGE_CHANGED,
+            "the class's storage config changed from \"%s\" to \"%s\"; %zu older snapshot(s) "
+            "kept under \"%s\" were not gone within the snapshot timeout (%s); taking the "
+            "snapshot under \"%s\" all the same: their files may be left in the old storage "
+            "when they go",
+            held, wanted, n, held, names, wanted);
+        return 0;
+    }
+    d->clearing_storage = 1;
+    decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_STORAGE_CHANGING,
+                     "the class's storage config changed from \"%s\" to \"%s\": deleting "
+                     "the %zu snapshot(s) kept under \"%s\" (%s) before pod %s is snapshotted "
+                     "under \"%s\"; the pod keeps running",
+                     held, wanted, n, held, names, p->name, wanted);
+    decide_requeue_at(d, d->now + STORAGE_CLEARING_RECHECK_MS < deadline
+                             ? d->now + STORAGE_CLEARING_RECHECK_MS
+                             : deadline);
+    return 1;
+}
+
 /* Whether the pod may be deleted for this pause: with a backend, only once
  * its snapshot is Ready, or when it failed and the class says to pause
  * without memory. Never before. */
@@ -437,7 +491,8 @@ int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod 
     if (!running)
         return 1; /* nothing running, nothing to keep */
     if (!current) {
-        snapshot_prepare(d, p, 1);
+        if (!storage_clearing(d, p))
+            snapshot_prepare(d, p, 1);
         return 0;
     }
     if (decide_streq(sn->phase, "Ready"))
@@ -490,7 +545,7 @@ size_t decide_snapshot_retention(struct decider *d, int deleting)
                          stuck[0] ? ", " : "", v->name ? v->name : "?");
             continue;
         }
-        int drop = deleting;
+        int drop = deleting || d->clearing_storage;
         if (!drop && sc && sc->backend == SNAPSHOT_BACKEND_NONE) {
             /* The class takes snapshots no more: none can be restored under
              * it. Kept while a pause is open (the class may take its backend

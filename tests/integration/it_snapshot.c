@@ -247,6 +247,45 @@ static char *watch_end(const char *file)
     return text;
 }
 
+/* A watch of resource (selected by flag value) written to file as
+ * jsonpath lines, one per change; a deleted object's last line has the
+ * resource version of its deletion. Returns the watch's pid. */
+static pid_t watch_objects(const char *resource, const char *flag, const char *value,
+                           const char *jsonpath, const char *file)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0)
+            _exit(127);
+        dup2(fd, 1);
+        char path[300];
+        snprintf(path, sizeof(path), "jsonpath=%s{\"\\n\"}", jsonpath);
+        execlp("kubectl", "kubectl", "--kubeconfig", harness_kubeconfig(), "-n", ns, "get",
+               resource, flag, value, "-w", "-o", path, (char *)NULL);
+        _exit(127);
+    }
+    usleep(500 * 1000); /* the watch is set up */
+    return pid;
+}
+
+/* Stops a watch_objects() and returns what it wrote (the caller frees). */
+static char *watch_objects_end(pid_t pid, const char *file)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    FILE *f = fopen(file, "r");
+    assert_non_null(f);
+    char *text = calloc(1, 65536);
+    assert_non_null(text);
+    size_t n = fread(text, 1, 65535, f);
+    text[n] = '\0';
+    fclose(f);
+    unlink(file);
+    return text;
+}
+
 /* The home claim's last write as the simulator knows it, 0: none. */
 static int64_t home_written(const char *claim)
 {
@@ -1052,6 +1091,56 @@ static void test_class_changes(void **state)
     assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Ready");
     cJSON_Delete(ws);
     assert_int_equal(count_events("chg-storage", "SnapshotNotUsed"), 0);
+    /* The next pause: the snapshot kept under the old storage config goes
+     * before the policy names the new one (GKE frees a PodSnapshot's files
+     * through its policy's storage config), as an independent watch of
+     * both sees it in the API server's order (resource versions). */
+    assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\n"
+                                   "kind: PodSnapshotStorageConfig\n"
+                                   "metadata: {name: elsewhere}\n"
+                                   "spec: {snapshotStorageConfig: {gcs: {bucket: other}}}\n"),
+                     0);
+    char snaps_file[128], policy_file[128];
+    snprintf(snaps_file, sizeof(snaps_file), "/tmp/it-snapshot-snaps-%d", (int)getpid());
+    snprintf(policy_file, sizeof(policy_file), "/tmp/it-snapshot-policy-%d", (int)getpid());
+    pid_t snaps_watch = watch_objects("podsnapshots", "-l", sel,
+                                      "{.metadata.resourceVersion} {.metadata.name}", snaps_file);
+    pid_t policy_watch = watch_objects(
+        "podsnapshotpolicies", "--field-selector", "metadata.name=chg-storage-snapshots",
+        "{.metadata.resourceVersion} {.spec.storageConfigName}", policy_file);
+    set_paused("chg-storage", 1);
+    ws = wait_state("chg-storage", "Paused", 90000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    char new_sel[128];
+    snprintf(new_sel, sizeof(new_sel), "gke-pod-snapshot-triggered-by=%s",
+             str_at(ws, "status.snapshot.attempt"));
+    cJSON_Delete(ws);
+    char *snaps_seen = watch_objects_end(snaps_watch, snaps_file);
+    char *policy_seen = watch_objects_end(policy_watch, policy_file);
+    print_message("    the old snapshot as watched:\n%s    the policy as watched:\n%s", snaps_seen,
+                  policy_seen);
+    assert_int_equal(count_objects("podsnapshots", sel), 0);
+    assert_int_equal(count_objects("podsnapshots", new_sel), 1);
+    char *path = NULL;
+    assert_int_equal(
+        harness_kubectl(&path,
+                        "-n %s get podsnapshots -l %s -o "
+                        "jsonpath={.items[0].status.storageStatus.gcs.observedGCSPath}",
+                        ns, new_sel),
+        0);
+    assert_non_null(strstr(path, "gs://other/"));
+    free(path);
+    long long gone_rv = 0, moved_rv = 0;
+    for (char *line = strtok(snaps_seen, "\n"); line; line = strtok(NULL, "\n"))
+        gone_rv = atoll(line) > gone_rv ? atoll(line) : gone_rv; /* the last: its deletion */
+    for (char *line = strtok(policy_seen, "\n"); line; line = strtok(NULL, "\n"))
+        if (strstr(line, " elsewhere") && !moved_rv)
+            moved_rv = atoll(line);
+    free(snaps_seen);
+    free(policy_seen);
+    print_message("    old snapshot deleted at %lld, policy moved at %lld\n", gone_rv, moved_rv);
+    assert_true(gone_rv > 0 && moved_rv > 0);
+    assert_true(gone_rv < moved_rv);
 
     print_message("  the class deleted and made again while paused\n");
     apply_class("it-chg-gone", snap);

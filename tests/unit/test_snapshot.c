@@ -75,6 +75,7 @@ struct world {
     int has_next;
     struct workspace_pod gone; /* the pod cache's last sight of a removed pod */
     int has_gone;
+    const char *storage; /* the storage config the snapshots are held under */
 };
 
 static void world_init(struct world *w, const char *snapshot)
@@ -133,6 +134,7 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .restore_check = w->has_check ? &w->check : NULL,
         .app_checkpoint = w->has_seen ? &w->seen : NULL,
         .gone_pod = w->has_gone ? &w->gone : NULL,
+        .snapshot_storage = w->storage,
     };
     char next[NAMES_SIZE];
     if (w->has_next && workspace_snapshot_next_attempt(w->ws, next) == 1 &&
@@ -2608,6 +2610,110 @@ static void test_retention(void **state)
     world_free(&w);
 }
 
+/* The class's storage config changed while snapshots were kept under the
+ * old one: the next pause deletes them (the backend frees their files
+ * through the storage its policy names, which the pause's snapshot brings
+ * to the new one) and takes its snapshot once they are gone; the pod keeps
+ * running meanwhile. Held up past the snapshot timeout, it goes ahead and
+ * says which may be left behind. */
+static void test_storage_changed(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE); /* storageConfigName "s", timeout 10m */
+    w.storage = "old";
+    w.all[0] = (struct snapshot_view){
+        .attempt = "nb-p0-1", .phase = SNAPSHOT_PHASE_READY, .name = "older", .ready_ms = T0};
+    w.all[1] = (struct snapshot_view){
+        .attempt = "nb-pm-1", .phase = SNAPSHOT_PHASE_FAILED, .name = "failed"};
+    w.n_all = 2;
+    int64_t asked = w.now;
+    struct decide_output o;
+
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_int_equal(deletes(&o, "older"), 1);
+    assert_int_equal(deletes(&o, "failed"), 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    const struct condition *c = workspace_status_condition(&o.status, "SnapshotReady");
+    assert_non_null(c);
+    assert_string_equal(c->reason, "StorageChanging");
+    assert_non_null(strstr(c->message, "from \"old\" to \"s\""));
+    assert_non_null(strstr(c->message, "older, failed"));
+    assert_int_equal(o.requeue_after_ms, 5 * SEC);
+    assert_null(o.status.snapshot->attempt);
+    decide_output_clear(&o);
+
+    /* In the backend's finalizer: not asked again, still waiting. */
+    w.now += 5 * SEC;
+    w.all[0].deleting_ms = w.now - SEC;
+    w.all[1].deleting_ms = w.now - SEC;
+    decide(&w, &o, 1);
+    assert_int_equal(n_deletes(&o), 0);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "StorageChanging");
+    decide_output_clear(&o);
+
+    /* Gone (the policy still names the old storage): the snapshot begins,
+     * and its begin brings the policy to the new one. */
+    w.now += 20 * SEC;
+    w.n_all = 0;
+    decide(&w, &o, 1);
+    const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+    assert_non_null(b);
+    assert_string_equal(b->name, "nb-p1-1");
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "InProgress");
+    assert_null(find_event(&o, "SnapshotStorageChanged"));
+    decide_output_clear(&o);
+    world_free(&w);
+
+    /* Stuck past the snapshot timeout: taken all the same, said once. */
+    world_init(&w, GKE);
+    w.storage = "old";
+    w.all[0] = (struct snapshot_view){.attempt = "nb-p0-1",
+                                      .phase = SNAPSHOT_PHASE_READY,
+                                      .name = "older",
+                                      .ready_ms = T0,
+                                      .deleting_ms = w.now};
+    w.n_all = 1;
+    asked = w.now;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    decide_output_clear(&o);
+    w.now = asked + 10 * MIN;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    const struct action *e = find_event(&o, "SnapshotStorageChanged");
+    assert_non_null(e);
+    assert_string_equal(e->event_type, "Warning");
+    assert_non_null(strstr(e->message, "older"));
+    assert_non_null(strstr(e->message, "may be left in the old storage"));
+    decide_output_clear(&o);
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_null(find_event(&o, "SnapshotStorageChanged"));
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    decide_output_clear(&o);
+    world_free(&w);
+
+    /* The same storage, or no policy yet: the snapshot begins at once and
+     * keep decides about the older ones. */
+    const char *same[] = {"s", NULL};
+    for (size_t i = 0; i < 2; i++) {
+        world_init(&w, GKE);
+        w.storage = same[i];
+        w.all[0] = (struct snapshot_view){
+            .attempt = "nb-p0-1", .phase = SNAPSHOT_PHASE_READY, .name = "older", .ready_ms = T0};
+        w.n_all = 1;
+        decide(&w, &o, 1);
+        assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+        assert_int_equal(deletes(&o, "older"), 0);
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
 /* Deleting the workspace deletes every snapshot and does not wait for them. */
 static void test_delete_with_workspace(void **state)
 {
@@ -2806,6 +2912,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_product_no_longer_allowed),
         cmocka_unit_test(test_snapshot_hash_with_product),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_storage_changed),
         cmocka_unit_test(test_delete_with_workspace),
         cmocka_unit_test(test_delete_many_with_workspace),
         cmocka_unit_test(test_trigger_fate),
