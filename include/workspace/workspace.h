@@ -106,6 +106,7 @@ struct workspace_snapshot {
     char *pod_spec_hash;
     char *message;
     char *home_claim_uid; /* the home claim the pod used: restored only onto it */
+    char *class_name;     /* the workspace's class when it was taken */
     /* status.snapshot.appCheckpoint: the application asked to write its
      * checkpoint before the attempt named here (docs/snapshots.md). */
     char *checkpoint_attempt;        /* the attempt's handle it was asked for */

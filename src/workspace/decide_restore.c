@@ -293,6 +293,14 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
 
 /* The snapshot a resume restores from, or NULL with why (empty when the
  * class has no backend: nothing to explain). docs/snapshots.md. */
+/* The snapshot was taken under another class than the workspace's now
+ * (spec.className changed while paused). */
+static int class_moved(const struct decider *d)
+{
+    const char *then = d->st->snapshot->class_name;
+    return then && !decide_streq(then, d->ws->class_name);
+}
+
 const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
 {
     const struct workspace_status *st = d->st;
@@ -303,11 +311,20 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
         /* The class stopped taking snapshots while the workspace was paused
          * with one: said, never a silent start from files. */
         if (sn->attempt && sn->requested_ms >= st->last_pause->requested_ms &&
-            decide_streq(sn->phase, "Ready"))
-            snprintf(why, size,
-                     "class %s no longer has a snapshot backend (spec.snapshot.backend: None), "
-                     "so snapshot %s of the last pause is not restored",
-                     d->ws->class_name ? d->ws->class_name : "", sn->name ? sn->name : sn->attempt);
+            decide_streq(sn->phase, "Ready")) {
+            const char *now = d->ws->class_name ? d->ws->class_name : "";
+            if (class_moved(d))
+                snprintf(why, size,
+                         "the workspace's class changed from %s to %s since snapshot %s of the "
+                         "last pause, and class %s has no snapshot backend "
+                         "(spec.snapshot.backend: None), so the snapshot is not restored",
+                         sn->class_name, now, sn->name ? sn->name : sn->attempt, now);
+            else
+                snprintf(why, size,
+                         "class %s no longer has a snapshot backend (spec.snapshot.backend: None), "
+                         "so snapshot %s of the last pause is not restored",
+                         now, sn->name ? sn->name : sn->attempt);
+        }
         return NULL;
     }
     if (!sn->attempt || sn->requested_ms < st->last_pause->requested_ms ||
@@ -357,8 +374,15 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
         return NULL;
     }
     if (!decide_streq(hash, sn->pod_spec_hash) && !decide_streq(with_product, sn->pod_spec_hash)) {
-        snprintf(why, size,
-                 "the pod template changed since snapshot %s (image, resources or class)", name);
+        if (class_moved(d))
+            snprintf(why, size,
+                     "the pod template changed since snapshot %s: the workspace's class changed "
+                     "from %s to %s",
+                     name, st->snapshot->class_name, d->ws->class_name ? d->ws->class_name : "");
+        else
+            snprintf(why, size,
+                     "the pod template changed since snapshot %s (image, resources or class)",
+                     name);
         return NULL;
     }
     if (sn->home_claim_uid && !decide_streq(sn->home_claim_uid, st->home->claim_uid)) {

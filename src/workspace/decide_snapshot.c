@@ -34,6 +34,7 @@ static int record_attempt(struct decider *d, const char *handle, int64_t attempt
     decide_set_string(d, &sn->pod_spec_hash, hash);
     decide_set_string(d, &sn->message, NULL);
     decide_set_string(d, &sn->home_claim_uid, st->home->claim_uid);
+    decide_set_string(d, &sn->class_name, d->ws->class_name);
     /* The group the PodSnapshot gets (the backend copies the pod's label).
      * A pod of an earlier version has none: its snapshot is taken as
      * before, under a policy without groups, and restored without one. */

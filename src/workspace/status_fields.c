@@ -121,6 +121,7 @@ static const struct status_field snapshot_fields[] = {
     {.key = "podSpecHash", .kind = SF_STR, .off = SNAPSHOT(pod_spec_hash)},
     {.key = "message", .kind = SF_STR, .off = SNAPSHOT(message)},
     {.key = "homeClaimUID", .kind = SF_STR, .off = SNAPSHOT(home_claim_uid)},
+    {.key = "className", .kind = SF_STR, .off = SNAPSHOT(class_name)},
     {.key = "appCheckpoint", .kind = SF_OBJECT, .off = 0, .sub = app_checkpoint_fields},
     {.key = "group", .kind = SF_STR, .off = SNAPSHOT(group)},
     {.key = "rejectedGroup", .kind = SF_STR, .off = SNAPSHOT(rejected_group)},

@@ -2315,6 +2315,35 @@ static void test_class_backend_removed(void **state)
 }
 
 /* A resume on a home known to be lost does not promise the snapshot. */
+/* The workspace's spec.className changed while it was paused with a
+ * snapshot: the snapshot recorded the class it was taken under, and the
+ * resume names both when the new class cannot restore it. */
+static void test_workspace_class_changed(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    assert_string_equal(w.ws->status.snapshot->class_name, "gpu");
+    free(w.ws->class_name);
+    assert_non_null(w.ws->class_name = strdup("cpu"));
+    workspace_class_free(w.cls);
+    w.cls = class_from(""); /* class cpu: no snapshot backend */
+    w.ws->paused = 0;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *nu = find_event(&o, "SnapshotNotUsed");
+    assert_non_null(nu);
+    assert_non_null(strstr(nu->message, "class changed from gpu to cpu"));
+    assert_non_null(strstr(nu->message, "class cpu has no snapshot backend"));
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_null(c->snapshot);
+    assert_string_equal(cond_reason(&o.status, "Restored"), "FromCheckpoint");
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "NotUsed");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 static void test_resuming_on_lost_home(void **state)
 {
     (void)state;
@@ -2906,6 +2935,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_home_claim),
         cmocka_unit_test(test_crash_points),
         cmocka_unit_test(test_class_backend_removed),
+        cmocka_unit_test(test_workspace_class_changed),
         cmocka_unit_test(test_class_changed_mid_pause),
         cmocka_unit_test(test_resuming_on_lost_home),
         cmocka_unit_test(test_fallback_walk),
