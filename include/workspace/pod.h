@@ -18,7 +18,8 @@
  * the application's checkpoint, "false" otherwise. */
 #define FROM_CHECKPOINT_ANNOTATION "hibernator.dev/from-checkpoint"
 /* The snapshot a pod is to be restored from (GKE's annotation: the backend
- * restores the pod from the named PodSnapshot). */
+ * restores the pod from the named PodSnapshot). Every other workspace pod
+ * carries it empty: GKE then restores nothing. */
 #define RESTORE_SNAPSHOT_ANNOTATION "podsnapshot.gke.io/ps-name"
 /* On every workspace pod: its snapshot group (docs/snapshots.md, "Snapshot
  * groups"). The snapshot backend's policy groups snapshots by it and
@@ -68,9 +69,18 @@ struct workspace_pod {
     char *snapshot;              /* the snapshot it is restored from, NULL: none */
     int restored;                /* condition PodRestored=True */
     int64_t restored_ms;         /* PodRestored lastTransitionTime when True */
-    char *group;                 /* label SNAPSHOT_GROUP_LABEL, NULL: none (an older pod) */
-    int restart_count;           /* the highest of its containers' */
-    int crash_looping;           /* a container waits in CrashLoopBackOff */
+    /* Condition PodRestored=False: the backend attempted a restore and says
+     * it failed (or is pending); restore_failure is its "<reason>: <message>"
+     * (NULL: it gave neither). No PodRestored at all: no restore attempted. */
+    int restore_failed;
+    char *restore_failure;
+    char *group;       /* label SNAPSHOT_GROUP_LABEL, NULL: none (an older pod) */
+    int restart_count; /* the highest of its containers' */
+    /* The latest state.running.startedAt of its containers, 0: none running.
+     * Later than a snapshot's request: a container (re)started after it, so
+     * the process that request was for is gone. */
+    int64_t started_ms;
+    int crash_looping; /* a container waits in CrashLoopBackOff */
     /* The extended resources (a domain outside kubernetes.io, such as
      * nvidia.com/gpu) its containers ask for, the first POD_MAX_EXTENDED. */
     char *extended[POD_MAX_EXTENDED];
@@ -156,7 +166,8 @@ cJSON *workspace_pvc_build(const struct workspace *ws, const struct workspace_cl
 struct pod_build {
     const char *name;
     int from_checkpoint;  /* the checkpoint env var is set */
-    const char *snapshot; /* restore from it (the backend's annotation); NULL: none */
+    const char *snapshot; /* restore from it (the backend's annotation); NULL: none (the
+                             annotation is empty) */
     /* The accelerator product the pod is pinned to (a snapshot's); NULL: the
      * class's product. */
     const char *product;

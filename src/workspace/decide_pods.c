@@ -40,8 +40,8 @@ void decide_sort_pods(struct decider *d, int may_delete)
     if (!may_delete)
         return;
 
-    /* Stopped pods (evicted, or the app exited) are not coming back:
-     * restartPolicy Always never applies to them. */
+    /* Stopped pods (evicted, or the app exited 0 under the pods'
+     * restartPolicy OnFailure) are not coming back. */
     size_t n_extra = 0;
     for (size_t i = 0; i < in->n_pods && n_extra < MAX_EXTRA_DELETES; i++) {
         const struct workspace_pod *p = in->pods[i];

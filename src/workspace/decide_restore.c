@@ -164,7 +164,11 @@ int decide_snapshot_rejected(const struct workspace_snapshot *sn, const struct s
 int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod *p)
 {
     struct workspace_status *st = d->st;
-    if (p->snapshot || !p->restored)
+    /* PodRestored=False says a restore was attempted all the same: one
+     * that then crash-loops is that restore's crash, not the
+     * application's (a failed restore that started fresh is a pod from
+     * files as asked). */
+    if (p->snapshot || !(p->restored || (p->restore_failed && decide_crash_looping(p))))
         return 0;
     char occ[OCCASION_SIZE];
     if (!p->group && !decide_crash_looping(p)) {
@@ -197,12 +201,17 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
         st->snapshot->rejected_ms = d->now;
     }
     decide_own_delete_pod(d, p, 0);
+    char failed[MAX_MESSAGE / 2] = "";
+    if (!p->restored)
+        snprintf(failed, sizeof(failed), " (it reports the restore failed: %s)",
+                 p->restore_failure ? p->restore_failure : "PodRestored=False");
     decide_condition(
         d, WS_COND_RESTORED, COND_FALSE, WS_REASON_UNWANTED_RESTORE,
-        "pod %s was restored from a snapshot by the snapshot backend though it was to "
-        "start from files%s; its memory is older than the files: it is replaced by a pod "
+        "pod %s was %s from a snapshot by the snapshot backend though it was to "
+        "start from files%s%s; its memory is older than the files: it is replaced by a pod "
         "from files and the checkpoint once the snapshots it could come from are deleted",
-        p->name, decide_crash_looping(p) ? ", and crash-loops" : "");
+        p->name, p->restored ? "restored" : "being restored", failed,
+        decide_crash_looping(p) ? ", and crash-loops" : "");
     if (!again)
         decide_transition_event(
             d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_UNWANTED_RESTORE,
@@ -231,19 +240,22 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
         if (!st->snapshot->restore_failed_ms)
             st->snapshot->restore_failed_ms = d->now;
         decide_own_delete_pod(d, p, 0);
-        decide_condition(
-            d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
-            "pod %s crashed after its restore from snapshot %s (%d restarts); a fresh pod "
-            "starts from files and the checkpoint",
-            p->name, p->snapshot, p->restart_count);
+        char failed[MAX_MESSAGE / 2] = "";
+        if (p->restore_failed)
+            snprintf(failed, sizeof(failed), "; the backend reports the restore failed: %s",
+                     p->restore_failure ? p->restore_failure : "PodRestored=False");
+        decide_condition(d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
+                         "pod %s crashed after its restore from snapshot %s (%d restarts)%s; a "
+                         "fresh pod starts from files and the checkpoint",
+                         p->name, p->snapshot, p->restart_count, failed);
         char occ[OCCASION_SIZE];
         if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED),
                           WS_REASON_RESTORE_CRASHED))
             decide_transition_event(
                 d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_RESTORE_CRASH_LOOP,
-                "pod %s crash-loops after its restore from snapshot %s; replacing it with a "
+                "pod %s crash-loops after its restore from snapshot %s%s; replacing it with a "
                 "fresh pod from files and the checkpoint",
-                p->name, p->snapshot);
+                p->name, p->snapshot, failed);
         st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
         decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
                          "pod %s is being replaced", p->name);
@@ -262,7 +274,9 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
     if (!p->ready)
         return 0;
     int64_t ready = p->ready_ms ? p->ready_ms : d->now;
-    if (d->now < ready + RESTORE_CONDITION_GRACE_MS) {
+    /* PodRestored=False: the backend says its restore failed, and the pod
+     * runs without the memory (a cold start, said now, with its words). */
+    if (!p->restore_failed && d->now < ready + RESTORE_CONDITION_GRACE_MS) {
         decide_requeue_at(d, ready + RESTORE_CONDITION_GRACE_MS);
         /* Whether restored or cold-started, the session is there once the
          * application answers (the class has a probe for it). */
@@ -274,18 +288,22 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
                           p->name, p->snapshot);
         return 1;
     }
+    char failed[MAX_MESSAGE / 2] = "";
+    if (p->restore_failed)
+        snprintf(failed, sizeof(failed), " (the backend reports the restore failed: %s)",
+                 p->restore_failure ? p->restore_failure : "PodRestored=False");
     decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_COLD_START,
-                     "pod %s started without the state of snapshot %s; it has the files and %s to "
-                     "recover from the application's checkpoint",
-                     p->name, p->snapshot,
+                     "pod %s started without the state of snapshot %s%s; it has the files and %s "
+                     "to recover from the application's checkpoint",
+                     p->name, p->snapshot, failed,
                      d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
     char occ[OCCASION_SIZE];
     if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED), WS_REASON_COLD_START))
         decide_transition_event(
             d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_COLD_START,
-            "pod %s was not restored from snapshot %s (the backend cold-started it); the "
+            "pod %s was not restored from snapshot %s (the backend cold-started it%s); the "
             "session's memory is lost, files and the application's checkpoint remain",
-            p->name, p->snapshot);
+            p->name, p->snapshot, p->restore_failed ? ", reporting its restore failed" : "");
     if (st->last_resume->requested_ms)
         decide_set_string(d, &st->last_resume->restored_from, WS_REASON_COLD_START);
     return 0;

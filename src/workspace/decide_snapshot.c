@@ -318,9 +318,13 @@ int decide_snapshot_pending_for(const struct decider *d, const struct workspace_
  * This is the record's only source: a controller that died after acting on
  * a Ready snapshot (the pod's delete) and before its status write left
  * InProgress behind, and the next one reads the truth here, with the pod
- * running or gone (pod_kept: a pod still runs for it to retry on). A
+ * running or gone (pod_kept: a pod still runs for it to retry on;
+ * FOLLOW_POD_RESTARTED: one runs, but its container started after the
+ * attempt was asked for, so there is no session left to retry). A
  * backend that cannot say yet (its caches have not synced) decides
  * nothing. pod_name: the snapshot's pod, for the messages. */
+#define FOLLOW_POD_RESTARTED 2
+
 static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kept)
 {
     int64_t timeout_ms = snapshot_timeout_ms(d);
@@ -377,8 +381,12 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
         decide_streq(reason, WS_REASON_FAILED) ? WS_EVENT_SNAPSHOT_FAILED
                                                : WS_EVENT_SNAPSHOT_TIMEOUT,
         "%s; %s", msg,
-        !pod_kept        ? "no running pod is left to snapshot: pausing without memory "
-                           "(files and the application's checkpoint)"
+        !pod_kept ? "no running pod is left to snapshot: pausing without memory "
+                    "(files and the application's checkpoint)"
+        : pod_kept == FOLLOW_POD_RESTARTED
+            ? "its container started again after the snapshot was asked for, so the session "
+              "it was to keep is gone: pausing without memory (files and the application's "
+              "checkpoint)"
         : !d->ws->paused ? "the workspace was unpaused: the pod runs on"
         : without_memory ? "pausing without memory (files and the application's checkpoint)"
                          : "the pod keeps running and the snapshot is tried again "
@@ -487,8 +495,13 @@ int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod 
         return 1;
     int current = decide_snapshot_current(st);
     int running = decide_pod_is_scheduled(p) && p->ready;
+    /* The container started again after the attempt was asked for (a crash
+     * restarted it, or the backend's stop did under a restart policy that
+     * restarts): the session the pause was for is gone, and a new attempt
+     * would keep a fresh process as if it were that session. */
+    int restarted = current && p->started_ms > sn->requested_ms;
     if (current)
-        snapshot_follow(d, p->name, running);
+        snapshot_follow(d, p->name, running && restarted ? FOLLOW_POD_RESTARTED : running);
     if (!running)
         return 1; /* nothing running, nothing to keep */
     if (!current) {
@@ -502,6 +515,26 @@ int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod 
         return 0; /* snapshot_follow() asked for the re-check */
     if (!class_snapshots(d) || sc->on_failure == SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY)
         return 1;
+    if (restarted) {
+        char at[TIMEFMT_RFC3339_SIZE];
+        timefmt_rfc3339_text(p->started_ms, at);
+        decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_FAILED,
+                         "%s; pod %s's container started again at %s, after the snapshot was "
+                         "asked for: its session is gone, so no new snapshot is taken",
+                         sn->message ? sn->message : "the snapshot failed", p->name, at);
+        /* Restarted while the retry waited: said once (the failure's own
+         * Event said it when the restart came first). */
+        char occ[OCCASION_SIZE];
+        snprintf(occ, sizeof(occ), "restarted-%s", sn->attempt);
+        if (!decide_streq(d->old->snapshot->phase, "InProgress"))
+            decide_transition_event(
+                d, occ, "Warning", WS_EVENT_SNAPSHOT_FAILED,
+                "pod %s's container started again at %s, after snapshot %s was asked for: the "
+                "session it was to keep is gone; pausing without memory (files and the "
+                "application's checkpoint)",
+                p->name, at, sn->attempt);
+        return 1;
+    }
     /* Retry: a new attempt once retryAfter has passed since the failure. */
     int64_t failed_at = sn->failed_ms ? sn->failed_ms : d->now;
     if (d->now >= failed_at + sc->retry_after_ms)

@@ -25,6 +25,7 @@ static int64_t deletion_ms(const cJSON *meta)
 /* What the pod itself says about why it ends, kept for workspace_pod_end(). */
 struct pod_end_text {
     const char *disruption_reason, *disruption_message, *terminated_reason;
+    const char *restore_reason, *restore_message; /* PodRestored=False */
 };
 
 static void decode_conditions(const cJSON *status, struct workspace_pod *p, const char **ret_msg,
@@ -52,6 +53,11 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
         } else if (strcmp(type, POD_RESTORED_CONDITION) == 0) {
             p->restored = is_true;
             p->restored_ms = is_true ? json_time_ms(c, "lastTransitionTime") : 0;
+            if (strcmp(st, "False") == 0) {
+                p->restore_failed = 1;
+                end->restore_reason = json_string(c, "reason");
+                end->restore_message = json_string(c, "message");
+            }
         } else if (strcmp(type, "DisruptionTarget") == 0 && is_true) {
             end->disruption_reason = json_string(c, "reason");
             end->disruption_message = json_string(c, "message");
@@ -64,11 +70,15 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
         int64_t n = json_int(cs, "restartCount");
         if (n > p->restart_count)
             p->restart_count = (int)(n > 1000000 ? 1000000 : n);
+        int64_t started =
+            json_time_ms(json_member(json_member(cs, "state"), "running"), "startedAt");
+        if (started > p->started_ms)
+            p->started_ms = started;
         const char *why = json_string(json_member(json_member(cs, "state"), "waiting"), "reason");
         if (why && strcmp(why, "CrashLoopBackOff") == 0)
             p->crash_looping = 1;
         /* The container's end as it is now, else the last one (an
-         * OOM-killed container restarts under restartPolicy Always). */
+         * OOM-killed container restarts under restartPolicy OnFailure). */
         const char *term =
             json_string(json_member(json_member(cs, "state"), "terminated"), "reason");
         if (!term)
@@ -76,6 +86,27 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
         if (term && (!end->terminated_reason || strcmp(term, "OOMKilled") == 0))
             end->terminated_reason = term;
     }
+}
+
+/* p->restore_failure from PodRestored=False: "<reason>: <message>", or
+ * either alone. Returns 0 or -ENOMEM. */
+static int decode_restore_failure(const struct pod_end_text *end, struct workspace_pod *p)
+{
+    if (!p->restore_failed)
+        return 0;
+    const char *r = end->restore_reason && end->restore_reason[0] ? end->restore_reason : NULL;
+    const char *m = end->restore_message && end->restore_message[0] ? end->restore_message : NULL;
+    if (!r && !m)
+        return 0;
+    size_t n = (r ? strlen(r) : 0) + (m ? strlen(m) : 0) + 3;
+    if (n > 1024)
+        n = 1024; /* a condition's message is the backend's: one line of it is enough */
+    p->restore_failure = malloc(n);
+    if (!p->restore_failure)
+        return -ENOMEM;
+    snprintf(p->restore_failure, n, "%s%s%s", r ? r : "", r && m ? ": " : "", m ? m : "");
+    workspace_message_one_line(p->restore_failure);
+    return 0;
 }
 
 /* Extended resources are named <domain>/<name> with a domain outside
@@ -170,6 +201,10 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         free(p);
         return NULL;
     }
+    if (p->snapshot && !p->snapshot[0]) { /* the bypass: no snapshot named */
+        free(p->snapshot);
+        p->snapshot = NULL;
+    }
     decode_conditions(status, p, &unschedulable_msg, &end);
     if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
         json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
@@ -187,7 +222,7 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(status, "reason"), &p->status_reason) < 0 ||
         json_dup_optional(json_string(status, "message"), &p->status_message) < 0 ||
         json_dup_optional(end.terminated_reason, &p->terminated_reason) < 0 ||
-        decode_extended(spec, p) < 0) {
+        decode_extended(spec, p) < 0 || decode_restore_failure(&end, p) < 0) {
         workspace_pod_free(p);
         return NULL;
     }
@@ -207,6 +242,7 @@ void workspace_pod_free(void *pod)
     free(p->node_name);
     free(p->pod_ip);
     free(p->snapshot);
+    free(p->restore_failure);
     free(p->phase);
     free(p->unschedulable_message);
     free(p->disruption_reason);
@@ -435,8 +471,10 @@ static void build_metadata(struct writer *w, cJSON *obj, const struct workspace 
     if (b) {
         cJSON *ann = add_obj(w, meta, "annotations");
         add_str(w, ann, FROM_CHECKPOINT_ANNOTATION, b->from_checkpoint ? "true" : "false");
-        if (b->snapshot)
-            add_str(w, ann, RESTORE_SNAPSHOT_ANNOTATION, b->snapshot);
+        /* Empty: GKE attempts no restore at all, not even of a snapshot a
+         * policy's selector would pick (gke-labs/pod-migration's
+         * pod_gate_controller.go, "the explicit empty-string bypass"). */
+        add_str(w, ann, RESTORE_SNAPSHOT_ANNOTATION, b->snapshot ? b->snapshot : "");
         if (b->capacity_fallback)
             add_str(w, ann, CAPACITY_FALLBACK_ANNOTATION, "true");
     }
@@ -656,7 +694,12 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
     if (c->runtime_class_name)
         add_str(&w, spec, "runtimeClassName", c->runtime_class_name);
     add_num(&w, spec, "terminationGracePeriodSeconds", (double)c->pause_grace_seconds);
-    add_str(&w, spec, "restartPolicy", "Always");
+    /* GKE's postCheckpoint: stop ends the container with exit 0 (the
+     * kubelet then reports the pod Succeeded, gke-labs/pod-migration's
+     * pod_status_webhook.go): under OnFailure that is final, so nothing of
+     * the checkpointed session runs again on the pod, while a crash is still
+     * restarted in place (docs/snapshots.md, "The pod's restart policy"). */
+    add_str(&w, spec, "restartPolicy", "OnFailure");
     /* The notebook runs the user's code: it gets no API credentials and no
      * environment full of other services' addresses. */
     add_bool(&w, spec, "automountServiceAccountToken", 0);

@@ -21,6 +21,8 @@
  *                              front of the real pod: the controller reports
  *                              FromSnapshot, the process is new, the drill
  *                              says COLD START and why
+ *   test_restart_policy        a container exiting 0 under each restart
+ *                              policy, as the real kubelet reports it
  *
  * Needs the real node (HIBERNATOR_REAL_NODE, from the cluster's env) and
  * the canary image imported into its containerd; skips without the node
@@ -383,6 +385,80 @@ static void test_sigterm_checkpoint(void **state)
 /* After each test, passed or not: the controller and simulator stopped, the
  * test's workspaces (their finalizers, with no controller left to remove
  * them), namespace, class and storage config deleted. */
+/* A pod on the real node whose container exits 0 after a moment, as GKE's
+ * postCheckpoint: stop ends a workspace's container. */
+static void exiting_pod(const char *name, const char *restart)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: v1\nkind: Pod\n"
+                      "metadata: {name: %s, namespace: %s}\n"
+                      "spec:\n"
+                      "  restartPolicy: %s\n"
+                      "  terminationGracePeriodSeconds: 1\n"
+                      "  tolerations: [{key: hibernator.dev/real-node, operator: Equal, "
+                      "value: \"true\", effect: NoSchedule}]\n"
+                      "  containers: [{name: main, image: \"%s\", imagePullPolicy: Never,\n"
+                      "    command: [/bin/sh, -c, \"sleep 2; exit 0\"]}]\n",
+                      name, ns, restart, CANARY_IMAGE),
+        0);
+}
+
+/* "Running <n> 0" with n >= 1: running again (or waiting to), restarted
+ * after an exit 0, not yet ended again. */
+static int always_restarted(const char *seen)
+{
+    int n = 0;
+    char tail[8] = "";
+    return seen && sscanf(seen, "Running %d %7s", &n, tail) == 2 && n >= 1 &&
+           strcmp(tail, "0") == 0;
+}
+
+/* The real kubelet's side of the workspace pods' restart policy
+ * (docs/snapshots.md, "The pod's restart policy"): a container that exits
+ * 0 stays ended under OnFailure (the controller's choice) and Never, the
+ * pod Succeeded with restartCount 0; under Always the kubelet starts it
+ * again, the pod stays Running and restartCount rises, which is why the
+ * workspace pods do not use Always. */
+static void test_restart_policy(void **state)
+{
+    (void)state;
+    ns = harness_namespace("restart-policy");
+    exiting_pod("exit0-onfailure", "OnFailure");
+    exiting_pod("exit0-never", "Never");
+    exiting_pod("exit0-always", "Always");
+    uint64_t end = harness_now_ms() + 120000;
+    int done = 0;
+    char *onfailure = NULL, *never = NULL, *always = NULL;
+    const char *jsonpath = "{.status.phase} {.status.containerStatuses[0].restartCount} "
+                           "{.status.containerStatuses[0].state.terminated.exitCode}"
+                           "{.status.containerStatuses[0].lastState.terminated.exitCode}";
+    while (!done && harness_now_ms() < end) {
+        free(onfailure);
+        free(never);
+        free(always);
+        onfailure = never = always = NULL;
+        harness_kubectl(&onfailure, "-n %s get pod exit0-onfailure -o jsonpath='%s'", ns, jsonpath);
+        harness_kubectl(&never, "-n %s get pod exit0-never -o jsonpath='%s'", ns, jsonpath);
+        harness_kubectl(&always, "-n %s get pod exit0-always -o jsonpath='%s'", ns, jsonpath);
+        done = onfailure && strncmp(onfailure, "Succeeded", 9) == 0 && never &&
+               strncmp(never, "Succeeded", 9) == 0 && always &&
+               strncmp(always, "Running 1", 9) == 0;
+        if (!done)
+            usleep(500 * 1000);
+    }
+    print_message("  phase, restartCount, exit code as the kubelet reports them:\n"
+                  "    OnFailure: %s\n    Never:     %s\n    Always:    %s\n",
+                  onfailure ? onfailure : "?", never ? never : "?", always ? always : "?");
+    assert_string_equal(onfailure, "Succeeded 0 0");
+    assert_string_equal(never, "Succeeded 0 0");
+    if (!always_restarted(always))
+        fail_msg("under Always: %s, wanted Running, restartCount 1 or more, exit code 0",
+                 always ? always : "?");
+    free(onfailure);
+    free(never);
+    free(always);
+}
+
 static int cleanup(void **state)
 {
     (void)state;
@@ -474,6 +550,7 @@ int main(void)
         cmocka_unit_test_teardown(test_sigterm_checkpoint, cleanup),
         cmocka_unit_test_teardown(test_drill_files, cleanup),
         cmocka_unit_test_teardown(test_drill_simulated, cleanup),
+        cmocka_unit_test_teardown(test_restart_policy, cleanup),
     };
     /* IT_ONLY=<pattern>: run only the tests whose names match. */
     if (getenv("IT_ONLY"))

@@ -271,18 +271,27 @@ static int count_lines(const char *s)
 /* ---- making things --------------------------------------------------------------- */
 
 /* A pod kwok runs. labels and annotations are YAML flow-map bodies ("a: b, c: d"). */
-static void create_pod(const char *name, const char *labels, const char *annotations,
-                       const char *image)
+/* restart: the pod's restartPolicy (NULL: the API server's default, Always). */
+static void create_pod_restarting(const char *name, const char *labels, const char *annotations,
+                                  const char *image, const char *restart)
 {
     assert_int_equal(harness_apply("apiVersion: v1\nkind: Pod\n"
                                    "metadata:\n  name: %s\n  namespace: %s\n"
                                    "  labels: {%s}\n  annotations: {%s}\n"
                                    "spec:\n"
+                                   "  restartPolicy: %s\n"
                                    "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
                                    "effect: NoSchedule}]\n"
                                    "  containers: [{name: main, image: \"%s\"}]\n",
-                                   name, ns, labels, annotations ? annotations : "", image),
+                                   name, ns, labels, annotations ? annotations : "",
+                                   restart ? restart : "Always", image),
                      0);
+}
+
+static void create_pod(const char *name, const char *labels, const char *annotations,
+                       const char *image)
+{
+    create_pod_restarting(name, labels, annotations, image, NULL);
 }
 
 /* The same, and waits until it is Ready. */
@@ -703,6 +712,55 @@ static void test_crash_loop(void **state)
     assert_true(restarts >= 3);
 }
 
+/* A restore that fails before the checkpointed process runs: PodRestored=False
+ * (reason FailedToRestore) with a Warning event, or no condition at all;
+ * either way the container crash-loops. */
+static void test_restore_failed(void **state)
+{
+    (void)state;
+    char name[128], ann[400];
+    ready_snapshot("rf-src", "app: nb", NULL, "it.invalid/restore-failed:1", name);
+    static const char *const modes[] = {"restore-failed", "restore-failed-silent"};
+    for (int i = 0; i < 2; i++) {
+        char pod_name[64], what[100];
+        snprintf(pod_name, sizeof(pod_name), "rf-dst-%d", i);
+        snprintf(what, sizeof(what), "pod %s", pod_name);
+        snprintf(ann, sizeof(ann),
+                 "podsnapshot.gke.io/ps-name: %s, simulator.hibernator.dev/mode: %s", name,
+                 modes[i]);
+        create_pod(pod_name, "app: nb", ann, "it.invalid/restore-failed:1");
+        uint64_t end = harness_now_ms() + 30000;
+        double restarts = 0;
+        cJSON *pod = NULL;
+        while (harness_now_ms() < end && restarts < 2) {
+            cJSON_Delete(pod);
+            pod = get_json(what);
+            const cJSON *cs = cJSON_GetArrayItem(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "status"),
+                                                 "containerStatuses"),
+                0);
+            restarts = num_at(cs, "restartCount");
+            if (restarts < 2)
+                usleep(300 * 1000);
+        }
+        print_message("  %s: restart count %.0f, PodRestored %s\n", modes[i], restarts,
+                      condition(pod, "PodRestored") ? condition_field(pod, "PodRestored", "status")
+                                                    : "absent");
+        assert_true(restarts >= 2);
+        assert_true(cond_matches(pod, "Ready", "False", NULL));
+        if (i == 0) {
+            assert_true(cond_matches(pod, "PodRestored", "False", "FailedToRestore"));
+            assert_non_null(strstr(condition_field(pod, "PodRestored", "message"), name));
+            char *ev = events_of(pod_name);
+            assert_non_null(strstr(ev, "OCI runtime restore failed"));
+            free(ev);
+        } else {
+            assert_null(condition(pod, "PodRestored"));
+        }
+        cJSON_Delete(pod);
+    }
+}
+
 static void test_delete(void **state)
 {
     (void)state;
@@ -742,12 +800,95 @@ static void test_stuck_finalizer(void **state)
     assert_true(gone(what, 10000));
 }
 
+/* The container's restartCount and its last (or current) termination's exit code. */
+static void container_end(const cJSON *pod, int64_t *restarts, const char **state,
+                          int64_t *exit_code)
+{
+    const cJSON *cs = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "status"),
+                                         "containerStatuses"),
+        0);
+    assert_non_null(cs);
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(cs, "restartCount");
+    *restarts = cJSON_IsNumber(n) ? (int64_t)n->valuedouble : -1;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cs, "state");
+    *state = cJSON_GetObjectItemCaseSensitive(st, "running")      ? "running"
+             : cJSON_GetObjectItemCaseSensitive(st, "terminated") ? "terminated"
+                                                                  : "waiting";
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(st, "terminated");
+    if (!t)
+        t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cs, "lastState"),
+                                             "terminated");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(t, "exitCode");
+    *exit_code = cJSON_IsNumber(code) ? (int64_t)code->valuedouble : -1;
+}
+
+/* postCheckpoint: stop ends the container with exit 0 once the checkpoint
+ * is taken; what follows is the kubelet's restart policy (the real node's
+ * test it_restart_policy shows the kubelet's side): under OnFailure and
+ * Never the pod is Succeeded, under Always the container runs again. */
 static void test_post_checkpoint_stop(void **state)
 {
     (void)state;
+    static const struct {
+        const char *pod, *restart, *phase, *state;
+        int64_t restarts;
+    } rows[] = {
+        {"stop-onfailure", "OnFailure", "Succeeded", "terminated", 0},
+        {"stop-never", "Never", "Succeeded", "terminated", 0},
+        {"stop-always", "Always", "Running", "running", 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char name[128], trigger[100], what[200];
+        create_pod_restarting(rows[i].pod, "app: stop", NULL, "it.invalid/stop:1", rows[i].restart);
+        assert_int_equal(harness_kubectl(NULL,
+                                         "-n %s wait --for=condition=Ready pod/%s --timeout=60s",
+                                         ns, rows[i].pod),
+                         0);
+        snprintf(trigger, sizeof(trigger), "t-%s", rows[i].pod);
+        snapshot_of(trigger, rows[i].pod, name);
+        snprintf(what, sizeof(what), "podsnapshot %s", name);
+        cJSON_Delete(wait_cond(what, "Ready", "True", "AllSnapshotsAvailable", 30000));
+        /* Ready comes after the stop: the pod shows it by now, and again
+         * a while later (a restarted container is not stopped twice). */
+        for (int look = 0; look < 2; look++) {
+            if (look)
+                usleep(2000 * 1000);
+            snprintf(what, sizeof(what), "pod %s", rows[i].pod);
+            cJSON *pod = get_json(what);
+            int64_t restarts, code;
+            const char *cstate;
+            container_end(pod, &restarts, &cstate, &code);
+            print_message("  restartPolicy %s: phase %s, container %s, restartCount %lld, exit "
+                          "code %lld\n",
+                          rows[i].restart, str_at(pod, "status.phase"), cstate, (long long)restarts,
+                          (long long)code);
+            assert_string_equal(str_at(pod, "status.phase"), rows[i].phase);
+            assert_string_equal(cstate, rows[i].state);
+            assert_int_equal(restarts, rows[i].restarts);
+            assert_int_equal(code, 0);
+            cJSON_Delete(pod);
+        }
+    }
+}
+
+/* ps-name "" is GKE's explicit bypass: no restore, not even from a
+ * snapshot the policy would pick by itself, and nothing said about it. */
+static void test_restore_bypass(void **state)
+{
+    (void)state;
     char name[128];
-    ready_snapshot("stop-1", "app: stop", NULL, "it.invalid/stop:1", name);
-    cJSON_Delete(wait_path("pod stop-1", "status.phase", "Succeeded", 20000));
+    ready_snapshot("by-src", "app: nb", NULL, "it.invalid/bypass:1", name);
+    make_pod("by-new", "app: nb", "podsnapshot.gke.io/ps-name: \"\"", "it.invalid/bypass:1");
+    assert_not_restored("by-new");
+    char *ev = events_of("by-new");
+    assert_string_equal(ev, "");
+    free(ev);
+    /* The same pod without the annotation is restored (the control). */
+    make_pod("by-control", "app: nb", NULL, "it.invalid/bypass:1");
+    cJSON *pod = wait_cond("pod by-control", "PodRestored", "True", NULL, 30000);
+    assert_non_null(strstr(condition_field(pod, "PodRestored", "message"), name));
+    cJSON_Delete(pod);
 }
 
 /* A pod of the given policy's label mounting claim (created here), Ready. */
@@ -764,6 +905,7 @@ static void make_pod_with_home(const char *name, const char *labels, const char 
         harness_apply("apiVersion: v1\nkind: Pod\n"
                       "metadata:\n  name: %s\n  namespace: %s\n  labels: {%s}\n"
                       "spec:\n"
+                      "  restartPolicy: OnFailure\n"
                       "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
                       "effect: NoSchedule}]\n"
                       "  volumes: [{name: home, persistentVolumeClaim: {claimName: %s}}]\n"
@@ -1322,9 +1464,11 @@ int main(void)
         cmocka_unit_test(test_restore),
         cmocka_unit_test(test_cold_start),
         cmocka_unit_test(test_implicit_restore),
+        cmocka_unit_test(test_restore_bypass),
         cmocka_unit_test(test_grouping),
         cmocka_unit_test(test_gpu_model),
         cmocka_unit_test(test_crash_loop),
+        cmocka_unit_test(test_restore_failed),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_stuck_finalizer),
         cmocka_unit_test(test_post_checkpoint_stop),

@@ -641,18 +641,27 @@ static void test_checkpoint_failed(void **state)
 static void test_cold_start_and_crash_loop(void **state)
 {
     (void)state;
-    apply_ws("cold", "it-cpu-snap", 0, NULL);
-    apply_ws("crash", "it-cpu-snap", 0, NULL);
-    cJSON_Delete(wait_state("cold", "Running", 60000));
-    cJSON_Delete(wait_state("crash", "Running", 60000));
-    set_paused("cold", 1);
-    set_paused("crash", 1);
-    cJSON_Delete(wait_state("cold", "Paused", 60000));
-    cJSON_Delete(wait_state("crash", "Paused", 60000));
-    simulator_set_mode("cold-2", "cold-start");
-    simulator_set_mode("crash-2", "crash-loop");
-    set_paused("cold", 0);
-    set_paused("crash", 0);
+    /* crash: PodRestored=True, then a crash loop; rfail: the restore fails
+     * (PodRestored=False/FailedToRestore) and crash-loops; rsilent: the
+     * same without any PodRestored. */
+    static const char *const names[] = {"cold", "crash", "rfail", "rsilent"};
+    static const char *const modes[] = {"cold-start", "crash-loop", "restore-failed",
+                                        "restore-failed-silent"};
+    for (int i = 0; i < 4; i++)
+        apply_ws(names[i], "it-cpu-snap", 0, NULL);
+    for (int i = 0; i < 4; i++)
+        cJSON_Delete(wait_state(names[i], "Running", 60000));
+    for (int i = 0; i < 4; i++)
+        set_paused(names[i], 1);
+    for (int i = 0; i < 4; i++)
+        cJSON_Delete(wait_state(names[i], "Paused", 60000));
+    for (int i = 0; i < 4; i++) {
+        char pod[64];
+        snprintf(pod, sizeof(pod), "%s-2", names[i]);
+        simulator_set_mode(pod, modes[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        set_paused(names[i], 0);
 
     /* The crashed restore's snapshot is deleted; its trigger, through which
      * the controller sees it, stays until GKE has let the PodSnapshot go, so
@@ -670,6 +679,30 @@ static void test_cold_start_and_crash_loop(void **state)
     assert_non_null(strstr(reasons, "RestoreCrashLoop,"));
     free(reasons);
     assert_true(live_pods("crash") <= 1);
+
+    /* A restore that failed is replaced the same way, whether the backend
+     * said so (its words kept) or said nothing. */
+    for (int i = 2; i < 4; i++) {
+        ws = wait_reason(names[i], "Restored", "FromCheckpoint", 90000);
+        const char *msg = cond_field(ws, "Restored", "message");
+        print_message("  %s: %s\n", modes[i], msg);
+        assert_non_null(strstr(msg, "crashed"));
+        cJSON_Delete(ws);
+        char *said = NULL;
+        harness_kubectl(&said,
+                        "-n %s get events --field-selector involvedObject.name=%s,"
+                        "involvedObject.kind=Workspace,reason=RestoreCrashLoop "
+                        "-o jsonpath='{.items[*].message}'",
+                        ns, names[i]);
+        print_message("  %s: RestoreCrashLoop: %s\n", modes[i], said ? said : "");
+        /* The backend's own words, where it said any. */
+        assert_true(said && (strstr(said, "FailedToRestore") != NULL) == (i == 2));
+        free(said);
+        reasons = event_reasons(names[i]);
+        assert_non_null(strstr(reasons, "RestoreCrashLoop,"));
+        free(reasons);
+        assert_true(live_pods(names[i]) <= 1);
+    }
 
     /* Ready without PodRestored: a cold start, said once. */
     ws = wait_reason("cold", "Restored", "ColdStart", 90000);

@@ -124,12 +124,22 @@ enum mode {
     MODE_STUCK_FINALIZER,
     MODE_TRIGGER_ERROR,
     MODE_HANG,
+    MODE_RESTORE_FAILED,
+    MODE_RESTORE_FAILED_SILENT,
     MODE_COUNT,
 };
 
 static const char *const mode_names[MODE_COUNT] = {
-    "ok",         "checkpoint-failed", "slow",          "cold-start",
-    "crash-loop", "stuck-finalizer",   "trigger-error", "hang",
+    "ok",
+    "checkpoint-failed",
+    "slow",
+    "cold-start",
+    "crash-loop",
+    "stuck-finalizer",
+    "trigger-error",
+    "hang",
+    "restore-failed",
+    "restore-failed-silent",
 };
 
 static enum mode mode_parse(const char *s)
@@ -1244,6 +1254,8 @@ static void snapshot_begin(struct sim *s, const char *key, const char *ns, const
                 KUBE_PATCH_MERGE, built(failed, p), left > 0 ? left : 1);
 }
 
+static int stopped_since(const cJSON *pod, int64_t since_ms);
+
 /* The checkpoint's outcome, once its time has come. */
 static void pod_complete(struct sim *s, const char *key, const char *ns, const char *name,
                          const cJSON *pod, int64_t requeue_ms);
@@ -1273,9 +1285,10 @@ static void snapshot_complete(struct sim *s, const char *key, const char *ns, co
     const cJSON *source = cached(s, INF_PODS, ns, pod);
     const char *source_uid = source ? STR(source, "metadata", "uid") : NULL;
     const char *source_phase = source ? STR(source, "status", "phase") : NULL;
-    int source_runs = source && !deleting(source) && source_uid && pod_uid &&
-                      strcmp(source_uid, pod_uid) == 0 && source_phase &&
-                      strcmp(source_phase, "Running") == 0;
+    int source_runs =
+        source && !deleting(source) && source_uid && pod_uid && strcmp(source_uid, pod_uid) == 0 &&
+        source_phase && strcmp(source_phase, "Running") == 0 &&
+        !stopped_since(source, json_time_ms(AT(snap, "metadata"), "creationTimestamp"));
     if (m != MODE_CHECKPOINT_FAILED && post && strcmp(post, "stop") == 0 && source_runs) {
         pod_complete(s, key, ns, pod, source, 200);
         return;
@@ -1395,10 +1408,18 @@ static int64_t restart_count(const cJSON *pod, const char *container)
     return 0;
 }
 
-/* Container statuses, one for each container: running is 0 for crash-looping
- * (waiting in CrashLoopBackOff after one more crash), 1 for completed. */
-static cJSON *container_statuses(const cJSON *pod, int completed, int64_t now)
+/* How a pod's containers ended, for container_statuses(). */
+enum container_end {
+    CONTAINERS_CRASHED,   /* waiting in CrashLoopBackOff after one more crash */
+    CONTAINERS_COMPLETED, /* terminated with exit code 0, not restarted */
+    CONTAINERS_RESTARTED, /* exited 0 and restarted by the kubelet (restartPolicy Always) */
+};
+
+/* Container statuses, one for each container, as the kubelet writes them
+ * after the containers ended as end says. */
+static cJSON *container_statuses(const cJSON *pod, enum container_end end, int64_t now)
 {
+    int completed = end == CONTAINERS_COMPLETED;
     char when[TIMEFMT_RFC3339_SIZE];
     fmt_time(now, when);
     int failed = 0;
@@ -1408,13 +1429,25 @@ static cJSON *container_statuses(const cJSON *pod, int completed, int64_t now)
     {
         const char *name = json_string(c, "name");
         int64_t restarts = restart_count(pod, name) + (completed ? 0 : 1);
+        int restarted = end == CONTAINERS_RESTARTED;
         cJSON *cs = cJSON_CreateObject();
         put_str(&failed, cs, "name", name);
         put_str(&failed, cs, "image", json_string(c, "image"));
         put_str(&failed, cs, "imageID", "");
-        put_bool(&failed, cs, "ready", 0);
-        put_bool(&failed, cs, "started", 0);
+        put_bool(&failed, cs, "ready", restarted);
+        put_bool(&failed, cs, "started", restarted);
         put_num(&failed, cs, "restartCount", (double)restarts);
+        if (restarted) {
+            /* The kubelet started it again: running, its exit 0 the last state. */
+            put_str(&failed, put_obj(&failed, put_obj(&failed, cs, "state"), "running"),
+                    "startedAt", when);
+            cJSON *t = put_obj(&failed, put_obj(&failed, cs, "lastState"), "terminated");
+            put_num(&failed, t, "exitCode", 0);
+            put_str(&failed, t, "reason", "Completed");
+            put_str(&failed, t, "finishedAt", when);
+            push(&failed, list, cs);
+            continue;
+        }
         cJSON *state = put_obj(&failed, cs, "state");
         if (completed) {
             cJSON *t = put_obj(&failed, state, "terminated");
@@ -1473,7 +1506,7 @@ static void pod_crash_again(struct sim *s, const char *key, const char *ns, cons
     int failed = 0;
     cJSON *st = NULL;
     cJSON *p = pod_status_patch(pod, &st);
-    put_item(&failed, st, "containerStatuses", container_statuses(pod, 0, now));
+    put_item(&failed, st, "containerStatuses", container_statuses(pod, CONTAINERS_CRASHED, now));
     log_debug("restored pod crashes again", "namespace", ns, "pod", name);
     write_patch(s, key, "pod crash loop", &KUBE_RESOURCE_PODS, ns, name, "status", KUBE_PATCH_MERGE,
                 built(failed, p), s->o.restart_interval_ms);
@@ -1534,9 +1567,25 @@ static void pod_terminating(struct sim *s, const char *ns, const cJSON *pod)
     }
 }
 
-/* postCheckpoint: stop. A snapshot of this very pod (same UID) is Ready. */
+/* The pod's containers already exited 0 at or after since_ms (the stop was
+ * played: a restart under Always left it running). */
+static int stopped_since(const cJSON *pod, int64_t since_ms)
+{
+    const cJSON *cs;
+    cJSON_ArrayForEach(cs, AT(pod, "status", "containerStatuses"))
+    {
+        const cJSON *t = AT(cs, "lastState", "terminated");
+        if (t && json_int(t, "exitCode") == 0 && json_time_ms(t, "finishedAt") >= since_ms)
+            return 1;
+    }
+    return 0;
+}
+
+/* postCheckpoint: stop. A snapshot of this very pod (same UID) is
+ * checkpointed, and the stop is not yet played. */
 struct stop_search {
     const char *ns, *pod_uid;
+    const cJSON *pod;
     int found;
 };
 
@@ -1545,7 +1594,8 @@ static void stop_visit(void *data, const struct cache_entry *e)
     struct stop_search *ss = data;
     const char *uid = annotation(e->obj, ANN_ORIGIN_UID), *post = annotation(e->obj, ANN_POST);
     if (strcmp(e->ns, ss->ns) == 0 && uid && strcmp(uid, ss->pod_uid) == 0 && post &&
-        strcmp(post, "stop") == 0 && condition_is(e->obj, "Checkpoint", "True"))
+        strcmp(post, "stop") == 0 && condition_is(e->obj, "Checkpoint", "True") &&
+        !stopped_since(ss->pod, json_time_ms(AT(e->obj, "metadata"), "creationTimestamp")))
         ss->found = 1;
 }
 
@@ -1556,13 +1606,26 @@ static void pod_complete(struct sim *s, const char *key, const char *ns, const c
     int failed = 0;
     cJSON *st = NULL;
     cJSON *p = pod_status_patch(pod, &st);
+    /* The kubelet's rule for a container that exits 0: restarted under
+     * Always (the default), final under OnFailure and Never, and the pod
+     * Succeeded once all its containers are. */
+    const char *policy = STR(pod, "spec", "restartPolicy");
+    if (!policy || strcmp(policy, "Always") == 0) {
+        put_item(&failed, st, "containerStatuses",
+                 container_statuses(pod, CONTAINERS_RESTARTED, now));
+        log_info("checkpointed pod's container exits and is restarted (restartPolicy Always)",
+                 "namespace", ns, "pod", name);
+        write_patch(s, key, "pod container restarted", &KUBE_RESOURCE_PODS, ns, name, "status",
+                    KUBE_PATCH_MERGE, built(failed, p), requeue_ms);
+        return;
+    }
     cJSON *ready = conditions_with(AT(pod, "status", "conditions"), "Ready", "False",
                                    "PodCompleted", "", -1, now);
     failed |= !ready;
     put_item(&failed, st, "conditions",
              conditions_with(ready, "ContainersReady", "False", "PodCompleted", "", -1, now));
     cJSON_Delete(ready);
-    put_item(&failed, st, "containerStatuses", container_statuses(pod, 1, now));
+    put_item(&failed, st, "containerStatuses", container_statuses(pod, CONTAINERS_COMPLETED, now));
     put_str(&failed, st, "phase", "Succeeded");
     log_info("checkpointed pod stops (postCheckpoint: stop)", "namespace", ns, "pod", name);
     write_patch(s, key, "pod completed", &KUBE_RESOURCE_PODS, ns, name, "status", KUBE_PATCH_MERGE,
@@ -1654,6 +1717,52 @@ static void touch_snapshot(struct sim *s, const char *ns, const char *snap_name,
 }
 
 /*
+ * The restore itself fails and the container crash-loops, never having run
+ * the checkpointed process (gke-labs/pod-migration#15: "OCI runtime restore
+ * failed … failed to load kernel"). With said, PodRestored=False with
+ * reason FailedToRestore (the reason kubernetes-sigs/agent-sandbox's GKE
+ * client is tested against) and a Warning event; without, no condition at
+ * all, only the crash loop.
+ */
+static void pod_restore_failed(struct sim *s, const char *key, const char *ns, const char *name,
+                               const cJSON *pod, const char *snap_name, int said)
+{
+    int64_t now = clock_unix_ms();
+    char msg[1200];
+    snprintf(msg, sizeof(msg),
+             "Failed to restore the pod from PodSnapshot %s/%s: OCI runtime restore failed: "
+             "failed to load kernel %s",
+             ns, snap_name, INJECTED);
+    int failed = 0;
+    cJSON *st = NULL;
+    cJSON *p = pod_status_patch(pod, &st);
+    const cJSON *conds = AT(pod, "status", "conditions");
+    cJSON *with =
+        said ? conditions_with(conds, "PodRestored", "False", "FailedToRestore", msg, -1, now)
+             : cJSON_Duplicate(conds, 1);
+    cJSON *a = with ? conditions_with(with, "Ready", "False", "ContainersNotReady",
+                                      "containers with unready status", -1, now)
+                    : NULL;
+    cJSON *list = a ? conditions_with(a, "ContainersReady", "False", "ContainersNotReady",
+                                      "containers with unready status", -1, now)
+                    : NULL;
+    cJSON_Delete(with);
+    cJSON_Delete(a);
+    put_item(&failed, st, "conditions", list);
+    put_item(&failed, st, "containerStatuses", container_statuses(pod, CONTAINERS_CRASHED, now));
+    p = built(failed, p);
+    if (p) {
+        log_info("restore failed: the pod crash-loops", "namespace", ns, "pod", name, "snapshot",
+                 snap_name, "PodRestored", said ? "False" : "absent");
+        if (said)
+            post_pod_event(s, ns, name, STR(pod, "metadata", "uid"), "Warning", "restore-failed",
+                           msg);
+    }
+    write_patch(s, key, "pod restore failed", &KUBE_RESOURCE_PODS, ns, name, "status",
+                KUBE_PATCH_MERGE, p, s->o.restart_interval_ms);
+}
+
+/*
  * A pod that names a snapshot (or that a policy's snapshot fits) is restored
  * once it runs: PodRestored=True, unless the restore cannot or (cold-start)
  * does not happen, which GKE reports only as a Warning event. In the
@@ -1674,6 +1783,12 @@ static void pod_restore(struct sim *s, const char *key, const char *ns, const ch
     }
     const char *snap_name = annotation(pod, ANN_PS_NAME);
     const cJSON *snap = NULL;
+    if (snap_name && !snap_name[0]) {
+        /* The explicit bypass: GKE attempts no restore, not even an
+         * implicit one (gke-labs/pod-migration, pod_gate_controller.go). */
+        finish(s, key, 0);
+        return;
+    }
     if (snap_name) {
         snap = cached(s, INF_SNAPSHOTS, ns, snap_name);
     } else if (s->o.implicit_restore) {
@@ -1723,6 +1838,11 @@ static void pod_restore(struct sim *s, const char *key, const char *ns, const ch
         return;
     }
 
+    if (m == MODE_RESTORE_FAILED || m == MODE_RESTORE_FAILED_SILENT) {
+        pod_restore_failed(s, key, ns, name, pod, snap_name, m == MODE_RESTORE_FAILED);
+        return;
+    }
+
     /* The restored process is the source pod's. Said on the pod first, so a
      * stand-in application (tests/tools/canary) knows it before PodRestored
      * tells the controller; the pod's next event brings the condition. */
@@ -1754,7 +1874,8 @@ static void pod_restore(struct sim *s, const char *key, const char *ns, const ch
                                    "containers with unready status", -1, now)
                  : NULL;
         cJSON_Delete(a);
-        put_item(&failed, st, "containerStatuses", container_statuses(pod, 0, now));
+        put_item(&failed, st, "containerStatuses",
+                 container_statuses(pod, CONTAINERS_CRASHED, now));
     }
     put_item(&failed, st, "conditions", list);
     p = built(failed, p);
@@ -1780,18 +1901,19 @@ static void reconcile_pod(struct sim *s, const char *key, const char *ns, const 
     const char *phase = STR(pod, "status", "phase");
     const char *pod_uid = STR(pod, "metadata", "uid");
     if (phase && strcmp(phase, "Running") == 0 && pod_uid) {
-        struct stop_search ss = {ns, pod_uid, 0};
+        struct stop_search ss = {ns, pod_uid, pod, 0};
         informer_foreach(s->inf[INF_SNAPSHOTS], stop_visit, &ss);
         if (ss.found) {
             pod_complete(s, key, ns, name, pod, 0);
             return;
         }
     }
-    if (!condition_is(pod, "PodRestored", "True")) {
+    /* Restored, or its restore failed: only the crash loop goes on. */
+    int64_t last = injected_crash_ms(pod);
+    if (!condition(pod, "PodRestored") && !last) {
         pod_restore(s, key, ns, name, pod);
         return;
     }
-    int64_t last = injected_crash_ms(pod);
     if (last)
         pod_crash_again(s, key, ns, name, pod, last);
     else

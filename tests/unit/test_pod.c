@@ -177,7 +177,8 @@ static void test_pod_build_gpu(void **state)
     assert_string_equal(str_at(spec, "tolerations.0.key"), "kwok.x-k8s.io/node");
     assert_string_equal(str_at(spec, "runtimeClassName"), "gvisor");
     assert_int_equal((int)num_at(spec, "terminationGracePeriodSeconds"), 90);
-    assert_string_equal(str_at(spec, "restartPolicy"), "Always");
+    /* A container's exit 0 (GKE's stop after its checkpoint) is final. */
+    assert_string_equal(str_at(spec, "restartPolicy"), "OnFailure");
     assert_true(cJSON_IsFalse(at(spec, "automountServiceAccountToken")));
     assert_true(cJSON_IsFalse(at(spec, "enableServiceLinks")));
     cJSON_Delete(pod);
@@ -353,7 +354,11 @@ static const char *const pod_ready_terminating =
     "\"status\":{\"phase\":\"Running\",\"conditions\":["
     "{\"type\":\"Ready\",\"status\":\"True\",\"lastTransitionTime\":\"2027-01-01T00:00:12Z\"},"
     "{\"type\":\"PodScheduled\",\"status\":\"True\",\"lastTransitionTime\":"
-    "\"2027-01-01T00:00:03Z\"}]}}";
+    "\"2027-01-01T00:00:03Z\"}],"
+    "\"containerStatuses\":[{\"name\":\"notebook\",\"restartCount\":2,"
+    "\"state\":{\"running\":{\"startedAt\":\"2027-01-01T00:00:10Z\"}}},"
+    "{\"name\":\"sidecar\",\"restartCount\":0,"
+    "\"state\":{\"running\":{\"startedAt\":\"2027-01-01T00:00:08Z\"}}}]}}";
 
 static struct workspace_pod *pod_from(const char *json)
 {
@@ -405,6 +410,8 @@ static void test_pod_decode(void **state)
     assert_int_equal(p->deletion_ms, T0 + 3600000);
     assert_string_equal(p->phase, "Running");
     assert_false(p->restore_from_checkpoint);
+    assert_int_equal(p->restart_count, 2);
+    assert_int_equal(p->started_ms, T0 + 10000); /* the latest container start */
     workspace_pod_free(p);
 
     /* whatever arrives, decode never fails but for memory */
@@ -584,11 +591,14 @@ static void test_pod_build_pins_and_fallback(void **state)
         member_str(at(pod, "metadata.annotations"), "hibernator.dev/capacity-fallback"), "true");
     assert_string_equal(env_value(pod, "HIBERNATOR_CHECKPOINT_PATH"),
                         "/home/jovyan/.hibernator/checkpoint");
-    assert_null(cJSON_GetObjectItem(at(pod, "metadata.annotations"), "podsnapshot.gke.io/ps-name"));
+    /* No snapshot: the annotation is empty, so GKE restores none. */
+    assert_string_equal(member_str(at(pod, "metadata.annotations"), "podsnapshot.gke.io/ps-name"),
+                        "");
 
-    /* The decoder reads the annotation back. */
+    /* The decoder reads the annotations back; an empty name is no snapshot. */
     struct workspace_pod *p = workspace_pod_decode(pod, NULL);
     assert_true(p->capacity_fallback);
+    assert_null(p->snapshot);
     workspace_pod_free(p);
     cJSON_Delete(pod);
     pod = workspace_pod_build(ws, c, "alice-nb-4", 0);

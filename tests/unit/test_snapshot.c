@@ -660,6 +660,65 @@ static void test_app_checkpoint_failures(void **state)
     }
 }
 
+/* Under Retry, the container started again after the failed attempt was
+ * asked for (a crash restarted it): its session is gone, so the pause goes
+ * on without memory rather than snapshot the fresh process as that session. */
+static void test_failure_retry_after_restart(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    int64_t requested = o.status.snapshot->requested_ms;
+    decide_output_clear(&o);
+
+    w.now += 40 * SEC;
+    w.pod.started_ms = requested + 5 * SEC;
+    w.pod.restart_count = 1;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                    .phase = SNAPSHOT_PHASE_FAILED,
+                                    .name = "nb-p1-1-abcde",
+                                    .message = "checkpoint of container notebook failed"};
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    int n_failed = 0;
+    for (size_t i = 0; i < o.n_actions; i++)
+        if (o.actions[i].type == ACTION_EVENT &&
+            strcmp(o.actions[i].reason, "SnapshotFailed") == 0 &&
+            strstr(o.actions[i].message, "started again"))
+            n_failed++;
+    assert_int_equal(n_failed, 1);
+    const struct condition *c = workspace_status_condition(&o.status, "SnapshotReady");
+    assert_non_null(c);
+    assert_non_null(strstr(c->message, "its session is gone"));
+    assert_string_equal(o.status.snapshot->phase, "Failed");
+    decide_output_clear(&o);
+
+    /* A container that started before the attempt (an earlier restart) is
+     * still the session: retried as usual. */
+    world_free(&w);
+    world_init(&w, GKE);
+    decide(&w, &o, 1);
+    requested = o.status.snapshot->requested_ms;
+    decide_output_clear(&o);
+    w.now += 40 * SEC;
+    w.pod.started_ms = requested - MIN;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_FAILED};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    w.now += 10 * MIN;
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* Under Retry, a checkpoint GKE failed left the pod running: the next
  * attempt asks the application again, for the new attempt. */
 static void test_app_checkpoint_on_retry(void **state)
@@ -1398,6 +1457,89 @@ static void test_crash_loop_without_restore(void **state)
     assert_null(find_event(&o, "CrashLoop"));
     decide_output_clear(&o);
     world_free(&w);
+}
+
+/* PodRestored=False: the backend attempted a restore and says it failed
+ * (agent-sandbox's client: "restore attempted but pending or failed"). A
+ * restore asked for that runs without its memory is a cold start said at
+ * once with the backend's words; one that crash-loops is replaced; a pod
+ * from files that the backend tried to restore all the same and that
+ * crash-loops is that restore's crash, and it is replaced too. */
+static void test_restore_failed_condition(void **state)
+{
+    (void)state;
+    /* 1. Asked for, running without the memory. */
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += 12 * SEC;
+    pod_up(&w, "nb-2", "nb-p1-1-x7k2q", w.now);
+    w.pod.restore_failed = 1;
+    w.pod.restore_failure = "FailedToRestore: Snapshot not found";
+    decide(&w, &o, 1); /* no wait for the condition: it is there */
+    const struct condition *r = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(r->reason, "ColdStart");
+    assert_non_null(strstr(r->message, "FailedToRestore: Snapshot not found"));
+    assert_string_equal(o.status.last_resume->restored_from, "ColdStart");
+    const struct action *ev = find_event(&o, "ColdStart");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->message, "reporting its restore failed"));
+    decide_output_clear(&o);
+    world_free(&w);
+
+    /* 2. Asked for, crash-looping: replaced, the backend's words kept. */
+    paused_with_snapshot(&w, GKE);
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += 20 * SEC;
+    pod_up(&w, "nb-2", "nb-p1-1-x7k2q", 0);
+    w.pod.ready = 0;
+    w.pod.restart_count = 3;
+    w.pod.crash_looping = 1;
+    w.pod.restore_failed = 1;
+    w.pod.restore_failure = "RestoreFailed: OCI runtime restore failed: failed to load kernel";
+    decide(&w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    r = workspace_status_condition(&o.status, "Restored");
+    assert_string_equal(r->reason, "RestoreCrashed");
+    assert_non_null(strstr(r->message, "failed to load kernel"));
+    decide_output_clear(&o);
+    world_free(&w);
+
+    /* 3. From files, PodRestored=False, crash-looping: the unasked restore's
+     * crash, replaced (never a crash loop forever); 4. from files,
+     * PodRestored=False, running: the failed restore left a fresh start,
+     * as asked: kept. */
+    for (int crashing = 1; crashing >= 0; crashing--) {
+        world_init(&w, GKE);
+        w.ws->paused = 0;
+        decide(&w, &o, 1);
+        decide_output_clear(&o);
+        w.pod.restore_failed = 1;
+        w.pod.restore_failure = NULL;
+        if (crashing) {
+            w.pod.ready = 0;
+            w.pod.crash_looping = 1;
+            w.pod.restart_count = 3;
+        }
+        w.now += MIN;
+        decide(&w, &o, 1);
+        if (crashing) {
+            assert_non_null(find_action(&o, ACTION_DELETE_POD));
+            r = workspace_status_condition(&o.status, "Restored");
+            assert_string_equal(r->reason, "UnwantedRestore");
+            assert_non_null(strstr(r->message, "PodRestored=False"));
+            assert_non_null(find_event(&o, "UnwantedRestore"));
+        } else {
+            assert_null(find_action(&o, ACTION_DELETE_POD));
+            assert_null(find_event(&o, "UnwantedRestore"));
+            assert_string_not_equal(cond_reason(&o.status, "Restored"), "UnwantedRestore");
+        }
+        decide_output_clear(&o);
+        world_free(&w);
+    }
 }
 
 /* ---- does the restored session answer? ---- */
@@ -2907,6 +3049,8 @@ int main(void)
         cmocka_unit_test(test_ready_then_delete),
         cmocka_unit_test(test_crash_repeats_the_same_attempt),
         cmocka_unit_test(test_failure_retry),
+        cmocka_unit_test(test_failure_retry_after_restart),
+        cmocka_unit_test(test_restore_failed_condition),
         cmocka_unit_test(test_timeout_pause_without_memory),
         cmocka_unit_test(test_pod_not_ready_is_not_snapshotted),
         cmocka_unit_test(test_resume_during_snapshot),
