@@ -6,7 +6,8 @@
  * trigger, selector on the workspace's pod label and the snapshot group
  * label, snapshots grouped by that label, the class's storage config and
  * retention; not owned: it goes after its last PodSnapshot, see
- * gke_policy_fate()); per attempt one
+ * gke_policy_fate(), and its finalizer GKE_POLICY_FINALIZER keeps it while
+ * a PodSnapshot names it, whoever deletes it); per attempt one
  * PodSnapshotManualTrigger named by the attempt's handle (owned by the
  * Workspace, labelled with it) for the workspace's pod. GKE answers with a
  * PodSnapshot labelled gke-pod-snapshot-triggered-by=<trigger> and names it
@@ -120,6 +121,13 @@ void gke_snapshots_workspace_deleted(struct gke_snapshots *g, const char *ns,
 /* The Workspace ns/workspace exists and is not being deleted (one of the
  * name may have been deleted and made again): its policy stays. */
 void gke_snapshots_workspace_live(struct gke_snapshots *g, const char *ns, const char *workspace);
+
+/* On every policy the backend makes (and put on one an earlier version
+ * made): the policy is not removed while a PodSnapshot names it, whoever
+ * deletes it (the backend, a person, the namespace controller with the
+ * namespace); the backend removes the finalizer once the last such
+ * PodSnapshot is gone (docs/snapshots.md, "Deletion order (GKE)"). */
+#define GKE_POLICY_FINALIZER "hibernator.dev/podsnapshots"
 
 /* What becomes of a workspace's policy. Pure. */
 enum gke_policy_fate {

@@ -27,6 +27,12 @@ struct snapshot_view {
     const char *group;   /* its snapshot group (the source pod's), NULL: none */
     const char *pod;     /* the pod it was asked of (GKE: the trigger's targetPod), NULL: unknown */
     int64_t requested_ms; /* when it was asked for (GKE: the trigger's creation), 0: unknown */
+    /* The backend's own retries of the checkpoint so far (GKE:
+     * status.observedCheckpointRetryCount), 0: none. */
+    int64_t checkpoint_retries;
+    /* When a pod was last restored from it (GKE: status.lastAccessTime), 0:
+     * never or unknown. Its retention ages it from then (else from Ready). */
+    int64_t last_access_ms;
     /* The backend cannot say yet (its caches have not synced): phase is a
      * placeholder, and decide() concludes nothing from it. */
     int unknown;

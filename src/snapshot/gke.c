@@ -42,6 +42,8 @@ struct podsnapshot {
     int64_t ready_ms;
     int failed;
     char *message;
+    int64_t checkpoint_retries; /* status.observedCheckpointRetryCount */
+    int64_t last_access_ms;     /* status.lastAccessTime */
 };
 
 /* What the cache keeps of a policy. */
@@ -49,6 +51,10 @@ struct policy {
     char *workspace;      /* label hibernator.dev/workspace */
     char *storage_config; /* spec.storageConfigName, "" when absent */
     int owned;            /* it has owner references (made by an earlier version) */
+    int64_t deletion_ms;  /* 0 unless it is being deleted */
+    int n_finalizers;     /* how many metadata.finalizers it has */
+    int guard;            /* the index of GKE_POLICY_FINALIZER among them, -1: not there */
+    char *resource_version;
 };
 
 struct gke_snapshots {
@@ -82,8 +88,9 @@ struct gke_snapshots {
  * workspace is), retried until it is gone. */
 struct removal {
     struct gke_snapshots *g;
-    int policy; /* a policy, not a trigger */
-    char *key;  /* "ns/name", "policy:ns/name" */
+    int policy;  /* a policy, not a trigger */
+    int release; /* a policy's GKE_POLICY_FINALIZER to remove, not a delete */
+    char *key;   /* "ns/name", "policy:ns/name" */
     char *ns, *name;
     char *uid;       /* the trigger's: a new one of the same name is not ours to delete */
     char *check;     /* the PodSnapshot to ask the API server about first; NULL: delete */
@@ -98,6 +105,7 @@ static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, c
 static int both_synced(const struct gke_snapshots *g);
 static void consider_policy(struct gke_snapshots *g, const char *ns, const char *workspace);
 static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe);
+static void policy_guard(struct gke_snapshots *g, const struct cache_entry *pe);
 
 /* ---- the indexes ---- */
 
@@ -167,19 +175,20 @@ struct gke_begin {
 
 /* ---- codecs ---- */
 
-/* A condition that says the object failed: Checkpoint=False, or False with
- * a reason naming a failure or Error (the in-progress reason is
- * AwaitingCheckpoint). GKE ends a trigger with Triggered=False and reason
- * Failed or Error; its clients read both as a failure (agent-sandbox's GKE
- * snapshot extension, k8s_agent_sandbox/gke_extensions/snapshots/utils.py). */
+/* A condition that says the object failed: False with a reason naming a
+ * failure or Error (the in-progress reason is AwaitingCheckpoint). GKE ends
+ * a trigger with Triggered=False and reason Failed or Error; its clients
+ * read both as a failure (agent-sandbox's GKE snapshot extension,
+ * k8s_agent_sandbox/gke_extensions/snapshots/utils.py). A Checkpoint=False
+ * with any other reason is not final: GKE retries a checkpoint by itself
+ * (status.observedCheckpointRetryCount, "the current retry attempt count";
+ * docs/snapshots.md), and the class's snapshot timeout bounds the wait. */
 static int condition_failed(const cJSON *c)
 {
     const char *type = json_string(c, "type"), *status = json_string(c, "status");
     const char *reason = json_string(c, "reason");
     if (!type || !status || strcmp(status, "False") != 0)
         return 0;
-    if (strcmp(type, "Checkpoint") == 0)
-        return 1;
     return reason && (strstr(reason, "Fail") != NULL || strcmp(reason, "Error") == 0);
 }
 
@@ -241,6 +250,9 @@ static int podsnapshot_decode(const cJSON *obj, void *data, void **ret, char **r
     s->deletion_ms = json_time_ms(meta, "deletionTimestamp");
     if (json_member(meta, "deletionTimestamp") && !s->deletion_ms)
         s->deletion_ms = 1;
+    int64_t retries = json_int(json_member(obj, "status"), "observedCheckpointRetryCount");
+    s->checkpoint_retries = retries > 0 && retries < 1000000 ? retries : 0;
+    s->last_access_ms = json_time_ms(json_member(obj, "status"), "lastAccessTime");
     const cJSON *c;
     cJSON_ArrayForEach(c, json_member(json_member(obj, "status"), "conditions"))
     {
@@ -292,11 +304,22 @@ static int policy_decode(const cJSON *obj, void *data, void **ret, char **ret_er
         return -ENOMEM;
     const cJSON *meta = json_member(obj, "metadata");
     p->owned = cJSON_GetArraySize(json_member(meta, "ownerReferences")) > 0;
+    p->deletion_ms = json_time_ms(meta, "deletionTimestamp");
+    p->guard = -1;
+    const cJSON *f;
+    cJSON_ArrayForEach(f, json_member(meta, "finalizers"))
+    {
+        if (cJSON_IsString(f) && strcmp(f->valuestring, GKE_POLICY_FINALIZER) == 0 && p->guard < 0)
+            p->guard = p->n_finalizers;
+        p->n_finalizers++;
+    }
     const char *storage = json_string(json_member(obj, "spec"), "storageConfigName");
     if (json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
                           &p->workspace) < 0 ||
+        json_dup_optional(json_string(meta, "resourceVersion"), &p->resource_version) < 0 ||
         !(p->storage_config = strdup(storage ? storage : ""))) {
         free(p->workspace);
+        free(p->resource_version);
         free(p);
         return -ENOMEM;
     }
@@ -311,6 +334,7 @@ static void policy_free(void *v)
         return;
     free(p->workspace);
     free(p->storage_config);
+    free(p->resource_version);
     free(p);
 }
 
@@ -438,6 +462,7 @@ static void sweep_policy(void *data, const struct cache_entry *pe)
     const struct policy *p = pe->obj;
     if (p->owned)
         policy_disown(g, pe);
+    policy_guard(g, pe);
     notify_workspace(g, pe->ns, p->workspace);
 }
 
@@ -457,6 +482,8 @@ static void on_policy(void *data, const struct cache_entry *e)
     const struct policy *p = e->obj;
     if (g->swept && p->owned)
         policy_disown(g, e);
+    if (g->swept)
+        policy_guard(g, e);
 }
 
 static void on_policy_update(void *data, const struct cache_entry *old_e,
@@ -661,6 +688,8 @@ static void on_snapshot_delete(void *data, const struct cache_entry *e)
     const struct policy *p = pe ? pe->obj : NULL;
     if (p && p->workspace)
         consider_policy(g, e->ns, p->workspace);
+    if (pe && g->swept)
+        policy_guard(g, pe);
     const struct cache_entry *te = trigger_of(g, e);
     const struct trigger *t = te ? te->obj : NULL;
     if (!t)
@@ -684,7 +713,9 @@ static void fill_view(const struct cache_entry *se, const char *attempt, const s
                                   .phase = SNAPSHOT_PHASE_IN_PROGRESS,
                                   .name = se->name,
                                   .deleting_ms = s->deletion_ms,
-                                  .group = s->group};
+                                  .group = s->group,
+                                  .checkpoint_retries = s->checkpoint_retries,
+                                  .last_access_ms = s->last_access_ms};
     if (s->failed) {
         ret->phase = SNAPSHOT_PHASE_FAILED;
         ret->message = s->message;
@@ -908,7 +939,16 @@ static cJSON *policy_build(const struct workspace *ws, const struct workspace_cl
     if (names_snapshot_policy(ws->name, name) < 0)
         return NULL;
     cJSON *o = labelled_object(ws, "PodSnapshotPolicy", name);
-    cJSON *spec = o ? policy_spec(ws, c, grouped) : NULL;
+    cJSON *fin =
+        o ? cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "finalizers")
+          : NULL;
+    cJSON *guard = cJSON_CreateString(GKE_POLICY_FINALIZER);
+    if (!fin || !guard || !cJSON_AddItemToArray(fin, guard)) {
+        cJSON_Delete(guard);
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON *spec = policy_spec(ws, c, grouped);
     if (!spec || !cJSON_AddItemToObject(o, "spec", spec)) {
         cJSON_Delete(spec);
         cJSON_Delete(o);
@@ -1178,7 +1218,7 @@ static void removals_schedule(struct gke_snapshots *g)
 
 static const char *removal_kind(const struct removal *x)
 {
-    return x->policy ? "policy" : "trigger";
+    return x->release ? "policy finalizer" : x->policy ? "policy" : "trigger";
 }
 
 /* resp: the answer that refused the step, or NULL when its request could
@@ -1239,12 +1279,136 @@ static void on_snapshot_checked(void *data, struct kube_response *resp)
     }
 }
 
+/* ---- the policy's finalizer: it outlives every PodSnapshot that names it ---- */
+
+/* PodSnapshots (being deleted or not) whose spec.policyName is ns/name. */
+static size_t policy_snapshots(const struct gke_snapshots *g, const char *ns, const char *name)
+{
+    struct policy_users u = {ns, name, "", 0, 0};
+    if (g->index_lost) {
+        informer_foreach(g->snapshots, count_snapshot_user, &u);
+        return (size_t)u.snapshots;
+    }
+    char a[512];
+    return key_groups_count(&g->snapshots_by_policy, group_name(a, ns, name));
+}
+
+static void on_released(void *data, struct kube_response *resp)
+{
+    struct removal *x = data;
+    x->req = NULL;
+    /* 422: the test failed, the finalizers changed: the policy's update
+     * brings it back if it is still due. */
+    if (resp->status < 0 && !kube_response_not_found(resp) && resp->http_code != 409 &&
+        resp->http_code != 422) {
+        removal_retry(x, "release", resp, 0);
+        return;
+    }
+    removal_drop(x);
+}
+
+/* The policy is being deleted and no PodSnapshot names it any more: its
+ * finalizer goes (a JSON patch that tests the index still names it). */
+static void release_run(struct removal *x, const struct cache_entry *pe)
+{
+    const struct policy *p = pe->obj;
+    if (!p->deletion_ms || p->guard < 0 || policy_snapshots(x->g, x->ns, x->name) > 0) {
+        removal_drop(x); /* the last PodSnapshot's delete brings it back */
+        return;
+    }
+    char patch[256];
+    snprintf(patch, sizeof(patch),
+             "[{\"op\":\"test\",\"path\":\"/metadata/finalizers/%d\",\"value\":\"%s\"},"
+             "{\"op\":\"remove\",\"path\":\"/metadata/finalizers/%d\"}]",
+             p->guard, GKE_POLICY_FINALIZER, p->guard);
+    log_info("releasing a snapshot policy: no PodSnapshot names it any more", "namespace", x->ns,
+             "policy", x->name);
+    x->req = NULL;
+    int e = kube_patch(x->g->client, &policies, x->ns, x->name, NULL, KUBE_PATCH_JSON, patch,
+                       on_released, x, &x->req);
+    if (e < 0)
+        removal_retry(x, "release", NULL, e);
+}
+
+static void on_guarded(void *data, struct kube_response *resp)
+{
+    char *key = data;
+    /* 409/422: the policy changed meanwhile; its update looks again. */
+    if (resp->status < 0 && !kube_response_not_found(resp) && resp->http_code != 409 &&
+        resp->http_code != 422)
+        log_warn("cannot put the finalizer on a snapshot policy; it is tried again when the "
+                 "policy changes or the controller restarts",
+                 "policy", key, "error", kube_response_error_text(resp));
+    free(key);
+}
+
+/* A live policy gets GKE_POLICY_FINALIZER (one an earlier version made
+ * lacks it); a deleted one loses it once no PodSnapshot names it, so GKE's
+ * finalizer on each of them still finds the storage through it whoever
+ * deletes what first (the namespace controller deletes every object of a
+ * namespace at once). Only once both caches have synced. */
+static void policy_guard(struct gke_snapshots *g, const struct cache_entry *pe)
+{
+    const struct policy *p = pe->obj;
+    if (!both_synced(g))
+        return;
+    if (p->deletion_ms) {
+        if (p->guard < 0 || policy_snapshots(g, pe->ns, pe->name) > 0)
+            return;
+        char key[600];
+        snprintf(key, sizeof(key), "release:%s", pe->key);
+        if (strmap_get(&g->removals, key))
+            return;
+        struct removal *x = calloc(1, sizeof(*x));
+        if (!x || !(x->key = strdup(key)) || !(x->ns = strdup(pe->ns)) ||
+            !(x->name = strdup(pe->name)) || (pe->uid && !(x->uid = strdup(pe->uid))) ||
+            strmap_put(&g->removals, x->key, x, NULL) < 0) {
+            removal_free(x); /* the next event of the policy tries again */
+            return;
+        }
+        x->g = g;
+        x->policy = x->release = 1;
+        x->why = "no PodSnapshot names it";
+        x->due_ms = uv_now(g->loop);
+        removals_schedule(g);
+        return;
+    }
+    if (p->guard >= 0 || !p->resource_version)
+        return;
+    char patch[512];
+    if (p->n_finalizers == 0)
+        snprintf(patch, sizeof(patch),
+                 "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
+                 "{\"op\":\"add\",\"path\":\"/metadata/finalizers\",\"value\":[\"%s\"]}]",
+                 p->resource_version, GKE_POLICY_FINALIZER);
+    else
+        snprintf(patch, sizeof(patch),
+                 "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
+                 "{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
+                 p->resource_version, GKE_POLICY_FINALIZER);
+    char *key = strdup(pe->key);
+    if (!key)
+        return;
+    log_info("putting the finalizer on a snapshot policy", "policy", pe->key);
+    int e = kube_patch(g->client, &policies, pe->ns, pe->name, NULL, KUBE_PATCH_JSON, patch,
+                       on_guarded, key, NULL);
+    if (e < 0) {
+        log_warn("cannot put the finalizer on a snapshot policy", "policy", key, "error",
+                 log_errno_str(e));
+        free(key);
+    }
+}
+
 static void removal_run(struct removal *x)
 {
     const struct cache_entry *te =
         informer_get(x->policy ? x->g->policies : x->g->triggers, x->ns, x->name);
     if (!te || (x->uid && (!te->uid || strcmp(te->uid, x->uid) != 0))) {
         removal_drop(x); /* gone already, or a new one of the same name */
+        return;
+    }
+    if (x->release) {
+        release_run(x, te);
         return;
     }
     if (x->policy) {

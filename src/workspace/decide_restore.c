@@ -369,7 +369,11 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
         snprintf(why, size, "snapshot %s is deleted: a pod was restored from it unasked", name);
         return NULL;
     }
-    if (sn->ready_ms && d->now - sn->ready_ms > sc->last_access_timeout_ms) {
+    /* Aged as GKE ages it: from its last restore, else from Ready. */
+    int64_t since = sn->ready_ms;
+    if (v && decide_streq(v->attempt, sn->attempt) && v->last_access_ms > since)
+        since = v->last_access_ms;
+    if (since && d->now - since > sc->last_access_timeout_ms) {
         snprintf(why, size, "snapshot %s expired", name);
         return NULL;
     }

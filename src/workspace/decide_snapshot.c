@@ -359,6 +359,15 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     int timed_out = d->now >= sn->requested_ms + timeout_ms;
     if (!timed_out && !(v && v->phase == SNAPSHOT_PHASE_FAILED)) {
         decide_requeue_at(d, sn->requested_ms + timeout_ms);
+        if (v && v->checkpoint_retries > 0) {
+            char limit[32];
+            decide_format_duration(timeout_ms, limit, sizeof(limit));
+            decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_IN_PROGRESS,
+                             "taking snapshot %s of pod %s; the backend retries its checkpoint "
+                             "(retry %lld), within the snapshot timeout of %s",
+                             sn->attempt, pod_name ? pod_name : "?",
+                             (long long)v->checkpoint_retries, limit);
+        }
         return;
     }
     char limit[32];
@@ -587,7 +596,10 @@ size_t decide_snapshot_retention(struct decider *d, int deleting)
             drop = !d->ws->paused && !decide_in_pause(d->st);
         } else if (!drop && sc) {
             int current = sn->attempt && decide_streq(v->attempt, sn->attempt);
-            int expired = v->ready_ms && d->now - v->ready_ms > sc->last_access_timeout_ms;
+            /* GKE's clock: from the last restore, else from Ready
+             * (retentionConfig.lastAccessTimeout, docs/snapshots.md). */
+            int64_t since = v->last_access_ms > v->ready_ms ? v->last_access_ms : v->ready_ms;
+            int expired = since && d->now - since > sc->last_access_timeout_ms;
             int in_use = current && pausing && !sn->restore_failed_ms;
             size_t rank = 0; /* newer live ones */
             for (size_t k = 0; k < n; k++)

@@ -761,6 +761,53 @@ static void test_restore_failed(void **state)
     }
 }
 
+/* GKE frees a PodSnapshot's files through its policy's storage config: with
+ * the policy deleted first, the finalizer goes at once (no waiting out
+ * --delete-delay) and the files are left in the bucket, recorded on the
+ * storage config; with the policy there, nothing is recorded. */
+static void test_policy_gone_orphans(void **state)
+{
+    (void)state;
+    assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotPolicy\n"
+                                   "metadata: {name: orphans, namespace: %s}\n"
+                                   "spec:\n  storageConfigName: %s\n"
+                                   "  selector: {matchLabels: {app: orphan}}\n"
+                                   "  triggerConfig: {type: manual}\n",
+                                   ns, storage_name),
+                     0);
+    char name[128], what[200], *uid = NULL, *out = NULL;
+    ready_snapshot("or-src", "app: orphan", NULL, "it.invalid/orphan:1", name);
+    snprintf(what, sizeof(what), "podsnapshot %s", name);
+    assert_int_equal(
+        harness_kubectl(&uid, "-n %s get podsnapshot %s -o jsonpath={.metadata.uid}", ns, name), 0);
+    assert_int_equal(harness_kubectl(NULL, "-n %s delete podsnapshotpolicy orphans", ns), 0);
+    uint64_t t0 = harness_now_ms();
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s delete podsnapshot %s --wait=true --timeout=30s", ns, name),
+        0);
+    uint64_t took = harness_now_ms() - t0;
+    print_message("  the policy gone: PodSnapshot let go after %.1f s (--delete-delay=2s)\n",
+                  (double)took / 1000.0);
+    char jsonpath[300];
+    snprintf(jsonpath, sizeof(jsonpath),
+             "{.metadata.annotations.orphaned\\.simulator\\.hibernator\\.dev/%s}", uid);
+    uint64_t end = harness_now_ms() + 10000;
+    while (harness_now_ms() < end) {
+        free(out);
+        out = NULL;
+        harness_kubectl(&out, "get podsnapshotstorageconfig %s -o jsonpath='%s'", storage_name,
+                        jsonpath);
+        if (out && out[0])
+            break;
+        usleep(200 * 1000);
+    }
+    print_message("  recorded as left in the bucket: %s\n", out ? out : "");
+    assert_non_null(strstr(out, "gs://" STORAGE_BUCKET "/it/"));
+    assert_non_null(strstr(out, name));
+    free(out);
+    free(uid);
+}
+
 static void test_delete(void **state)
 {
     (void)state;
@@ -1206,14 +1253,17 @@ static void test_gke_schemas(void **state)
     assert_true(num_at(o, "spec.snapshotGroupingRules.groupByLabelValue.groupRetentionPolicy."
                           "maxSnapshotCountPerGroup") == 0);
     cJSON_Delete(o);
-    /* Every trigger type GKE knows. */
-    const char *types[] = {"readinessProbe", "workload", "manual", "onDelete"};
-    for (size_t i = 0; i < 4; i++) {
+    /* Every trigger type GKE's runtime serves; onDelete, in the published
+     * enum, is not (GKE 1.36: gke-labs/pod-migration pull request 5). */
+    const char *types[] = {"readinessProbe", "workload", "manual"};
+    for (size_t i = 0; i < 3; i++) {
         char extra[200];
         snprintf(extra, sizeof(extra), "  triggerConfig: {type: %s}\n", types[i]);
         policy_with(extra, m, sizeof(m));
         cJSON_Delete(accepted(m));
     }
+    policy_with("  triggerConfig: {type: onDelete}\n", m, sizeof(m));
+    refused(m, "onDelete is not supported");
     policy_with("  triggerConfig: {type: onCommit}\n", m, sizeof(m));
     refused(m, "spec.triggerConfig.type");
     policy_with("  triggerConfig: {type: manual}\n"
@@ -1258,6 +1308,10 @@ static void test_gke_schemas(void **state)
     refused("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
             "metadata: {name: schema-check}\nspec: {}\n",
             "spec.snapshotStorageConfig");
+    /* GKE's reference: gcs is required. */
+    refused("apiVersion: podsnapshot.gke.io/v1\nkind: PodSnapshotStorageConfig\n"
+            "metadata: {name: schema-check}\nspec: {snapshotStorageConfig: {}}\n",
+            "spec.snapshotStorageConfig.gcs");
 
     /* A PodSnapshot's status as GKE writes it, and a GCS path GKE's refuses. */
     char name[128], *out = NULL;
@@ -1470,6 +1524,7 @@ int main(void)
         cmocka_unit_test(test_crash_loop),
         cmocka_unit_test(test_restore_failed),
         cmocka_unit_test(test_delete),
+        cmocka_unit_test(test_policy_gone_orphans),
         cmocka_unit_test(test_stuck_finalizer),
         cmocka_unit_test(test_post_checkpoint_stop),
         cmocka_unit_test(test_home_written_after_checkpoint),

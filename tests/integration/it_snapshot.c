@@ -1432,7 +1432,9 @@ static void test_capacity_fallback(void **state)
     cJSON *pod = current_pod(ws);
     assert_string_equal(
         pod_member(pod, "metadata", "annotations", "hibernator.dev/capacity-fallback"), "true");
-    assert_null(pod_member(pod, "metadata", "annotations", "podsnapshot.gke.io/ps-name"));
+    /* GKE's explicit bypass: no restore at all. */
+    assert_string_equal(pod_member(pod, "metadata", "annotations", "podsnapshot.gke.io/ps-name"),
+                        "");
     assert_null(pod_member(pod, "spec", "nodeSelector", "nvidia.com/gpu.product"));
     cJSON_Delete(pod);
     cJSON_Delete(ws);
@@ -1660,7 +1662,8 @@ static void test_no_restore_after_failed_snapshot(void **state)
     assert_string_equal(str_at(ws, "status.podName"), "grp-3");
     cJSON_Delete(ws);
     cJSON *pod = assert_current_not_restored("grp");
-    assert_null(pod_member(pod, "metadata", "annotations", "podsnapshot.gke.io/ps-name"));
+    assert_string_equal(pod_member(pod, "metadata", "annotations", "podsnapshot.gke.io/ps-name"),
+                        "");
     cJSON_Delete(pod);
     ws = ws_json("grp");
     assert_string_equal(cond_field(ws, "Restored", "reason"), "FromCheckpoint");
@@ -1668,8 +1671,19 @@ static void test_no_restore_after_failed_snapshot(void **state)
     cJSON_Delete(ws);
 }
 
+/* Every node cordoned (1) or not (0): a new pod waits unscheduled meanwhile. */
+static void cordon_all(int on)
+{
+    char *nodes = NULL;
+    assert_int_equal(harness_kubectl(&nodes, "get nodes -o name"), 0);
+    for (char *line = strtok(nodes, "\n"); line; line = strtok(NULL, "\n"))
+        assert_int_equal(harness_kubectl(NULL, "%s %s", on ? "cordon" : "uncordon", line), 0);
+    free(nodes);
+}
+
 /* A pod GKE restores though nobody asked (here: a policy without its
- * grouping rules, as an older controller made them), crash-looping from the
+ * grouping rules, as an older controller made them, and a pod without the
+ * explicit bypass, as an older controller made it), crash-looping from the
  * old memory: reported as such, replaced, the snapshots it could come from
  * deleted, and the next pod starts from files. */
 static void test_unasked_restore(void **state)
@@ -1684,7 +1698,16 @@ static void test_unasked_restore(void **state)
                         ns),
         0);
     simulator_set_mode("ua-3", "crash-loop");
+    /* The pod waits unscheduled while it loses the bypass; GKE decides on
+     * a restore once the pod runs. */
+    cordon_all(1);
     set_paused("ua", 0);
+    uint64_t end = harness_now_ms() + 60000;
+    while (harness_kubectl(NULL, "-n %s get pod ua-3", ns) != 0 && harness_now_ms() < end)
+        usleep(200 * 1000);
+    int removed = harness_kubectl(NULL, "-n %s annotate pod ua-3 podsnapshot.gke.io/ps-name-", ns);
+    cordon_all(0);
+    assert_int_equal(removed, 0);
     cJSON *ws = wait_reason("ua", "Restored", "UnwantedRestore", 60000);
     assert_non_null(strstr(cond_field(ws, "Restored", "message"), "ua-3"));
     cJSON_Delete(ws);
@@ -1740,6 +1763,135 @@ static void test_fallback_not_restored(void **state)
     cJSON_Delete(ws);
     delete_ws("fbr");
     delete_nodes();
+}
+
+/* ---- a namespace deleted with its paused workspaces ---------------------------- */
+
+/* One column of the namespace's objects of the resource, each item followed
+ * by a newline (malloc'd; NULL: it cannot say). */
+static char *column_in(const char *resource, const char *namespace, const char *field)
+{
+    char *out = NULL;
+    int rc = harness_kubectl(&out,
+                             "-n %s get %s -o jsonpath='{range .items[*]}{%s}{\"\\n\"}{end}' "
+                             "2>/dev/null",
+                             namespace, resource, field);
+    if (rc != 0) {
+        free(out);
+        return NULL;
+    }
+    return out ? out : strdup("");
+}
+
+/* PodSnapshots whose spec.policyName names no policy of the namespace; -1:
+ * the namespace cannot say (gone). *ret_snapshots: how many there are. */
+static int snapshots_without_policy(const char *namespace, int *ret_snapshots)
+{
+    char *snaps = column_in("podsnapshots", namespace, ".spec.policyName");
+    char *pols = column_in("podsnapshotpolicies", namespace, ".metadata.name");
+    int n = 0, bad = 0;
+    if (snaps && pols) {
+        for (char *line = strtok(snaps, "\n"); line; line = strtok(NULL, "\n")) {
+            n++;
+            char want[200];
+            snprintf(want, sizeof(want), "%s\n", line);
+            int found = strncmp(pols, want, strlen(want)) == 0;
+            char with_nl[202];
+            snprintf(with_nl, sizeof(with_nl), "\n%s", want);
+            found = found || strstr(pols, with_nl) != NULL;
+            bad += !found;
+        }
+    }
+    int ok = snaps && pols;
+    free(snaps);
+    free(pols);
+    *ret_snapshots = n;
+    return ok ? bad : -1;
+}
+
+/*
+ * The namespace controller deletes every object of a namespace at once; GKE's
+ * finalizer on each PodSnapshot frees its files through the policy, so the
+ * policies (which carry the controller's finalizer) must outlive the
+ * PodSnapshots. Sampled from outside while the namespace goes: never a
+ * PodSnapshot without a policy; at the end the simulator recorded no file
+ * left in the bucket.
+ */
+static void test_namespace_deleted(void **state)
+{
+    (void)state;
+    char *home = ns;
+    char *gone = harness_namespace("it-snap-nsdel");
+    ns = gone;
+    /* The simulator acts in one namespace: this test's, meanwhile. */
+    simulator_stop();
+    simulator_start("3s", "6s");
+    static const char *const names[] = {"nd-1", "nd-2", "nd-3"};
+    for (int i = 0; i < 3; i++)
+        apply_ws(names[i], "it-cpu-snap", 0, NULL);
+    for (int i = 0; i < 3; i++)
+        cJSON_Delete(wait_state(names[i], "Running", 60000));
+    for (int i = 0; i < 3; i++)
+        set_paused(names[i], 1);
+    for (int i = 0; i < 3; i++) {
+        cJSON *ws = wait_state(names[i], "Paused", 60000);
+        assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+        cJSON_Delete(ws);
+        char *fin = NULL;
+        harness_kubectl(
+            &fin, "-n %s get podsnapshotpolicy %s-snapshots -o jsonpath={.metadata.finalizers}", ns,
+            names[i]);
+        assert_non_null(strstr(fin ? fin : "", "hibernator.dev/podsnapshots"));
+        free(fin);
+    }
+    char *uids = NULL;
+    assert_int_equal(
+        harness_kubectl(&uids, "-n %s get podsnapshots -o jsonpath='{.items[*].metadata.uid}'", ns),
+        0);
+    assert_int_equal(harness_kubectl(NULL, "delete namespace %s --wait=false", ns), 0);
+    uint64_t t0 = harness_now_ms(), end = t0 + 180000, last_snapshot_ms = 0, policies_gone_ms = 0;
+    int samples = 0, bad = 0;
+    while (harness_now_ms() < end) {
+        int snaps = 0, orphans = snapshots_without_policy(ns, &snaps);
+        if (orphans < 0)
+            break; /* the namespace is gone */
+        samples++;
+        if (snaps > 0)
+            last_snapshot_ms = harness_now_ms();
+        char *pols = column_in("podsnapshotpolicies", ns, ".metadata.name");
+        if (pols && !pols[0] && !policies_gone_ms)
+            policies_gone_ms = harness_now_ms();
+        free(pols);
+        bad += orphans > 0;
+        if (harness_kubectl(NULL, "get namespace %s", ns) != 0)
+            break;
+        usleep(250 * 1000);
+    }
+    assert_int_not_equal(harness_kubectl(NULL, "get namespace %s", ns), 0);
+    print_message("  namespace gone after %.1f s; %d samples; last PodSnapshot seen at %.1f s, "
+                  "policies all gone at %.1f s; samples with a PodSnapshot whose policy was "
+                  "gone: %d\n",
+                  (double)(harness_now_ms() - t0) / 1000.0, samples,
+                  last_snapshot_ms ? (double)(last_snapshot_ms - t0) / 1000.0 : 0.0,
+                  policies_gone_ms ? (double)(policies_gone_ms - t0) / 1000.0 : 0.0, bad);
+    assert_int_equal(bad, 0);
+    /* What the simulator left in the bucket for these PodSnapshots. */
+    char *ann = NULL;
+    harness_kubectl(&ann,
+                    "get podsnapshotstorageconfig it-snapshot -o jsonpath={.metadata.annotations}");
+    int orphaned = 0, n = 0;
+    for (char *u = strtok(uids ? uids : "", " '"); u; u = strtok(NULL, " '")) {
+        n++;
+        orphaned += ann && strstr(ann, u) != NULL;
+    }
+    print_message("  %d PodSnapshots; files left in the bucket: %d\n", n, orphaned);
+    assert_int_equal(n, 3);
+    assert_int_equal(orphaned, 0);
+    free(ann);
+    free(uids);
+    ns = home;
+    simulator_stop();
+    simulator_start("3s", "6s");
 }
 
 /* ---- the policy's lifecycle -------------------------------------------------- */
@@ -1848,6 +2000,7 @@ static int clean_slate(void **state)
 {
     (void)state;
     watch_stop();
+    cordon_all(0); /* a test that failed half way may have left them cordoned */
     delete_all_workspaces(60);
     return 0;
 }
@@ -1949,6 +2102,7 @@ int main(void)
         cmocka_unit_test_setup(test_unasked_restore, clean_slate),
         cmocka_unit_test_setup(test_fallback_not_restored, clean_slate),
         cmocka_unit_test_setup(test_policy_outlives_snapshots, clean_slate),
+        cmocka_unit_test_setup(test_namespace_deleted, clean_slate),
     };
     /* IT_ONLY=<pattern>: run only the tests whose names match. */
     if (getenv("IT_ONLY"))

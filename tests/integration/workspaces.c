@@ -381,7 +381,8 @@ void simulator_start(const char *checkpoint_delay, const char *delete_delay)
     simulator = fork();
     assert_true(simulator >= 0);
     if (simulator == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        /* Appended: a test that restarts it keeps the earlier lines. */
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
         dup2(fd, 2);
         execv(SNAPSHOT_SIMULATOR_BIN, (char *const *)argv);
         _exit(127);

@@ -1179,6 +1179,56 @@ static int parse_retention(const char *s, int64_t *ret_ms)
     return -EINVAL;
 }
 
+/* The storage config whose bucket a gs:// path is in (NULL: none cached). */
+struct bucket_search {
+    const char *path;
+    const struct cache_entry *found;
+};
+
+static void bucket_visit(void *data, const struct cache_entry *e)
+{
+    struct bucket_search *bs = data;
+    const char *bucket = STR(e->obj, "spec", "snapshotStorageConfig", "gcs", "bucket");
+    size_t n = bucket ? strlen(bucket) : 0;
+    if (n && strncmp(bs->path, "gs://", 5) == 0 && strncmp(bs->path + 5, bucket, n) == 0 &&
+        bs->path[5 + n] == '/')
+        bs->found = e;
+}
+
+/*
+ * A PodSnapshot let go without its storage freed: recorded on the storage
+ * config of its bucket as the annotation
+ * orphaned.simulator.hibernator.dev/<PodSnapshot uid>: <gs:// path> (one key
+ * per snapshot, so concurrent records never overwrite each other), where a
+ * test counts what would be left in the bucket.
+ */
+static void record_orphan(struct sim *s, const char *ns, const char *name, const cJSON *snap)
+{
+    const char *uid = STR(snap, "metadata", "uid");
+    const char *path = STR(snap, "status", "storageStatus", "gcs", "observedGCSPath");
+    log_info("the policy is gone: the finalizer goes and the files stay in the bucket", "namespace",
+             ns, "snapshot", name, "path", path ? path : "(none)");
+    struct bucket_search bs = {path, NULL};
+    if (path)
+        informer_foreach(s->inf[INF_STORAGE], bucket_visit, &bs);
+    if (!uid || !bs.found) {
+        log_warn("orphaned files not recorded: no storage config holds the bucket", "snapshot",
+                 name);
+        return;
+    }
+    char k[200];
+    snprintf(k, sizeof(k), "orphaned.simulator.hibernator.dev/%s", uid);
+    int failed = 0;
+    cJSON *p = cJSON_CreateObject();
+    put_str(&failed, put_obj(&failed, put_obj(&failed, p, "metadata"), "annotations"), k, path);
+    char *text = failed ? NULL : cJSON_PrintUnformatted(p);
+    cJSON_Delete(p);
+    if (!text || kube_patch(s->client, &res_storage, NULL, bs.found->name, NULL, KUBE_PATCH_MERGE,
+                            text, on_aside_done, "orphaned", NULL) < 0)
+        log_warn("orphaned files not recorded", "snapshot", name);
+    free(text);
+}
+
 /* GKE frees the storage, then releases its finalizer (unless stuck). */
 static void snapshot_deleting(struct sim *s, const char *key, const char *ns, const char *name,
                               const cJSON *snap)
@@ -1199,12 +1249,19 @@ static void snapshot_deleting(struct sim *s, const char *key, const char *ns, co
         finish(s, key, 0);
         return;
     }
+    /* The storage is found through the policy (its storage config names
+     * the bucket): with the policy gone there is nothing to free it
+     * through, the finalizer goes at once and the files stay behind. */
+    const char *policy_name = STR(snap, "spec", "policyName");
+    int orphaned = !cached(s, INF_POLICIES, ns, policy_name);
     int64_t due = json_time_ms(AT(snap, "metadata"), "deletionTimestamp") + s->o.delete_delay_ms;
     int64_t now = clock_unix_ms();
-    if (now < due) {
+    if (!orphaned && now < due) {
         finish(s, key, due - now);
         return;
     }
+    if (orphaned)
+        record_orphan(s, ns, name, snap);
     /* The test makes sure the index still names our finalizer. */
     char path[64];
     snprintf(path, sizeof(path), "/metadata/finalizers/%d", idx);
@@ -1217,7 +1274,8 @@ static void snapshot_deleting(struct sim *s, const char *key, const char *ns, co
     put_str(&failed, rm, "path", path);
     push(&failed, ops, test);
     push(&failed, ops, rm);
-    log_info("storage freed; releasing the finalizer", "namespace", ns, "snapshot", name);
+    if (!orphaned)
+        log_info("storage freed; releasing the finalizer", "namespace", ns, "snapshot", name);
     write_patch(s, key, "remove finalizer", &res_snapshots, ns, name, NULL, KUBE_PATCH_JSON,
                 built(failed, ops), 0);
 }

@@ -660,6 +660,32 @@ static void test_app_checkpoint_failures(void **state)
     }
 }
 
+/* GKE retries a checkpoint by itself (observedCheckpointRetryCount): the
+ * attempt is still in progress, said with the count, until the timeout. */
+static void test_backend_checkpoint_retries(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    decide_output_clear(&o);
+    w.now += 20 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                    .phase = SNAPSHOT_PHASE_IN_PROGRESS,
+                                    .name = "nb-p1-1-abcde",
+                                    .checkpoint_retries = 2};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    const struct condition *c = workspace_status_condition(&o.status, "SnapshotReady");
+    assert_string_equal(c->reason, "InProgress");
+    assert_non_null(strstr(c->message, "retries its checkpoint (retry 2)"));
+    assert_string_equal(o.status.snapshot->phase, "InProgress");
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* Under Retry, the container started again after the failed attempt was
  * asked for (a crash restarted it): its session is gone, so the pause goes
  * on without memory rather than snapshot the fresh process as that session. */
@@ -1742,6 +1768,7 @@ static void test_snapshot_not_used(void **state)
         {"GPU product changed", "was taken on Tesla-T4, the class now asks for NVIDIA-L4"},
         {"snapshot gone", "no longer exists"},
         {"expired", "expired"},
+        {"restored within the retention, then expired", "expired"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct world w;
@@ -1756,6 +1783,10 @@ static void test_snapshot_not_used(void **state)
             w.view.phase = SNAPSHOT_PHASE_NONE;
         if (i == 3)
             w.now += 8 * 24 * 60 * MIN;
+        if (i == 4) {
+            w.view.last_access_ms = w.now + 6 * 24 * 60 * MIN;
+            w.now += 14 * 24 * 60 * MIN;
+        }
         struct decide_output o;
         decide(&w, &o, 1);
         const struct action *c = find_action(&o, ACTION_CREATE_POD);
@@ -1769,6 +1800,27 @@ static void test_snapshot_not_used(void **state)
         decide_output_clear(&o);
         world_free(&w);
     }
+}
+
+/* GKE ages a snapshot from its last restore (status.lastAccessTime): one
+ * restored 6 days after Ready is not expired 8 days after Ready under the
+ * default 7-day lastAccessTimeout, and the resume restores it. */
+static void test_retention_from_last_access(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE);
+    w.view.last_access_ms = w.now + 6 * 24 * 60 * MIN;
+    w.now += 8 * 24 * 60 * MIN;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_non_null(c->snapshot);
+    assert_null(find_event(&o, "SnapshotNotUsed"));
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 0);
+    decide_output_clear(&o);
+    world_free(&w);
 }
 
 /* ---- capacity fallback and the snapshot's product ---- */
@@ -3008,7 +3060,8 @@ static void test_policy_fate(void **state)
 }
 
 /* The begin bodies: the policy groups snapshots by the pod label, selects
- * only pods that carry it, and has no owner reference; a pod without the
+ * only pods that carry it, has no owner reference and has the controller's
+ * finalizer; a pod without the
  * label is labelled first. */
 static void test_begin_bodies(void **state)
 {
@@ -3023,6 +3076,8 @@ static void test_begin_bodies(void **state)
     assert_non_null(strstr(text, "{\"key\":\"hibernator.dev/snapshot-group\","
                                  "\"operator\":\"Exists\"}"));
     assert_null(strstr(text, "ownerReferences"));
+    /* It outlives its PodSnapshots whoever deletes it. */
+    assert_non_null(strstr(text, "\"finalizers\":[\"hibernator.dev/podsnapshots\"]"));
     free(text);
     text = cJSON_PrintUnformatted(cJSON_GetObjectItem(bodies, "trigger"));
     assert_non_null(strstr(text, "ownerReferences")); /* triggers stay owned */
@@ -3050,6 +3105,7 @@ int main(void)
         cmocka_unit_test(test_crash_repeats_the_same_attempt),
         cmocka_unit_test(test_failure_retry),
         cmocka_unit_test(test_failure_retry_after_restart),
+        cmocka_unit_test(test_backend_checkpoint_retries),
         cmocka_unit_test(test_restore_failed_condition),
         cmocka_unit_test(test_timeout_pause_without_memory),
         cmocka_unit_test(test_pod_not_ready_is_not_snapshotted),
@@ -3076,6 +3132,7 @@ int main(void)
         cmocka_unit_test(test_unwanted_restore_of_an_older_pod),
         cmocka_unit_test(test_crash_loop_without_restore),
         cmocka_unit_test(test_snapshot_not_used),
+        cmocka_unit_test(test_retention_from_last_access),
         cmocka_unit_test(test_snapshot_home_claim),
         cmocka_unit_test(test_crash_points),
         cmocka_unit_test(test_class_backend_removed),
