@@ -33,6 +33,10 @@
 struct node_index {
     struct key_groups pods;   /* pod keys by spec.nodeName */
     struct key_groups paused; /* Workspace keys by the node their last pause left */
+    /* Workspace keys, paused with a Ready snapshot, by the node version the
+     * snapshot was taken on (status.snapshot.node.version): a node taking
+     * or leaving that version may make it restorable or not. */
+    struct key_groups by_snapshot_version;
 };
 
 /* Makes x an empty index; allocates nothing. */
@@ -54,6 +58,11 @@ MUST_USE int node_index_workspace(struct node_index *x, const char *key,
  * not change the index. */
 void node_index_pods_on(const struct node_index *x, const char *node,
                         void (*fn)(void *data, const char *key), void *data);
+
+/* Calls fn with the key of each workspace paused with a Ready snapshot
+ * taken on a node of version (see above); fn must not change the index. */
+void node_index_paused_on_version(const struct node_index *x, const char *version,
+                                  void (*fn)(void *data, const char *key), void *data);
 
 /* Calls fn with the key of each workspace whose last pause left node and
  * may still be waiting (see above); fn must not change the index. */

@@ -1,7 +1,8 @@
 /*
  * node_cache: a read-only copy of the cluster's Nodes that keeps, of each
- * node, its name and the values of a few labels someone asked for (the
- * accelerator product label of the classes, ...), never the object: a Node
+ * node, its name, its kubelet's version and the values of a few labels
+ * someone asked for (the accelerator product label of the classes, ...),
+ * never the object: a Node
  * carries its images and conditions, which nobody here reads.
  *
  * The cache starts on first use (node_cache_start()), so a cluster without
@@ -65,5 +66,23 @@ enum node_presence node_cache_lookup(const struct node_cache *nc, const char *na
 /* The value of a kept label on the node; NULL when the node is not known,
  * has no such label, or the label is not kept. */
 const char *node_cache_label(const struct node_cache *nc, const char *name, const char *key);
+
+/* The node's kubelet version (status.nodeInfo.kubeletVersion, e.g.
+ * "v1.35.3-gke.1234000": GKE's node version); NULL when the node is not
+ * known or does not say. */
+const char *node_cache_version(const struct node_cache *nc, const char *name);
+
+/* cb (NULL: none) runs from the loop, with the cache's data, when a node
+ * of the synced cache appears (before NULL), goes (after NULL) or changes
+ * its kubelet version: before and after are the versions (borrowed for the
+ * call). */
+typedef void (*node_cache_version_cb)(void *data, const char *node, const char *before,
+                                      const char *after);
+void node_cache_on_version(struct node_cache *nc, node_cache_version_cb cb);
+
+/* Calls fn with the name of every node of the synced cache (nothing before
+ * it has synced); fn must not change the cache. */
+void node_cache_foreach(const struct node_cache *nc, void (*fn)(void *data, const char *name),
+                        void *data);
 
 #endif

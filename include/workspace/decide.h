@@ -39,6 +39,23 @@ struct restore_check {
 struct decide_node {
     const char *name;
     const char *product; /* its value of the class's product label; NULL: not known */
+    /* What GKE matches a restore on (docs/snapshots.md, "Restore
+     * compatibility"); NULL: not known. */
+    const char *machine_family;
+    const char *machine_type;
+    const char *node_pool;
+    const char *version; /* status.nodeInfo.kubeletVersion */
+};
+
+/* For the resume of a paused workspace whose snapshot recorded its node's
+ * version: the nodes of the synced node cache that carry the snapshot's
+ * accelerator product, and how many of them run that version. A snapshot
+ * none of them can restore (some carry the product, none the version: the
+ * node pool moved on) cannot come back. */
+struct decide_restore_nodes {
+    size_t with_product;
+    size_t matching;  /* of those, on the snapshot's node version */
+    const char *seen; /* a version they run, for the message; NULL: none */
 };
 
 /* What the controller knows of its request to the application to write
@@ -86,6 +103,9 @@ struct decide_input {
      * order; a node not listed is not known): which accelerator a pod got. */
     const struct decide_node *nodes;
     size_t n_nodes;
+    /* NULL: not looked at (no accelerator, no recorded version, the node
+     * cache has not synced, or the workspace is not paused with a snapshot). */
+    const struct decide_restore_nodes *restore_nodes;
     /* The node the last pause's pod ran on is absent from the synced node
      * cache (ledger_awaits_node_removal() holds): it left the cluster. */
     int pause_node_absent;
@@ -153,6 +173,10 @@ struct action {
     int64_t for_ms; /* AutoResume: the owner's time it is for */
     char *snapshot;
     char *product;
+    /* CreatePod of a restore: the snapshot's node's machine type and node
+     * pool to steer it by (struct pod_build); NULL: none recorded. */
+    char *machine_type;
+    char *node_pool;
     int capacity_fallback;
     /* CreatePod: the pod's snapshot group (NULL: no label). SnapshotBegin:
      * the source pod's group; NULL: a pod of an earlier version, without

@@ -176,7 +176,18 @@ struct pod_build {
     int capacity_fallback;
     /* Its snapshot group (SNAPSHOT_GROUP_LABEL); NULL: no label. */
     const char *group;
+    /* A restore is steered onto a node like its snapshot's (docs/snapshots.md,
+     * "Restore compatibility"): required machine type (MACHINE_TYPE_LABEL),
+     * preferred node pool (NODE_POOL_LABEL); NULL: no such term. */
+    const char *machine_type;
+    const char *node_pool;
 };
+
+/* The well-known label of a node's machine type, and GKE's of its node pool
+ * and machine family. */
+#define MACHINE_TYPE_LABEL "node.kubernetes.io/instance-type"
+#define NODE_POOL_LABEL "cloud.google.com/gke-nodepool"
+#define MACHINE_FAMILY_LABEL "cloud.google.com/machine-family"
 
 #define SNAPSHOT_GROUP_SIZE 64
 /* The snapshot group of a pod of the workspace meant to start from files:

@@ -131,6 +131,7 @@
     X(CANCELLED, "Cancelled", "unpaused, or the pod went, while the checkpoint was asked for")     \
     X(IN_PROGRESS, "InProgress", "the snapshot is being taken")                                    \
     X(STORAGE_CHANGING, "StorageChanging", "older snapshots go before one under a new storage")    \
+    X(NOT_RESTORABLE, "NotRestorable", "no node can restore the paused workspace's snapshot")      \
     X(READY, "Ready", "the snapshot is ready")                                                     \
     X(TIMEOUT, "Timeout", "the snapshot was not Ready within snapshot.timeout")                    \
     X(NOT_USED, "NotUsed", "the resume did not restore the last pause's Ready snapshot")           \
@@ -176,6 +177,7 @@
     X(CHECKPOINT_FAILED, "CheckpointFailed", "the application refused to write its checkpoint")    \
     X(CHECKPOINT_TIMEOUT, "CheckpointTimeout", "the application did not answer the checkpoint")    \
     X(SNAPSHOT_NOT_USED, "SnapshotNotUsed", "a resume starts from files though it was paused")     \
+    X(SNAPSHOT_NOT_RESTORABLE, "SnapshotNotRestorable", "no node can restore a paused snapshot")   \
     X(COLD_START, "ColdStart", "the restored pod came up without the snapshot's state")            \
     X(RESTORE_CRASH_LOOP, "RestoreCrashLoop", "the restored pod crash-loops; it is replaced")      \
     X(RESTORE_UNRESPONSIVE, "RestoreUnresponsive", "the restored app did not answer; replaced")    \

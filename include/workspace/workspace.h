@@ -107,6 +107,13 @@ struct workspace_snapshot {
     char *message;
     char *home_claim_uid; /* the home claim the pod used: restored only onto it */
     char *class_name;     /* the workspace's class when it was taken */
+    /* status.snapshot.node: what GKE matches a restore on, of the source
+     * pod's node when the snapshot was asked for (docs/snapshots.md,
+     * "Restore compatibility"); NULL: not known. */
+    char *node_machine_family; /* label cloud.google.com/machine-family */
+    char *node_machine_type;   /* label node.kubernetes.io/instance-type */
+    char *node_pool;           /* label cloud.google.com/gke-nodepool */
+    char *node_version;        /* status.nodeInfo.kubeletVersion */
     /* status.snapshot.appCheckpoint: the application asked to write its
      * checkpoint before the attempt named here (docs/snapshots.md). */
     char *checkpoint_attempt;        /* the attempt's handle it was asked for */

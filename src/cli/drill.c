@@ -295,14 +295,23 @@ static int run(struct drill *d)
 
     if ((code = set_paused(d, 1, &after)))
         return code;
-    code = step(d, PROGRESS_PAUSE, after, "pause", &d->paused, NULL);
+    code = step(d, PROGRESS_PAUSE, after, "pause", &d->paused, &ws);
     workspace_free(after);
     after = NULL;
-    if (code)
+    if (code) {
+        workspace_free(ws);
         return code;
+    }
     d->have_pause = 1;
     progress_result(&d->paused, result, sizeof(result));
     say(d, "%s", result);
+    /* Said before the resume: no node can restore the snapshot. */
+    const struct condition *sr =
+        ws ? workspace_status_condition(&ws->status, "SnapshotReady") : NULL;
+    if (sr && sr->reason && strcmp(sr->reason, "NotRestorable") == 0)
+        say(d, "the memory cannot come back: %s", sr->message ? sr->message : "");
+    workspace_free(ws);
+    ws = NULL;
 
     if ((code = set_paused(d, 0, &after)))
         return code;

@@ -396,6 +396,34 @@ out:
     return e;
 }
 
+/* Paused workspaces whose snapshot no node can restore any more
+ * (SnapshotReady=False/NotRestorable): every policy's next resume of them
+ * starts from files, which the replay cannot see. Returns 0 or -ENOMEM. */
+static int note_unrestorable(struct whatif *w, const cJSON *workspaces)
+{
+    const cJSON *ws;
+    cJSON_ArrayForEach(ws, json_member(workspaces, "items"))
+    {
+        const cJSON *c;
+        cJSON_ArrayForEach(c, json_member(json_member(ws, "status"), "conditions"))
+        {
+            const char *type = json_string(c, "type"), *reason = json_string(c, "reason");
+            if (!type || !reason || strcmp(type, "SnapshotReady") != 0 ||
+                strcmp(reason, "NotRestorable") != 0)
+                continue;
+            const cJSON *meta = json_member(ws, "metadata");
+            const char *msg = json_string(c, "message");
+            if (cli_note_add(&w->notes, &w->n_notes,
+                             "%s/%s: its paused snapshot cannot come back (%s); its next resume "
+                             "starts from files under every policy",
+                             json_string(meta, "namespace"), json_string(meta, "name"),
+                             msg ? msg : "no node can restore it") < 0)
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
 int whatif_compute(const cJSON *workspaces, const cJSON *classes, const cJSON *configmaps,
                    int64_t now_ms, const char *zoneinfo, struct whatif **ret)
 {
@@ -416,6 +444,8 @@ int whatif_compute(const cJSON *workspaces, const cJSON *classes, const cJSON *c
         if (e == 0)
             e = replay_one(&x, workspaces, classes, cm);
     }
+    if (e == 0)
+        e = note_unrestorable(w, workspaces);
     for (size_t i = 0; i < x.z.n; i++)
         tz_free(x.z.loaded[i]);
     free(x.z.loaded);

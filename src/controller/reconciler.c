@@ -345,6 +345,13 @@ static void keep_product_label(struct reconciler *r, const struct workspace_clas
 {
     if (c && c->has_accelerator && node_cache_keep_label(r->nodes, c->product_label) < 0)
         log_warn("cannot keep a node label", "class", c->name, "label", c->product_label);
+    /* What GKE matches a restore on (docs/snapshots.md, "Restore
+     * compatibility"), for the classes that take GKE snapshots. */
+    static const char *const gke[] = {MACHINE_FAMILY_LABEL, MACHINE_TYPE_LABEL, NODE_POOL_LABEL};
+    for (size_t i = 0;
+         c && c->snapshot.backend == SNAPSHOT_BACKEND_GKE && i < sizeof(gke) / sizeof(gke[0]); i++)
+        if (node_cache_keep_label(r->nodes, gke[i]) < 0)
+            log_warn("cannot keep a node label", "class", c->name, "label", gke[i]);
 }
 
 static void on_class_change(void *data, const struct cache_entry *e)
@@ -530,6 +537,25 @@ static void on_node_change(void *data, const char *node)
     }
     informer_foreach(r->pod_inf, enqueue_if_on_node, &m);
     informer_foreach(r->ws_inf, enqueue_if_paused_off_node, &m);
+}
+
+static void enqueue_ws_key(void *data, const char *key)
+{
+    queue_key(data, key);
+}
+
+/* A node took or left a version: the paused workspaces whose snapshot was
+ * taken on either decide again whether it can come back. */
+static void on_node_version(void *data, const char *node, const char *before, const char *after)
+{
+    struct reconciler *r = data;
+    (void)node;
+    if (r->closing)
+        return;
+    if (before)
+        node_index_paused_on_version(&r->by_node, before, enqueue_ws_key, r);
+    if (after)
+        node_index_paused_on_version(&r->by_node, after, enqueue_ws_key, r);
 }
 
 static void on_pvc_change(void *data, const struct cache_entry *e)
@@ -1242,6 +1268,7 @@ struct gathered {
     struct pods_seen pods;
     struct decide_node nodes[PODS_SEEN_MAX];
     size_t n_nodes;
+    struct decide_restore_nodes restore_nodes;
     struct snapshot_view snap_view, snap_list[MAX_SNAPSHOTS_SEEN];
     struct snapshot_view next_view; /* of the attempt workspace_snapshot_next_attempt() names */
     char next_attempt[NAMES_SIZE];
@@ -1314,18 +1341,68 @@ static void gather_pods(struct reconciler *r, const char *key, struct gathered *
         set->cut_logged = left_out > 0;
 }
 
-/* The accelerator product label of each pod's node (accelerator classes only). */
+/* How many nodes carry the snapshot's product, and how many of those run
+ * its node's version. */
+struct restore_node_count {
+    const struct node_cache *nc;
+    const char *label, *product, *version;
+    struct decide_restore_nodes *out;
+};
+
+static void count_restore_node(void *data, const char *name)
+{
+    struct restore_node_count *c = data;
+    const char *product = node_cache_label(c->nc, name, c->label);
+    if (!product || strcmp(product, c->product) != 0)
+        return;
+    c->out->with_product++;
+    const char *v = node_cache_version(c->nc, name);
+    if (v && strcmp(v, c->version) == 0)
+        c->out->matching++;
+    else if (v && !c->out->seen)
+        c->out->seen = v;
+}
+
+/* For a workspace paused with a Ready snapshot whose node version was
+ * recorded: which nodes could restore it (a walk over the node cache,
+ * only then: a resume is rare next to the passes of running workspaces). */
+static void gather_restore_nodes(struct reconciler *r, struct gathered *g)
+{
+    const struct workspace_snapshot *sn = g->ws->status.snapshot;
+    if (!g->cls->has_accelerator || (!g->ws->paused && g->ws->status.state != WS_STATE_PAUSED))
+        return;
+    if (!sn->node_version || !sn->gpu_product || !sn->phase || strcmp(sn->phase, "Ready") != 0 ||
+        !node_cache_synced(r->nodes))
+        return;
+    g->restore_nodes = (struct decide_restore_nodes){0};
+    struct restore_node_count c = {r->nodes, g->cls->product_label, sn->gpu_product,
+                                   sn->node_version, &g->restore_nodes};
+    node_cache_foreach(r->nodes, count_restore_node, &c);
+    g->in.restore_nodes = &g->restore_nodes;
+}
+
+/* What the node cache knows of each pod's node: its accelerator product
+ * (accelerator classes) and what GKE matches a restore on (classes with the
+ * GKE backend). */
 static void gather_nodes(struct reconciler *r, const char *key, struct gathered *g)
 {
-    if (!g->cls || !g->cls->has_accelerator)
+    if (!g->cls || (!g->cls->has_accelerator && g->cls->snapshot.backend != SNAPSHOT_BACKEND_GKE))
         return;
     if (node_cache_start(r->nodes) < 0)
         log_warn("cannot watch Nodes", "workspace", key);
-    for (size_t i = 0; i < g->pods.n; i++)
-        if (g->pods.pods[i]->node_name)
+    for (size_t i = 0; i < g->pods.n; i++) {
+        const char *n = g->pods.pods[i]->node_name;
+        if (n)
             g->nodes[g->n_nodes++] = (struct decide_node){
-                g->pods.pods[i]->node_name,
-                node_cache_label(r->nodes, g->pods.pods[i]->node_name, g->cls->product_label)};
+                n,
+                g->cls->has_accelerator ? node_cache_label(r->nodes, n, g->cls->product_label)
+                                        : NULL,
+                node_cache_label(r->nodes, n, MACHINE_FAMILY_LABEL),
+                node_cache_label(r->nodes, n, MACHINE_TYPE_LABEL),
+                node_cache_label(r->nodes, n, NODE_POOL_LABEL),
+                node_cache_version(r->nodes, n)};
+    }
+    gather_restore_nodes(r, g);
 }
 
 /* The GKE Pod Snapshots of the workspace, and the backend told whether it
@@ -1477,7 +1554,7 @@ static int build_bodies(struct job *j, const struct gathered *g)
             j->bodies[i] = workspace_pod_build_with(
                 ws, g->cls,
                 &(struct pod_build){a->name, a->from_checkpoint, a->snapshot, a->product,
-                                    a->capacity_fallback, a->group});
+                                    a->capacity_fallback, a->group, a->machine_type, a->node_pool});
         else if (a->type == ACTION_SNAPSHOT_BEGIN)
             j->bodies[i] =
                 gke_snapshot_begin_bodies(ws, g->cls, a->name, j->out.status.pod_name, a->group);
@@ -1746,6 +1823,8 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
         e = app_checkpoints_new(loop, r->now_ms, r->now_data, on_activity, r, &r->checkpoints);
     if (e == 0)
         e = node_cache_new(loop, client, on_node_change, r, &r->nodes);
+    if (e == 0)
+        node_cache_on_version(r->nodes, on_node_version);
     if (e == 0)
         e = informer_new(loop, client, &wo, &r->ws_inf);
     if (e == 0)

@@ -225,12 +225,18 @@ void decide_allowed_products(const struct workspace_class *c, const char *sep, c
 }
 
 /* The product label's value on a node, when the node cache knows it. */
-static const char *node_product(const struct decider *d, const char *node)
+const struct decide_node *decide_node_of(const struct decider *d, const char *node)
 {
     for (size_t i = 0; node && i < d->in->n_nodes; i++)
         if (decide_streq(d->in->nodes[i].name, node))
-            return d->in->nodes[i].product;
+            return &d->in->nodes[i];
     return NULL;
+}
+
+static const char *node_product(const struct decider *d, const char *node)
+{
+    const struct decide_node *n = decide_node_of(d, node);
+    return n ? n->product : NULL;
 }
 
 /* The accelerator product pod p has: its node's product label once the

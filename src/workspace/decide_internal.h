@@ -102,6 +102,11 @@ void decide_own_delete_pod(struct decider *d, const struct workspace_pod *p, int
 const char *decide_pause_occasion(const struct decider *d, char *buf);
 int64_t pod_generation_of(const struct workspace *ws, const char *pod_name);
 int decide_pod_has_stopped(const struct workspace_pod *p);
+/* Whether no node can restore the current snapshot (its node's version is
+ * gone from the nodes with its product); writes why. */
+int decide_snapshot_unrestorable(const struct decider *d, char *why, size_t size);
+/* What the node cache knows of node (a pod's); NULL: not known. */
+const struct decide_node *decide_node_of(const struct decider *d, const char *node);
 int decide_pod_is_scheduled(const struct workspace_pod *p);
 const char *decide_pod_occasion(const char *pod_name, char *buf);
 const char *decide_pod_product(const struct decider *d, const struct workspace_pod *p);

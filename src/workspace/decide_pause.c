@@ -173,6 +173,36 @@ static void pause_kept(const struct decider *d, char *out, size_t size)
         snprintf(out, size, "home keeps the files and the application's checkpoint");
 }
 
+/* Paused with a Ready snapshot: said before the resume when no node can
+ * restore it any more (SnapshotReady=False/NotRestorable), and said Ready
+ * again should such a node come back. */
+static void paused_snapshot_restorable(struct decider *d)
+{
+    const struct workspace_snapshot *sn = d->st->snapshot;
+    if (!decide_pause_snapshots(d) || !decide_snapshot_current(d->st) ||
+        !decide_streq(sn->phase, "Ready"))
+        return;
+    char why[MAX_MESSAGE];
+    const char *was = decide_condition_reason(d->old, WS_COND_SNAPSHOT_READY);
+    if (decide_snapshot_unrestorable(d, why, sizeof(why))) {
+        decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_NOT_RESTORABLE,
+                         "%s; the resume will start from files and the application's checkpoint",
+                         why);
+        char occ[OCCASION_SIZE];
+        snprintf(occ, sizeof(occ), "unrestorable-%s", sn->attempt);
+        if (!decide_streq(was, WS_REASON_NOT_RESTORABLE))
+            decide_transition_event(d, occ, "Warning", WS_EVENT_SNAPSHOT_NOT_RESTORABLE,
+                                    "%s; the resume will start from files and the application's "
+                                    "checkpoint",
+                                    why);
+    } else if (decide_streq(was, WS_REASON_NOT_RESTORABLE) && d->in->restore_nodes) {
+        decide_condition(d, WS_COND_SNAPSHOT_READY, COND_TRUE, WS_REASON_READY,
+                         "snapshot %s is ready (%.1fs); a node like the one it was taken on is "
+                         "back",
+                         sn->name ? sn->name : sn->attempt, sn->seconds);
+    }
+}
+
 /* The pod is gone: the workspace is Paused. */
 static void pause_done(struct decider *d)
 {
@@ -192,6 +222,7 @@ static void pause_done(struct decider *d)
     workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
     decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSED,
                      "the workspace is paused; set spec.paused to false to resume");
+    paused_snapshot_restorable(d);
     st->state = WS_STATE_PAUSED;
     if (d->old->state != WS_STATE_PAUSED) {
         const struct workspace_pause_timeline *lp = st->last_pause;

@@ -309,6 +309,25 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
     return 0;
 }
 
+/* No node can restore the snapshot: nodes carry its accelerator product,
+ * none its node's version (GKE restores only onto a node like the one it
+ * was taken on: the pool was upgraded since). Writes why. */
+int decide_snapshot_unrestorable(const struct decider *d, char *why, size_t size)
+{
+    const struct decide_restore_nodes *rn = d->in->restore_nodes;
+    const struct workspace_snapshot *sn = d->st->snapshot;
+    if (!rn || !sn->node_version || rn->with_product == 0 || rn->matching > 0)
+        return 0;
+    snprintf(why, size,
+             "snapshot %s was taken on a node of version %s; none of the %zu nodes with %s runs "
+             "it now (they run %s, the node pool was upgraded): GKE restores a snapshot only onto "
+             "a node like the one it was taken on, so its memory cannot come back",
+             sn->name ? sn->name : sn->attempt, sn->node_version, rn->with_product,
+             sn->gpu_product ? sn->gpu_product : "its accelerator",
+             rn->seen ? rn->seen : "another");
+    return 1;
+}
+
 /* The snapshot a resume restores from, or NULL with why (empty when the
  * class has no backend: nothing to explain). docs/snapshots.md. */
 /* The snapshot was taken under another class than the workspace's now
@@ -377,6 +396,8 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
         snprintf(why, size, "snapshot %s expired", name);
         return NULL;
     }
+    if (decide_snapshot_unrestorable(d, why, size))
+        return NULL;
     /* The restore is pinned to the snapshot's product: any the class still
      * allows. */
     const struct workspace_class *c = d->cls;

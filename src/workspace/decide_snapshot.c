@@ -35,6 +35,13 @@ static int record_attempt(struct decider *d, const char *handle, int64_t attempt
     decide_set_string(d, &sn->message, NULL);
     decide_set_string(d, &sn->home_claim_uid, st->home->claim_uid);
     decide_set_string(d, &sn->class_name, d->ws->class_name);
+    /* What GKE matches a restore on, of the source node as it is now. */
+    const struct decide_node *n =
+        p && decide_pod_is_scheduled(p) ? decide_node_of(d, p->node_name) : NULL;
+    decide_set_string(d, &sn->node_machine_family, n ? n->machine_family : NULL);
+    decide_set_string(d, &sn->node_machine_type, n ? n->machine_type : NULL);
+    decide_set_string(d, &sn->node_pool, n ? n->node_pool : NULL);
+    decide_set_string(d, &sn->node_version, n ? n->version : NULL);
     /* The group the PodSnapshot gets (the backend copies the pod's label).
      * A pod of an earlier version has none: its snapshot is taken as
      * before, under a policy without groups, and restored without one. */

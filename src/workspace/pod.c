@@ -418,6 +418,13 @@ static cJSON *add_obj(struct writer *w, cJSON *parent, const char *key)
     return add(w, parent, key, cJSON_CreateObject());
 }
 
+/* parent[key], made an empty object when it has none. */
+static cJSON *add_obj_once(struct writer *w, cJSON *parent, const char *key)
+{
+    cJSON *o = parent ? cJSON_GetObjectItemCaseSensitive(parent, key) : NULL;
+    return o ? o : add_obj(w, parent, key);
+}
+
 static cJSON *add_arr(struct writer *w, cJSON *parent, const char *key)
 {
     return add(w, parent, key, cJSON_CreateArray());
@@ -686,6 +693,19 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
                 set_str(&w, sel, c->node_selector[i].key, c->node_selector[i].value);
         if (c->has_accelerator && !fallback)
             set_str(&w, sel, c->product_label, b->product ? b->product : c->product);
+    }
+    /* A restore lands only where GKE can restore it: the snapshot's
+     * machine type, its node pool preferred (the same node version, unless
+     * the pool is being upgraded). */
+    if (b->snapshot && b->machine_type && !fallback)
+        set_str(&w, add_obj_once(&w, spec, "nodeSelector"), MACHINE_TYPE_LABEL, b->machine_type);
+    if (b->snapshot && b->node_pool && !fallback) {
+        cJSON *na = add_obj(&w, add_obj(&w, spec, "affinity"), "nodeAffinity");
+        cJSON *pref =
+            add_obj(&w, add_arr(&w, na, "preferredDuringSchedulingIgnoredDuringExecution"), NULL);
+        add_num(&w, pref, "weight", 100);
+        add_str(&w, add_match_expression(&w, add_obj(&w, pref, "preference"), NODE_POOL_LABEL),
+                NULL, b->node_pool);
     }
     if (fallback)
         build_fallback_affinity(&w, spec, c);

@@ -106,6 +106,14 @@ static const struct status_field app_checkpoint_fields[] = {
     {.kind = SF_END},
 };
 
+static const struct status_field snapshot_node_fields[] = {
+    {.key = "machineFamily", .kind = SF_STR, .off = SNAPSHOT(node_machine_family), .shared = 1},
+    {.key = "machineType", .kind = SF_STR, .off = SNAPSHOT(node_machine_type), .shared = 1},
+    {.key = "nodePool", .kind = SF_STR, .off = SNAPSHOT(node_pool), .shared = 1},
+    {.key = "version", .kind = SF_STR, .off = SNAPSHOT(node_version), .shared = 1},
+    {.kind = SF_END},
+};
+
 static const struct status_field snapshot_fields[] = {
     {.key = "attempt", .kind = SF_STR, .off = SNAPSHOT(attempt)},
     {.key = "attempts", .kind = SF_INT64, .off = SNAPSHOT(attempts)},
@@ -122,6 +130,7 @@ static const struct status_field snapshot_fields[] = {
     {.key = "message", .kind = SF_STR, .off = SNAPSHOT(message)},
     {.key = "homeClaimUID", .kind = SF_STR, .off = SNAPSHOT(home_claim_uid)},
     {.key = "className", .kind = SF_STR, .off = SNAPSHOT(class_name)},
+    {.key = "node", .kind = SF_OBJECT, .off = 0, .sub = snapshot_node_fields},
     {.key = "appCheckpoint", .kind = SF_OBJECT, .off = 0, .sub = app_checkpoint_fields},
     {.key = "group", .kind = SF_STR, .off = SNAPSHOT(group)},
     {.key = "rejectedGroup", .kind = SF_STR, .off = SNAPSHOT(rejected_group)},

@@ -83,6 +83,15 @@
 #define ANN_ORIGIN_UID "simulator.hibernator.dev/origin-pod-uid"
 #define ANN_SPEC_HASH "simulator.hibernator.dev/pod-spec-hash"
 #define ANN_GPU "simulator.hibernator.dev/gpu-product"
+/* What else GKE matches a restore on, of the source node (llm-d's GKE Pod
+ * Snapshots guide: "the node's machine family and type, GPU model, GPU
+ * driver version, and GKE node version"); the driver version has no node
+ * field to read. */
+#define ANN_MACHINE_FAMILY "simulator.hibernator.dev/machine-family"
+#define ANN_MACHINE_TYPE "simulator.hibernator.dev/machine-type"
+#define ANN_NODE_VERSION "simulator.hibernator.dev/node-version"
+#define MACHINE_FAMILY_LABEL "cloud.google.com/machine-family"
+#define MACHINE_TYPE_LABEL "node.kubernetes.io/instance-type"
 #define ANN_POST "simulator.hibernator.dev/post-checkpoint"
 /* On a restored pod: the UID of the pod whose process it carries on. */
 #define ANN_RESTORED_FROM_UID "simulator.hibernator.dev/restored-from-uid"
@@ -559,6 +568,21 @@ static const char *pod_gpu_product(struct sim *s, const cJSON *pod)
     return p ? p : "";
 }
 
+/* The node facts a restore is matched on, of the pod's node ("" when the
+ * node or the fact is not known): which = 0 machine family, 1 machine type,
+ * 2 node version (its kubelet's). */
+static const char *pod_node_fact(struct sim *s, const cJSON *pod, int which)
+{
+    const cJSON *node = cached(s, INF_NODES, "", STR(pod, "spec", "nodeName"));
+    const char *v = which == 0   ? label(node, MACHINE_FAMILY_LABEL)
+                    : which == 1 ? label(node, MACHINE_TYPE_LABEL)
+                                 : STR(node, "status", "nodeInfo", "kubeletVersion");
+    return v ? v : "";
+}
+
+static const char *const node_fact_ann[] = {ANN_MACHINE_FAMILY, ANN_MACHINE_TYPE, ANN_NODE_VERSION};
+static const char *const node_fact_name[] = {"machine family", "machine type", "node version"};
+
 /* ---- the queue and writes ------------------------------------------------------ */
 
 /* A key the queue could not take is not simulated again until it changes. */
@@ -1027,6 +1051,8 @@ static cJSON *snapshot_object(struct sim *s, const char *ns, const char *name, c
     put_str(&failed, ann, ANN_ORIGIN_UID, STR(pod, "metadata", "uid"));
     put_str(&failed, ann, ANN_SPEC_HASH, hash);
     put_str(&failed, ann, ANN_GPU, pod_gpu_product(s, pod));
+    for (int i = 0; i < 3; i++)
+        put_str(&failed, ann, node_fact_ann[i], pod_node_fact(s, pod, i));
     put_str(&failed, ann, ANN_POST, post ? post : "resume");
     push(&failed, put_arr(&failed, meta, "finalizers"), cJSON_CreateString(FINALIZER));
     put_str(&failed, put_obj(&failed, o, "spec"), "policyName", policy->name);
@@ -1754,6 +1780,15 @@ static const char *restore_problem(struct sim *s, const cJSON *pod, const char *
         snprintf(buf, size, "the node's GPU product %s differs from PodSnapshot %s's (%s)",
                  *have ? have : "(none)", snap_name, want);
         return buf;
+    }
+    for (int i = 0; i < 3; i++) {
+        want = annotation(snap, node_fact_ann[i]);
+        have = pod_node_fact(s, pod, i);
+        if (want && *want && strcmp(want, have) != 0) {
+            snprintf(buf, size, "the node's %s %s differs from PodSnapshot %s's (%s)",
+                     node_fact_name[i], *have ? have : "(none)", snap_name, want);
+            return buf;
+        }
     }
     return NULL;
 }

@@ -986,6 +986,33 @@ static void test_golden_describe(void **state)
     cJSON_Delete(list);
 }
 
+/* A paused workspace whose snapshot no node can restore is named in the
+ * notes: every policy's next resume of it starts from files. */
+static void test_what_if_unrestorable(void **state)
+{
+    (void)state;
+    cJSON *list = cJSON_Parse(
+        "{\"items\":[{\"metadata\":{\"namespace\":\"team-a\",\"name\":\"old-pool\"},"
+        "\"status\":{\"conditions\":[{\"type\":\"SnapshotReady\",\"status\":\"False\","
+        "\"reason\":\"NotRestorable\",\"message\":\"snapshot s1 was taken on a node of "
+        "version v1.35\"}]}},{\"metadata\":{\"namespace\":\"team-a\",\"name\":\"fine\"},"
+        "\"status\":{\"conditions\":[{\"type\":\"SnapshotReady\",\"status\":\"True\","
+        "\"reason\":\"Ready\"}]}}]}");
+    cJSON *none = cJSON_Parse("{\"items\":[]}");
+    struct whatif *w = NULL;
+    assert_int_equal(whatif_compute(list, none, none, now_ms(), NULL, &w), 0);
+    int named = 0;
+    for (size_t i = 0; i < w->n_notes; i++) {
+        named += strstr(w->notes[i], "team-a/old-pool: its paused snapshot cannot come back "
+                                     "(snapshot s1 was taken on a node of version v1.35)") != NULL;
+        assert_null(strstr(w->notes[i], "team-a/fine"));
+    }
+    assert_int_equal(named, 1);
+    whatif_free(w);
+    cJSON_Delete(none);
+    cJSON_Delete(list);
+}
+
 /* what-if over recorded activity: one row a policy, golden in each format;
  * the records it cannot use are named in the notes. */
 static void test_golden_what_if(void **state)
@@ -1245,6 +1272,7 @@ int main(void)
         cmocka_unit_test(test_golden_describe),
         cmocka_unit_test(test_golden_report),
         cmocka_unit_test(test_golden_what_if),
+        cmocka_unit_test(test_what_if_unrestorable),
         cmocka_unit_test(test_lenient),
         cmocka_unit_test(test_interrupts_are_sticky),
     };

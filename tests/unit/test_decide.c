@@ -1358,7 +1358,7 @@ static void s_fallback_on_l4(struct world *w)
     fallback_class(w->cls);
     st(w)->accelerator_fallback = 1;
     add_pod(w, "alice-2", READY | CKPT | FALLBACK, NOW - 20 * SEC);
-    w->nodes[0] = (struct decide_node){"gpu-1", "NVIDIA-L4"};
+    w->nodes[0] = (struct decide_node){.name = "gpu-1", .product = "NVIDIA-L4"};
     w->n_nodes = 1;
 }
 
@@ -1377,8 +1377,8 @@ static void s_node_product(struct world *w)
     running(w);
     add_pod(w, "alice-1", READY, NOW - 2 * MIN);
     set_str(&st(w)->accelerator_product, NULL);
-    w->nodes[0] = (struct decide_node){"gpu-1", "Tesla-T4"};
-    w->nodes[1] = (struct decide_node){"gpu-2", "NVIDIA-L4"};
+    w->nodes[0] = (struct decide_node){.name = "gpu-1", .product = "Tesla-T4"};
+    w->nodes[1] = (struct decide_node){.name = "gpu-2", .product = "NVIDIA-L4"};
     w->n_nodes = 2;
 }
 
@@ -3077,8 +3077,8 @@ static void test_lifecycle_fallback(void **state)
     world_init(&c.w);
     struct world *w = &c.w;
     fallback_class(w->cls);
-    w->nodes[0] = (struct decide_node){"gpu-1", "Tesla-T4"};
-    w->nodes[1] = (struct decide_node){"gpu-l4", "NVIDIA-L4"};
+    w->nodes[0] = (struct decide_node){.name = "gpu-1", .product = "Tesla-T4"};
+    w->nodes[1] = (struct decide_node){.name = "gpu-l4", .product = "NVIDIA-L4"};
     w->n_nodes = 2;
     w->now = T0;
     assert_int_equal(step(&c, 0), WS_STATE_PENDING);

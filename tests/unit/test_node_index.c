@@ -285,6 +285,45 @@ static void change(struct node_index *x, struct model *m, size_t k)
     }
 }
 
+static char *on_version(const struct node_index *x, const char *version)
+{
+    struct keys ks = {.n = 0};
+    node_index_paused_on_version(x, version, collect, &ks);
+    return joined(&ks);
+}
+
+/* Paused workspaces with a Ready snapshot, by the node version it was
+ * taken on: only while paused, only a Ready one. */
+static void test_snapshot_version(void **state)
+{
+    (void)state;
+    struct node_index x;
+    node_index_init(&x);
+    struct workspace_snapshot sn = {.phase = "Ready", .node_version = "v1.35"};
+    struct workspace w = never_paused("w");
+    w.status.snapshot = &sn;
+    w.status.state = WS_STATE_PAUSED;
+    assert_int_equal(node_index_workspace(&x, "a/w", &w), 0);
+    assert_lookup(on_version(&x, "v1.35"), "a/w");
+    assert_lookup(on_version(&x, "v1.36"), "");
+    /* Resuming (spec.paused false, no longer Paused): out. */
+    w.status.state = WS_STATE_RESUMING;
+    assert_int_equal(node_index_workspace(&x, "a/w", &w), 0);
+    assert_lookup(on_version(&x, "v1.35"), "");
+    /* Asked to pause, snapshot in progress: out; Ready: in. */
+    w.paused = 1;
+    sn.phase = "InProgress";
+    assert_int_equal(node_index_workspace(&x, "a/w", &w), 0);
+    assert_lookup(on_version(&x, "v1.35"), "");
+    sn.phase = "Ready";
+    assert_int_equal(node_index_workspace(&x, "a/w", &w), 0);
+    assert_lookup(on_version(&x, "v1.35"), "a/w");
+    /* Deleted. */
+    assert_int_equal(node_index_workspace(&x, "a/w", NULL), 0);
+    assert_lookup(on_version(&x, "v1.35"), "");
+    node_index_free(&x);
+}
+
 static void test_random(void **state)
 {
     (void)state;
@@ -318,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pods),
         cmocka_unit_test(test_paused),
+        cmocka_unit_test(test_snapshot_version),
         cmocka_unit_test(test_random),
     };
     return cmocka_run_group_tests_name("node index", tests, NULL, NULL);

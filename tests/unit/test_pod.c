@@ -555,6 +555,31 @@ static void test_pod_build_pins_and_fallback(void **state)
         cJSON_GetObjectItem(at(pod, "metadata.annotations"), "hibernator.dev/capacity-fallback"));
     cJSON_Delete(pod);
 
+    /* A restore steered onto a node like its snapshot's: its machine type
+     * required, its node pool preferred. */
+    b.machine_type = "a2-highgpu-1g";
+    b.node_pool = "gpu-pool-a";
+    pod = workspace_pod_build_with(ws, c, &b);
+    sel = at(pod, "spec.nodeSelector");
+    assert_string_equal(member_str(sel, "node.kubernetes.io/instance-type"), "a2-highgpu-1g");
+    assert_string_equal(member_str(sel, "nvidia.com/gpu.product"), "NVIDIA-L4");
+    cJSON *pool =
+        at(pod, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution");
+    assert_int_equal(cJSON_GetArraySize(pool), 1);
+    assert_string_equal(str_at(pool, "0.preference.matchExpressions.0.key"),
+                        "cloud.google.com/gke-nodepool");
+    assert_string_equal(str_at(pool, "0.preference.matchExpressions.0.values.0"), "gpu-pool-a");
+    assert_null(
+        at(pod, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"));
+    cJSON_Delete(pod);
+    /* Not a restore: no such terms. */
+    b.snapshot = NULL;
+    pod = workspace_pod_build_with(ws, c, &b);
+    assert_null(
+        cJSON_GetObjectItem(at(pod, "spec.nodeSelector"), "node.kubernetes.io/instance-type"));
+    assert_null(at(pod, "spec.affinity"));
+    cJSON_Delete(pod);
+
     /* No pin: the class's product. */
     pod = workspace_pod_build(ws, c, "alice-nb-2", 1);
     assert_string_equal(member_str(at(pod, "spec.nodeSelector"), "nvidia.com/gpu.product"),

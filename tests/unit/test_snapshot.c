@@ -75,7 +75,9 @@ struct world {
     int has_next;
     struct workspace_pod gone; /* the pod cache's last sight of a removed pod */
     int has_gone;
-    const char *storage; /* the storage config the snapshots are held under */
+    const char *storage;                       /* the storage config the snapshots are held under */
+    struct decide_restore_nodes restore_nodes; /* the nodes that could restore it */
+    int has_restore_nodes;
 };
 
 static void world_init(struct world *w, const char *snapshot)
@@ -135,6 +137,7 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .app_checkpoint = w->has_seen ? &w->seen : NULL,
         .gone_pod = w->has_gone ? &w->gone : NULL,
         .snapshot_storage = w->storage,
+        .restore_nodes = w->has_restore_nodes ? &w->restore_nodes : NULL,
     };
     char next[NAMES_SIZE];
     if (w->has_next && workspace_snapshot_next_attempt(w->ws, next) == 1 &&
@@ -1823,6 +1826,89 @@ static void test_retention_from_last_access(void **state)
     world_free(&w);
 }
 
+/* Restore compatibility (docs/snapshots.md): the snapshot records what GKE
+ * matches on, of its node; a restore is steered onto a node like it; when
+ * nodes carry the product but none the recorded node version, the paused
+ * workspace says before the resume that the memory cannot come back, and
+ * the resume starts from files saying why. */
+static void test_restore_compatibility(void **state)
+{
+    (void)state;
+    for (int compatible = 0; compatible <= 1; compatible++) {
+        struct world w;
+        world_init(&w, GKE);
+        w.pod.group = "u1-1";
+        w.nodes[0] = (struct decide_node){.name = "gpu-node-1",
+                                          .product = "Tesla-T4",
+                                          .machine_family = "n1",
+                                          .machine_type = "n1-standard-8",
+                                          .node_pool = "gpu-pool",
+                                          .version = "v1.35.3-gke.1234000"};
+        w.n_nodes = 1;
+        struct decide_output o;
+        decide(&w, &o, 1);
+        const struct workspace_snapshot *sn = o.status.snapshot;
+        assert_string_equal(sn->node_machine_family, "n1");
+        assert_string_equal(sn->node_machine_type, "n1-standard-8");
+        assert_string_equal(sn->node_pool, "gpu-pool");
+        assert_string_equal(sn->node_version, "v1.35.3-gke.1234000");
+        decide_output_clear(&o);
+        w.now += 60 * SEC;
+        w.has_view = 1;
+        w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                        .phase = SNAPSHOT_PHASE_READY,
+                                        .name = "nb-p1-1-x7k2q",
+                                        .ready_ms = w.now};
+        decide(&w, &o, 1);
+        decide_output_clear(&o);
+        /* Paused; the node pool was upgraded meanwhile (or not). */
+        w.has_pod = 0;
+        w.n_nodes = 0;
+        w.has_restore_nodes = 1;
+        w.restore_nodes = (struct decide_restore_nodes){
+            .with_product = 2, .matching = compatible ? 1 : 0, .seen = "v1.36.1-gke.500"};
+        w.now += 10 * SEC;
+        decide(&w, &o, 1);
+        assert_int_equal(o.status.state, WS_STATE_PAUSED);
+        const struct condition *c = workspace_status_condition(&o.status, "SnapshotReady");
+        if (compatible) {
+            assert_string_equal(c->reason, "Ready");
+            assert_null(find_event(&o, "SnapshotNotRestorable"));
+        } else {
+            assert_int_equal(c->status, COND_FALSE);
+            assert_string_equal(c->reason, "NotRestorable");
+            assert_non_null(strstr(c->message, "v1.35.3-gke.1234000"));
+            assert_non_null(strstr(c->message, "v1.36.1-gke.500"));
+            assert_non_null(find_event(&o, "SnapshotNotRestorable"));
+        }
+        decide_output_clear(&o);
+        w.now += MIN;
+        decide(&w, &o, 1);
+        assert_null(find_event(&o, "SnapshotNotRestorable")); /* said once */
+        decide_output_clear(&o);
+        /* The resume. */
+        w.ws->paused = 0;
+        w.now += MIN;
+        decide(&w, &o, 1);
+        const struct action *a = find_action(&o, ACTION_CREATE_POD);
+        assert_non_null(a);
+        if (compatible) {
+            assert_string_equal(a->snapshot, "nb-p1-1-x7k2q");
+            assert_string_equal(a->machine_type, "n1-standard-8");
+            assert_string_equal(a->node_pool, "gpu-pool");
+        } else {
+            assert_null(a->snapshot);
+            assert_null(a->machine_type);
+            const struct action *ev = find_event(&o, "SnapshotNotUsed");
+            assert_non_null(ev);
+            assert_non_null(strstr(ev->message, "cannot come back"));
+            assert_string_equal(cond_reason(&o.status, "Restored"), "FromCheckpoint");
+        }
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
 /* ---- capacity fallback and the snapshot's product ---- */
 
 /* Tesla-T4 with NVIDIA-L4 as an alternative, onCapacityTimeout FallBack. */
@@ -1916,7 +2002,7 @@ static void walk_to_paused_on_l4(struct world *w)
     w->now += 10 * SEC;
     pod_up(w, "nb-2", NULL, w->now - SEC);
     w->pod.capacity_fallback = 1;
-    w->nodes[0] = (struct decide_node){"gpu-node-2", "NVIDIA-L4"};
+    w->nodes[0] = (struct decide_node){.name = "gpu-node-2", .product = "NVIDIA-L4"};
     w->n_nodes = 1;
     decide(w, &o, 1);
     assert_int_equal(o.status.state, WS_STATE_RUNNING);
@@ -3133,6 +3219,7 @@ int main(void)
         cmocka_unit_test(test_crash_loop_without_restore),
         cmocka_unit_test(test_snapshot_not_used),
         cmocka_unit_test(test_retention_from_last_access),
+        cmocka_unit_test(test_restore_compatibility),
         cmocka_unit_test(test_snapshot_home_claim),
         cmocka_unit_test(test_crash_points),
         cmocka_unit_test(test_class_backend_removed),
