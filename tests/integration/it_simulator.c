@@ -33,6 +33,9 @@
 #include "workspaces.h"
 
 #define STORAGE_BUCKET "it-sim-bucket"
+/* The pods of a restore land on one machine type (deploy/local/nodes.yaml's
+ * cpu-node-1): GKE restores only onto a node like the snapshot's. */
+#define ONE_MACHINE "node.kubernetes.io/instance-type: e2-standard-4"
 
 static pid_t sim_pid;
 static int sim_runs;
@@ -280,6 +283,7 @@ static void create_pod_restarting(const char *name, const char *labels, const ch
                                    "  labels: {%s}\n  annotations: {%s}\n"
                                    "spec:\n"
                                    "  restartPolicy: %s\n"
+                                   "  nodeSelector: {" ONE_MACHINE "}\n"
                                    "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
                                    "effect: NoSchedule}]\n"
                                    "  containers: [{name: main, image: \"%s\"}]\n",
@@ -612,25 +616,35 @@ static void test_grouping(void **state)
  * model is this test's own, tainted so that no other pod lands on it. */
 static char l4_node[64];
 
-static void gpu_pod(const char *name, const char *product, const char *annotations)
+/* machine: the node's machine type it must land on, NULL: any. */
+static void gpu_pod_on(const char *name, const char *product, const char *machine,
+                       const char *annotations)
 {
+    char type[128] = "";
+    if (machine)
+        snprintf(type, sizeof(type), ", node.kubernetes.io/instance-type: %s", machine);
     assert_int_equal(
         harness_apply("apiVersion: v1\nkind: Pod\n"
                       "metadata:\n  name: %s\n  namespace: %s\n"
                       "  labels: {app: nb}\n  annotations: {%s}\n"
                       "spec:\n"
-                      "  nodeSelector: {cloud.google.com/gke-accelerator: %s}\n"
+                      "  nodeSelector: {cloud.google.com/gke-accelerator: %s%s}\n"
                       "  tolerations:\n"
                       "  - {key: kwok.x-k8s.io/node, operator: Exists, effect: NoSchedule}\n"
                       "  - {key: it-simulator, operator: Exists, effect: NoSchedule}\n"
                       "  containers:\n"
                       "  - name: main\n    image: it.invalid/gpu:1\n"
                       "    resources: {limits: {nvidia.com/gpu: 1}}\n",
-                      name, ns, annotations, product),
+                      name, ns, annotations, product, type),
         0);
     assert_int_equal(
         harness_kubectl(NULL, "-n %s wait --for=condition=Ready pod/%s --timeout=60s", ns, name),
         0);
+}
+
+static void gpu_pod(const char *name, const char *product, const char *annotations)
+{
+    gpu_pod_on(name, product, NULL, annotations);
 }
 
 static void test_gpu_model(void **state)
@@ -656,7 +670,7 @@ static void test_gpu_model(void **state)
     assert_int_equal(
         harness_kubectl(NULL, "wait --for=condition=Ready node/%s --timeout=60s", l4_node), 0);
 
-    gpu_pod("gpu-src", "nvidia-tesla-t4", "");
+    gpu_pod_on("gpu-src", "nvidia-tesla-t4", "n1-standard-8", "");
     char name[128], what[200], ann[300];
     snapshot_of("t-gpu-src", "gpu-src", name);
     snprintf(what, sizeof(what), "podsnapshot %s", name);
@@ -673,7 +687,14 @@ static void test_gpu_model(void **state)
     assert_int_equal(harness_kubectl(NULL, "-n %s delete pod gpu-l4 --wait=true --timeout=60s", ns),
                      0);
 
-    gpu_pod("gpu-t4", "nvidia-tesla-t4", ann);
+    /* The same GPU model on another machine type: GKE matches that too. */
+    gpu_pod_on("gpu-t4-other", "nvidia-tesla-t4", "n1-standard-16", ann);
+    wait_event("gpu-t4-other", "Warning", "machine type n1-standard-16 differs", 30000);
+    assert_not_restored("gpu-t4-other");
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s delete pod gpu-t4-other --wait=true --timeout=60s", ns), 0);
+
+    gpu_pod_on("gpu-t4", "nvidia-tesla-t4", "n1-standard-8", ann);
     cJSON_Delete(wait_cond("pod gpu-t4", "PodRestored", "True", NULL, 30000));
     assert_int_equal(harness_kubectl(NULL, "-n %s delete pod gpu-t4 --wait=true --timeout=60s", ns),
                      0);
@@ -953,6 +974,7 @@ static void make_pod_with_home(const char *name, const char *labels, const char 
                       "metadata:\n  name: %s\n  namespace: %s\n  labels: {%s}\n"
                       "spec:\n"
                       "  restartPolicy: OnFailure\n"
+                      "  nodeSelector: {" ONE_MACHINE "}\n"
                       "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
                       "effect: NoSchedule}]\n"
                       "  volumes: [{name: home, persistentVolumeClaim: {claimName: %s}}]\n"
@@ -985,6 +1007,7 @@ static int restore_crashes(const char *name, const char *labels, const char *cla
                       "metadata:\n  name: %s\n  namespace: %s\n  labels: {%s}\n"
                       "  annotations: {podsnapshot.gke.io/ps-name: %s}\n"
                       "spec:\n"
+                      "  nodeSelector: {" ONE_MACHINE "}\n"
                       "  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists, "
                       "effect: NoSchedule}]\n"
                       "  volumes: [{name: home, persistentVolumeClaim: {claimName: %s}}]\n"
