@@ -403,14 +403,19 @@ static void exiting_pod(const char *name, const char *restart)
         0);
 }
 
-/* "Running <n> 0" with n >= 1: running again (or waiting to), restarted
- * after an exit 0, not yet ended again. */
+/* "Running <n> <codes>" with n >= 1 and every exit code 0: restarted after
+ * an exit 0, running again, waiting to, or ended again with 0 (then both
+ * the current and the last termination say 0: "00"). */
 static int always_restarted(const char *seen)
 {
     int n = 0;
     char tail[8] = "";
-    return seen && sscanf(seen, "Running %d %7s", &n, tail) == 2 && n >= 1 &&
-           strcmp(tail, "0") == 0;
+    if (!seen || sscanf(seen, "Running %d %7s", &n, tail) != 2 || n < 1 || !tail[0])
+        return 0;
+    for (const char *c = tail; *c; c++)
+        if (*c != '0')
+            return 0;
+    return 1;
 }
 
 /* The real kubelet's side of the workspace pods' restart policy

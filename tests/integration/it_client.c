@@ -670,14 +670,16 @@ static uint64_t watch_burst(struct fixture *f, long watch_buffer_bytes)
 }
 
 /* With a 1 KiB watch buffer every event's frame pauses libcurl's HTTP/2
- * layer, and the last event stayed in libcurl's input once the creates'
- * answers had come (3 of 3 runs waited out 20 s without the poke). A watch
- * whose write filled its buffer and then went quiet is poked once. With the
- * default buffer the same burst fits and needs no poke. */
+ * layer, and the last event could stay in libcurl's input once the
+ * creates' answers had come (3 of 3 runs waited out 20 s before the poke
+ * existed). A watch whose write filled its buffer and then went quiet is
+ * poked once. What is asserted is the behaviour: every event arrives, well
+ * within the 20 s, with either buffer; whether a run needed the poke
+ * depends on how the frames happened to arrive (printed, not asserted). */
 static void test_watch_burst(void **state)
 {
     watch_burst(*state, 0);
-    assert_true(watch_burst(*state, 1024) >= 1);
+    watch_burst(*state, 1024);
 }
 
 /* A path that answers with bytes, not an API object: the API server's own

@@ -733,7 +733,11 @@ static void assert_same_pauses(const char *what, const cJSON *history, int64_t e
  * takes. */
 static void assert_same_held(const char *what, double held, const struct replay_result *r)
 {
-    double slack = 1.0 * (double)(r->pauses + r->person_resumes + 1);
+    /* One second more for the record's first run, which starts at a whole
+     * second, and its last, which ends at the round that noted it: on a
+     * loaded machine both may round the same way (measured: -4.1 s against
+     * 4 s with two pauses and a resume). */
+    double slack = 1.0 * (double)(r->pauses + r->person_resumes + 2);
     print_message("    %s: held %.1f s, the controller %.1f s (%+.1f s, within %.0f s)\n", what,
                   r->held_s, held, r->held_s - held, slack);
     assert_true(fabs(r->held_s - held) <= slack);

@@ -454,9 +454,11 @@ static void test_failover(void **state)
         usleep(200 * 1000);
     }
     double failover = (double)(harness_now_ms() - killed) / 1000.0;
-    print_message("failover: %s took the Lease from %s %.1f s after the kill\n", now, holder,
-                  failover);
-    assert_string_not_equal(pod, leader);
+    /* The standby, or the killed container restarted by the kubelet in
+     * the same pod (a new process, a new identity): whichever comes
+     * first after the lease ran out. */
+    print_message("failover: %s took the Lease from %s %.1f s after the kill (%s)\n", now, holder,
+                  failover, strcmp(pod, leader) == 0 ? "the restarted leader pod" : "the standby");
     assert_true(failover >= 10.0);
 
     /* It finishes the pause: the snapshot Ready, the pod deleted after it,
@@ -478,7 +480,7 @@ static void test_failover(void **state)
     cJSON_Delete(ws);
     assert_int_equal(all_pods("fo"), 1);
 
-    /* The killed container was restarted by the kubelet, a standby now. */
+    /* The killed container was restarted by the kubelet: both Ready. */
     if (!wait_ready_pods(2, 60000))
         fail_msg("the killed replica did not come back Ready");
     char *restarts = NULL;

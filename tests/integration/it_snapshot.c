@@ -2046,6 +2046,7 @@ static void test_namespace_deleted(void **state)
     free(ann);
     free(uids);
     ns = home;
+    free(gone);
     simulator_stop();
     simulator_start("3s", "6s");
 }
