@@ -106,6 +106,9 @@ static int both_synced(const struct gke_snapshots *g);
 static void consider_policy(struct gke_snapshots *g, const char *ns, const char *workspace);
 static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe);
 static void policy_guard(struct gke_snapshots *g, const struct cache_entry *pe);
+static void policy_patch_aside(struct gke_snapshots *g, const struct cache_entry *pe,
+                               enum kube_patch_type type, const char *patch, const char *doing,
+                               int changed_ok);
 
 /* ---- the indexes ---- */
 
@@ -1330,18 +1333,6 @@ static void release_run(struct removal *x, const struct cache_entry *pe)
         removal_retry(x, "release", NULL, e);
 }
 
-static void on_guarded(void *data, struct kube_response *resp)
-{
-    char *key = data;
-    /* 409/422: the policy changed meanwhile; its update looks again. */
-    if (resp->status < 0 && !kube_response_not_found(resp) && resp->http_code != 409 &&
-        resp->http_code != 422)
-        log_warn("cannot put the finalizer on a snapshot policy; it is tried again when the "
-                 "policy changes or the controller restarts",
-                 "policy", key, "error", kube_response_error_text(resp));
-    free(key);
-}
-
 /* A live policy gets GKE_POLICY_FINALIZER (one an earlier version made
  * lacks it); a deleted one loses it once no PodSnapshot names it, so GKE's
  * finalizer on each of them still finds the storage through it whoever
@@ -1386,17 +1377,8 @@ static void policy_guard(struct gke_snapshots *g, const struct cache_entry *pe)
                  "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"%s\"},"
                  "{\"op\":\"add\",\"path\":\"/metadata/finalizers/-\",\"value\":\"%s\"}]",
                  p->resource_version, GKE_POLICY_FINALIZER);
-    char *key = strdup(pe->key);
-    if (!key)
-        return;
-    log_info("putting the finalizer on a snapshot policy", "policy", pe->key);
-    int e = kube_patch(g->client, &policies, pe->ns, pe->name, NULL, KUBE_PATCH_JSON, patch,
-                       on_guarded, key, NULL);
-    if (e < 0) {
-        log_warn("cannot put the finalizer on a snapshot policy", "policy", key, "error",
-                 log_errno_str(e));
-        free(key);
-    }
+    /* 409/422: the policy changed meanwhile; its update looks again. */
+    policy_patch_aside(g, pe, KUBE_PATCH_JSON, patch, "putting the finalizer on", 1);
 }
 
 static void removal_run(struct removal *x)
@@ -1491,14 +1473,48 @@ static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, c
 
 /* ---- a policy made with an owner reference loses it ---- */
 
-static void on_disowned(void *data, struct kube_response *resp)
+/* A patch of a policy nobody waits for: its key and what it did, for the log. */
+struct aside {
+    char *key;
+    const char *doing;
+    int changed_ok; /* 409/422 (the policy changed meanwhile) is no failure */
+};
+
+static void on_aside_patched(void *data, struct kube_response *resp)
 {
-    char *key = data;
-    if (resp->status < 0 && !kube_response_not_found(resp))
-        log_warn("cannot drop the owner reference of a snapshot policy; it is tried again when "
-                 "the controller restarts or the policy changes",
-                 "policy", key, "error", kube_response_error_text(resp));
-    free(key);
+    struct aside *a = data;
+    if (resp->status < 0 && !kube_response_not_found(resp) &&
+        !(a->changed_ok && (resp->http_code == 409 || resp->http_code == 422)))
+        log_warn("a snapshot policy patch failed; it is tried again when the policy changes or "
+                 "the controller restarts",
+                 "policy", a->key, "doing", a->doing, "error", kube_response_error_text(resp));
+    free(a->key);
+    free(a);
+}
+
+/* Sends patch to the policy pe and does not wait: a failure is logged, and
+ * the policy's next change or the next start tries again. doing: static,
+ * "<verb> ... a snapshot policy" for the log. */
+static void policy_patch_aside(struct gke_snapshots *g, const struct cache_entry *pe,
+                               enum kube_patch_type type, const char *patch, const char *doing,
+                               int changed_ok)
+{
+    struct aside *a = calloc(1, sizeof(*a));
+    if (!a || !(a->key = strdup(pe->key))) {
+        free(a);
+        return;
+    }
+    a->doing = doing;
+    a->changed_ok = changed_ok;
+    log_info("patching a snapshot policy", "policy", pe->key, "doing", doing);
+    int e = kube_patch(g->client, &policies, pe->ns, pe->name, NULL, type, patch, on_aside_patched,
+                       a, NULL);
+    if (e < 0) {
+        log_warn("cannot patch a snapshot policy", "policy", a->key, "doing", doing, "error",
+                 log_errno_str(e));
+        free(a->key);
+        free(a);
+    }
 }
 
 /* An earlier version made the policy owned by the Workspace: the garbage
@@ -1507,17 +1523,7 @@ static void on_disowned(void *data, struct kube_response *resp)
 static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe)
 {
     static const char patch[] = "{\"metadata\":{\"ownerReferences\":null}}";
-    char *key = strdup(pe->key);
-    if (!key)
-        return;
-    log_info("dropping the owner reference of a snapshot policy", "policy", pe->key);
-    int e = kube_patch(g->client, &policies, pe->ns, pe->name, NULL, KUBE_PATCH_MERGE, patch,
-                       on_disowned, key, NULL);
-    if (e < 0) {
-        log_warn("cannot drop the owner reference of a snapshot policy", "policy", key, "error",
-                 log_errno_str(e));
-        free(key);
-    }
+    policy_patch_aside(g, pe, KUBE_PATCH_MERGE, patch, "dropping the owner reference of", 0);
 }
 
 /* ---- lifetime ---- */

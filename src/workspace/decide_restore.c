@@ -143,6 +143,18 @@ int decide_crash_looping(const struct workspace_pod *p)
     return p->crash_looping || p->restart_count >= RESTORE_CRASH_RESTARTS;
 }
 
+/* What the backend said of a restore it reports failed (PodRestored=False),
+ * between before and after, for a message; "" when it reports none. */
+static const char *backend_failure(const struct workspace_pod *p, const char *before,
+                                   const char *after, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (p->restore_failed)
+        snprintf(buf, size, "%sthe backend reports the restore failed: %s%s", before,
+                 p->restore_failure ? p->restore_failure : "PodRestored=False", after);
+    return buf;
+}
+
 /* Whether the snapshot is one a pod was restored from unasked (or could have
  * been): status.snapshot.rejectedGroup. */
 int decide_snapshot_rejected(const struct workspace_snapshot *sn, const struct snapshot_view *v)
@@ -201,10 +213,8 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
         st->snapshot->rejected_ms = d->now;
     }
     decide_own_delete_pod(d, p, 0);
-    char failed[MAX_MESSAGE / 2] = "";
-    if (!p->restored)
-        snprintf(failed, sizeof(failed), " (it reports the restore failed: %s)",
-                 p->restore_failure ? p->restore_failure : "PodRestored=False");
+    char failed[MAX_MESSAGE / 2];
+    backend_failure(p, " (", ")", failed, sizeof(failed));
     decide_condition(
         d, WS_COND_RESTORED, COND_FALSE, WS_REASON_UNWANTED_RESTORE,
         "pod %s was %s from a snapshot by the snapshot backend though it was to "
@@ -240,10 +250,8 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
         if (!st->snapshot->restore_failed_ms)
             st->snapshot->restore_failed_ms = d->now;
         decide_own_delete_pod(d, p, 0);
-        char failed[MAX_MESSAGE / 2] = "";
-        if (p->restore_failed)
-            snprintf(failed, sizeof(failed), "; the backend reports the restore failed: %s",
-                     p->restore_failure ? p->restore_failure : "PodRestored=False");
+        char failed[MAX_MESSAGE / 2];
+        backend_failure(p, "; ", "", failed, sizeof(failed));
         decide_condition(d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
                          "pod %s crashed after its restore from snapshot %s (%d restarts)%s; a "
                          "fresh pod starts from files and the checkpoint",
@@ -288,10 +296,8 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
                           p->name, p->snapshot);
         return 1;
     }
-    char failed[MAX_MESSAGE / 2] = "";
-    if (p->restore_failed)
-        snprintf(failed, sizeof(failed), " (the backend reports the restore failed: %s)",
-                 p->restore_failure ? p->restore_failure : "PodRestored=False");
+    char failed[MAX_MESSAGE / 2];
+    backend_failure(p, " (", ")", failed, sizeof(failed));
     decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_COLD_START,
                      "pod %s started without the state of snapshot %s%s; it has the files and %s "
                      "to recover from the application's checkpoint",

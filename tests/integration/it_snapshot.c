@@ -638,6 +638,19 @@ static void test_checkpoint_failed(void **state)
     free(phase);
 }
 
+/* The workspaces of class made, running, then paused, side by side. */
+static void run_then_pause(const char *const *names, int n, const char *class_name)
+{
+    for (int i = 0; i < n; i++)
+        apply_ws(names[i], class_name, 0, NULL);
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(wait_state(names[i], "Running", 60000));
+    for (int i = 0; i < n; i++)
+        set_paused(names[i], 1);
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(wait_state(names[i], "Paused", 60000));
+}
+
 static void test_cold_start_and_crash_loop(void **state)
 {
     (void)state;
@@ -647,14 +660,7 @@ static void test_cold_start_and_crash_loop(void **state)
     static const char *const names[] = {"cold", "crash", "rfail", "rsilent"};
     static const char *const modes[] = {"cold-start", "crash-loop", "restore-failed",
                                         "restore-failed-silent"};
-    for (int i = 0; i < 4; i++)
-        apply_ws(names[i], "it-cpu-snap", 0, NULL);
-    for (int i = 0; i < 4; i++)
-        cJSON_Delete(wait_state(names[i], "Running", 60000));
-    for (int i = 0; i < 4; i++)
-        set_paused(names[i], 1);
-    for (int i = 0; i < 4; i++)
-        cJSON_Delete(wait_state(names[i], "Paused", 60000));
+    run_then_pause(names, 4, "it-cpu-snap");
     for (int i = 0; i < 4; i++) {
         char pod[64];
         snprintf(pod, sizeof(pod), "%s-2", names[i]);
@@ -1983,14 +1989,9 @@ static void test_namespace_deleted(void **state)
     simulator_stop();
     simulator_start("3s", "6s");
     static const char *const names[] = {"nd-1", "nd-2", "nd-3"};
-    for (int i = 0; i < 3; i++)
-        apply_ws(names[i], "it-cpu-snap", 0, NULL);
-    for (int i = 0; i < 3; i++)
-        cJSON_Delete(wait_state(names[i], "Running", 60000));
-    for (int i = 0; i < 3; i++)
-        set_paused(names[i], 1);
+    run_then_pause(names, 3, "it-cpu-snap");
     for (int i = 0; i < 3; i++) {
-        cJSON *ws = wait_state(names[i], "Paused", 60000);
+        cJSON *ws = ws_json(names[i]);
         assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
         cJSON_Delete(ws);
         char *fin = NULL;
