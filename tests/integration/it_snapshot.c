@@ -1946,11 +1946,15 @@ static char *column_in(const char *resource, const char *namespace, const char *
 }
 
 /* PodSnapshots whose spec.policyName names no policy of the namespace; -1:
- * the namespace cannot say (gone). *ret_snapshots: how many there are. */
+ * the namespace cannot say (gone). *ret_snapshots: how many there are.
+ * The policies are read first: nothing creates a PodSnapshot while the
+ * namespace goes, so one listed after a policy was missing existed while it
+ * was missing. The other order counts a PodSnapshot and its policy deleted
+ * one after the other between the two reads. */
 static int snapshots_without_policy(const char *namespace, int *ret_snapshots)
 {
-    char *snaps = column_in("podsnapshots", namespace, ".spec.policyName");
     char *pols = column_in("podsnapshotpolicies", namespace, ".metadata.name");
+    char *snaps = column_in("podsnapshots", namespace, ".spec.policyName");
     int n = 0, bad = 0;
     if (snaps && pols) {
         for (char *line = strtok(snaps, "\n"); line; line = strtok(NULL, "\n")) {
@@ -1979,12 +1983,28 @@ static int snapshots_without_policy(const char *namespace, int *ret_snapshots)
  * PodSnapshot without a policy; at the end the simulator recorded no file
  * left in the bucket.
  */
+static char *home_ns; /* the group's namespace while a test uses another */
+
+/* The group's namespace back, and the simulator acting in it: also after a
+ * failed test, so the next one does not run in a namespace that is gone. */
+static int back_home(void **state)
+{
+    (void)state;
+    if (home_ns) {
+        free(ns);
+        ns = home_ns;
+        home_ns = NULL;
+        simulator_stop();
+        simulator_start("3s", "6s");
+    }
+    return 0;
+}
+
 static void test_namespace_deleted(void **state)
 {
     (void)state;
-    char *home = ns;
-    char *gone = harness_namespace("it-snap-nsdel");
-    ns = gone;
+    home_ns = ns;
+    ns = harness_namespace("it-snap-nsdel");
     /* The simulator acts in one namespace: this test's, meanwhile. */
     simulator_stop();
     simulator_start("3s", "6s");
@@ -2046,10 +2066,6 @@ static void test_namespace_deleted(void **state)
     assert_int_equal(orphaned, 0);
     free(ann);
     free(uids);
-    ns = home;
-    free(gone);
-    simulator_stop();
-    simulator_start("3s", "6s");
 }
 
 /* ---- the policy's lifecycle -------------------------------------------------- */
@@ -2260,7 +2276,7 @@ int main(void)
         cmocka_unit_test_setup(test_unasked_restore, clean_slate),
         cmocka_unit_test_setup(test_fallback_not_restored, clean_slate),
         cmocka_unit_test_setup(test_policy_outlives_snapshots, clean_slate),
-        cmocka_unit_test_setup(test_namespace_deleted, clean_slate),
+        cmocka_unit_test_setup_teardown(test_namespace_deleted, clean_slate, back_home),
         cmocka_unit_test_setup(test_restore_compatibility, clean_slate),
     };
     /* IT_ONLY=<pattern>: run only the tests whose names match. */
