@@ -46,8 +46,15 @@ deps=(
 
 # What a real node (kubelet + containerd, `cluster.sh up --real-node`) needs
 # beyond deps; installed only when a real node is asked for.
+# containerd and CRIU are built from source (deploy/local/build-binaries.sh
+# --real-node; Debian 12's containerd 1.6 cannot restore a container and its
+# CRIU 3.17 fails on current kernels): the rest of the list is what CRIU's
+# build needs. The registry holds the checkpoint images.
 real_node_deps=(
-  containerd runc containernetworking-plugins iptables nftables iproute2 socat mmdebstrap buildah fuse-overlayfs
+  runc containernetworking-plugins iptables nftables iproute2 socat mmdebstrap buildah fuse-overlayfs
+  libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev protobuf-compiler libnl-3-dev libnet1-dev
+  libbsd-dev libcap-dev libnftables-dev libaio-dev libgnutls28-dev uuid-dev python3-protobuf
+  docker-registry
 )
 
 install_real_node_deps() {

@@ -2,8 +2,10 @@
 # Builds the local cluster's binaries from pinned Go modules into a cache
 # outside the repository, keyed by version, so that later runs reuse them.
 #
-#   deploy/local/build-binaries.sh            build what is missing, print the bin dir
-#   deploy/local/build-binaries.sh --kubelet  the same, plus the kubelet (for a real node)
+#   deploy/local/build-binaries.sh              build what is missing, print the bin dir
+#   deploy/local/build-binaries.sh --real-node  the same, plus what a real node runs: the
+#                                               kubelet, containerd (+ its runc shim and
+#                                               ctr) and CRIU (+ its plugins)
 #
 # Cache: ${HIBERNATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}
 set -euo pipefail
@@ -20,7 +22,7 @@ log() { printf '[build-binaries] %s\n' "$*" >&2; }
 
 with_kubelet=0
 case ${1:-} in
---kubelet) with_kubelet=1 ;;
+--real-node | --kubelet) with_kubelet=1 ;;
 "") ;;
 *) log "unknown argument: $1"; exit 2 ;;
 esac
@@ -45,6 +47,16 @@ link_all() {
     target="$bin/kubelet-$KUBERNETES_VERSION/kubelet"
     [ "$(readlink "$links/kubelet" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$links/kubelet"
   fi
+  if [ -f "$bin/containerd-$CONTAINERD_VERSION/.complete" ]; then
+    for f in containerd containerd-shim-runc-v2 ctr; do
+      target="$bin/containerd-$CONTAINERD_VERSION/$f"
+      [ "$(readlink "$links/$f" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$links/$f"
+    done
+  fi
+  if [ -f "$bin/criu-$CRIU_VERSION/.complete" ]; then
+    target="$bin/criu-$CRIU_VERSION/criu"
+    [ "$(readlink "$links/criu" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$links/criu"
+  fi
   target="$bin/kwok-$KWOK_VERSION/stages.yaml"
   [ "$(readlink "$links/kwok-stages.yaml" 2>/dev/null)" = "$target" ] ||
     ln -sfn "$target" "$links/kwok-stages.yaml"
@@ -55,7 +67,11 @@ all_built() {
     [ -f "$bin/etcd-$ETCD_VERSION/.complete" ] &&
     [ -f "$bin/kwok-$KWOK_VERSION/.complete" ] &&
     [ -f "$bin/kwok-$KWOK_VERSION/stages.yaml" ] &&
-    { [ "$with_kubelet" = 0 ] || [ -f "$bin/kubelet-$KUBERNETES_VERSION/.complete" ]; }
+    { [ "$with_kubelet" = 0 ] || {
+      [ -f "$bin/kubelet-$KUBERNETES_VERSION/.complete" ] &&
+        [ -f "$bin/containerd-$CONTAINERD_VERSION/.complete" ] &&
+        [ -f "$bin/criu-$CRIU_VERSION/.complete" ]
+    }; }
 }
 
 # Warm path: no Go, no module cache, no network, no waiting on the lock.
@@ -73,6 +89,7 @@ exec 9>"$cache/build.lock"
 flock 9
 
 # build_module NAME VERSION MODULE@VERSION "REPLACES" LDFLAGS PKG:OUT...
+# (BUILD_TAGS in the environment: go build's -tags)
 build_module() {
   local key=$1 version=$2 require=$3 replaces=$4 ldflags=$5
   shift 5
@@ -117,7 +134,8 @@ build_module() {
   for spec in "$@"; do
     local pkg=${spec%%:*} out=${spec##*:}
     log "building $out from $pkg"
-    (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$done_dir.tmp/$out" "$pkg")
+    (cd "$work" && CGO_ENABLED=0 go build -trimpath ${BUILD_TAGS:+-tags "$BUILD_TAGS"} \
+      -ldflags "-s -w $ldflags" -o "$done_dir.tmp/$out" "$pkg")
   done
   touch "$done_dir.tmp/.complete"
   rm -rf "$done_dir"
@@ -151,6 +169,46 @@ build_module kubernetes "$KUBERNETES_VERSION" "k8s.io/kubernetes@$KUBERNETES_VER
 if [ "$with_kubelet" = 1 ]; then
   build_module kubelet "$KUBERNETES_VERSION" "k8s.io/kubernetes@$KUBERNETES_VERSION" "$replaces" "$k8s_ldflags" \
     k8s.io/kubernetes/cmd/kubelet:kubelet
+fi
+
+# --- containerd and CRIU, only for a real node.
+# CRIU from Debian's source package, checked against the pinned sha256; its
+# plugins (the CUDA one: NVIDIA's cuda-checkpoint, driver >= 550) beside it.
+build_criu() {
+  local done_dir="$bin/criu-$CRIU_VERSION" work="$cache/src/criu-$CRIU_VERSION"
+  local tarball="$cache/src/criu_$CRIU_VERSION.orig.tar.xz" start=$SECONDS
+  [ -f "$done_dir/.complete" ] && return 0
+  if [ ! -f "$tarball" ]; then
+    log "downloading $CRIU_URL"
+    curl -fsSL -o "$tarball.tmp" "$CRIU_URL"
+    mv "$tarball.tmp" "$tarball"
+  fi
+  if [ "$(sha256sum "$tarball" | cut -d' ' -f1)" != "$CRIU_SHA256" ]; then
+    log "$tarball: sha256 is not $CRIU_SHA256; removed"
+    rm -f "$tarball"
+    return 1
+  fi
+  rm -rf "$work" "$done_dir.tmp"
+  mkdir -p "$work" "$done_dir.tmp/plugins"
+  tar -xJf "$tarball" -C "$work" --strip-components=1
+  log "building criu $CRIU_VERSION"
+  make -C "$work" -j"$(nproc)" criu cuda_plugin >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log" >&2; return 1; }
+  cp "$work/criu/criu" "$done_dir.tmp/criu"
+  cp "$work/plugins/cuda/cuda_plugin.so" "$done_dir.tmp/plugins/"
+  touch "$done_dir.tmp/.complete"
+  rm -rf "$done_dir"
+  mv "$done_dir.tmp" "$done_dir"
+  log "criu $CRIU_VERSION built in $((SECONDS - start)) s"
+}
+
+if [ "$with_kubelet" = 1 ]; then
+  BUILD_TAGS="urfave_cli_no_docs no_btrfs" build_module containerd "$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2@$CONTAINERD_VERSION" "" \
+    "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+    github.com/containerd/containerd/v2/cmd/containerd:containerd \
+    github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2:containerd-shim-runc-v2 \
+    github.com/containerd/containerd/v2/cmd/ctr:ctr
+  build_criu
 fi
 
 # --- etcd: its server module replaces sibling modules with paths; pin releases.

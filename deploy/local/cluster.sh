@@ -724,7 +724,7 @@ cmd_up() {
   else
     log "locating binaries (builds them on first use; takes a long time once)"
     local build_args=()
-    ((real_node)) && build_args=(--kubelet)
+    ((real_node)) && build_args=(--real-node)
     bindir=$("$here/build-binaries.sh" "${build_args[@]}" 8>&-)
   fi
   local b

@@ -1,13 +1,16 @@
-# A real node for the local cluster: containerd + runc + the kubelet, on a
-# bridge of its own. Sourced by cluster.sh (`up --real-node`, `down`); run
+# A real node for the local cluster: containerd + runc + CRIU + the kubelet,
+# on a bridge of its own, and an OCI registry for checkpoint images. Sourced by cluster.sh (`up --real-node`, `down`); run
 # alone it writes one-layer OCI archives:
 #
 #   real-node.sh oci-archive OUT.tar REF ROOTFS.tar CMD...
 #   real-node.sh minbase-image   build (once) a Debian minbase image archive,
 #                                print its path
 #
-# Facts this relies on (containerd 1.6 settings, sysctls and chains the kubelet
+# Facts this relies on (containerd settings, sysctls and chains the kubelet
 # changes): docs/local-cluster.md, "A real node". One real node per machine.
+# containerd, its shim, ctr and CRIU are the ones deploy/local/build-binaries.sh
+# --real-node builds (containerd v2.3 restores a container from a checkpoint
+# image; Debian 12's 1.6 cannot); runc is Debian's.
 #
 # Tunables: HIBERNATOR_REAL_NODE_CIDR (10.231.0.0/24; a /24 nothing else on
 # the machine uses: the bridge holds .1, the node IP, pods get the rest).
@@ -25,7 +28,13 @@ real_node_sysctls=(vm.overcommit_memory kernel.panic kernel.panic_on_oops
   net.ipv6.conf.all.forwarding net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables)
 # Host paths they may create outside the cluster directory.
 real_node_paths=(/var/log/containers /var/log/pods /var/lib/cni /run/containerd /var/lib/kubelet
-  /var/lib/containerd /opt/containerd /run/netns /var/run/netns /etc/cni /opt/cni /run/runc)
+  /var/lib/containerd /opt/containerd /run/netns /var/run/netns /etc/cni /opt/cni /run/runc /etc/criu)
+# runc hands CRIU this configuration file for every checkpoint and restore
+# (runc's default; a container may name another with the annotation
+# org.criu.config). tcp-close: established TCP connections (a browser's, a
+# probe's, the kernels' own over loopback) are not kept; a restored pod has
+# another IP, so they could not be, and clients reconnect.
+real_node_criu_conf=/etc/criu/runc.conf
 
 # oci_archive OUT REF ROOTFS_TAR CMD...: a one-layer OCI image archive that
 # `ctr images import` takes, named REF.
@@ -146,10 +155,12 @@ real_node_compare() {
 
 # ---------------------------------------------------------------- up
 
-ctr_() { ctr -a "$rn/containerd.sock" -n k8s.io "$@"; }
+ctr_() { "$bindir/ctr" -a "$rn/containerd.sock" -n k8s.io "$@"; }
 
-real_node_commands=(containerd containerd-shim-runc-v2 runc ctr iptables iptables-save nft ip gcc socat mmdebstrap
+real_node_commands=(runc iptables iptables-save nft ip gcc socat mmdebstrap docker-registry htpasswd
   /usr/lib/cni/bridge /usr/lib/cni/host-local)
+# Built, not packaged: in the bin dir.
+real_node_built=(kubelet containerd containerd-shim-runc-v2 ctr criu)
 
 real_node_check_machine() {
   local c
@@ -162,36 +173,72 @@ real_node_check_machine() {
   for c in "${real_node_commands[@]}"; do
     command -v "$c" >/dev/null || die "real node: $c missing (hack/lib.sh install_real_node_deps)"
   done
-  [ -x "$bindir/kubelet" ] || die "real node: no kubelet in $bindir (deploy/local/build-binaries.sh --kubelet)"
+  for c in "${real_node_built[@]}"; do
+    [ -x "$bindir/$c" ] || die "real node: no $c in $bindir (deploy/local/build-binaries.sh --real-node)"
+  done
   pgrep -x kubelet >/dev/null && die "real node: a kubelet already runs on this machine (one per machine)"
   ip -o -4 addr | grep -q " ${real_node_cidr%.*}\." && die "real node: $real_node_cidr is in use on this machine"
   ip -o link show "$real_node_bridge" >/dev/null 2>&1 && die "real node: link $real_node_bridge exists"
+  [ -e "$real_node_criu_conf" ] && die "real node: $real_node_criu_conf exists (the real node writes its own)"
   return 0
 }
 
 real_node_config() {
   mkdir -p "$rn/containerd/root" "$rn/containerd/state" "$rn/cni/net.d" "$rn/cni/ipam" "$rn/kubelet" "$rn/pod-logs"
+  # containerd 2.x's own format (version 3). CRIU: checkpoint through the
+  # kubelet, and the opt-in restore of a container created from a
+  # checkpoint image (containerd v2.1-v2.3 only). The registry's hosts.toml
+  # names the cluster CA.
   cat >"$rn/containerd.toml" <<EOF
-version = 2
+version = 3
 root = "$rn/containerd/root"
 state = "$rn/containerd/state"
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 [grpc]
   address = "$rn/containerd.sock"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$real_node_pause"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "$real_node_pause"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "$rn/certs.d"
+[plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true
-  enable_cdi = false
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  enable_criu = true
+  enable_experimental_restore_via_create = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$rn/cni/net.d"
+EOF
+  mkdir -p "$rn/certs.d/$real_node_ip:$registry_port" "$rn/registry/data"
+  cat >"$rn/certs.d/$real_node_ip:$registry_port/hosts.toml" <<EOF
+server = "https://$real_node_ip:$registry_port"
+[host."https://$real_node_ip:$registry_port"]
+  capabilities = ["pull", "resolve", "push"]
+  ca = "$dir/pki/ca.crt"
+EOF
+  # The registry: TLS from the cluster CA, one user (htpasswd, bcrypt), its
+  # password in the cluster directory only.
+  [ -f "$rn/registry/password" ] || openssl rand -hex 16 >"$rn/registry/password"
+  htpasswd -Bbn hibernator "$(cat "$rn/registry/password")" >"$rn/registry/htpasswd"
+  cat >"$rn/registry/config.yml" <<EOF
+version: 0.1
+log: {level: info, fields: {service: registry}}
+storage:
+  filesystem: {rootdirectory: $rn/registry/data}
+  delete: {enabled: true}
+http:
+  addr: $real_node_ip:$registry_port
+  tls: {certificate: $dir/pki/registry.crt, key: $dir/pki/registry.key}
+  headers: {X-Content-Type-Options: [nosniff]}
+auth:
+  htpasswd: {realm: hibernator, path: $rn/registry/htpasswd}
 EOF
   cat >"$rn/cni/net.d/10-hibernator.conflist" <<EOF
 {"cniVersion": "0.4.0", "name": "hibernator", "plugins": [{"type": "bridge", "bridge": "$real_node_bridge",
@@ -247,7 +294,10 @@ cmd_apiserver-relay() {
     "TCP-LISTEN:$apiserver_port,bind=$real_node_ip,reuseaddr,fork" "TCP:127.0.0.1:$apiserver_port"
 }
 
-cmd_containerd() { printf '%s\n' "$(command -v containerd)" --config="$rn/containerd.toml"; }
+cmd_containerd() { printf '%s\n' "$bindir/containerd" --config="$rn/containerd.toml"; }
+# The shim, and runc's CRIU, are found on containerd's PATH.
+env_containerd() { echo "PATH=$bindir:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"; }
+cmd_registry() { printf '%s\n' "$(command -v docker-registry)" serve "$rn/registry/config.yml"; }
 cmd_kubelet() {
   printf '%s\n' "$bindir/kubelet" \
     --config="$rn/kubelet.yaml" \
@@ -278,6 +328,7 @@ real_node_up() {
   ip link set "$real_node_bridge" up
   pick_port kubelet_port
   pick_port kubelet_healthz_port
+  pick_port registry_port
   local p=$dir/pki leaf='basicConstraints=critical,CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 subjectKeyIdentifier=hash
@@ -288,6 +339,9 @@ extendedKeyUsage=clientAuth"
   issue "$real_node_name-serving" "/CN=$real_node_name" "$leaf
 extendedKeyUsage=serverAuth
 subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
+  issue registry "/CN=hibernator-registry" "$leaf
+extendedKeyUsage=serverAuth
+subjectAltName=IP:$real_node_ip"
   rm -f "$p/req.cnf"
   write_kubeconfig "$dir/conf/kubelet.kubeconfig" "system:node:$real_node_name" "$real_node_name"
   real_node_config
@@ -303,8 +357,17 @@ subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
   iptables -A FORWARD -i "$real_node_bridge" ! -o "$real_node_bridge" \
     -m comment --comment "hibernator real node: nothing from the pods is routed out" -j DROP
   log "real node: $real_node_service_ip:443 (the kubernetes Service) from $real_node_bridge goes to the relay"
+  mkdir -p "${real_node_criu_conf%/*}"
+  printf '%s\n' "# written by the hibernator local cluster's real node ($dir)" tcp-close >"$real_node_criu_conf"
+  cmd_registry >"$dir/run/registry.cmd"
+  spawn registry
+  wait_for "the registry on $real_node_ip:$registry_port" "$start_timeout" \
+    curl -fsS --max-time 3 --cacert "$dir/pki/ca.crt" -u "hibernator:$(cat "$rn/registry/password")" \
+    "https://$real_node_ip:$registry_port/v2/" || { log_tail registry; exit 1; }
+  log "real node: registry on $real_node_ip:$registry_port ($("$bindir/criu" --version | head -n1))"
   t=$SECONDS
   cmd_containerd >"$dir/run/containerd.cmd"
+  env_containerd >"$dir/run/containerd.env"
   spawn containerd
   wait_for "containerd" "$start_timeout" ctr_ version || { log_tail containerd; exit 1; }
   log "real node: containerd ready in $((SECONDS - t)) s; importing the pause image"
@@ -326,6 +389,10 @@ subjectAltName=IP:$real_node_ip,DNS:$real_node_name"
 export HIBERNATOR_REAL_NODE='$real_node_name'
 export HIBERNATOR_REAL_NODE_IP='$real_node_ip'
 export HIBERNATOR_CONTAINERD_SOCK='$rn/containerd.sock'
+# Its registry for checkpoint images (TLS from the cluster CA; user
+# hibernator, the password in the file).
+export HIBERNATOR_REGISTRY='$real_node_ip:$registry_port'
+export HIBERNATOR_REGISTRY_PASSWORD_FILE='$rn/registry/password'
 EOF
 }
 
@@ -342,7 +409,7 @@ real_node_down() {
     kubectl_ delete pods -A --field-selector "spec.nodeName=$real_node_name" --wait=true --timeout=30s >/dev/null 2>&1 || true
   fi
   local t_pods=$((SECONDS - t0))
-  stop_components kubelet apiserver-relay
+  stop_components kubelet apiserver-relay registry
   if component_pid containerd >/dev/null; then
     for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s KILL "$c" >/dev/null 2>&1 || true; done
     sleep 0.5
@@ -354,7 +421,7 @@ real_node_down() {
   # Shims of this containerd that outlived it.
   for pid in /proc/[0-9]*; do
     pid=${pid#/proc/}
-    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(command -v containerd-shim-runc-v2)" ] || continue
+    [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$(readlink -f "$bindir/containerd-shim-runc-v2")" ] || continue
     if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$rn/containerd.sock"; then
       log "real node: stopping leftover shim $pid"
       kill -KILL "$pid" 2>/dev/null || true
