@@ -71,6 +71,20 @@ static int run_capture(const char *cmd, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int harness_sh(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *cmd = NULL;
+    if (vasprintf(&cmd, fmt, ap) < 0)
+        cmd = NULL;
+    va_end(ap);
+    assert_non_null(cmd);
+    int st = run_capture(cmd, out);
+    free(cmd);
+    return st;
+}
+
 int harness_kubectl(char **out, const char *fmt, ...)
 {
     struct buf cmd;

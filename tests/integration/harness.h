@@ -49,6 +49,10 @@ int harness_serving_port(const char *path, pid_t pid, const char *routes, uint64
  * is not NULL, stdout is captured into a malloc'd string. */
 int harness_kubectl(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Runs a shell command (sh -c); returns its exit status. When out is not
+ * NULL, stdout is captured into a malloc'd string. */
+int harness_sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Pipes the formatted manifest (YAML or JSON) into kubectl apply -f -;
  * returns kubectl's exit status. */
 int harness_apply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -47,42 +47,6 @@
 #define HOME_PATH "/home/canary"
 #define CHECKPOINT_PATH HOME_PATH "/.hibernator/checkpoint"
 
-/* Runs a shell command; captures stdout (malloc'd) when out is not NULL.
- * Returns its exit status. */
-static int sh(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int sh(char **out, const char *fmt, ...)
-{
-    char *cmd = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&cmd, fmt, ap);
-    va_end(ap);
-    assert_true(n > 0);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t len = 0, cap = 4096;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += got;
-        if (cap - len < 2) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-    }
-    buf[len] = '\0';
-    int st = pclose(p);
-    free(cmd);
-    if (out)
-        *out = buf;
-    else
-        free(buf);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 /* A class whose pods run the canary on the real node: they tolerate its
  * taint, and the kwok nodes' taint is not tolerated, so the real node is
  * the only one they fit; home on the default StorageClass (hostPath: a
@@ -108,13 +72,14 @@ static void apply_real_class(const char *name, const char *extra)
  * <ns>-gke, the storage config canary-local <ns>-storage. */
 static void apply_class_file(void)
 {
-    assert_int_equal(sh(NULL,
-                        "sed -e 's/^  name: canary-real$/  name: %s-files/' "
-                        "-e 's/^  name: canary-real-snapshots$/  name: %s-gke/' "
-                        "-e 's/canary-local$/%s-storage/' '%s/deploy/local/canary-class.yaml' | "
-                        "kubectl --kubeconfig '%s' apply -f - >/dev/null",
-                        ns, ns, ns, SOURCE_DIR, harness_kubeconfig()),
-                     0);
+    assert_int_equal(
+        harness_sh(NULL,
+                   "sed -e 's/^  name: canary-real$/  name: %s-files/' "
+                   "-e 's/^  name: canary-real-snapshots$/  name: %s-gke/' "
+                   "-e 's/canary-local$/%s-storage/' '%s/deploy/local/canary-class.yaml' | "
+                   "kubectl --kubeconfig '%s' apply -f - >/dev/null",
+                   ns, ns, ns, SOURCE_DIR, harness_kubeconfig()),
+        0);
 }
 
 /* The IP of the workspace's current pod, once it has one (malloc'd). */
@@ -143,7 +108,7 @@ static char *app_get(const char *ip, const char *path)
     uint64_t end = harness_now_ms() + 30000;
     while (harness_now_ms() < end) {
         char *out = NULL;
-        if (sh(&out, "curl -sf -m 3 http://%s:8888%s", ip, path) == 0)
+        if (harness_sh(&out, "curl -sf -m 3 http://%s:8888%s", ip, path) == 0)
             return out;
         free(out);
         usleep(300 * 1000);
@@ -155,7 +120,8 @@ static char *app_get(const char *ip, const char *path)
 static void app_put_state(const char *ip, const char *value)
 {
     assert_int_equal(
-        sh(NULL, "curl -sf -m 3 -X PUT --data-binary '%s' http://%s:8888/state", value, ip), 0);
+        harness_sh(NULL, "curl -sf -m 3 -X PUT --data-binary '%s' http://%s:8888/state", value, ip),
+        0);
 }
 
 /* The home volume's directory on this machine (the hostPath PV). */
@@ -176,7 +142,7 @@ static char *home_dir(const char *ws_name)
 static cJSON *checkpoint_file(const char *ws_name)
 {
     char *dir = home_dir(ws_name), *out = NULL;
-    int r = sh(&out, "cat '%s/.hibernator/checkpoint' 2>/dev/null", dir);
+    int r = harness_sh(&out, "cat '%s/.hibernator/checkpoint' 2>/dev/null", dir);
     free(dir);
     cJSON *j = r == 0 ? cJSON_Parse(out) : NULL;
     free(out);
@@ -500,8 +466,8 @@ static int cleanup(void **state)
  * stdout in *out. */
 static int drill(const char *cls, char **out)
 {
-    int r = sh(out, "'%s' drill --kubeconfig '%s' -n %s --class %s --timeout 2m 2>&1",
-               KUBECTL_WORKSPACE_BIN, harness_kubeconfig(), ns, cls);
+    int r = harness_sh(out, "'%s' drill --kubeconfig '%s' -n %s --class %s --timeout 2m 2>&1",
+                       KUBECTL_WORKSPACE_BIN, harness_kubeconfig(), ns, cls);
     fprintf(stderr, "%s", *out);
     return r;
 }

@@ -1,0 +1,466 @@
+/*
+ * The node agent (hibernator-node, include/node/agent.h) on the real node,
+ * with the real kubelet, containerd v2.3, CRIU and the cluster's registry:
+ * a Jupyter kernel's memory survives a checkpoint, an image, the pod's
+ * deletion and a restore into a new pod.
+ *
+ *   test_checkpoint_restore   x = 42 and 64 MiB in a kernel; a
+ *                             ContainerSnapshot; Ready with an image the
+ *                             registry holds, the kubelet's archive gone;
+ *                             the pod deleted; a new pod from the image:
+ *                             the server's start time and the kernel are
+ *                             the same, print(x) says 42
+ *   test_refused              a ContainerSnapshot naming another uid of the
+ *                             pod (PodReplaced), and a container CRIU
+ *                             refuses (an unlinked open file over CRIU's
+ *                             1 MiB ghost limit): Ready=False, final
+ *   test_agent_down           the agent stopped while a ContainerSnapshot is
+ *                             made, started again: it goes on from the API
+ *                             server alone
+ *   test_deleted              a deleted ContainerSnapshot: its image is gone
+ *                             from the registry, then the object
+ *
+ * The agent runs as a process on the machine with the token of its
+ * ServiceAccount and the RBAC of deploy/node/ (nothing more), so what it may
+ * do is what the DaemonSet may do. On this machine CRIU cannot dump a
+ * process of another uid than its own (its prlimit64 needs
+ * CAP_SYS_RESOURCE, which the machine's capability set lacks): the
+ * notebook runs as root here.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+
+#define NOTEBOOK_IMAGE "hibernator.local/notebook:dev"
+#define RUNTIME_DIR "/root/.local/share/jupyter/runtime"
+#define TOKEN "it-node-agent"
+
+static char *ns;
+static char work[256]; /* the agent's files: token, kubeconfig, registry credentials */
+static pid_t agent_pid;
+static const char *registry; /* host:port */
+static char password[128];
+
+/* ---- the agent ------------------------------------------------------------- */
+
+static void agent_start(void)
+{
+    char log[300], dir[512];
+    snprintf(log, sizeof(log), "%s/agent.log", work);
+    snprintf(dir, sizeof(dir), "%s/real-node/kubelet/checkpoints", harness_cluster_dir());
+    char kc[300], tok[300], auth[300], ca[512];
+    snprintf(kc, sizeof(kc), "%s/kubeconfig", work);
+    snprintf(tok, sizeof(tok), "%s/token", work);
+    snprintf(auth, sizeof(auth), "%s/dockerconfig.json", work);
+    snprintf(ca, sizeof(ca), "%s/pki/ca.crt", harness_cluster_dir());
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        FILE *f = freopen(log, "a", stderr);
+        (void)f;
+        execl(NODE_AGENT_BIN, NODE_AGENT_BIN, "--kubeconfig", kc, "--node-name",
+              getenv("HIBERNATOR_REAL_NODE"), "--checkpoint-dir", dir, "--kubelet-ca", ca,
+              "--token-file", tok, "--registry-auth", auth, "--registry-ca", ca, "--log-format",
+              "text", (char *)NULL);
+        _exit(127);
+    }
+    agent_pid = pid;
+}
+
+static void agent_stop(int sig)
+{
+    if (agent_pid <= 0)
+        return;
+    kill(agent_pid, sig);
+    waitpid(agent_pid, NULL, 0);
+    agent_pid = 0;
+}
+
+/* The ServiceAccount's token, a kubeconfig that presents it, and the
+ * registry's credentials as a Docker config. */
+static void agent_files(void)
+{
+    const char *dir = harness_cluster_dir();
+    assert_int_equal(harness_kubectl(NULL,
+                                     "apply -f '%s/deploy/namespace.yaml' -f "
+                                     "'%s/deploy/crds/containersnapshots.yaml' -f "
+                                     "'%s/deploy/node/serviceaccount.yaml' -f "
+                                     "'%s/deploy/node/rbac.yaml'",
+                                     SOURCE_DIR, SOURCE_DIR, SOURCE_DIR, SOURCE_DIR),
+                     0);
+    assert_int_equal(harness_kubectl(NULL, "wait --for=condition=Established --timeout=60s "
+                                           "crd/containersnapshots.hibernator.dev"),
+                     0);
+    assert_int_equal(harness_sh(NULL,
+                                "kubectl --kubeconfig '%s' -n hibernator-system create token "
+                                "hibernator-node --duration=2h > '%s/token'",
+                                harness_kubeconfig(), work),
+                     0);
+    FILE *f = NULL;
+    char path[300];
+    snprintf(path, sizeof(path), "%s/kubeconfig", work);
+    assert_non_null(f = fopen(path, "w"));
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\n"
+            "clusters: [{name: c, cluster: {server: \"%s\", certificate-authority: "
+            "\"%s/pki/ca.crt\"}}]\n"
+            "users: [{name: agent, user: {tokenFile: \"%s/token\"}}]\n"
+            "contexts: [{name: x, context: {cluster: c, user: agent}}]\ncurrent-context: x\n",
+            getenv("HIBERNATOR_APISERVER_URL"), dir, work);
+    fclose(f);
+    char *b64 = NULL;
+    assert_int_equal(harness_sh(&b64, "printf 'hibernator:%s' | base64 -w0", password), 0);
+    snprintf(path, sizeof(path), "%s/dockerconfig.json", work);
+    assert_non_null(f = fopen(path, "w"));
+    fprintf(f, "{\"auths\":{\"%s\":{\"auth\":\"%s\"}}}\n", registry, b64);
+    fclose(f);
+    free(b64);
+}
+
+/* ---- pods and cells ------------------------------------------------------------ */
+
+/* A Jupyter server on the real node, as root (see the top), its token
+ * TOKEN; extra: more of the container's command, run before it. */
+static void notebook_pod(const char *name, const char *image, const char *before)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "%sexec python3 -m jupyter_server --ip=0.0.0.0 --port=8888 --no-browser "
+             "--allow-root --ServerApp.root_dir=/root --ServerApp.allow_remote_access=True",
+             before ? before : "");
+    assert_int_equal(
+        harness_apply("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\n"
+                      "spec:\n"
+                      "  nodeName: %s\n"
+                      "  restartPolicy: OnFailure\n"
+                      "  terminationGracePeriodSeconds: 2\n"
+                      "  tolerations: [{key: hibernator.dev/real-node, operator: Exists, "
+                      "effect: NoSchedule}]\n"
+                      "  imagePullSecrets: [{name: checkpoints}]\n"
+                      "  containers:\n"
+                      "  - name: workspace\n"
+                      "    image: \"%s\"\n"
+                      "    imagePullPolicy: IfNotPresent\n"
+                      "    command: [/bin/sh, -c, \"%s\"]\n"
+                      "    env: [{name: JUPYTER_TOKEN, value: " TOKEN "}]\n",
+                      name, ns, getenv("HIBERNATOR_REAL_NODE"), image, cmd),
+        0);
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s wait --for=condition=Ready pod/%s --timeout=120s", ns, name),
+        0);
+}
+
+static char *pod_field(const char *pod, const char *jsonpath)
+{
+    char *out = NULL;
+    assert_int_equal(harness_kubectl(&out, "-n %s get pod %s -o jsonpath='%s'", ns, pod, jsonpath),
+                     0);
+    return out;
+}
+
+/* Jupyter's GET /api/status from the machine, over the pod IP. */
+static char *jupyter_status(const char *pod)
+{
+    char *ip = pod_field(pod, "{.status.podIP}");
+    char *out = NULL;
+    for (int i = 0; i < 60; i++) {
+        free(out);
+        out = NULL;
+        if (harness_sh(&out,
+                       "curl -fsS -m 5 -H 'Authorization: token " TOKEN
+                       "' http://%s:8888/api/status",
+                       ip) == 0)
+            break;
+        usleep(500 * 1000);
+    }
+    free(ip);
+    assert_non_null(out);
+    return out;
+}
+
+/* The "started" of a /api/status answer. */
+static void started_of(const char *status, char out[64])
+{
+    const char *p = strstr(status, "\"started\": \"");
+    assert_non_null(p);
+    p += strlen("\"started\": \"");
+    snprintf(out, 64, "%.*s", (int)strcspn(p, "\""), p);
+}
+
+/* Runs code in kernel (NULL: a new one) of the pod's server through
+ * tests/tools/jupyter_run.py; returns its output (first line: the kernel). */
+static char *run_cell(const char *pod, const char *kernel, const char *code)
+{
+    char *out = NULL;
+    int st =
+        harness_kubectl(&out,
+                        "-n %s exec -i %s -c workspace -- python3 - http://127.0.0.1:8888 " TOKEN
+                        " " RUNTIME_DIR " %s '%s' < '%s/tests/tools/jupyter_run.py'",
+                        ns, pod, kernel ? kernel : "new", code, SOURCE_DIR);
+    if (st != 0)
+        fail_msg("cell %s in %s: exit %d: %s", code, pod, st, out ? out : "");
+    return out;
+}
+
+/* ---- ContainerSnapshots ---------------------------------------------------------- */
+
+static void snapshot_create(const char *name, const char *pod, const char *uid)
+{
+    assert_int_equal(
+        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: ContainerSnapshot\n"
+                      "metadata: {name: %s, namespace: %s, finalizers: "
+                      "[hibernator.dev/checkpoint-image]}\n"
+                      "spec: {nodeName: %s, podName: %s, podUID: \"%s\", containerName: "
+                      "workspace, repository: \"%s/%s/%s\", tag: %s}\n",
+                      name, ns, getenv("HIBERNATOR_REAL_NODE"), pod, uid, registry, ns, pod, name),
+        0);
+}
+
+static char *snapshot_field(const char *name, const char *jsonpath)
+{
+    char *out = NULL;
+    if (harness_kubectl(&out, "-n %s get containersnapshot %s -o jsonpath='%s'", ns, name,
+                        jsonpath) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Waits for Ready True or False; returns "True <reason>" or "False <reason>". */
+static char *snapshot_wait(const char *name, int timeout_s)
+{
+    for (int i = 0; i < timeout_s * 2; i++) {
+        char *r = snapshot_field(name, "{.status.conditions[?(@.type==\"Ready\")].status} "
+                                       "{.status.conditions[?(@.type==\"Ready\")].reason}");
+        if (r && (strncmp(r, "True ", 5) == 0 || strncmp(r, "False ", 6) == 0))
+            return r;
+        free(r);
+        usleep(500 * 1000);
+    }
+    fail_msg("ContainerSnapshot %s not done after %d s", name, timeout_s);
+    return NULL;
+}
+
+/* The registry's answer to HEAD of the manifest reference in repository. */
+static int registry_head(const char *repository_path, const char *reference)
+{
+    char *out = NULL;
+    harness_sh(&out,
+               "curl -s -o /dev/null -w '%%{http_code}' --cacert '%s/pki/ca.crt' -u "
+               "'hibernator:%s' -H 'Accept: application/vnd.oci.image.index.v1+json' "
+               "'https://%s/v2/%s/manifests/%s'",
+               harness_cluster_dir(), password, registry, repository_path, reference);
+    int code = out ? atoi(out) : -1;
+    free(out);
+    return code;
+}
+
+/* ---- the tests ---------------------------------------------------------------- */
+
+static char stored_image[512]; /* test_checkpoint_restore's, for test_deleted */
+
+static void test_checkpoint_restore(void **state)
+{
+    (void)state;
+    notebook_pod("nb", NOTEBOOK_IMAGE, NULL);
+    free(jupyter_status("nb")); /* it answers */
+    char *out = run_cell("nb", NULL,
+                         "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * 64; "
+                         "print(x, len(buf))");
+    char kernel[64];
+    snprintf(kernel, sizeof(kernel), "%.*s", (int)strcspn(out, "\n"), out);
+    assert_non_null(strstr(out, "42 67108864"));
+    free(out);
+    char *status = jupyter_status("nb");
+    char started[64];
+    started_of(status, started);
+    free(status);
+    char *uid = pod_field("nb", "{.metadata.uid}");
+    uint64_t t0 = harness_now_ms();
+    snapshot_create("nb-p1-1", "nb", uid);
+    free(uid);
+    char *ready = snapshot_wait("nb-p1-1", 180);
+    uint64_t t_ready = harness_now_ms();
+    assert_string_equal(ready, "True Stored");
+    free(ready);
+    char *image = snapshot_field("nb-p1-1", "{.status.image}");
+    char *size = snapshot_field("nb-p1-1", "{.status.sizeBytes}");
+    char *archive = snapshot_field("nb-p1-1", "{.status.archive}");
+    char *message = snapshot_field("nb-p1-1", "{.status.conditions[?(@.type==\"Ready\")].message}");
+    print_message("  checkpoint + image + push: %.1f s; %s bytes; %s\n",
+                  (double)(t_ready - t0) / 1000.0, size, message);
+    snprintf(stored_image, sizeof(stored_image), "%s", image);
+    /* The image is the registry's; the node keeps no archive. */
+    char path[300];
+    snprintf(path, sizeof(path), "%s/nb", ns);
+    const char *digest = strchr(image, '@');
+    assert_non_null(digest);
+    assert_int_equal(registry_head(path, digest + 1), 200);
+    assert_int_equal(registry_head(path, "nb-p1-1"), 200);
+    struct stat st;
+    assert_true(archive && archive[0] == '/');
+    assert_int_not_equal(stat(archive, &st), 0);
+    assert_true(atoll(size) > 64ll << 20);
+    free(size);
+    free(archive);
+    free(message);
+
+    /* The pod goes; a new one is created from the image. */
+    assert_int_equal(harness_kubectl(NULL, "-n %s delete pod nb --wait=true", ns), 0);
+    t0 = harness_now_ms();
+    notebook_pod("nb-restored", image, NULL);
+    uint64_t t_pod = harness_now_ms();
+    status = jupyter_status("nb-restored");
+    char started_after[64];
+    started_of(status, started_after);
+    print_message("  restored pod Ready %.1f s after it was created; server started %s "
+                  "(before: %s)\n",
+                  (double)(t_pod - t0) / 1000.0, started_after, started);
+    assert_string_equal(started_after, started);
+    assert_non_null(strstr(status, "\"kernels\": 1"));
+    free(status);
+    out = run_cell("nb-restored", kernel, "print(x, len(buf))");
+    assert_non_null(strstr(out, kernel));
+    assert_non_null(strstr(out, "42"));
+    assert_non_null(strstr(out, "67108864"));
+    free(out);
+    free(image);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    /* Another uid than the pod's. */
+    notebook_pod("other", NOTEBOOK_IMAGE, NULL);
+    snapshot_create("other-p1-1", "other", "00000000-0000-0000-0000-000000000000");
+    char *r = snapshot_wait("other-p1-1", 60);
+    assert_string_equal(r, "False PodReplaced");
+    free(r);
+    /* An unlinked open file of 2 MiB: CRIU keeps at most 1 MiB of such
+     * ("ghost") files in a dump unless told otherwise, and refuses. */
+    notebook_pod("ghost", NOTEBOOK_IMAGE,
+                 "python3 -c 'import os,time; f=open(\\\"/tmp/g\\\",\\\"w\\\"); "
+                 "f.write(\\\"x\\\"*(2<<20)); f.flush(); os.unlink(\\\"/tmp/g\\\"); "
+                 "time.sleep(100000)' & ");
+    char *uid = pod_field("ghost", "{.metadata.uid}");
+    snapshot_create("ghost-p1-1", "ghost", uid);
+    free(uid);
+    r = snapshot_wait("ghost-p1-1", 120);
+    char *message =
+        snapshot_field("ghost-p1-1", "{.status.conditions[?(@.type==\"Ready\")].message}");
+    print_message("  refused: %s\n", message);
+    assert_string_equal(r, "False CheckpointFailed");
+    assert_non_null(strstr(message, "the kubelet answered"));
+    free(message);
+    free(r);
+    /* Nothing was stored, and the pod still runs. */
+    char *phase = pod_field("ghost", "{.status.phase}");
+    assert_string_equal(phase, "Running");
+    free(phase);
+}
+
+static void test_agent_down(void **state)
+{
+    (void)state;
+    agent_stop(SIGKILL);
+    notebook_pod("later", NOTEBOOK_IMAGE, NULL);
+    char *uid = pod_field("later", "{.metadata.uid}");
+    snapshot_create("later-p1-1", "later", uid);
+    free(uid);
+    sleep(2);
+    char *r = snapshot_field("later-p1-1", "{.status.conditions}");
+    assert_string_equal(r, ""); /* nobody acted */
+    free(r);
+    agent_start();
+    r = snapshot_wait("later-p1-1", 180);
+    assert_string_equal(r, "True Stored");
+    free(r);
+}
+
+static void test_deleted(void **state)
+{
+    (void)state;
+    assert_true(stored_image[0]);
+    char path[300];
+    snprintf(path, sizeof(path), "%s/nb", ns);
+    const char *digest = strchr(stored_image, '@') + 1;
+    assert_int_equal(registry_head(path, digest), 200);
+    assert_int_equal(
+        harness_kubectl(NULL, "-n %s delete containersnapshot nb-p1-1 --timeout=60s", ns), 0);
+    assert_int_equal(registry_head(path, digest), 404);
+    assert_int_equal(registry_head(path, "nb-p1-1"), 404);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    harness_require_real_node();
+    registry = getenv("HIBERNATOR_REGISTRY");
+    const char *pw = getenv("HIBERNATOR_REGISTRY_PASSWORD_FILE");
+    if (!registry || !pw) {
+        fprintf(stderr, "it_node_agent: the cluster has no registry (HIBERNATOR_REGISTRY)\n");
+        exit(1);
+    }
+    FILE *f = fopen(pw, "r");
+    if (!f || !fgets(password, sizeof(password), f)) {
+        fprintf(stderr, "it_node_agent: cannot read %s\n", pw);
+        exit(1);
+    }
+    fclose(f);
+    password[strcspn(password, "\n")] = '\0';
+    snprintf(work, sizeof(work), "/tmp/it-node-agent.XXXXXX");
+    if (!mkdtemp(work))
+        return -1;
+    ns = harness_namespace("it-agent");
+    agent_files();
+    if (harness_kubectl(NULL,
+                        "-n %s create secret docker-registry checkpoints --docker-server=%s "
+                        "--docker-username=hibernator --docker-password=%s",
+                        ns, registry, password) != 0)
+        return -1;
+    agent_start();
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    /* The agent lets the ContainerSnapshots go (their images first), then
+     * the namespace can. */
+    harness_kubectl(NULL, "-n %s delete containersnapshots --all --timeout=90s", ns);
+    agent_stop(SIGTERM);
+    char log[300];
+    snprintf(log, sizeof(log), "%s/agent.log", work);
+    if (getenv("IT_AGENT_LOG"))
+        harness_sh(NULL, "cat '%s' >&2", log);
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_sh(NULL, "rm -rf '%s'", work);
+    free(ns);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checkpoint_restore),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_agent_down),
+        cmocka_unit_test(test_deleted),
+    };
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
+    return cmocka_run_group_tests_name("node agent", tests, group_setup, group_teardown);
+}
