@@ -39,6 +39,10 @@ struct probe_result {
     char source[PROBE_SOURCE_SIZE]; /* "jupyter", "code-server", "gpu"; merged: "jupyter+gpu" */
     double gpu_utilisation;         /* percent, 0..100; maximum over the pod's GPUs */
     int no_data;                    /* a source answered but had no samples (the GPU) */
+    /* When the application's process started by its own account (Jupyter
+     * Server's "started"), 0: it does not say. The same value after a
+     * restore is the same process: its session came back. */
+    int64_t app_started_ms;
 };
 
 /* Resets *r to a successful, empty result from source (truncated to fit). */

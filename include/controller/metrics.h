@@ -92,7 +92,7 @@ void controller_metrics_collect(struct controller_metrics *m, int workspaces_syn
 void controller_metrics_client(struct controller_metrics *m, uint64_t dropped, uint64_t pokes);
 
 /* How many caches controller_metrics_cache_walked() tells apart. */
-#define CONTROLLER_METRICS_CACHES 8
+#define CONTROLLER_METRICS_CACHES 16
 
 /* The objects an informer's walks over its whole cache visited so far
  * (informer_stats().walked) for resource (static: "workspaces", "pods",

@@ -33,6 +33,9 @@ struct snapshot_view {
     /* When a pod was last restored from it (GKE: status.lastAccessTime), 0:
      * never or unknown. Its retention ages it from then (else from Ready). */
     int64_t last_access_ms;
+    /* What a restore pod runs (ContainerCheckpoint: the checkpoint image,
+     * repository@digest), NULL: the backend restores by name (GKE). */
+    const char *image;
     /* The backend cannot say yet (its caches have not synced): phase is a
      * placeholder, and decide() concludes nothing from it. */
     int unknown;

@@ -95,6 +95,10 @@ struct prewarm_class_policy {
 enum snapshot_backend_kind {
     SNAPSHOT_BACKEND_NONE, /* files and the application's checkpoint only */
     SNAPSHOT_BACKEND_GKE,  /* GKE Pod Snapshots (podsnapshot.gke.io) */
+    /* The kubelet's container checkpoint (CRIU), stored as a checkpoint
+     * image in an OCI registry, restored by the runtime (hibernator.dev
+     * ContainerSnapshot; docs/snapshots.md) */
+    SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT,
 };
 
 enum snapshot_on_failure {
@@ -106,6 +110,12 @@ enum snapshot_on_failure {
 struct snapshot_config {
     enum snapshot_backend_kind backend;
     char *storage_config_name; /* GKE: the PodSnapshotStorageConfig */
+    /* ContainerCheckpoint: where checkpoint images go, "host[:port]/path"
+     * (each workspace's under <repository>/<namespace>/<workspace>), and
+     * the Secret (in the workspace's namespace) a restore pod pulls them
+     * with; NULL: none. */
+    char *repository;
+    char *pull_secret_name;
     int64_t timeout_ms;
     enum snapshot_on_failure on_failure;
     int64_t retry_after_ms;

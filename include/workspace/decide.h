@@ -33,6 +33,9 @@ struct restore_check {
     int64_t answered_ms;   /* when the application first answered; 0: not yet */
     int64_t last_round_ms; /* when the latest round started; 0: none yet */
     const char *error;     /* the latest round's failure; NULL when it answered */
+    /* When the answering application's process started by its own account
+     * (probe_result.app_started_ms of the first answer), 0: it did not say. */
+    int64_t app_started_ms;
 };
 
 /* What the node cache knows of a node one of the pods is on. */
@@ -177,6 +180,9 @@ struct action {
      * pool to steer it by (struct pod_build); NULL: none recorded. */
     char *machine_type;
     char *node_pool;
+    /* CreatePod of a restore from a checkpoint image (ContainerCheckpoint):
+     * the image (status.snapshot.image); NULL: none. */
+    char *image;
     int capacity_fallback;
     /* CreatePod: the pod's snapshot group (NULL: no label). SnapshotBegin:
      * the source pod's group; NULL: a pod of an earlier version, without

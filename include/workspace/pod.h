@@ -28,6 +28,12 @@
  * snapshot has (workspace_snapshot_group()); a restore the group of its
  * snapshot. */
 #define SNAPSHOT_GROUP_LABEL "hibernator.dev/snapshot-group"
+/* On a pod restored from a checkpoint image (the ContainerCheckpoint
+ * backend: the runtime restores a container created from it): the snapshot
+ * it is restored from. Such a pod says its restore through its container
+ * (running: restored; waiting on a pull or create error: failed), not
+ * through a condition. */
+#define RESTORED_FROM_ANNOTATION "hibernator.dev/restored-from"
 /* On a pod started after a capacity timeout under onCapacityTimeout FallBack:
  * it may run on any accelerator product the class allows. */
 #define CAPACITY_FALLBACK_ANNOTATION "hibernator.dev/capacity-fallback"
@@ -74,6 +80,10 @@ struct workspace_pod {
      * (NULL: it gave neither). No PodRestored at all: no restore attempted. */
     int restore_failed;
     char *restore_failure;
+    /* Restored from a checkpoint image (RESTORED_FROM_ANNOTATION): its
+     * container cannot start from it (the image cannot be pulled, or the
+     * runtime cannot create the container from it): it never will. */
+    int restore_stuck;
     char *group;       /* label SNAPSHOT_GROUP_LABEL, NULL: none (an older pod) */
     int restart_count; /* the highest of its containers' */
     /* The latest state.running.startedAt of its containers, 0: none running.
@@ -181,6 +191,12 @@ struct pod_build {
      * preferred node pool (NODE_POOL_LABEL); NULL: no such term. */
     const char *machine_type;
     const char *node_pool;
+    /* A restore from a checkpoint image (ContainerCheckpoint): the image the
+     * container runs instead of the workspace's, and the Secret it is
+     * pulled with (NULL: none); snapshot is then named in
+     * RESTORED_FROM_ANNOTATION, and GKE's annotation stays empty. */
+    const char *image;
+    const char *pull_secret;
 };
 
 /* The well-known label of a node's machine type, and GKE's of its node pool

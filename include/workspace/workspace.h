@@ -94,7 +94,16 @@ struct workspace_pause_timeline {
 struct workspace_snapshot {
     char *attempt; /* the backend's handle of the current attempt */
     int64_t attempts;
-    char *name;  /* the snapshot, once known */
+    char *name; /* the snapshot, once known */
+    /* status.snapshot.image: what a restore pod runs (ContainerCheckpoint:
+     * the checkpoint image, repository@digest), recorded when Ready; NULL:
+     * the backend restores by name. */
+    char *image;
+    /* status.snapshot.appStartedAt: when the application's process started
+     * by its own account (Jupyter's "started"), as the last probe round
+     * before the attempt saw it; 0: not known. A restore whose application
+     * says another start is a new process: the session did not come back. */
+    int64_t app_started_ms;
     char *phase; /* "InProgress" | "Ready" | "Failed" | NULL */
     int64_t requested_ms;
     int64_t ready_ms;

@@ -71,6 +71,11 @@ int jupyter_parse_status(const char *body, size_t len, struct probe_result *r)
         probe_result_init(r, JUPYTER_SOURCE);
         r->last_activity_ms = last;
         r->connections = connections;
+        /* Optional: a server that does not say, or says it oddly, has no
+         * start to compare. */
+        int64_t started = 0;
+        if (read_time(root, "started", &started) == 0)
+            r->app_started_ms = started;
     }
     cJSON_Delete(root);
     return rc;

@@ -108,6 +108,8 @@ void probe_result_merge(struct probe_result *dst, const struct probe_result *src
     if (src->gpu_utilisation > dst->gpu_utilisation)
         dst->gpu_utilisation = src->gpu_utilisation;
     dst->no_data = dst->no_data || src->no_data;
+    if (src->app_started_ms)
+        dst->app_started_ms = src->app_started_ms;
     append_source(dst, src->source);
 }
 

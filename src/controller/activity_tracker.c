@@ -49,6 +49,7 @@ struct record {
     int checking_restore;
     char *check_pod;
     int64_t check_answered_ms;
+    int64_t check_app_started_ms; /* what the first answer said of its start */
     int64_t check_last_round_ms;
     int check_failed; /* the latest round failed: check_error says why */
     char check_error[PROBE_ERROR_SIZE];
@@ -127,8 +128,10 @@ static void note_check_round(struct record *rec, const struct probe_result *r, i
     rec->check_last_round_ms = started_ms;
     rec->check_failed = !r->ok;
     snprintf(rec->check_error, sizeof(rec->check_error), "%s", r->ok ? "" : r->error);
-    if (r->ok && !rec->check_answered_ms)
+    if (r->ok && !rec->check_answered_ms) {
         rec->check_answered_ms = rec->t->now_ms(rec->t->now_data);
+        rec->check_app_started_ms = r->app_started_ms;
+    }
 }
 
 /* A round that could not even start is still a failed round: it shows, and
@@ -373,7 +376,7 @@ static int set_purpose(struct record *rec, int check, const char *pod)
     free(rec->check_pod);
     rec->check_pod = copy;
     rec->checking_restore = check;
-    rec->check_answered_ms = rec->check_last_round_ms = 0;
+    rec->check_answered_ms = rec->check_last_round_ms = rec->check_app_started_ms = 0;
     rec->check_failed = 0;
     rec->check_error[0] = '\0';
     rec->has_obs = 0;
@@ -495,6 +498,7 @@ const struct restore_check *activity_tracker_restore_check(struct activity_track
     rec->check = (struct restore_check){
         .pod = rec->check_pod,
         .answered_ms = rec->check_answered_ms,
+        .app_started_ms = rec->check_app_started_ms,
         .last_round_ms = rec->check_last_round_ms,
         .error = rec->check_failed ? rec->check_error : NULL,
     };

@@ -832,21 +832,79 @@ static int decode_idle(struct decoder *d, const cJSON *spec, struct workspace_cl
     return decode_windows(d, pw, p);
 }
 
+/* An OCI repository "host[:port]/path": the host letters, digits, '.' and
+ * '-', a port of digits, each path component runs of lower-case letters and
+ * digits joined by '.', '_', '__' or any number of '-' (the OCI
+ * distribution spec's grammar, as the CRD's pattern says). */
+static int repository_valid(const char *r)
+{
+    const char *slash = strchr(r, '/');
+    if (!slash || slash == r || strlen(r) > 200)
+        return 0;
+    const char *p = r;
+    for (; p < slash && *p != ':'; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '.' || *p == '-'))
+            return 0;
+    if (p == r)
+        return 0;
+    if (*p == ':') {
+        const char *q = ++p;
+        for (; p < slash; p++)
+            if (*p < '0' || *p > '9')
+                return 0;
+        if (p == q || p - q > 5)
+            return 0;
+    }
+    for (p = slash; *p == '/';) {
+        p++;
+        const char *start = p;
+        while (*p && *p != '/') {
+            /* a run of letters and digits ... */
+            const char *run = p;
+            while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+                p++;
+            if (p == run)
+                return 0;
+            if (!*p || *p == '/')
+                break;
+            /* ... then one separator: '.', '_', '__' or any number of '-' */
+            const char *sep = p;
+            if (*p == '.')
+                p++;
+            else if (*p == '_')
+                p += p[1] == '_' ? 2 : 1;
+            else
+                while (*p == '-')
+                    p++;
+            if (p == sep || !((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')))
+                return 0;
+        }
+        if (p == start)
+            return 0;
+    }
+    return *p == '\0';
+}
+
 static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspace_class *c)
 {
-    static const char *const backends[] = {"None", "GKE"};
+    static const char *const backends[] = {"None", "GKE", "ContainerCheckpoint"};
     static const char *const on_failure[] = {"Retry", "PauseWithoutMemory"};
     struct snapshot_config *sc = &c->snapshot;
     const cJSON *snap = get_object(d, spec, "snapshot", "spec.snapshot");
     int backend, failure;
     int64_t keep;
     if (d->rc < 0 ||
-        get_enum(d, snap, "backend", "spec.snapshot.backend", backends, 2, SNAPSHOT_BACKEND_NONE,
+        get_enum(d, snap, "backend", "spec.snapshot.backend", backends, 3, SNAPSHOT_BACKEND_NONE,
                  &backend) < 0 ||
         get_enum(d, snap, "onFailure", "spec.snapshot.onFailure", on_failure, 2,
                  SNAPSHOT_ON_FAILURE_RETRY, &failure) < 0 ||
         get_string(d, snap, "storageConfigName", "spec.snapshot.storageConfigName",
                    backend == SNAPSHOT_BACKEND_GKE, NULL, &sc->storage_config_name) < 0 ||
+        get_string(d, snap, "repository", "spec.snapshot.repository",
+                   backend == SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT, NULL, &sc->repository) < 0 ||
+        get_string(d, snap, "pullSecretName", "spec.snapshot.pullSecretName", 0, NULL,
+                   &sc->pull_secret_name) < 0 ||
         get_duration(d, snap, "timeout", "spec.snapshot.timeout", DEFAULT_SNAPSHOT_TIMEOUT_MS,
                      &sc->timeout_ms) < 0 ||
         get_duration(d, snap, "retryAfter", "spec.snapshot.retryAfter",
@@ -867,6 +925,12 @@ static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspac
         return decoder_fail(d, -EINVAL, "spec.snapshot.retryAfter: must be at least 1s");
     if (sc->restore_check_timeout_ms < 1000)
         return decoder_fail(d, -EINVAL, "spec.snapshot.restoreCheckTimeout: must be at least 1s");
+    if (sc->repository && !repository_valid(sc->repository))
+        return decoder_fail(d, -EINVAL,
+                            "spec.snapshot.repository: not an OCI repository "
+                            "host[:port]/path (lower-case path components), at most 200 "
+                            "characters: %s",
+                            sc->repository);
     return 0;
 }
 
@@ -981,6 +1045,8 @@ void workspace_class_free(struct workspace_class *c)
     free(c->activity.gpu_query_template);
     free(c->idle.time_zone);
     free(c->snapshot.storage_config_name);
+    free(c->snapshot.repository);
+    free(c->snapshot.pull_secret_name);
     free(c);
 }
 

@@ -194,6 +194,7 @@ void decide_output_clear(struct decide_output *out)
         free(out->actions[i].product);
         free(out->actions[i].machine_type);
         free(out->actions[i].node_pool);
+        free(out->actions[i].image);
         free(out->actions[i].group);
         free(out->actions[i].occasion);
     }

@@ -106,7 +106,10 @@ static int judge_restored_app(struct decider *d, const struct workspace_pod *p)
     struct workspace_status *st = d->st;
     const struct workspace_class *c = d->cls;
     const char *reason = decide_condition_reason(st, WS_COND_RESTORED);
-    if (!checks_application(d) || decide_streq(reason, WS_REASON_FROM_SNAPSHOT))
+    /* Decided already: the session came back, or it did not (the
+     * application answered as a new process: the snapshot is marked). */
+    if (!checks_application(d) || decide_streq(reason, WS_REASON_FROM_SNAPSHOT) ||
+        (decide_streq(reason, WS_REASON_COLD_START) && st->snapshot->restore_failed_ms))
         return 0;
     const struct restore_check *rc = restore_check_of(d, p);
     if (decide_streq(reason, WS_REASON_RESTORE_UNRESPONSIVE) && st->snapshot->restore_failed_ms) {
@@ -238,6 +241,52 @@ int decide_judge_unwanted_restore(struct decider *d, const struct workspace_pod 
     return 1;
 }
 
+/* The pod runs without the snapshot's session: Restored=True/ColdStart,
+ * detail (" (...)" or "") after the snapshot's name, how in the Event. */
+static void say_cold_start(struct decider *d, const struct workspace_pod *p, const char *detail,
+                           const char *how)
+{
+    struct workspace_status *st = d->st;
+    decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_COLD_START,
+                     "pod %s started without the state of snapshot %s%s; it has the files and %s "
+                     "to recover from the application's checkpoint",
+                     p->name, p->snapshot, detail,
+                     d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
+    char occ[OCCASION_SIZE];
+    if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED), WS_REASON_COLD_START))
+        decide_transition_event(d, decide_pod_occasion(p->name, occ), "Warning",
+                                WS_EVENT_COLD_START,
+                                "pod %s was not restored from snapshot %s (%s); the session's "
+                                "memory is lost, files and the application's checkpoint remain",
+                                p->name, p->snapshot, how);
+    if (st->last_resume->requested_ms)
+        decide_set_string(d, &st->last_resume->restored_from, WS_REASON_COLD_START);
+}
+
+/* The restored pod's application answered as another process than the one
+ * the snapshot was taken of: its own start (Jupyter's "started") is not
+ * the one recorded before the snapshot. Both must be known to tell. */
+static int session_lost(const struct decider *d, const struct workspace_pod *p, char *why,
+                        size_t size)
+{
+    const struct restore_check *rc = restore_check_of(d, p);
+    int64_t before = d->st->snapshot->app_started_ms;
+    /* The status keeps whole seconds (status.snapshot.appStartedAt): the
+     * same process says the same second; another one, started for the
+     * restore, a later one. */
+    if (!rc || !rc->answered_ms || !rc->app_started_ms || !before ||
+        rc->app_started_ms / 1000 == before / 1000)
+        return 0;
+    char then[TIMEFMT_RFC3339_SIZE], now[TIMEFMT_RFC3339_SIZE];
+    timefmt_rfc3339_text(before, then);
+    timefmt_rfc3339_text(rc->app_started_ms, now);
+    snprintf(why, size,
+             " (its application answers as a process started at %s, not the one started at %s "
+             "that was paused)",
+             now, then);
+    return 1;
+}
+
 /* Returns 1 when the pod is being replaced (nothing more to decide). */
 int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
 {
@@ -245,25 +294,37 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
     if (!p->snapshot)
         return 0;
     /* Restored or not: a session that crashes as it comes back is not one
-     * to keep restarting from the same memory. */
-    if (decide_crash_looping(p)) {
+     * to keep restarting from the same memory; nor is one whose container
+     * cannot be made from its checkpoint image. */
+    if (decide_crash_looping(p) || p->restore_stuck) {
         if (!st->snapshot->restore_failed_ms)
             st->snapshot->restore_failed_ms = d->now;
+        /* What the runtime or the backend said: the next pod's message
+         * gives it as the reason the memory did not come back. */
+        if (p->restore_failure)
+            decide_set_string(d, &st->snapshot->message, p->restore_failure);
         decide_own_delete_pod(d, p, 0);
         char failed[MAX_MESSAGE / 2];
         backend_failure(p, "; ", "", failed, sizeof(failed));
-        decide_condition(d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
-                         "pod %s crashed after its restore from snapshot %s (%d restarts)%s; a "
-                         "fresh pod starts from files and the checkpoint",
-                         p->name, p->snapshot, p->restart_count, failed);
+        if (p->restore_stuck)
+            decide_condition(d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
+                             "pod %s could not be restored from snapshot %s%s; a fresh pod "
+                             "starts from files and the checkpoint",
+                             p->name, p->snapshot, failed);
+        else
+            decide_condition(d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_CRASHED,
+                             "pod %s crashed after its restore from snapshot %s (%d restarts)%s; "
+                             "a fresh pod starts from files and the checkpoint",
+                             p->name, p->snapshot, p->restart_count, failed);
         char occ[OCCASION_SIZE];
         if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED),
                           WS_REASON_RESTORE_CRASHED))
             decide_transition_event(
                 d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_RESTORE_CRASH_LOOP,
-                "pod %s crash-loops after its restore from snapshot %s%s; replacing it with a "
-                "fresh pod from files and the checkpoint",
-                p->name, p->snapshot, failed);
+                "pod %s %s its restore from snapshot %s%s; replacing it with a fresh pod from "
+                "files and the checkpoint",
+                p->name, p->restore_stuck ? "cannot start:" : "crash-loops after", p->snapshot,
+                failed);
         st->state = decide_resume_in_progress(st) ? WS_STATE_RESUMING : WS_STATE_PENDING;
         decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_POD_TERMINATING,
                          "pod %s is being replaced", p->name);
@@ -272,6 +333,17 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
     if (p->restored) {
         if (judge_restored_app(d, p))
             return 1;
+        if (decide_streq(decide_condition_reason(st, WS_COND_RESTORED), WS_REASON_COLD_START) &&
+            st->snapshot->restore_failed_ms)
+            return 0; /* its application answered as a new process: said before */
+        char lost[MAX_MESSAGE / 2];
+        if (session_lost(d, p, lost, sizeof(lost))) {
+            /* The snapshot does not bring the session back: not used again. */
+            if (!st->snapshot->restore_failed_ms)
+                st->snapshot->restore_failed_ms = d->now;
+            say_cold_start(d, p, lost, "its application is a new process");
+            return 0;
+        }
         decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_SNAPSHOT,
                          "pod %s was restored from snapshot %s: memory and GPU state are back",
                          p->name, p->snapshot);
@@ -298,20 +370,9 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
     }
     char failed[MAX_MESSAGE / 2];
     backend_failure(p, " (", ")", failed, sizeof(failed));
-    decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_COLD_START,
-                     "pod %s started without the state of snapshot %s%s; it has the files and %s "
-                     "to recover from the application's checkpoint",
-                     p->name, p->snapshot, failed,
-                     d->cls && d->cls->checkpoint_env ? d->cls->checkpoint_env : "the checkpoint");
-    char occ[OCCASION_SIZE];
-    if (!decide_streq(decide_condition_reason(d->old, WS_COND_RESTORED), WS_REASON_COLD_START))
-        decide_transition_event(
-            d, decide_pod_occasion(p->name, occ), "Warning", WS_EVENT_COLD_START,
-            "pod %s was not restored from snapshot %s (the backend cold-started it%s); the "
-            "session's memory is lost, files and the application's checkpoint remain",
-            p->name, p->snapshot, p->restore_failed ? ", reporting its restore failed" : "");
-    if (st->last_resume->requested_ms)
-        decide_set_string(d, &st->last_resume->restored_from, WS_REASON_COLD_START);
+    say_cold_start(d, p, failed,
+                   p->restore_failed ? "the backend cold-started it, reporting its restore failed"
+                                     : "the backend cold-started it");
     return 0;
 }
 
@@ -378,11 +439,30 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
     }
     const char *name = sn->name ? sn->name : sn->attempt;
     if (sn->restore_failed_ms) {
-        if (decide_streq(decide_condition_reason(st, WS_COND_RESTORED),
-                         WS_REASON_RESTORE_UNRESPONSIVE))
+        const char *verdict = decide_condition_reason(st, WS_COND_RESTORED);
+        if (decide_streq(verdict, WS_REASON_RESTORE_UNRESPONSIVE))
             snprintf(why, size, "the application restored from snapshot %s did not answer", name);
+        else if (decide_streq(verdict, WS_REASON_COLD_START))
+            snprintf(why, size,
+                     "the application restored from snapshot %s was a new process, not the "
+                     "paused one",
+                     name);
+        else if (sn->message)
+            snprintf(why, size, "the restore from snapshot %s crashed or could not start: %s", name,
+                     sn->message);
         else
             snprintf(why, size, "the restore from snapshot %s crashed", name);
+        return NULL;
+    }
+    /* A checkpoint image is restored by the runtime, a GKE snapshot by
+     * GKE: one the class's backend cannot restore is not used. */
+    int is_image = sn->image != NULL;
+    if (is_image != (sc->backend == SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT)) {
+        snprintf(why, size,
+                 "snapshot %s is %s, and the class's backend (spec.snapshot.backend) is now %s, "
+                 "which cannot restore it",
+                 name, is_image ? "a checkpoint image" : "not a checkpoint image",
+                 sc->backend == SNAPSHOT_BACKEND_GKE ? "GKE" : "ContainerCheckpoint");
         return NULL;
     }
     const struct snapshot_view *v = d->in->snapshot;

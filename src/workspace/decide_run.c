@@ -408,9 +408,14 @@ void decide_create_pod(struct decider *d)
         a->capacity_fallback = fallback;
         const char *type = snapshot ? st->snapshot->node_machine_type : NULL;
         const char *pool = snapshot ? st->snapshot->node_pool : NULL;
+        const char *image =
+            snapshot && d->cls->snapshot.backend == SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT
+                ? st->snapshot->image
+                : NULL;
         if ((snapshot && !(a->snapshot = strdup(snapshot))) ||
-            (pin && !(a->product = strdup(pin))) || (group && !(a->group = strdup(group))) ||
-            (type && !(a->machine_type = strdup(type))) || (pool && !(a->node_pool = strdup(pool))))
+            (image && !(a->image = strdup(image))) || (pin && !(a->product = strdup(pin))) ||
+            (group && !(a->group = strdup(group))) || (type && !(a->machine_type = strdup(type))) ||
+            (pool && !(a->node_pool = strdup(pool))))
             decide_failed(d, -ENOMEM);
     }
     decide_set_string(d, &st->node_name, NULL);

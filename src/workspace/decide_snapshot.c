@@ -21,6 +21,7 @@ static int record_attempt(struct decider *d, const char *handle, int64_t attempt
     decide_set_string(d, &sn->attempt, handle);
     sn->attempts = attempt;
     decide_set_string(d, &sn->name, name);
+    decide_set_string(d, &sn->image, NULL);
     decide_set_string(d, &sn->phase, "InProgress");
     sn->requested_ms = requested_ms;
     sn->ready_ms = 0;
@@ -61,6 +62,10 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     }
     if (record_attempt(d, handle, attempt, d->now, NULL, p, p->group) < 0)
         return;
+    /* The application's own start, as the probe saw it last: what a restore
+     * must show again to count as the same session. */
+    const struct activity_observation *obs = d->in->activity;
+    d->st->snapshot->app_started_ms = obs && obs->result.ok ? obs->result.app_started_ms : 0;
     struct action *a = decide_push(d, ACTION_SNAPSHOT_BEGIN, handle);
     if (a && p->group && !(a->group = strdup(p->group)))
         decide_failed(d, -ENOMEM);
@@ -350,6 +355,7 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
         int64_t ready = v->ready_ms > sn->requested_ms ? v->ready_ms : d->now;
         decide_set_string(d, &sn->phase, "Ready");
         decide_set_string(d, &sn->name, v->name);
+        decide_set_string(d, &sn->image, v->image);
         sn->ready_ms = ready;
         sn->seconds = (double)(ready - sn->requested_ms) / 1000.0;
         decide_condition(d, WS_COND_SNAPSHOT_READY, COND_TRUE, WS_REASON_READY,

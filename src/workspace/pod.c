@@ -88,6 +88,41 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
     }
 }
 
+/* A pod restored from a checkpoint image says its restore through its
+ * container: running, it was restored (the runtime restores, or fails to
+ * create, a container from such an image); waiting on an image it cannot
+ * pull or a container the runtime cannot create, it never will be. An
+ * ErrImagePull alone is retried by the kubelet: the backoff after it is
+ * the verdict. */
+static void decode_image_restore(const cJSON *status, struct workspace_pod *p,
+                                 struct pod_end_text *end)
+{
+    static const char *const stuck[] = {"ImagePullBackOff",           "CreateContainerError",
+                                        "CreateContainerConfigError", "RunContainerError",
+                                        "InvalidImageName",           "ErrImageNeverPull"};
+    const cJSON *cs;
+    cJSON_ArrayForEach(cs, json_member(status, "containerStatuses"))
+    {
+        const char *name = json_string(cs, "name");
+        if (!name || strcmp(name, WORKSPACE_CONTAINER) != 0)
+            continue;
+        const cJSON *running = json_member(json_member(cs, "state"), "running");
+        if (running) {
+            p->restored = 1;
+            p->restored_ms = json_time_ms(running, "startedAt");
+        }
+        const cJSON *waiting = json_member(json_member(cs, "state"), "waiting");
+        const char *why = json_string(waiting, "reason");
+        for (size_t i = 0; why && i < sizeof(stuck) / sizeof(stuck[0]); i++)
+            if (strcmp(why, stuck[i]) == 0) {
+                p->restore_stuck = 1;
+                p->restore_failed = 1;
+                end->restore_reason = why;
+                end->restore_message = json_string(waiting, "message");
+            }
+    }
+}
+
 /* p->restore_failure from PodRestored=False: "<reason>: <message>", or
  * either alone. Returns 0 or -ENOMEM. */
 static int decode_restore_failure(const struct pod_end_text *end, struct workspace_pod *p)
@@ -205,7 +240,16 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         free(p->snapshot);
         p->snapshot = NULL;
     }
+    const char *from_image =
+        json_string(json_member(meta, "annotations"), RESTORED_FROM_ANNOTATION);
+    int image_restore = !p->snapshot && from_image && from_image[0];
+    if (image_restore && !(p->snapshot = strdup(from_image))) {
+        free(p);
+        return NULL;
+    }
     decode_conditions(status, p, &unschedulable_msg, &end);
+    if (image_restore)
+        decode_image_restore(status, p, &end);
     if (json_dup_optional(json_string(meta, "namespace"), &p->ns) < 0 ||
         json_dup_optional(json_string(meta, "name"), &p->name) < 0 ||
         json_dup_optional(json_string(meta, "uid"), &p->uid) < 0 ||
@@ -481,7 +525,9 @@ static void build_metadata(struct writer *w, cJSON *obj, const struct workspace 
         /* Empty: GKE attempts no restore at all, not even of a snapshot a
          * policy's selector would pick (gke-labs/pod-migration's
          * pod_gate_controller.go, "the explicit empty-string bypass"). */
-        add_str(w, ann, RESTORE_SNAPSHOT_ANNOTATION, b->snapshot ? b->snapshot : "");
+        add_str(w, ann, RESTORE_SNAPSHOT_ANNOTATION, b->snapshot && !b->image ? b->snapshot : "");
+        if (b->snapshot && b->image)
+            add_str(w, ann, RESTORED_FROM_ANNOTATION, b->snapshot);
         if (b->capacity_fallback)
             add_str(w, ann, CAPACITY_FALLBACK_ANNOTATION, "true");
     }
@@ -572,12 +618,16 @@ static void add_token_env(struct writer *w, cJSON *env, const struct workspace *
 }
 
 static void build_container(struct writer *w, cJSON *spec, const struct workspace *ws,
-                            const struct workspace_class *c, int from_checkpoint)
+                            const struct workspace_class *c, int from_checkpoint,
+                            const char *restore_image)
 {
     cJSON *containers = add_arr(w, spec, "containers");
     cJSON *ct = add_obj(w, containers, NULL);
     add_str(w, ct, "name", WORKSPACE_CONTAINER);
-    add_str(w, ct, "image", ws->image ? ws->image : c->default_image);
+    add_str(w, ct, "image",
+            restore_image ? restore_image
+            : ws->image   ? ws->image
+                          : c->default_image);
     cJSON *ports = add_arr(w, ct, "ports");
     cJSON *port = add_obj(w, ports, NULL);
     add_str(w, port, "name", "http");
@@ -677,7 +727,11 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
     build_metadata(&w, pod, ws, pod_name, b);
 
     cJSON *spec = add_obj(&w, pod, "spec");
-    build_container(&w, spec, ws, c, from_checkpoint);
+    const char *restore_image = b->snapshot ? b->image : NULL;
+    build_container(&w, spec, ws, c, from_checkpoint, restore_image);
+    if (restore_image && b->pull_secret)
+        add_str(&w, add_obj(&w, add_arr(&w, spec, "imagePullSecrets"), NULL), "name",
+                b->pull_secret);
 
     cJSON *volumes = add_arr(&w, spec, "volumes");
     cJSON *vol = add_obj(&w, volumes, NULL);

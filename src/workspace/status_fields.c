@@ -118,6 +118,8 @@ static const struct status_field snapshot_fields[] = {
     {.key = "attempt", .kind = SF_STR, .off = SNAPSHOT(attempt)},
     {.key = "attempts", .kind = SF_INT64, .off = SNAPSHOT(attempts)},
     {.key = "name", .kind = SF_STR, .off = SNAPSHOT(name)},
+    {.key = "image", .kind = SF_STR, .off = SNAPSHOT(image)},
+    {.key = "appStartedAt", .kind = SF_TIME, .off = SNAPSHOT(app_started_ms)},
     {.key = "phase", .kind = SF_STR, .off = SNAPSHOT(phase), .shared = 1},
     {.key = "requestedAt", .kind = SF_TIME, .off = SNAPSHOT(requested_ms)},
     {.key = "readyAt", .kind = SF_TIME, .off = SNAPSHOT(ready_ms)},

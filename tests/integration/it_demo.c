@@ -6,9 +6,10 @@
  *   test_idle_cycle   a real Jupyter Server (hibernator.local/notebook:dev)
  *                     left alone is announced (Idle=True/PauseScheduled, an
  *                     IdleWarning event), snapshotted and Paused on its own
- *                     within the class's durations (printed); a resume comes
- *                     back FromSnapshot and the server answers with the
- *                     token of the Secret.
+ *                     within the class's durations (printed); a resume is
+ *                     a ColdStart, said: the simulator keeps no memory, so
+ *                     the server answers (with the token of the Secret) as
+ *                     a new process, and its own start time tells.
  *
  * Needs the real node (HIBERNATOR_REAL_NODE) and the notebook image
  * imported (deploy/local/images.sh import notebook); skips without the node
@@ -116,7 +117,11 @@ static void test_idle_cycle(void **state)
     assert_true(paused - ready <= 120000);
 
     set_paused("notebook", 0);
-    ws = wait_reason("notebook", "Restored", "FromSnapshot", 120000);
+    ws = wait_reason("notebook", "Restored", "ColdStart", 120000);
+    const char *why = cond_field(ws, "Restored", "message");
+    print_message("it_demo: %s\n", why);
+    assert_non_null(strstr(why, "its application answers as a process started at"));
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "ColdStart");
     cJSON_Delete(ws);
     code = 0;
     for (int i = 0; i < 50 && code != 200; i++, usleep(200 * 1000))

@@ -19,6 +19,15 @@
  *                             server alone
  *   test_deleted              a deleted ContainerSnapshot: its image is gone
  *                             from the registry, then the object
+ *   test_workspace_memory     the whole backend through the controller: a
+ *                             notebook Workspace of a ContainerCheckpoint
+ *                             class, x = 42 and 256 MiB in a kernel, paused
+ *                             by its idle policy: the pod gone, the image in
+ *                             the registry; resumed: FromSnapshot, the same
+ *                             kernel prints 42
+ *   test_image_gone           the image deleted from the registry while
+ *                             paused: the restore cannot pull it, the pod is
+ *                             replaced from files, the status says why
  *
  * The agent runs as a process on the machine with the token of its
  * ServiceAccount and the RBAC of deploy/node/ (nothing more), so what it may
@@ -42,12 +51,14 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "workspaces.h"
 
 #define NOTEBOOK_IMAGE "hibernator.local/notebook:dev"
 #define RUNTIME_DIR "/root/.local/share/jupyter/runtime"
+/* A workspace's server runs in its home: its runtime files are there. */
+#define HOME_RUNTIME_DIR "/home/jovyan/.local/share/jupyter/runtime"
 #define TOKEN "it-node-agent"
 
-static char *ns;
 static char work[256]; /* the agent's files: token, kubeconfig, registry credentials */
 static pid_t agent_pid;
 static const char *registry; /* host:port */
@@ -201,14 +212,16 @@ static void started_of(const char *status, char out[64])
 
 /* Runs code in kernel (NULL: a new one) of the pod's server through
  * tests/tools/jupyter_run.py; returns its output (first line: the kernel). */
+static const char *runtime_dir = RUNTIME_DIR;
+
 static char *run_cell(const char *pod, const char *kernel, const char *code)
 {
     char *out = NULL;
     int st =
         harness_kubectl(&out,
                         "-n %s exec -i %s -c workspace -- python3 - http://127.0.0.1:8888 " TOKEN
-                        " " RUNTIME_DIR " %s '%s' < '%s/tests/tools/jupyter_run.py'",
-                        ns, pod, kernel ? kernel : "new", code, SOURCE_DIR);
+                        " %s %s '%s' < '%s/tests/tools/jupyter_run.py'",
+                        ns, pod, runtime_dir, kernel ? kernel : "new", code, SOURCE_DIR);
     if (st != 0)
         fail_msg("cell %s in %s: exit %d: %s", code, pod, st, out ? out : "");
     return out;
@@ -361,7 +374,8 @@ static void test_refused(void **state)
     r = snapshot_wait("ghost-p1-1", 120);
     char *message =
         snapshot_field("ghost-p1-1", "{.status.conditions[?(@.type==\"Ready\")].message}");
-    print_message("  refused: %s\n", message);
+    assert_non_null(message);
+    print_message("  refused: %s\n", message ? message : "(none)");
     assert_string_equal(r, "False CheckpointFailed");
     assert_non_null(strstr(message, "the kubelet answered"));
     free(message);
@@ -404,6 +418,153 @@ static void test_deleted(void **state)
     assert_int_equal(registry_head(path, "nb-p1-1"), 404);
 }
 
+/* ---- through the controller ---------------------------------------------------- */
+
+#define CLASS "it-nb-checkpoint"
+
+/* The class of deploy/local/notebook-checkpoint-class.yaml, idle after 45
+ * s, and the controller for the test's namespace. */
+static void controller_for_memory(void)
+{
+    static int started;
+    if (started)
+        return;
+    started = 1;
+    assert_int_equal(
+        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
+                      "metadata: {name: " CLASS "}\n"
+                      "spec:\n"
+                      "  images: {allowed: [\"hibernator.local/notebook:*\"], default: \"%s\"}\n"
+                      "  port: 8888\n"
+                      "  env: [{name: NOTEBOOK_USER, value: root}]\n"
+                      "  resources: {requests: {cpu: 100m, memory: 256Mi}, limits: {memory: 2Gi}}\n"
+                      "  tolerations: [{key: hibernator.dev/real-node, operator: Exists, effect: "
+                      "NoSchedule}]\n"
+                      "  home: {size: 1Gi, storageClassName: standard, mountPath: /home/jovyan, "
+                      "onDelete: Delete}\n"
+                      "  checkpoint: {path: /home/jovyan/.hibernator/checkpoint, envVar: "
+                      "HIBERNATOR_CHECKPOINT_PATH}\n"
+                      "  pause: {gracePeriodSeconds: 10}\n"
+                      "  resume: {capacityTimeout: 5m, onCapacityTimeout: Fail}\n"
+                      "  snapshot: {backend: ContainerCheckpoint, repository: \"%s/checkpoints\", "
+                      "pullSecretName: checkpoints, timeout: 5m, onFailure: PauseWithoutMemory, "
+                      "restoreCheckTimeout: 2m}\n"
+                      "  activity:\n"
+                      "    application: Jupyter\n"
+                      "    url: \"http://{podIP}:{port}\"\n"
+                      "    tokenSecretRef: {name: \"{workspace}-jupyter\"}\n"
+                      "    interval: 5s\n"
+                      "    timeout: 3s\n"
+                      "  idle: {after: 45s, minAfter: 10s, minRunning: 0s, warnBefore: 5s}\n",
+                      NOTEBOOK_IMAGE, registry),
+        0);
+    static char ns_flag[200];
+    snprintf(ns_flag, sizeof(ns_flag), "--namespace=%s", ns);
+    static const char *args[2];
+    args[0] = ns_flag;
+    args[1] = NULL;
+    controller_extra_args(args);
+    controller_start(NULL);
+}
+
+/* A running notebook workspace with x = 42 and 256 MiB in a kernel; its
+ * kernel id in kernel. */
+static void workspace_with_kernel(const char *name, char kernel[64])
+{
+    controller_for_memory();
+    runtime_dir = HOME_RUNTIME_DIR;
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s create secret generic %s-jupyter "
+                                     "--from-literal=token=" TOKEN,
+                                     ns, name),
+                     0);
+    apply_ws(name, CLASS, 0, NULL);
+    cJSON *ws = wait_state(name, "Running", 180000);
+    char pod[128];
+    snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+    cJSON_Delete(ws);
+    free(jupyter_status(pod));
+    char *out = run_cell(pod, NULL,
+                         "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * 256; "
+                         "print(x, len(buf))");
+    snprintf(kernel, 64, "%.*s", (int)strcspn(out, "\n"), out);
+    assert_non_null(strstr(out, "42 268435456"));
+    free(out);
+}
+
+static void test_workspace_memory(void **state)
+{
+    (void)state;
+    char kernel[64];
+    workspace_with_kernel("nb", kernel);
+    /* The idle policy pauses it (45 s without activity). */
+    uint64_t t0 = harness_now_ms();
+    cJSON *ws = wait_state("nb", "Paused", 300000);
+    uint64_t t_paused = harness_now_ms();
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "IdleTimeout");
+    char image[512];
+    snprintf(image, sizeof(image), "%s", str_at(ws, "status.snapshot.image"));
+    char started[64];
+    snprintf(started, sizeof(started), "%s", str_at(ws, "status.snapshot.appStartedAt"));
+    double seconds = num_at(ws, "status.snapshot.seconds");
+    cJSON_Delete(ws);
+    print_message("  paused by its idle policy %.1f s after the cell; snapshot %.1f s; %s\n",
+                  (double)(t_paused - t0) / 1000.0, seconds, image);
+    assert_int_equal(live_pods("nb"), 0);
+    char path[300];
+    snprintf(path, sizeof(path), "checkpoints/%s/nb", ns);
+    const char *digest = strchr(image, '@');
+    assert_non_null(digest);
+    assert_int_equal(registry_head(path, digest + 1), 200);
+    assert_true(started[0]);
+
+    /* Resumed: the same kernel, the same x. */
+    t0 = harness_now_ms();
+    set_paused("nb", 0);
+    ws = wait_reason("nb", "Restored", "FromSnapshot", 180000);
+    uint64_t t_back = harness_now_ms();
+    char pod[128];
+    snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+    cJSON_Delete(ws);
+    char *out = run_cell(pod, kernel, "print(x, len(buf))");
+    print_message("  resumed FromSnapshot %.1f s after the request; the kernel says: %s",
+                  (double)(t_back - t0) / 1000.0, strchr(out, '\n') + 1);
+    assert_non_null(strstr(out, "42 268435456"));
+    free(out);
+}
+
+static void test_image_gone(void **state)
+{
+    (void)state;
+    char kernel[64];
+    workspace_with_kernel("gone", kernel);
+    cJSON *ws = wait_state("gone", "Paused", 300000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    char digest[128];
+    snprintf(digest, sizeof(digest), "%s", strchr(str_at(ws, "status.snapshot.image"), '@') + 1);
+    cJSON_Delete(ws);
+    /* Someone empties the registry meanwhile. */
+    char *out = NULL;
+    harness_sh(&out,
+               "curl -s -o /dev/null -w '%%{http_code}' -X DELETE --cacert '%s/pki/ca.crt' -u "
+               "'hibernator:%s' 'https://%s/v2/checkpoints/%s/gone/manifests/%s'",
+               harness_cluster_dir(), password, registry, ns, digest);
+    assert_string_equal(out, "202");
+    free(out);
+    set_paused("gone", 0);
+    ws = wait_state("gone", "Running", 300000);
+    const char *restored = cond_field(ws, "Restored", "message");
+    print_message("  %s\n", restored);
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    assert_non_null(strstr(restored, "snapshot"));
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("gone");
+    assert_non_null(strstr(reasons, "RestoreCrashLoop"));
+    free(reasons);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -424,6 +585,7 @@ static int group_setup(void **state)
     snprintf(work, sizeof(work), "/tmp/it-node-agent.XXXXXX");
     if (!mkdtemp(work))
         return -1;
+    it_deploy("it-node-agent");
     ns = harness_namespace("it-agent");
     agent_files();
     if (harness_kubectl(NULL,
@@ -438,9 +600,12 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    /* The agent lets the ContainerSnapshots go (their images first), then
-     * the namespace can. */
+    /* The controller lets the Workspaces go, the agent the ContainerSnapshots
+     * (their images first); then the namespace can. */
+    harness_kubectl(NULL, "-n %s delete workspaces --all --timeout=90s", ns);
     harness_kubectl(NULL, "-n %s delete containersnapshots --all --timeout=90s", ns);
+    controller_stop();
+    it_show_logs();
     agent_stop(SIGTERM);
     char log[300];
     snprintf(log, sizeof(log), "%s/agent.log", work);
@@ -455,10 +620,9 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_checkpoint_restore),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_agent_down),
-        cmocka_unit_test(test_deleted),
+        cmocka_unit_test(test_checkpoint_restore), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_agent_down),         cmocka_unit_test(test_deleted),
+        cmocka_unit_test(test_workspace_memory),   cmocka_unit_test(test_image_gone),
     };
     if (getenv("IT_ONLY"))
         cmocka_set_test_filter(getenv("IT_ONLY"));

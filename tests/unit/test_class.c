@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -204,6 +205,39 @@ static void set_path(cJSON *obj, const char *path, const char *value)
 }
 
 /* spec.env: kept in order, a missing value is empty; none is no list. */
+/* The ContainerCheckpoint backend: the repository as given, the pull
+ * Secret optional; the repository grammar is the OCI one. */
+static void test_decode_container_checkpoint(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "registry.example.com/checkpoints",
+        "10.231.0.1:5000/checkpoints/team-a",
+        "r/a.b_c-d/e__f",
+        "localhost:1/x",
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        cJSON *obj = cJSON_Parse(minimal_class);
+        assert_non_null(obj);
+        cJSON *snap = cJSON_AddObjectToObject(cJSON_GetObjectItem(obj, "spec"), "snapshot");
+        assert_non_null(cJSON_AddStringToObject(snap, "backend", "ContainerCheckpoint"));
+        assert_non_null(cJSON_AddStringToObject(snap, "repository", good[i]));
+        if (i == 0)
+            assert_non_null(cJSON_AddStringToObject(snap, "pullSecretName", "checkpoints"));
+        char *json = cJSON_PrintUnformatted(obj);
+        cJSON_Delete(obj);
+        struct workspace_class *c = decode_ok(json);
+        free(json);
+        assert_int_equal(c->snapshot.backend, SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT);
+        assert_string_equal(c->snapshot.repository, good[i]);
+        if (i == 0)
+            assert_string_equal(c->snapshot.pull_secret_name, "checkpoints");
+        else
+            assert_null(c->snapshot.pull_secret_name);
+        workspace_class_free(c);
+    }
+}
+
 static void test_decode_env(void **state)
 {
     (void)state;
@@ -786,6 +820,25 @@ static void test_decode_idle_errors(void **state)
          "spec.snapshot.restoreCheckTimeout: must be at least 1s"},
         {"spec.snapshot", "{\"restoreCheckTimeout\":\"soon\"}",
          "spec.snapshot.restoreCheckTimeout: \"soon\" is not a duration"},
+        {"spec.snapshot", "{\"backend\":\"CRIU\"}",
+         "spec.snapshot.backend: must be None, GKE or ContainerCheckpoint"},
+        {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\"}",
+         "spec.snapshot.repository: required"},
+        {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"registry\"}",
+         "spec.snapshot.repository: not an OCI repository"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example:5000/Team\"}",
+         "spec.snapshot.repository: not an OCI repository"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example:5000/a--/b\"}",
+         "spec.snapshot.repository: not an OCI repository"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example:123456/a\"}",
+         "spec.snapshot.repository: not an OCI repository"},
+        {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example/a//b\"}",
+         "spec.snapshot.repository: not an OCI repository"},
+        {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":5}",
+         "spec.snapshot.repository: must be a string"},
         {"spec.idle", "7", "spec.idle: must be an object"},
         {"spec.idle.autoPause", "\"no\"", "spec.idle.autoPause: must be true or false"},
         {"spec.idle.after", "\"1 hour\"", "spec.idle.after: \"1 hour\" is not a duration"},
@@ -873,6 +926,7 @@ int main(void)
         cmocka_unit_test(test_decode_accelerator_defaults),
         cmocka_unit_test(test_decode_alternative_products),
         cmocka_unit_test(test_decode_env),
+        cmocka_unit_test(test_decode_container_checkpoint),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_decode_not_object),
         cmocka_unit_test(test_quantity),

@@ -446,6 +446,90 @@ static void test_pod_build_decode(void **state)
 /* The snapshot group: on the pod as a label (read back by the decoder), none
  * when not given; the value for a pod from files is a valid label value of
  * at most 63 characters, the uid's and the pod generation's. */
+#define CK_IMAGE                                                                                   \
+    "r.example/ck/team/nb@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+/* A restore from a checkpoint image: the container runs the image, pulled
+ * with the class's Secret; GKE's annotation stays empty, the snapshot is
+ * named in the pod's own annotation; decoded back, the container's state
+ * says the restore. */
+static void test_pod_checkpoint_image(void **state)
+{
+    (void)state;
+    struct workspace_class *c = class_from(gpu_class);
+    struct workspace *ws = ws_from(ws_json);
+    struct pod_build b = {.name = "alice-nb-4",
+                          .from_checkpoint = 1,
+                          .snapshot = "alice-nb-p3-1",
+                          .image = CK_IMAGE,
+                          .pull_secret = "checkpoints"};
+    cJSON *pod = workspace_pod_build_with(ws, c, &b);
+    assert_string_equal(at(pod, "spec.containers.0.image")->valuestring, CK_IMAGE);
+    assert_string_equal(at(pod, "spec.imagePullSecrets.0.name")->valuestring, "checkpoints");
+    cJSON *ann = at(pod, "metadata.annotations");
+    assert_string_equal(cJSON_GetObjectItem(ann, "podsnapshot.gke.io/ps-name")->valuestring, "");
+    assert_string_equal(cJSON_GetObjectItem(ann, RESTORED_FROM_ANNOTATION)->valuestring,
+                        "alice-nb-p3-1");
+    struct workspace_pod *p = workspace_pod_decode(pod, NULL);
+    assert_string_equal(p->snapshot, "alice-nb-p3-1");
+    assert_false(p->restored);
+    assert_false(p->restore_stuck);
+    workspace_pod_free(p);
+
+    /* Its container's states, as the kubelet reports them. */
+    static const struct {
+        const char *state;
+        int restored, stuck;
+        const char *failure;
+    } rows[] = {
+        {"{\"running\":{\"startedAt\":\"2027-01-01T00:00:08Z\"}}", 1, 0, NULL},
+        {"{\"waiting\":{\"reason\":\"ContainerCreating\"}}", 0, 0, NULL},
+        {"{\"waiting\":{\"reason\":\"ErrImagePull\",\"message\":\"not found\"}}", 0, 0, NULL},
+        {"{\"waiting\":{\"reason\":\"ImagePullBackOff\",\"message\":\"Back-off pulling\"}}", 0, 1,
+         "ImagePullBackOff: Back-off pulling"},
+        {"{\"waiting\":{\"reason\":\"CreateContainerError\",\"message\":\"criu failed\"}}", 0, 1,
+         "CreateContainerError: criu failed"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        cJSON *copy = cJSON_Duplicate(pod, 1);
+        cJSON *status = cJSON_AddObjectToObject(copy, "status");
+        char cs[512];
+        snprintf(cs, sizeof(cs), "[{\"name\":\"workspace\",\"restartCount\":0,\"state\":%s}]",
+                 rows[i].state);
+        cJSON_AddItemToObject(status, "containerStatuses", cJSON_Parse(cs));
+        p = workspace_pod_decode(copy, NULL);
+        assert_non_null(p);
+        assert_int_equal(p->restored, rows[i].restored);
+        assert_int_equal(p->restore_stuck, rows[i].stuck);
+        assert_int_equal(p->restore_failed, rows[i].stuck);
+        if (rows[i].failure)
+            assert_string_equal(p->restore_failure, rows[i].failure);
+        else
+            assert_null(p->restore_failure);
+        if (rows[i].restored)
+            assert_true(p->restored_ms > 0);
+        workspace_pod_free(p);
+        cJSON_Delete(copy);
+    }
+    cJSON_Delete(pod);
+
+    /* Without an image the snapshot is GKE's to restore, as before. */
+    b.image = NULL;
+    pod = workspace_pod_build_with(ws, c, &b);
+    cJSON *plain = workspace_pod_build(ws, c, "x", 0);
+    assert_string_equal(at(pod, "spec.containers.0.image")->valuestring,
+                        at(plain, "spec.containers.0.image")->valuestring);
+    cJSON_Delete(plain);
+    assert_null(at(pod, "spec.imagePullSecrets"));
+    ann = at(pod, "metadata.annotations");
+    assert_string_equal(cJSON_GetObjectItem(ann, "podsnapshot.gke.io/ps-name")->valuestring,
+                        "alice-nb-p3-1");
+    assert_null(cJSON_GetObjectItem(ann, RESTORED_FROM_ANNOTATION));
+    cJSON_Delete(pod);
+    workspace_class_free(c);
+    workspace_free(ws);
+}
+
 static void test_pod_snapshot_group(void **state)
 {
     (void)state;
@@ -860,6 +944,7 @@ int main(void)
         cmocka_unit_test(test_pod_decode),
         cmocka_unit_test(test_pod_build_decode),
         cmocka_unit_test(test_pod_snapshot_group),
+        cmocka_unit_test(test_pod_checkpoint_image),
         cmocka_unit_test(test_pod_extended_resources),
         cmocka_unit_test(test_pvc_decode),
         cmocka_unit_test(test_pod_end),

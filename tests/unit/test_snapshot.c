@@ -78,6 +78,8 @@ struct world {
     const char *storage;                       /* the storage config the snapshots are held under */
     struct decide_restore_nodes restore_nodes; /* the nodes that could restore it */
     int has_restore_nodes;
+    struct activity_observation obs; /* the latest activity round */
+    int has_obs;
 };
 
 static void world_init(struct world *w, const char *snapshot)
@@ -138,6 +140,7 @@ static void decide(struct world *w, struct decide_output *out, int write_status)
         .gone_pod = w->has_gone ? &w->gone : NULL,
         .snapshot_storage = w->storage,
         .restore_nodes = w->has_restore_nodes ? &w->restore_nodes : NULL,
+        .activity = w->has_obs ? &w->obs : NULL,
     };
     char next[NAMES_SIZE];
     if (w->has_next && workspace_snapshot_next_attempt(w->ws, next) == 1 &&
@@ -1700,6 +1703,146 @@ static void test_restore_check(void **state)
     }
 }
 
+#define CC_APP                                                                                     \
+    ",\"snapshot\":{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example/ck\","          \
+    "\"pullSecretName\":\"ck\",\"timeout\":\"10m\",\"restoreCheckTimeout\":\"30s\"},"              \
+    "\"activity\":{\"application\":\"Jupyter\",\"url\":\"http://{podIP}:8888\","                   \
+    "\"interval\":\"10s\",\"timeout\":\"2s\"}"
+#define IMAGE                                                                                      \
+    "r.example/ck/team/nb@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+/*
+ * The ContainerCheckpoint backend through decide(): the pause records the
+ * application's own start and, once Ready, the checkpoint image; the resume
+ * creates the pod from the image; the restored pod counts as FromSnapshot
+ * only when its application answers as the paused process (the same
+ * start), and its container says the restore (running) or its failure
+ * (waiting on an image it cannot pull: replaced from files).
+ */
+static void test_container_checkpoint(void **state)
+{
+    (void)state;
+    enum { SAME, NEW, STUCK, CLASS_MOVED };
+    static const struct {
+        const char *name;
+        int how;
+        const char *want_restored;
+        int want_delete;
+    } rows[] = {
+        {"the same process answers: the session is back", SAME, "FromSnapshot", 0},
+        {"a new process answers: a cold start, said", NEW, "ColdStart", 0},
+        {"the image cannot be pulled: replaced from files", STUCK, "RestoreCrashed", 1},
+        {"the class moved to GKE: not restored", CLASS_MOVED, NULL, 0},
+    };
+    const int64_t started = T0 - 2 * MIN; /* the notebook server's own start */
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *name = rows[i].name;
+        struct world w;
+        world_init(&w, CC_APP);
+        w.has_obs = 1;
+        w.obs = (struct activity_observation){.probed_at_ms = w.now - 5 * SEC};
+        probe_result_init(&w.obs.result, "jupyter");
+        w.obs.result.app_started_ms = started + 123; /* Jupyter says microseconds */
+        struct decide_output o;
+        decide(&w, &o, 1);
+        const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+        assert_non_null(b);
+        assert_int_equal(o.status.snapshot->app_started_ms, started + 123);
+        decide_output_clear(&o);
+        w.now += 30 * SEC;
+        w.has_view = 1;
+        w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                        .phase = SNAPSHOT_PHASE_READY,
+                                        .name = "nb-p1-1",
+                                        .ready_ms = w.now,
+                                        .image = IMAGE};
+        decide(&w, &o, 1);
+        assert_string_equal(o.status.snapshot->image, IMAGE);
+        decide_output_clear(&o);
+        w.has_pod = 0;
+        w.now += 10 * SEC;
+        decide(&w, &o, 1);
+        assert_int_equal(o.status.state, WS_STATE_PAUSED);
+        assert_string_equal(o.status.last_pause->memory, "snapshot");
+        decide_output_clear(&o);
+        /* appStartedAt is kept in whole seconds. */
+        w.ws->status.snapshot->app_started_ms = started;
+
+        w.ws->paused = 0;
+        w.now += 8 * 60 * MIN;
+        if (rows[i].how == CLASS_MOVED) {
+            workspace_class_free(w.cls);
+            w.cls = class_from(GKE_APP);
+        }
+        decide(&w, &o, 1);
+        const struct action *c = find_action(&o, ACTION_CREATE_POD);
+        assert_non_null(c);
+        if (rows[i].how == CLASS_MOVED) {
+            assert_null(c->snapshot);
+            assert_null(c->image);
+            const struct action *ev = find_event(&o, "SnapshotNotUsed");
+            if (!ev || !strstr(ev->message, "is a checkpoint image"))
+                fail_msg("%s: SnapshotNotUsed %s", name, ev ? ev->message : "missing");
+            decide_output_clear(&o);
+            world_free(&w);
+            continue;
+        }
+        assert_string_equal(c->snapshot, "nb-p1-1");
+        assert_string_equal(c->image, IMAGE);
+        decide_output_clear(&o);
+
+        int64_t r = w.now + 12 * SEC;
+        pod_up(&w, "nb-2", "nb-p1-1", r - SEC);
+        if (rows[i].how == STUCK) {
+            w.pod.ready = 0;
+            w.pod.phase = "Pending";
+            w.pod.restore_stuck = w.pod.restore_failed = 1;
+            w.pod.restore_failure = "ImagePullBackOff: Back-off pulling image";
+        } else {
+            w.pod.restored = 1;
+            w.pod.restored_ms = r - 2 * SEC;
+            w.has_check = 1;
+            w.check = (struct restore_check){.pod = "nb-2",
+                                             .answered_ms = r,
+                                             .last_round_ms = r,
+                                             .app_started_ms =
+                                                 rows[i].how == SAME ? started + 456 : r - 3 * SEC};
+        }
+        w.now = r + SEC;
+        decide(&w, &o, 1);
+        if (strcmp(cond_reason(&o.status, "Restored"), rows[i].want_restored) != 0)
+            fail_msg("%s: Restored %s, want %s", name, cond_reason(&o.status, "Restored"),
+                     rows[i].want_restored);
+        const struct action *del = find_action(&o, ACTION_DELETE_POD);
+        if (!!del != rows[i].want_delete)
+            fail_msg("%s: delete %s", name, del ? "unexpected" : "missing");
+        if (rows[i].how == NEW) {
+            assert_non_null(find_event(&o, "ColdStart"));
+            assert_string_equal(o.status.last_resume->restored_from, "ColdStart");
+            assert_true(o.status.snapshot->restore_failed_ms > 0);
+            const struct condition *cond = workspace_status_condition(&o.status, "Restored");
+            if (!strstr(cond->message, "not the one started at"))
+                fail_msg("%s: %s", name, cond->message);
+        }
+        if (rows[i].how == STUCK) {
+            const struct condition *cond = workspace_status_condition(&o.status, "Restored");
+            if (!strstr(cond->message, "could not be restored") ||
+                !strstr(cond->message, "ImagePullBackOff"))
+                fail_msg("%s: %s", name, cond->message);
+        }
+        decide_output_clear(&o);
+        /* Decided again with the check's rounds over: the verdict stays. */
+        w.has_check = 0;
+        w.now += 40 * SEC;
+        decide(&w, &o, 1);
+        if (rows[i].how != STUCK &&
+            strcmp(cond_reason(&o.status, "Restored"), rows[i].want_restored) != 0)
+            fail_msg("%s: then Restored %s", name, cond_reason(&o.status, "Restored"));
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+}
+
 /* An unresponsive restore walks the crashed restore's path: the snapshot is
  * deleted, the next pod starts from files in a group of its own, and says
  * why; a controller that starts anew meanwhile decides the same. */
@@ -3211,6 +3354,7 @@ int main(void)
         cmocka_unit_test(test_available_waits_for_verdict),
         cmocka_unit_test(test_restore_crash_loop),
         cmocka_unit_test(test_restore_check),
+        cmocka_unit_test(test_container_checkpoint),
         cmocka_unit_test(test_restore_unresponsive_walk),
         cmocka_unit_test(test_restore_crash_loop_without_group),
         cmocka_unit_test(test_snapshot_groups),

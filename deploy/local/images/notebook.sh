@@ -7,7 +7,11 @@
 # The container starts /usr/local/bin/hibernator-notebook: as root it makes
 # the home (the class's home.mountPath, $NOTEBOOK_HOME, default /home/jovyan)
 # the user's, then runs Jupyter Server as jovyan (uid 1000, gid 100) from
-# there; started as another uid it runs Jupyter as that uid. The hostPath
+# there; started as another uid it runs Jupyter as that uid. With
+# NOTEBOOK_USER=root it stays root: on machines whose capability set lacks
+# CAP_SYS_RESOURCE (the local cluster's), CRIU cannot checkpoint a process
+# of another uid than its own (docs/snapshots.md, "The ContainerCheckpoint
+# backend"), so the local cluster's checkpointed notebooks run as root. The hostPath
 # volumes of the local StorageClass are directories the controller manager
 # creates as root:root with mode 0750, and a WorkspaceClass sets no pod
 # securityContext (no fsGroup), so the one chown at start is what lets a
@@ -30,7 +34,10 @@ notebook_start_script() {
 set -eu
 home=${NOTEBOOK_HOME:-/home/jovyan}
 port=${NOTEBOOK_PORT:-8888}
-if [ "$(id -u)" = 0 ]; then
+root=
+if [ "$(id -u)" = 0 ] && [ "${NOTEBOOK_USER:-jovyan}" = root ]; then
+  root=--allow-root
+elif [ "$(id -u)" = 0 ]; then
   [ "$(stat -c %u:%g "$home")" = 1000:100 ] || chown 1000:100 "$home"
   exec setpriv --reuid=1000 --regid=100 --clear-groups --inh-caps=-all \
     env HOME="$home" USER=jovyan "$0" "$@"
@@ -43,7 +50,7 @@ if [ -z "${JUPYTER_TOKEN:-}" ]; then
 fi
 exec python3 -m jupyter_server --ip=0.0.0.0 --port="$port" --no-browser \
   --ServerApp.root_dir="$home" --ServerApp.allow_remote_access=True \
-  --ServerApp.port_retries=0 "$@"
+  --ServerApp.port_retries=0 $root "$@"
 SCRIPT
 }
 
