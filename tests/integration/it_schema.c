@@ -611,6 +611,9 @@ static const struct access controller_access[] = {
     {"patch podsnapshotpolicies.podsnapshot.gke.io -n team-a", 1}, /* to the desired spec */
     {"watch podsnapshots.podsnapshot.gke.io -A", 1},
     {"delete podsnapshots.podsnapshot.gke.io -n team-a", 1},
+    {"create containersnapshots.hibernator.dev -n team-a", 1},
+    {"delete containersnapshots.hibernator.dev -n team-a", 1},
+    {"watch containersnapshots.hibernator.dev -A", 1},
     /* What it must not do. */
     {"create workspaces.hibernator.dev -n team-a", 0},
     {"delete workspaces.hibernator.dev -n team-a", 0},
@@ -625,6 +628,9 @@ static const struct access controller_access[] = {
     {"create podsnapshots.podsnapshot.gke.io -n team-a", 0},
     {"update podsnapshots.podsnapshot.gke.io -n team-a", 0},
     {"create podsnapshotstorageconfigs.podsnapshot.gke.io", 0},
+    {"patch containersnapshots.hibernator.dev -n team-a", 0},
+    {"patch containersnapshots.hibernator.dev --subresource=status -n team-a", 0},
+    {"create nodes --subresource=checkpoint", 0},
     {"watch secrets -A", 0},
     {"get configmaps -n team-a", 0},
     {"patch nodes", 0},
@@ -642,6 +648,49 @@ static const struct access controller_access[] = {
     {"update customresourcedefinitions.apiextensions.k8s.io", 0},
 };
 
+#define NODE_AGENT_SA "system:serviceaccount:hibernator-system:hibernator-node"
+
+/* The node agent (deploy/node/rbac.yaml): what it may and may not do. */
+static const struct access node_agent_access[] = {
+    {"watch containersnapshots.hibernator.dev -A", 1},
+    {"patch containersnapshots.hibernator.dev -n team-a", 1}, /* its finalizer */
+    {"patch containersnapshots.hibernator.dev --subresource=status -n team-a", 1},
+    {"get pods -n team-a", 1},
+    {"get nodes", 1},
+    {"create nodes --subresource=checkpoint", 1},
+    {"create containersnapshots.hibernator.dev -n team-a", 0},
+    {"delete containersnapshots.hibernator.dev -n team-a", 0},
+    {"update containersnapshots.hibernator.dev -n team-a", 0},
+    {"list pods -A", 0},
+    {"delete pods -n team-a", 0},
+    {"create pods --subresource=exec -n team-a", 0},
+    {"get secrets -n hibernator-system", 0},
+    {"list secrets -A", 0},
+    {"get nodes --subresource=proxy", 0},
+    {"create nodes --subresource=proxy", 0},
+    {"list nodes", 0},
+    {"patch nodes", 0},
+    {"get workspaces.hibernator.dev -n team-a", 0},
+    {"patch workspaces.hibernator.dev --subresource=status -n team-a", 0},
+    {"create events -n team-a", 0},
+};
+
+static size_t check_access(const char *who, const struct access *table, size_t n)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *out = NULL;
+        harness_kubectl(&out, "auth can-i --as=%s %s 2>/dev/null", who, table[i].query);
+        const char *want = table[i].allowed ? "yes\n" : "no\n";
+        if (strcmp(out, want) != 0) {
+            print_error("%s can-i %s: got \"%s\", want %s", who, table[i].query, out, want);
+            failed++;
+        }
+        free(out);
+    }
+    return failed;
+}
+
 static void test_rbac(void **state)
 {
     (void)state;
@@ -650,6 +699,15 @@ static void test_rbac(void **state)
     print_message("%s", out);
     assert_int_equal(st, 0);
     free(out);
+    st = harness_kubectl(&out, "apply -k '%s/deploy/node/' 2>&1", SOURCE_DIR);
+    print_message("%s", out);
+    assert_int_equal(st, 0);
+    free(out);
+    size_t agent_n = sizeof(node_agent_access) / sizeof(node_agent_access[0]);
+    size_t agent_failed = check_access(NODE_AGENT_SA, node_agent_access, agent_n);
+    print_message("%zu node agent access checks, %zu as expected\n", agent_n,
+                  agent_n - agent_failed);
+    assert_int_equal(agent_failed, 0);
 
     size_t n = sizeof(controller_access) / sizeof(controller_access[0]);
     size_t failed = 0;
