@@ -47,9 +47,12 @@ struct snapshot_facts {
     int has_finalizer; /* CONTAINER_SNAPSHOT_FINALIZER is on it */
     enum snapshot_cond checkpointed;
     enum snapshot_cond ready;
-    int has_archive;    /* status.archive is set */
-    int archive_exists; /* that file is on the node (-1: not looked at: counts as 0) */
-    int has_image;      /* status.image is set */
+    int has_archive; /* status.archive is set */
+    /* that file is on the node as far as the agent knows: it never stats
+     * it from the loop; it is there until the agent deleted it or a
+     * transfer found it missing (-1: not known: counts as 0) */
+    int archive_exists;
+    int has_image; /* status.image is set */
     enum pod_check pod;
     int busy; /* the agent works on it already (a call or a transfer in flight) */
 };

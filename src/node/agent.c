@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kube/informer.h"
@@ -144,7 +143,11 @@ struct work {
     char *uid;          /* the object's uid the facts below are for */
     enum pod_check pod; /* what the pod was when last read */
     int busy;           /* a call or a job in flight */
-    unsigned failures;  /* in a row, for backoff and the limit */
+    /* status.archive as it was when the agent deleted that file or found it
+     * missing: known not to be on the node (the agent never looks at the
+     * file system from the loop). NULL: not known to be gone. */
+    char *archive_gone;
+    unsigned failures; /* in a row, for backoff and the limit */
     uv_timer_t retry;
     struct kube_request *req;
     struct work *next;
@@ -175,6 +178,7 @@ static void work_closed(uv_handle_t *h)
     free(w->ns);
     free(w->name);
     free(w->uid);
+    free(w->archive_gone);
     free(w);
     a->handles--;
     maybe_free_agent(a);
@@ -497,6 +501,13 @@ static char *local_archive(const struct node_agent *a, const char *archive)
 static void job_done(uv_work_t *req, int status);
 static void remove_finalizer(struct work *w, const struct csnap *s);
 
+/* The snapshot's archive is known not to be on the node any more. */
+static void archive_gone(struct work *w, const struct csnap *s)
+{
+    free(w->archive_gone);
+    w->archive_gone = s->archive ? strdup(s->archive) : NULL;
+}
+
 static int job_start(struct node_agent *a, struct work *w, struct job *j)
 {
     j->req.data = j;
@@ -672,9 +683,17 @@ static void job_done(uv_work_t *req, int status)
                                       .image = image,
                                       .size_bytes = j->pushed.layer_bytes,
                                       .time_field = "storedAt"};
+            archive_gone(w, s); /* the job deleted it once stored */
             if (patch_status(w, s, &c) < 0)
                 retry_later(w);
             free(image);
+        } else if (j->status == -ENOENT) {
+            /* The archive is gone (the node's disk was cleaned, or it
+             * rebooted): the pod still runs, it is checkpointed again. */
+            log_warn("the checkpoint archive is gone; checkpointing again", "snapshot", w->key,
+                     "archive", s->archive);
+            archive_gone(w, s);
+            consider(a, w->key);
         } else if (++w->failures >= MAX_FAILURES) {
             fail(w, s, "StoreFailed", j->err ? j->err : "the image could not be stored");
         } else {
@@ -699,9 +718,11 @@ static void job_done(uv_work_t *req, int status)
         } else if (j->kind == JOB_CLEANUP && s->deleting) {
             /* Image and archive gone: nothing holds the object any more. */
             w->failures = 0;
+            archive_gone(w, s);
             remove_finalizer(w, s);
         } else {
             w->failures = 0;
+            archive_gone(w, s);
             consider(a, w->key);
         }
         break;
@@ -783,15 +804,13 @@ static void consider(struct node_agent *a, const char *key)
         .checkpointed = s->checkpointed,
         .ready = s->ready,
         .has_archive = s->archive != NULL,
-        .archive_exists = 0,
+        /* Not looked at on the loop: there until the agent deleted it or a
+         * transfer found it missing. */
+        .archive_exists = s->archive && !(w->archive_gone && !strcmp(w->archive_gone, s->archive)),
         .has_image = s->image != NULL,
         .pod = w->pod,
         .busy = w->busy || uv_is_active((uv_handle_t *)&w->retry),
     };
-    char *local = s->archive ? local_archive(a, s->archive) : NULL;
-    struct stat st;
-    f.archive_exists = local && stat(local, &st) == 0;
-    free(local);
     enum snapshot_step step = snapshot_step(&f);
     switch (step) {
     case STEP_NONE:

@@ -17,6 +17,10 @@
  *   test_agent_down           the agent stopped while a ContainerSnapshot is
  *                             made, started again: it goes on from the API
  *                             server alone
+ *   test_archive_lost         Checkpointed with an archive the node no longer
+ *                             has (a crash, a cleaned disk): the agent finds
+ *                             it missing when it stores and checkpoints the
+ *                             running pod again
  *   test_deleted              a deleted ContainerSnapshot: its image is gone
  *                             from the registry, then the object
  *   test_workspace_memory     the whole backend through the controller: a
@@ -404,6 +408,33 @@ static void test_agent_down(void **state)
     free(r);
 }
 
+static void test_archive_lost(void **state)
+{
+    (void)state;
+    agent_stop(SIGKILL);
+    notebook_pod("lost", NOTEBOOK_IMAGE, NULL);
+    char *uid = pod_field("lost", "{.metadata.uid}");
+    snapshot_create("lost-p1-1", "lost", uid);
+    free(uid);
+    const char *gone = "/var/lib/kubelet/checkpoints/checkpoint-lost_x-workspace-gone.tar";
+    assert_int_equal(harness_kubectl(NULL,
+                                     "-n %s patch containersnapshot lost-p1-1 --subresource=status "
+                                     "--type=merge -p '{\"status\":{\"archive\":\"%s\","
+                                     "\"conditions\":[{\"type\":\"Checkpointed\",\"status\":"
+                                     "\"True\",\"reason\":\"Checkpointed\",\"message\":\"a "
+                                     "crash\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}'",
+                                     ns, gone),
+                     0);
+    agent_start();
+    char *r = snapshot_wait("lost-p1-1", 180);
+    assert_string_equal(r, "True Stored");
+    free(r);
+    char *archive = snapshot_field("lost-p1-1", "{.status.archive}");
+    print_message("  the lost archive replaced by %s\n", archive);
+    assert_string_not_equal(archive, gone);
+    free(archive);
+}
+
 static void test_deleted(void **state)
 {
     (void)state;
@@ -620,9 +651,13 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_checkpoint_restore), cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_agent_down),         cmocka_unit_test(test_deleted),
-        cmocka_unit_test(test_workspace_memory),   cmocka_unit_test(test_image_gone),
+        cmocka_unit_test(test_checkpoint_restore),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_agent_down),
+        cmocka_unit_test(test_archive_lost),
+        cmocka_unit_test(test_deleted),
+        cmocka_unit_test(test_workspace_memory),
+        cmocka_unit_test(test_image_gone),
     };
     if (getenv("IT_ONLY"))
         cmocka_set_test_filter(getenv("IT_ONLY"));
