@@ -18,6 +18,7 @@
 #include "util/file_read.h"
 #include "util/log.h"
 #include "util/secret.h"
+#include "util/strfmt.h"
 #include "util/text.h"
 #include "util/timefmt.h"
 
@@ -113,18 +114,6 @@ struct kube_credentials {
 };
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static char *strprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *strprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
 
 /* The first non-empty line of a plugin's stderr, printable and short, for an
  * error message. It is the plugin's own diagnostic, not its credential. */
@@ -259,12 +248,12 @@ static int token_from_file(const struct kube_credentials *c, const char *s, size
     while (n > start && is_space(s[n - 1]))
         n--;
     if (n == start) {
-        *ret_err = strprintf("token file %s is empty", c->token_file);
+        *ret_err = strfmt("token file %s is empty", c->token_file);
         return -EINVAL;
     }
     if (memchr(s + start, '\n', n - start) || memchr(s + start, '\r', n - start) ||
         memchr(s + start, '\0', n - start)) {
-        *ret_err = strprintf("token file %s holds more than one line", c->token_file);
+        *ret_err = strfmt("token file %s holds more than one line", c->token_file);
         return -EINVAL;
     }
     *ret_token = strndup(s + start, n - start);
@@ -287,8 +276,8 @@ static void on_token_file(void *data, int status, const char *bytes, size_t len)
         return;
     }
     if (!err)
-        err = strprintf("cannot read token file %s: %s", c->token_file,
-                        status == -EFBIG ? "larger than 1 MiB" : strerror(-status));
+        err = strfmt("cannot read token file %s: %s", c->token_file,
+                     status == -EFBIG ? "larger than 1 MiB" : strerror(-status));
     if (c->token || c->static_token) {
         /* As client-go: a rotation hiccup should not fail every request while
          * the last good token may still be accepted. The next get retries. */
@@ -307,7 +296,7 @@ static int token_read_start(struct kube_credentials *c, char **ret_err)
     int k =
         file_read_start(c->loop, c->token_file, TOKEN_FILE_MAX_BYTES, on_token_file, c, &c->read);
     if (k < 0 && k != -ENOMEM)
-        *ret_err = strprintf("cannot read token file %s: %s", c->token_file, uv_strerror(k));
+        *ret_err = strfmt("cannot read token file %s: %s", c->token_file, uv_strerror(k));
     return k;
 }
 
@@ -356,24 +345,24 @@ static int parse_exec_credential(struct kube_credentials *c, const struct buf *o
     int r = -EBADMSG;
 
     if (!cJSON_IsObject(root)) {
-        *ret_err = strprintf("exec plugin %s: output is not a JSON object", cmd);
+        *ret_err = strfmt("exec plugin %s: output is not a JSON object", cmd);
         goto out;
     }
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
     const cJSON *api = cJSON_GetObjectItemCaseSensitive(root, "apiVersion");
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
     if (!cJSON_IsString(kind) || strcmp(kind->valuestring, "ExecCredential") != 0) {
-        *ret_err = strprintf("exec plugin %s: output is not an ExecCredential (kind)", cmd);
+        *ret_err = strfmt("exec plugin %s: output is not an ExecCredential (kind)", cmd);
         goto out;
     }
     if (!cJSON_IsString(api) || strcmp(api->valuestring, c->exec_api_version) != 0) {
-        *ret_err = strprintf("exec plugin %s: output apiVersion does not match the "
-                             "configured %s",
-                             cmd, c->exec_api_version);
+        *ret_err = strfmt("exec plugin %s: output apiVersion does not match the "
+                          "configured %s",
+                          cmd, c->exec_api_version);
         goto out;
     }
     if (!cJSON_IsObject(status)) {
-        *ret_err = strprintf("exec plugin %s: output has no status", cmd);
+        *ret_err = strfmt("exec plugin %s: output has no status", cmd);
         goto out;
     }
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(status, "token");
@@ -383,33 +372,33 @@ static int parse_exec_credential(struct kube_credentials *c, const struct buf *o
     if ((tok && !cJSON_IsNull(tok) && !cJSON_IsString(tok)) ||
         (crt && !cJSON_IsNull(crt) && !cJSON_IsString(crt)) ||
         (k && !cJSON_IsNull(k) && !cJSON_IsString(k))) {
-        *ret_err = strprintf("exec plugin %s: status fields must be strings", cmd);
+        *ret_err = strfmt("exec plugin %s: status fields must be strings", cmd);
         goto out;
     }
     bool has_tok = cJSON_IsString(tok) && tok->valuestring[0];
     bool has_crt = cJSON_IsString(crt) && crt->valuestring[0];
     bool has_key = cJSON_IsString(k) && k->valuestring[0];
     if (has_crt != has_key) {
-        *ret_err = strprintf("exec plugin %s: status has %s without %s", cmd,
-                             has_crt ? "clientCertificateData" : "clientKeyData",
-                             has_crt ? "clientKeyData" : "clientCertificateData");
+        *ret_err = strfmt("exec plugin %s: status has %s without %s", cmd,
+                          has_crt ? "clientCertificateData" : "clientKeyData",
+                          has_crt ? "clientKeyData" : "clientCertificateData");
         goto out;
     }
     if (!has_tok && !has_crt) {
-        *ret_err = strprintf("exec plugin %s: status has neither a token nor a client "
-                             "certificate",
-                             cmd);
+        *ret_err = strfmt("exec plugin %s: status has neither a token nor a client "
+                          "certificate",
+                          cmd);
         goto out;
     }
     if (has_tok && has_line_break(tok->valuestring)) {
-        *ret_err = strprintf("exec plugin %s: status.token contains a line break", cmd);
+        *ret_err = strfmt("exec plugin %s: status.token contains a line break", cmd);
         goto out;
     }
     if (exp && !cJSON_IsNull(exp) &&
         (!cJSON_IsString(exp) || timefmt_parse_rfc3339(exp->valuestring, &expires) < 0)) {
-        *ret_err = strprintf("exec plugin %s: status.expirationTimestamp is not an RFC 3339 "
-                             "time",
-                             cmd);
+        *ret_err = strfmt("exec plugin %s: status.expirationTimestamp is not an RFC 3339 "
+                          "time",
+                          cmd);
         goto out;
     }
     /* An expiry of exactly the epoch would read as "never" below. */
@@ -426,7 +415,7 @@ static int parse_exec_credential(struct kube_credentials *c, const struct buf *o
     r = 0;
 out:
     if (r == -ENOMEM)
-        *ret_err = strprintf("exec plugin %s: out of memory", cmd);
+        *ret_err = strfmt("exec plugin %s: out of memory", cmd);
     secret_free_str(token);
     secret_free_str(cert);
     secret_free_str(key);
@@ -461,27 +450,26 @@ static void exec_run_finish(struct exec_run *run)
     const char *cmd = c->exec_command;
     if (run->failure == -ETIMEDOUT) {
         status = -ETIMEDOUT;
-        err = strprintf("exec plugin %s did not finish within %llu ms and was killed", cmd,
-                        (unsigned long long)c->exec_timeout_ms);
+        err = strfmt("exec plugin %s did not finish within %llu ms and was killed", cmd,
+                     (unsigned long long)c->exec_timeout_ms);
     } else if (run->failure == -EFBIG) {
         status = -EFBIG;
-        err = strprintf("exec plugin %s wrote more than %u bytes", cmd, EXEC_STDOUT_MAX_BYTES);
+        err = strfmt("exec plugin %s wrote more than %u bytes", cmd, EXEC_STDOUT_MAX_BYTES);
     } else if (run->failure < 0) {
         status = run->failure;
-        err = strprintf("exec plugin %s: reading its output failed: %s", cmd,
-                        uv_strerror(run->failure));
+        err =
+            strfmt("exec plugin %s: reading its output failed: %s", cmd, uv_strerror(run->failure));
     } else if (run->term_signal || run->exit_status != 0) {
         char *line = run->err_lost && run->err.len == 0
                          ? strdup("(its error output was lost: out of memory)")
                          : first_line(&run->err);
         status = -EIO;
         if (run->term_signal)
-            err = strprintf("exec plugin %s was killed by signal %d%s%s", cmd, run->term_signal,
-                            line && *line ? ": " : "", line ? line : "");
+            err = strfmt("exec plugin %s was killed by signal %d%s%s", cmd, run->term_signal,
+                         line && *line ? ": " : "", line ? line : "");
         else
-            err =
-                strprintf("exec plugin %s exited with status %lld%s%s", cmd,
-                          (long long)run->exit_status, line && *line ? ": " : "", line ? line : "");
+            err = strfmt("exec plugin %s exited with status %lld%s%s", cmd,
+                         (long long)run->exit_status, line && *line ? ": " : "", line ? line : "");
         free(line);
     } else {
         status = parse_exec_credential(c, &run->out, &err);
@@ -659,13 +647,12 @@ static int exec_run_start(struct kube_credentials *c, char **ret_err)
         run->finished = true;
         exec_run_close(run);
         if (k == UV_ENOENT)
-            *ret_err = strprintf("exec plugin %s: command not found", c->exec_command);
+            *ret_err = strfmt("exec plugin %s: command not found", c->exec_command);
         else if (k == UV_EACCES)
             *ret_err =
-                strprintf("exec plugin %s: permission denied (not executable?)", c->exec_command);
+                strfmt("exec plugin %s: permission denied (not executable?)", c->exec_command);
         else
-            *ret_err =
-                strprintf("exec plugin %s: cannot start: %s", c->exec_command, uv_strerror(k));
+            *ret_err = strfmt("exec plugin %s: cannot start: %s", c->exec_command, uv_strerror(k));
         return k;
     }
     uv_read_start((uv_stream_t *)&run->out_pipe, on_exec_alloc, on_exec_stdout);
@@ -700,7 +687,7 @@ static char *exec_info_new(const struct kube_config *cfg)
                  cJSON_AddStringToObject(cluster, "certificate-authority-data", ca);
     }
     if (ok && (json = cJSON_PrintUnformatted(o)))
-        entry = strprintf("KUBERNETES_EXEC_INFO=%s", json);
+        entry = strfmt("KUBERNETES_EXEC_INFO=%s", json);
     cJSON_free(json);
     free(ca);
     cJSON_Delete(o);
@@ -725,7 +712,7 @@ static int copy_exec(struct kube_credentials *c, const struct kube_config *cfg)
         return -ENOMEM;
     for (size_t i = 0; i < x->n_env; i++)
         if (!(c->exec_env[c->exec_n_env++] =
-                  strprintf("%s=%s", x->env[i].name, x->env[i].value ? x->env[i].value : "")))
+                  strfmt("%s=%s", x->env[i].name, x->env[i].value ? x->env[i].value : "")))
             return -ENOMEM;
     if (!(c->exec_info = exec_info_new(cfg)))
         return -ENOMEM;

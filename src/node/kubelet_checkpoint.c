@@ -10,19 +10,7 @@
 
 #include "util/buf.h"
 #include "util/secret.h"
-
-static void set_err(char **ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **ret_err, const char *fmt, ...)
-{
-    if (!ret_err)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(ret_err, fmt, ap) < 0)
-        *ret_err = NULL;
-    va_end(ap);
-}
+#include "util/strfmt.h"
 
 /* Lower-case letters, digits, '-' and '.': what namespace, pod and
  * container names are made of; nothing to escape in a path. */
@@ -98,8 +86,8 @@ int kubelet_checkpoint(const struct kubelet_access *k, const char *ns, const cha
     if (ret_err)
         *ret_err = NULL;
     if (!dns_name(ns) || !dns_name(pod) || !dns_name(container)) {
-        set_err(ret_err, "not a namespace, pod and container name: %s/%s/%s", ns ? ns : "",
-                pod ? pod : "", container ? container : "");
+        strfmt_to(ret_err, "not a namespace, pod and container name: %s/%s/%s", ns ? ns : "",
+                  pod ? pod : "", container ? container : "");
         return -EINVAL;
     }
     char url[1024];
@@ -113,7 +101,7 @@ int kubelet_checkpoint(const struct kubelet_access *k, const char *ns, const cha
     if (k->token_file) {
         int e = read_token(k->token_file, &token, &token_len);
         if (e < 0) {
-            set_err(ret_err, "reading the token %s: %s", k->token_file, strerror(-e));
+            strfmt_to(ret_err, "reading the token %s: %s", k->token_file, strerror(-e));
             return e;
         }
     }
@@ -157,16 +145,16 @@ int kubelet_checkpoint(const struct kubelet_access *k, const char *ns, const cha
     if (code == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
     if (b->over) {
-        set_err(ret_err, "POST %s: an answer over %d bytes", url, KUBELET_MAX_BODY);
+        strfmt_to(ret_err, "POST %s: an answer over %d bytes", url, KUBELET_MAX_BODY);
         rc = -EFBIG;
     } else if (code != CURLE_OK) {
-        set_err(ret_err, "POST %s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(code));
+        strfmt_to(ret_err, "POST %s: %s", url, errbuf[0] ? errbuf : curl_easy_strerror(code));
         rc = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
     } else if (http != 200) {
         /* The kubelet's words: "checkpointing of ns/pod/container failed (...)". */
         while (b->len && (b->data[b->len - 1] == '\n' || b->data[b->len - 1] == '\r'))
             b->data[--b->len] = '\0';
-        set_err(ret_err, "the kubelet answered %ld: %.2000s", http, b->data);
+        strfmt_to(ret_err, "the kubelet answered %ld: %.2000s", http, b->data);
         rc = http == 401 || http == 403 ? -EACCES : -EIO;
     } else {
         cJSON *root = cJSON_Parse(b->data);
@@ -176,7 +164,7 @@ int kubelet_checkpoint(const struct kubelet_access *k, const char *ns, const cha
             *ret_archive = strdup(first->valuestring);
             rc = *ret_archive ? 0 : -ENOMEM;
         } else {
-            set_err(ret_err, "the kubelet answered without an archive: %.300s", b->data);
+            strfmt_to(ret_err, "the kubelet answered without an archive: %.300s", b->data);
             rc = -EIO;
         }
         cJSON_Delete(root);

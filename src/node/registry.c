@@ -14,6 +14,7 @@
 
 #include "util/base64.h"
 #include "util/secret.h"
+#include "util/strfmt.h"
 
 int registry_split(const char *repository, char **ret_host, char **ret_path)
 {
@@ -32,19 +33,6 @@ int registry_split(const char *repository, char **ret_host, char **ret_path)
     return 0;
 }
 
-static void set_err(char **ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **ret_err, const char *fmt, ...)
-{
-    if (!ret_err)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(ret_err, fmt, ap) < 0)
-        *ret_err = NULL;
-    va_end(ap);
-}
-
 int registry_credentials(const char *dockerconfig_json, const char *host, char **ret_basic,
                          char **ret_err)
 {
@@ -53,7 +41,7 @@ int registry_credentials(const char *dockerconfig_json, const char *host, char *
         *ret_err = NULL;
     cJSON *root = cJSON_Parse(dockerconfig_json ? dockerconfig_json : "");
     if (!root) {
-        set_err(ret_err, "the registry credentials are not JSON");
+        strfmt_to(ret_err, "the registry credentials are not JSON");
         return -EINVAL;
     }
     int rc = 0;
@@ -74,7 +62,7 @@ int registry_credentials(const char *dockerconfig_json, const char *host, char *
             } else {
                 if (dec)
                     secret_free(dec, n);
-                set_err(ret_err, "auths[%s].auth: not base64 of user:password", host);
+                strfmt_to(ret_err, "auths[%s].auth: not base64 of user:password", host);
                 rc = e == -ENOMEM ? -ENOMEM : -EINVAL;
             }
         } else if (cJSON_IsString(user) && cJSON_IsString(pass)) {
@@ -85,7 +73,7 @@ int registry_credentials(const char *dockerconfig_json, const char *host, char *
                 rc = 1;
             }
         } else {
-            set_err(ret_err, "auths[%s]: neither auth nor username and password", host);
+            strfmt_to(ret_err, "auths[%s]: neither auth nor username and password", host);
             rc = -EINVAL;
         }
     }
@@ -233,8 +221,8 @@ static int request(const struct registry_access *ra, const char *method, const c
         if (code == CURLE_OK) {
             curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ans->code);
         } else {
-            set_err(ret_err, "%s %s: %s", method, url,
-                    errbuf[0] ? errbuf : curl_easy_strerror(code));
+            strfmt_to(ret_err, "%s %s: %s", method, url,
+                      errbuf[0] ? errbuf : curl_easy_strerror(code));
             rc = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
         }
     }
@@ -246,8 +234,8 @@ static int request(const struct registry_access *ra, const char *method, const c
 
 static int refused(const char *what, const char *url, const struct answer *ans, char **ret_err)
 {
-    set_err(ret_err, "%s: %s answered %ld%s%.300s", what, url, ans->code, ans->body_len ? ": " : "",
-            ans->body);
+    strfmt_to(ret_err, "%s: %s answered %ld%s%.300s", what, url, ans->code,
+              ans->body_len ? ": " : "", ans->body);
     return ans->code == 401 || ans->code == 403 ? -EACCES : -EIO;
 }
 
@@ -354,8 +342,8 @@ static int push_manifest(struct push *p, const char *reference, const struct oci
     if (p->ans.code != 201)
         return refused("putting a manifest", p->url, &p->ans, p->ret_err);
     if (p->ans.digest[0] && strcmp(p->ans.digest, d->digest) != 0) {
-        set_err(p->ret_err, "%s: the registry stored digest %s, not %s", p->url, p->ans.digest,
-                d->digest);
+        strfmt_to(p->ret_err, "%s: the registry stored digest %s, not %s", p->url, p->ans.digest,
+                  d->digest);
         return -EIO;
     }
     return 0;
@@ -371,7 +359,7 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
     char *host = NULL, *path = NULL;
     int e = registry_split(repository, &host, &path);
     if (e < 0) {
-        set_err(ret_err, "repository %s: not host/path", repository ? repository : "(none)");
+        strfmt_to(ret_err, "repository %s: not host/path", repository ? repository : "(none)");
         return e;
     }
     struct timespec t0;
@@ -383,18 +371,18 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
     int64_t len = 0;
     if (!f) {
         e = -errno;
-        set_err(ret_err, "reading %s: %s", archive, strerror(errno));
+        strfmt_to(ret_err, "reading %s: %s", archive, strerror(errno));
         goto out;
     }
     e = hash_file(f, layer, &len);
     if (e < 0) {
-        set_err(ret_err, "reading %s: %s", archive, strerror(-e));
+        strfmt_to(ret_err, "reading %s: %s", archive, strerror(-e));
         goto out;
     }
     ret->hash_seconds = seconds_since(&t0);
     e = checkpoint_image_build(layer, len, container, architecture, "linux", &img);
     if (e < 0) {
-        set_err(ret_err, "building the image of %s: %s", archive, strerror(-e));
+        strfmt_to(ret_err, "building the image of %s: %s", archive, strerror(-e));
         goto out;
     }
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -414,8 +402,8 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
         snprintf(p.url, sizeof(p.url), "https://%s/v2/%s/manifests/%s", host, path, tag);
         e = request(a, "HEAD", p.url, NULL, OCI_MEDIA_INDEX, NULL, 0, &p.ans, ret_err);
         if (e == 0 && (p.ans.code != 200 || strcmp(p.ans.digest, img.index.digest) != 0)) {
-            set_err(ret_err, "%s: read back %ld with digest %s, not %s", p.url, p.ans.code,
-                    p.ans.digest[0] ? p.ans.digest : "(none)", img.index.digest);
+            strfmt_to(ret_err, "%s: read back %ld with digest %s, not %s", p.url, p.ans.code,
+                      p.ans.digest[0] ? p.ans.digest : "(none)", img.index.digest);
             e = -EIO;
         }
     }
@@ -423,8 +411,8 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
         snprintf(p.url, sizeof(p.url), "https://%s/v2/%s/blobs/%s", host, path, layer);
         e = request(a, "HEAD", p.url, NULL, NULL, NULL, 0, &p.ans, ret_err);
         if (e == 0 && (p.ans.code != 200 || p.ans.length != len)) {
-            set_err(ret_err, "%s: read back %ld with %lld bytes, not %lld", p.url, p.ans.code,
-                    (long long)p.ans.length, (long long)len);
+            strfmt_to(ret_err, "%s: read back %ld with %lld bytes, not %lld", p.url, p.ans.code,
+                      (long long)p.ans.length, (long long)len);
             e = -EIO;
         }
     }
@@ -448,13 +436,13 @@ int registry_delete(const struct registry_access *a, const char *repository, con
     if (ret_err)
         *ret_err = NULL;
     if (!oci_digest_valid(digest)) {
-        set_err(ret_err, "not a digest: %s", digest ? digest : "(none)");
+        strfmt_to(ret_err, "not a digest: %s", digest ? digest : "(none)");
         return -EINVAL;
     }
     char *host = NULL, *path = NULL;
     int e = registry_split(repository, &host, &path);
     if (e < 0) {
-        set_err(ret_err, "repository %s: not host/path", repository ? repository : "(none)");
+        strfmt_to(ret_err, "repository %s: not host/path", repository ? repository : "(none)");
         return e;
     }
     char url[4096];
