@@ -11,7 +11,6 @@
 #include "util/json.h"
 #include "util/key_groups.h"
 #include "util/log.h"
-#include "util/timefmt.h"
 
 /* The longest OCI repository name registries take (Docker distribution's
  * limit; the CRD says so too). */
@@ -112,24 +111,6 @@ struct csnap {
     int64_t created_ms, ready_ms, deleting_ms;
 };
 
-static int64_t time_of(const cJSON *obj, const char *name)
-{
-    const char *s = json_string(obj, name);
-    int64_t ms = 0;
-    if (s && timefmt_parse_rfc3339(s, &ms) != 0)
-        ms = 0;
-    return ms;
-}
-
-static int dup_field(const char *s, char **ret)
-{
-    *ret = NULL;
-    if (!s)
-        return 0;
-    *ret = strdup(s);
-    return *ret ? 0 : -ENOMEM;
-}
-
 static void csnap_free(void *p)
 {
     struct csnap *s = p;
@@ -162,7 +143,7 @@ static int csnap_decode(const cJSON *obj, void *data, void **ret, char **ret_err
             continue;
         if (strcmp(st, "True") == 0) {
             s->phase = SNAPSHOT_PHASE_READY;
-            s->ready_ms = time_of(c, "lastTransitionTime");
+            s->ready_ms = json_time_ms(c, "lastTransitionTime");
         } else if (strcmp(st, "False") == 0) {
             s->phase = SNAPSHOT_PHASE_FAILED;
         }
@@ -173,16 +154,16 @@ static int csnap_decode(const cJSON *obj, void *data, void **ret, char **ret_err
     if (s->phase == SNAPSHOT_PHASE_READY && !image)
         s->phase = SNAPSHOT_PHASE_IN_PROGRESS; /* Ready without an image is not usable */
     if (s->phase == SNAPSHOT_PHASE_READY) {
-        int64_t stored = time_of(status, "storedAt");
+        int64_t stored = json_time_ms(status, "storedAt");
         if (stored)
             s->ready_ms = stored;
     }
     const cJSON *labels = cJSON_GetObjectItemCaseSensitive(meta, "labels");
-    int e = dup_field(json_string(labels, WORKSPACE_LABEL), &s->workspace);
+    int e = json_dup_optional(json_string(labels, WORKSPACE_LABEL), &s->workspace);
     if (e == 0)
-        e = dup_field(json_string(spec, "podName"), &s->pod);
+        e = json_dup_optional(json_string(spec, "podName"), &s->pod);
     if (e == 0)
-        e = dup_field(image, &s->image);
+        e = json_dup_optional(image, &s->image);
     if (e == 0 && s->phase == SNAPSHOT_PHASE_FAILED &&
         asprintf(&s->message, "%s: %s", reason ? reason : "Failed", words ? words : "") < 0) {
         s->message = NULL;
@@ -192,8 +173,8 @@ static int csnap_decode(const cJSON *obj, void *data, void **ret, char **ret_err
         csnap_free(s);
         return e;
     }
-    s->created_ms = time_of(meta, "creationTimestamp");
-    s->deleting_ms = time_of(meta, "deletionTimestamp");
+    s->created_ms = json_time_ms(meta, "creationTimestamp");
+    s->deleting_ms = json_time_ms(meta, "deletionTimestamp");
     *ret = s;
     return 0;
 }
