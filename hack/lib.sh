@@ -54,7 +54,7 @@ real_node_deps=(
   runc containernetworking-plugins iptables nftables iproute2 socat mmdebstrap buildah fuse-overlayfs
   libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev protobuf-compiler libnl-3-dev libnet1-dev
   libbsd-dev libcap-dev libnftables-dev libaio-dev libgnutls28-dev uuid-dev python3-protobuf
-  docker-registry
+  docker-registry apache2-utils
 )
 
 install_real_node_deps() {
