@@ -306,7 +306,7 @@ cmd_kubelet() {
     --cert-dir="$rn/kubelet-pki" \
     --hostname-override="$real_node_name" \
     --node-ip="$real_node_ip" \
-    --node-labels=hibernator.dev/real-node=true
+    --node-labels=hibernator.dev/real-node=true,hibernator.dev/container-checkpoint=true
   extra_args HIBERNATOR_KUBELET_ARGS
 }
 

@@ -7,7 +7,9 @@
  * back, and says so in the object's status; when the object is deleted it
  * deletes the image and the node-local archive, then removes its finalizer.
  * What to do next is snapshot_step() of the object (node/snapshot_step.h),
- * so a restarted agent goes on from the API server alone.
+ * so a restarted agent goes on from the API server alone. Archives a killed
+ * agent left unrecorded (a container's memory on the node's disk) are
+ * swept at start and every 10 minutes (node/archive_sweep.h).
  *
  * The kubelet call and the registry transfers block: they run on libuv's
  * thread pool, the loop only starts them and writes their results.

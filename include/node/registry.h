@@ -1,7 +1,10 @@
 /*
  * registry: pushes a checkpoint image to an OCI registry and deletes it, over
  * the OCI distribution API (blob upload in one PUT, manifests by digest, the
- * index by tag, HTTP Basic credentials).
+ * index by tag). Credentials: HTTP Basic, or, for a registry that answers
+ * 401 with a Bearer challenge, a token from its realm (the distribution
+ * token authentication, node/registry_token.h), asked for with the Basic
+ * credentials and kept for the rest of the push or delete.
  *
  * Blocking: every call here runs on libuv's thread pool (uv_queue_work),
  * never on the event loop. Each call uses its own libcurl easy handle.

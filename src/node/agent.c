@@ -1,13 +1,16 @@
 #include "node/agent.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kube/informer.h"
+#include "node/archive_sweep.h"
 #include "node/checkpoint_image.h"
 #include "node/kubelet_checkpoint.h"
 #include "node/registry.h"
@@ -28,6 +31,11 @@ const struct kube_resource KUBE_RESOURCE_CONTAINER_SNAPSHOTS = {
 #define RETRY_BASE_MS 1000
 #define RETRY_MAX_MS 30000
 #define MAX_DOCKER_CONFIG (1024 * 1024)
+/* Leftover archives (node/archive_sweep.h) are looked for at start and
+ * this often after; a later sweep leaves files younger than a checkpoint
+ * can take and this margin. */
+#define SWEEP_INTERVAL_MS (10 * 60 * 1000)
+#define SWEEP_MARGIN_MS (5 * 60 * 1000)
 
 /* ---- the cached object ------------------------------------------------------ */
 
@@ -131,8 +139,12 @@ struct node_agent {
     const char *architecture;
     struct work *works;
     struct kube_request *node_req;
-    unsigned jobs;    /* on the thread pool */
-    unsigned handles; /* timers being closed */
+    int64_t started_ms;     /* node_agent_new() */
+    uv_timer_t sweep_timer; /* the next sweep of leftover archives */
+    int sweeping;           /* one on the thread pool */
+    int sweep_again;        /* another (SWEEP_NOW) when it ends */
+    unsigned jobs;          /* on the thread pool */
+    unsigned handles;       /* timers being closed */
     int closing;
 };
 
@@ -155,6 +167,12 @@ struct work {
 
 static void consider(struct node_agent *a, const char *key);
 
+/* Sweeps for leftover archives (node/archive_sweep.h), by their cutoff:
+ * the agent's start, the sweep's own start (a snapshot became final), a
+ * checkpoint's longest time ago (the periodic one). */
+enum sweep_kind { SWEEP_START, SWEEP_NOW, SWEEP_PERIODIC };
+static void sweep_start(struct node_agent *a, enum sweep_kind kind);
+
 static void maybe_free_agent(struct node_agent *a)
 {
     if (!a->closing || a->jobs || a->handles || a->works)
@@ -168,6 +186,19 @@ static void maybe_free_agent(struct node_agent *a)
     if (a->docker_config)
         secret_free(a->docker_config, a->docker_config_len);
     free(a);
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct node_agent *a = h->data;
+    a->handles--;
+    maybe_free_agent(a);
+}
+
+static void close_sweep_timer(struct node_agent *a)
+{
+    a->handles++;
+    uv_close((uv_handle_t *)&a->sweep_timer, handle_closed);
 }
 
 static void work_closed(uv_handle_t *h)
@@ -727,6 +758,10 @@ static void job_done(uv_work_t *req, int status)
         }
         break;
     }
+    /* A snapshot stored (its archive deleted): what is left of its
+     * container on the node was written for calls no longer waited for. */
+    if ((j->kind == JOB_STORE || j->kind == JOB_DELETE_ARCHIVE) && j->status == 0)
+        sweep_start(a, SWEEP_NOW);
     job_free(j);
 }
 
@@ -860,6 +895,173 @@ static void consider(struct node_agent *a, const char *key)
     }
 }
 
+/* ---- leftover archives ------------------------------------------------------- */
+
+/* A sweep on the thread pool: the rules are copies (the cache may change
+ * while it runs). */
+struct sweep {
+    uv_work_t req;
+    struct node_agent *a;
+    char *dir;
+    struct sweep_container *containers, *busy;
+    size_t n_containers, n_busy;
+    char **recorded;
+    size_t n_recorded;
+    int64_t cutoff_ms;
+    /* results */
+    unsigned deleted, failed;
+    int error; /* opening the directory: a negative errno, else 0 */
+};
+
+static void containers_free(struct sweep_container *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free((char *)c[i].ns);
+        free((char *)c[i].pod);
+        free((char *)c[i].container);
+    }
+    free(c);
+}
+
+static void sweep_free(struct sweep *w)
+{
+    containers_free(w->containers, w->n_containers);
+    containers_free(w->busy, w->n_busy);
+    for (size_t i = 0; i < w->n_recorded; i++)
+        free(w->recorded[i]);
+    free(w->recorded);
+    free(w->dir);
+    free(w);
+}
+
+static void sweep_collect(void *data, const struct cache_entry *e)
+{
+    struct sweep *w = data;
+    const struct csnap *s = e->obj;
+    if (!s)
+        return;
+    /* A checkpoint of this agent in flight: the kubelet may be writing. */
+    const struct work *busy = work_find(w->a, e->key);
+    int checkpointing = busy && busy->busy && s->checkpointed != SNAPSHOT_COND_TRUE;
+    struct sweep_container *c =
+        checkpointing ? &w->busy[w->n_busy++] : &w->containers[w->n_containers++];
+    /* freed by sweep_free() even when a copy failed */
+    c->ns = strdup(e->ns ? e->ns : "");
+    c->pod = strdup(s->pod);
+    c->container = strdup(s->container);
+    if (!c->ns || !c->pod || !c->container)
+        w->error = -ENOMEM;
+    if (s->archive) {
+        if (!(w->recorded[w->n_recorded] = strdup(s->archive)))
+            w->error = -ENOMEM;
+        else
+            w->n_recorded++;
+    }
+}
+
+static void sweep_run(uv_work_t *req)
+{
+    struct sweep *w = req->data;
+    DIR *d = opendir(w->dir);
+    if (!d) {
+        w->error = -errno;
+        return;
+    }
+    struct sweep_rules r = {
+        .containers = w->containers,
+        .n_containers = w->n_containers,
+        .recorded = (const char *const *)w->recorded,
+        .n_recorded = w->n_recorded,
+        .busy = w->busy,
+        .n_busy = w->n_busy,
+        .cutoff_ms = w->cutoff_ms,
+    };
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        int64_t mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+        if (!archive_sweep_is_leftover(de->d_name, mtime_ms, &r))
+            continue;
+        if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+            w->deleted++;
+        else if (errno != ENOENT)
+            w->failed++;
+    }
+    closedir(d);
+}
+
+static void sweep_done(uv_work_t *req, int status)
+{
+    struct sweep *w = req->data;
+    struct node_agent *a = w->a;
+    a->jobs--;
+    a->sweeping = 0;
+    int again = a->sweep_again;
+    a->sweep_again = 0;
+    if (status == 0 && w->error)
+        log_warn("cannot look for leftover checkpoint archives", "dir", w->dir, "error",
+                 strerror(-w->error));
+    else if (status == 0 && (w->deleted || w->failed))
+        log_info("deleted leftover checkpoint archives", "dir", w->dir, "deleted",
+                 LOG_INT(w->deleted), "failed", LOG_INT(w->failed));
+    sweep_free(w);
+    if (again)
+        sweep_start(a, SWEEP_NOW);
+    maybe_free_agent(a);
+}
+
+/* Starts a sweep with the cache as it is now; while one runs, another
+ * follows it (SWEEP_NOW only). */
+static void sweep_start(struct node_agent *a, enum sweep_kind kind)
+{
+    if (a->closing || !a->snapshots || !informer_has_synced(a->snapshots))
+        return;
+    if (a->sweeping) {
+        if (kind == SWEEP_NOW)
+            a->sweep_again = 1;
+        return;
+    }
+    size_t n = informer_len(a->snapshots);
+    struct sweep *w = calloc(1, sizeof(*w));
+    if (!w)
+        return;
+    w->a = a;
+    w->req.data = w;
+    w->dir = strdup(a->checkpoint_dir);
+    w->containers = calloc(n ? n : 1, sizeof(*w->containers));
+    w->busy = calloc(n ? n : 1, sizeof(*w->busy));
+    w->recorded = calloc(n ? n : 1, sizeof(*w->recorded));
+    long timeout_s = a->checkpoint_timeout_s > 0 ? a->checkpoint_timeout_s : 3600;
+    int64_t now = clock_unix_ms();
+    w->cutoff_ms = kind == SWEEP_START ? a->started_ms
+                   : kind == SWEEP_NOW ? now
+                                       : now - (int64_t)timeout_s * 1000 - SWEEP_MARGIN_MS;
+    if (w->dir && w->containers && w->busy && w->recorded)
+        informer_foreach(a->snapshots, sweep_collect, w);
+    if (!w->dir || !w->containers || !w->busy || !w->recorded || w->error ||
+        uv_queue_work(a->loop, &w->req, sweep_run, sweep_done) < 0) {
+        log_warn("cannot look for leftover checkpoint archives", "error", "out of memory");
+        sweep_free(w);
+        return;
+    }
+    a->sweeping = 1;
+    a->jobs++;
+}
+
+static void on_sweep_timer(uv_timer_t *t)
+{
+    sweep_start(t->data, SWEEP_PERIODIC);
+}
+
+static void on_synced(void *data)
+{
+    struct node_agent *a = data;
+    sweep_start(a, SWEEP_START);
+    uv_timer_start(&a->sweep_timer, on_sweep_timer, SWEEP_INTERVAL_MS, SWEEP_INTERVAL_MS);
+}
+
 /* ---- watching ---------------------------------------------------------------- */
 
 static void on_snapshot(struct node_agent *a, const struct cache_entry *e)
@@ -904,7 +1106,11 @@ static int start_watch(struct node_agent *a)
         .resource = &KUBE_RESOURCE_CONTAINER_SNAPSHOTS,
         .field_selector = selector,
         .codec = &csnap_codec,
-        .handlers = {.on_add = on_add, .on_update = on_update, .on_delete = on_delete, .data = a},
+        .handlers = {.on_add = on_add,
+                     .on_update = on_update,
+                     .on_delete = on_delete,
+                     .on_synced = on_synced,
+                     .data = a},
     };
     int e = informer_new(a->loop, a->client, &io, &a->snapshots);
     if (e == 0)
@@ -1020,6 +1226,9 @@ int node_agent_new(uv_loop_t *loop, struct kube_client *client, const struct nod
     a->client = client;
     a->architecture = arch;
     a->checkpoint_timeout_s = o->checkpoint_timeout_s;
+    a->started_ms = clock_unix_ms();
+    uv_timer_init(loop, &a->sweep_timer);
+    a->sweep_timer.data = a;
     a->node = dup_or_null(o->node_name, &bad);
     a->kubelet_url = dup_or_null(o->kubelet_url, &bad);
     a->kubelet_ca = dup_or_null(o->kubelet_ca_file, &bad);
@@ -1036,7 +1245,7 @@ int node_agent_new(uv_loop_t *loop, struct kube_client *client, const struct nod
     }
     if (e < 0) {
         a->closing = 1;
-        maybe_free_agent(a);
+        close_sweep_timer(a); /* frees a once closed */
         return e;
     }
     *ret = a;
@@ -1048,6 +1257,7 @@ void node_agent_close(struct node_agent *a)
     if (!a || a->closing)
         return;
     a->closing = 1;
+    close_sweep_timer(a);
     kube_request_cancel(a->node_req);
     informer_free(a->snapshots);
     a->snapshots = NULL;

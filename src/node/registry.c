@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "node/registry_token.h"
 #include "util/base64.h"
 #include "util/secret.h"
 #include "util/strfmt.h"
@@ -89,7 +90,8 @@ struct answer {
     size_t body_len;
     char location[2048];
     char digest[OCI_DIGEST_SIZE];
-    int64_t length; /* Content-Length, -1: none */
+    char challenge[2048]; /* WWW-Authenticate */
+    int64_t length;       /* Content-Length, -1: none */
 };
 
 static size_t on_body(char *p, size_t size, size_t n, void *data)
@@ -128,6 +130,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *data)
     char num[32] = "";
     header_value(p, len, "Location", a->location, sizeof(a->location));
     header_value(p, len, "Docker-Content-Digest", a->digest, sizeof(a->digest));
+    header_value(p, len, "WWW-Authenticate", a->challenge, sizeof(a->challenge));
     header_value(p, len, "Content-Length", num, sizeof(num));
     if (num[0])
         a->length = strtoll(num, NULL, 10);
@@ -153,11 +156,13 @@ static size_t on_read(char *p, size_t size, size_t n, void *data)
     return k;
 }
 
-/* method url, with body (content type) when not NULL, into *ans. Returns 0
- * when an answer came (any status), or a negative errno and *ret_err. */
-static int request(const struct registry_access *ra, const char *method, const char *url,
-                   const char *content_type, const char *accept, struct body_source *body,
-                   int64_t body_len, struct answer *ans, char **ret_err)
+/* method url, with body (content type) when not NULL, into *ans; with the
+ * bearer token when there is one, else the Basic credentials if any.
+ * Returns 0 when an answer came (any status), or a negative errno and
+ * *ret_err. */
+static int request(const struct registry_access *ra, const char *bearer, const char *method,
+                   const char *url, const char *content_type, const char *accept,
+                   struct body_source *body, int64_t body_len, struct answer *ans, char **ret_err)
 {
     memset(ans, 0, sizeof(*ans));
     ans->length = -1;
@@ -198,7 +203,10 @@ static int request(const struct registry_access *ra, const char *method, const c
         curl_easy_setopt(c, CURLOPT_HEADERDATA, ans);
         if (ra->ca_file)
             curl_easy_setopt(c, CURLOPT_CAINFO, ra->ca_file);
-        if (ra->basic) {
+        if (bearer) {
+            curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+            curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, bearer);
+        } else if (ra->basic) {
             curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
             curl_easy_setopt(c, CURLOPT_USERPWD, ra->basic);
         }
@@ -237,6 +245,140 @@ static int refused(const char *what, const char *url, const struct answer *ans, 
     strfmt_to(ret_err, "%s: %s answered %ld%s%.300s", what, url, ans->code,
               ans->body_len ? ": " : "", ans->body);
     return ans->code == 401 || ans->code == 403 ? -EACCES : -EIO;
+}
+
+/* ---- token authentication --------------------------------------------------- */
+
+/* The requests of one push or delete: a registry that asks for a bearer
+ * token (node/registry_token.h) gets one from its realm, kept for the
+ * session's later requests. */
+struct session {
+    const struct registry_access *ra;
+    const char *default_scope; /* "repository:<path>:<actions>" when the challenge has none */
+    char *bearer;              /* the token, a secret */
+    char scope[REGISTRY_CHALLENGE_FIELD]; /* what the token was issued for */
+    int fetches;
+};
+
+static void session_end(struct session *s)
+{
+    if (s->bearer)
+        secret_free_str(s->bearer);
+    s->bearer = NULL;
+}
+
+struct token_body {
+    char *data;
+    size_t len, cap;
+    int over;
+};
+
+static size_t on_token_body(char *p, size_t size, size_t n, void *data)
+{
+    struct token_body *b = data;
+    size_t len = size * n;
+    if (b->len + len > b->cap) {
+        b->over = 1;
+        return 0;
+    }
+    memcpy(b->data + b->len, p, len);
+    b->len += len;
+    return len;
+}
+
+/* GET the realm's token for the challenge, with the Basic credentials if
+ * any; into s->bearer. */
+static int fetch_token(struct session *s, const struct registry_challenge *ch, char **ret_err)
+{
+    char *url = NULL;
+    int e = registry_token_url(ch, s->default_scope, &url);
+    if (e == -EINVAL) {
+        strfmt_to(ret_err, "the registry asks for a token from %s: not https, refused",
+                  ch->realm[0] ? ch->realm : "(no realm)");
+        return -EACCES;
+    }
+    if (e < 0)
+        return e;
+    struct token_body b = {.data = malloc(REGISTRY_MAX_BODY), .cap = REGISTRY_MAX_BODY};
+    CURL *c = curl_easy_init();
+    if (!b.data || !c) {
+        free(url);
+        free(b.data);
+        if (c)
+            curl_easy_cleanup(c);
+        return -ENOMEM;
+    }
+    char errbuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_token_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    if (s->ra->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, s->ra->ca_file);
+    if (s->ra->basic) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+        curl_easy_setopt(c, CURLOPT_USERPWD, s->ra->basic);
+    }
+    CURLcode code = curl_easy_perform(c);
+    long status = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_cleanup(c);
+    /* The URL names the realm, the service and the scope: no secret. */
+    if (code != CURLE_OK) {
+        strfmt_to(ret_err, "getting a token from %s: %s", url,
+                  b.over ? "the answer is too long"
+                         : (errbuf[0] ? errbuf : curl_easy_strerror(code)));
+        e = -EIO;
+    } else if (status != 200) {
+        strfmt_to(ret_err, "getting a token from %s: answered %ld", url, status);
+        e = status == 401 || status == 403 ? -EACCES : -EIO;
+    } else {
+        char *token = NULL;
+        e = registry_token_from_json(b.data, b.len, &token);
+        if (e == -EINVAL)
+            strfmt_to(ret_err, "getting a token from %s: the answer holds no token", url);
+        if (e == 0) {
+            session_end(s);
+            s->bearer = token;
+            snprintf(s->scope, sizeof(s->scope), "%s", ch->scope[0] ? ch->scope : "");
+        }
+    }
+    secret_free(b.data, b.cap);
+    free(url);
+    return e;
+}
+
+/* request() within the session: a 401 that asks for a bearer token (one the
+ * session has not got for that scope) gets one, and the request is sent
+ * again, at most three tokens a session. Answers as request(). */
+static int call(struct session *s, const char *method, const char *url, const char *content_type,
+                const char *accept, struct body_source *body, int64_t body_len, struct answer *ans,
+                char **ret_err)
+{
+    for (;;) {
+        int e = request(s->ra, s->bearer, method, url, content_type, accept, body, body_len, ans,
+                        ret_err);
+        if (e < 0 || ans->code != 401 || !ans->challenge[0])
+            return e;
+        struct registry_challenge ch;
+        if (registry_challenge_parse(ans->challenge, &ch) < 0 || !ch.bearer)
+            return 0; /* Basic, refused: the caller says so */
+        if ((s->bearer && strcmp(ch.scope, s->scope) == 0) || s->fetches >= 3)
+            return 0; /* the token we have does not do: refused */
+        s->fetches++;
+        e = fetch_token(s, &ch, ret_err);
+        if (e < 0)
+            return e;
+        /* Sent again from the start. */
+        if (body && body->file && fseek(body->file, 0, SEEK_SET) != 0)
+            return -EIO;
+        if (body)
+            body->off = 0;
+    }
 }
 
 /* ---- pushing -------------------------------------------------------------- */
@@ -283,7 +425,7 @@ static int hash_file(FILE *f, char out[OCI_DIGEST_SIZE], int64_t *ret_len)
 }
 
 struct push {
-    const struct registry_access *ra;
+    struct session s;
     const char *host, *path;
     char url[4096];
     struct answer ans;
@@ -295,7 +437,7 @@ static int push_blob(struct push *p, const char *digest, struct body_source *src
                      int *ret_existed)
 {
     snprintf(p->url, sizeof(p->url), "https://%s/v2/%s/blobs/%s", p->host, p->path, digest);
-    int e = request(p->ra, "HEAD", p->url, NULL, NULL, NULL, 0, &p->ans, p->ret_err);
+    int e = call(&p->s, "HEAD", p->url, NULL, NULL, NULL, 0, &p->ans, p->ret_err);
     if (e < 0)
         return e;
     if (p->ans.code == 200 && p->ans.length == len) {
@@ -304,7 +446,7 @@ static int push_blob(struct push *p, const char *digest, struct body_source *src
     }
     *ret_existed = 0;
     snprintf(p->url, sizeof(p->url), "https://%s/v2/%s/blobs/uploads/", p->host, p->path);
-    e = request(p->ra, "POST", p->url, NULL, NULL, NULL, 0, &p->ans, p->ret_err);
+    e = call(&p->s, "POST", p->url, NULL, NULL, NULL, 0, &p->ans, p->ret_err);
     if (e < 0)
         return e;
     if (p->ans.code != 202 || !p->ans.location[0])
@@ -321,8 +463,7 @@ static int push_blob(struct push *p, const char *digest, struct body_source *src
     else
         return refused("starting the upload (a Location that is not https)", p->url, &p->ans,
                        p->ret_err);
-    e = request(p->ra, "PUT", p->url, "application/octet-stream", NULL, src, len, &p->ans,
-                p->ret_err);
+    e = call(&p->s, "PUT", p->url, "application/octet-stream", NULL, src, len, &p->ans, p->ret_err);
     if (e < 0)
         return e;
     if (p->ans.code != 201)
@@ -336,7 +477,7 @@ static int push_manifest(struct push *p, const char *reference, const struct oci
     snprintf(p->url, sizeof(p->url), "https://%s/v2/%s/manifests/%s", p->host, p->path, reference);
     struct body_source src = {.text = d->text, .len = d->len};
     int e =
-        request(p->ra, "PUT", p->url, media_type, NULL, &src, (int64_t)d->len, &p->ans, p->ret_err);
+        call(&p->s, "PUT", p->url, media_type, NULL, &src, (int64_t)d->len, &p->ans, p->ret_err);
     if (e < 0)
         return e;
     if (p->ans.code != 201)
@@ -366,7 +507,10 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
     clock_gettime(CLOCK_MONOTONIC, &t0);
     FILE *f = fopen(archive, "rb");
     struct checkpoint_image img = {0};
-    struct push p = {.ra = a, .host = host, .path = path, .ret_err = ret_err};
+    char scope[600];
+    snprintf(scope, sizeof(scope), "repository:%s:pull,push", path);
+    struct push p = {
+        .s = {.ra = a, .default_scope = scope}, .host = host, .path = path, .ret_err = ret_err};
     char layer[OCI_DIGEST_SIZE];
     int64_t len = 0;
     if (!f) {
@@ -400,7 +544,7 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
     /* Read back: the tag names this index, the layer is all there. */
     if (e == 0) {
         snprintf(p.url, sizeof(p.url), "https://%s/v2/%s/manifests/%s", host, path, tag);
-        e = request(a, "HEAD", p.url, NULL, OCI_MEDIA_INDEX, NULL, 0, &p.ans, ret_err);
+        e = call(&p.s, "HEAD", p.url, NULL, OCI_MEDIA_INDEX, NULL, 0, &p.ans, ret_err);
         if (e == 0 && (p.ans.code != 200 || strcmp(p.ans.digest, img.index.digest) != 0)) {
             strfmt_to(ret_err, "%s: read back %ld with digest %s, not %s", p.url, p.ans.code,
                       p.ans.digest[0] ? p.ans.digest : "(none)", img.index.digest);
@@ -409,7 +553,7 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
     }
     if (e == 0) {
         snprintf(p.url, sizeof(p.url), "https://%s/v2/%s/blobs/%s", host, path, layer);
-        e = request(a, "HEAD", p.url, NULL, NULL, NULL, 0, &p.ans, ret_err);
+        e = call(&p.s, "HEAD", p.url, NULL, NULL, NULL, 0, &p.ans, ret_err);
         if (e == 0 && (p.ans.code != 200 || p.ans.length != len)) {
             strfmt_to(ret_err, "%s: read back %ld with %lld bytes, not %lld", p.url, p.ans.code,
                       (long long)p.ans.length, (long long)len);
@@ -424,6 +568,7 @@ int registry_push_checkpoint(const struct registry_access *a, const char *reposi
 out:
     if (f)
         fclose(f);
+    session_end(&p.s);
     checkpoint_image_free(&img);
     free(host);
     free(path);
@@ -448,7 +593,11 @@ int registry_delete(const struct registry_access *a, const char *repository, con
     char url[4096];
     struct answer ans;
     snprintf(url, sizeof(url), "https://%s/v2/%s/manifests/%s", host, path, digest);
-    e = request(a, "DELETE", url, NULL, NULL, NULL, 0, &ans, ret_err);
+    char scope[600];
+    snprintf(scope, sizeof(scope), "repository:%s:delete", path);
+    struct session s = {.ra = a, .default_scope = scope};
+    e = call(&s, "DELETE", url, NULL, NULL, NULL, 0, &ans, ret_err);
+    session_end(&s);
     if (e == 0 && ans.code != 202 && ans.code != 200 && ans.code != 404)
         e = refused("deleting the image", url, &ans, ret_err);
     free(host);

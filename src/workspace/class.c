@@ -832,8 +832,30 @@ static int decode_idle(struct decoder *d, const cJSON *spec, struct workspace_cl
     return decode_windows(d, pw, p);
 }
 
+/* A DNS-1123 subdomain (most objects' names): at most 253 characters,
+ * dot-separated labels of lower-case letters, digits and '-', each
+ * beginning and ending with a letter or digit. */
+static int dns_subdomain(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return 0;
+    for (const char *label = s;;) {
+        const char *p = label;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-')
+            p++;
+        if (p == label || *label == '-' || p[-1] == '-')
+            return 0;
+        if (*p == '\0')
+            return 1;
+        if (*p != '.')
+            return 0;
+        label = p + 1;
+    }
+}
+
 /* An OCI repository "host[:port]/path": the host letters, digits, '.' and
- * '-', a port of digits, each path component runs of lower-case letters and
+ * '-', a port of 1-65535, each path component runs of lower-case letters and
  * digits joined by '.', '_', '__' or any number of '-' (the OCI
  * distribution spec's grammar, as the CRD's pattern says). */
 static int repository_valid(const char *r)
@@ -850,10 +872,15 @@ static int repository_valid(const char *r)
         return 0;
     if (*p == ':') {
         const char *q = ++p;
-        for (; p < slash; p++)
+        long port = 0;
+        for (; p < slash; p++) {
             if (*p < '0' || *p > '9')
                 return 0;
-        if (p == q || p - q > 5)
+            port = port * 10 + (*p - '0');
+            if (port > 65535) /* a TCP port; the CRD's pattern allows 5 digits */
+                return 0;
+        }
+        if (p == q || port < 1)
             return 0;
     }
     for (p = slash; *p == '/';) {
@@ -928,9 +955,14 @@ static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspac
     if (sc->repository && !repository_valid(sc->repository))
         return decoder_fail(d, -EINVAL,
                             "spec.snapshot.repository: not an OCI repository "
-                            "host[:port]/path (lower-case path components), at most 200 "
-                            "characters: %s",
+                            "host[:port]/path (a port of 1-65535, lower-case path components), "
+                            "at most 200 characters: %s",
                             sc->repository);
+    if (sc->pull_secret_name && !dns_subdomain(sc->pull_secret_name))
+        return decoder_fail(d, -EINVAL,
+                            "spec.snapshot.pullSecretName: not a Secret's name (a DNS-1123 "
+                            "subdomain: lower-case letters, digits, '-' and '.'): %s",
+                            sc->pull_secret_name);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The ContainerCheckpoint backend's pause and resume for real, by the size
 # of what a Jupyter kernel holds: on the local cluster's real node, the node
-# agent (build/hibernator-node, with its ServiceAccount's token) takes a
+# agent (its DaemonSet, deploy/local/node-agent.sh) takes a
 # ContainerSnapshot of a notebook pod whose kernel holds SIZE MiB; then the
 # pod goes and a new one is created from the image. Prints per size: the
 # image's bytes, pause (ContainerSnapshot created -> Ready: checkpoint +
@@ -25,26 +25,9 @@ password=$(cat "$HIBERNATOR_REGISTRY_PASSWORD_FILE")
 now() { date +%s.%N; }
 secs() { echo "$2 - $1" | bc; }
 
-kubectl apply -f "$repo/deploy/namespace.yaml" -f "$repo/deploy/crds/containersnapshots.yaml" \
-  -f "$repo/deploy/node/serviceaccount.yaml" -f "$repo/deploy/node/rbac.yaml" >/dev/null
-kubectl wait --for=condition=Established crd/containersnapshots.hibernator.dev >/dev/null
-kubectl -n hibernator-system create token hibernator-node --duration=2h >"$work/token"
-cat >"$work/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "$HIBERNATOR_APISERVER_URL", certificate-authority: "$dir/pki/ca.crt"}}]
-users: [{name: agent, user: {tokenFile: "$work/token"}}]
-contexts: [{name: x, context: {cluster: c, user: agent}}]
-current-context: x
-EOF
-printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$HIBERNATOR_REGISTRY" \
-  "$(printf 'hibernator:%s' "$password" | base64 -w0)" >"$work/dockerconfig.json"
-"$repo/build/hibernator-node" --kubeconfig "$work/kubeconfig" --node-name "$node" \
-  --checkpoint-dir "$dir/real-node/kubelet/checkpoints" --kubelet-ca "$dir/pki/ca.crt" \
-  --token-file "$work/token" --registry-auth "$work/dockerconfig.json" \
-  --registry-ca "$dir/pki/ca.crt" --log-format text 2>"$work/agent.log" &
-agent=$!
-trap 'kill $agent 2>/dev/null; kubectl -n $ns delete containersnapshots --all --timeout=120s >/dev/null 2>&1; kubectl delete ns $ns --wait=false >/dev/null 2>&1; rm -rf "$work"' EXIT
+# The agent as its DaemonSet (deploy/node/, kubectl apply -k), on the real node.
+"$repo/deploy/local/node-agent.sh" up --dir "$dir"
+trap 'kubectl -n $ns delete containersnapshots --all --timeout=120s >/dev/null 2>&1; kubectl delete ns $ns --wait=false >/dev/null 2>&1; rm -rf "$work"' EXIT
 kubectl create ns "$ns" >/dev/null
 kubectl -n "$ns" create secret docker-registry checkpoints --docker-server="$HIBERNATOR_REGISTRY" \
   --docker-username=hibernator --docker-password="$password" >/dev/null

@@ -257,6 +257,14 @@ static void relation_cases(struct cases *cs)
         {"spec.activity", "{\"interval\":\"500ms\",\"timeout\":\"100ms\"}"},
         {"spec.activity", "{\"url\":\"http://{nosuchfield}/\"}"},
         {"spec.snapshot", "{\"backend\":\"GKE\"}"},
+        {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\"}"},
+        /* The CRD's pattern allows five digits for a port. */
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"registry.local:99999/ckpt\"}"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"registry.local:0/ckpt\"}"},
+        {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":"
+                          "\"registry.local/ckpt\",\"pullSecretName\":\"Pull_Secret\"}"},
         {"spec.snapshot", "{\"timeout\":\"500ms\",\"retryAfter\":\"0s\"}"},
         {"spec.resume", "{\"onCapacityTimeout\":\"FallBack\"}"},
         {"spec.accelerator",

@@ -1,19 +1,29 @@
 /*
- * The real-node demo's class as written (deploy/local/demo.yaml, what
- * `hack/run-local --real-node` installs), on the local cluster's real node
- * with the snapshot simulator and the controller (--namespace):
+ * The real-node demo as `hack/run-local --real-node` sets it up: the
+ * classes of deploy/local/demo.yaml as written (REGISTRY replaced by the
+ * cluster's registry), the node agent's DaemonSet as
+ * deploy/local/node-agent.sh installs it (kubectl apply -k deploy/node/),
+ * the Secret "checkpoints" in the namespace, and the controller
+ * (--namespace). Nothing plays a backend: the kubelet checkpoints through
+ * CRIU, containerd restores.
  *
  *   test_idle_cycle   a real Jupyter Server (hibernator.local/notebook:dev)
- *                     left alone is announced (Idle=True/PauseScheduled, an
- *                     IdleWarning event), snapshotted and Paused on its own
- *                     within the class's durations (printed); a resume is
- *                     a ColdStart, said: the simulator keeps no memory, so
- *                     the server answers (with the token of the Secret) as
- *                     a new process, and its own start time tells.
+ *                     with x = 42 and 256 MiB in a kernel, left alone, is
+ *                     announced (Idle=True/PauseScheduled, an IdleWarning
+ *                     event), checkpointed and Paused on its own within the
+ *                     class's durations (printed): the pod gone, the image
+ *                     in the registry; resumed, Restored=True/FromSnapshot,
+ *                     and the same kernel prints 42
+ *   test_drill        `kubectl workspace drill --class demo-canary`: PASS,
+ *                     exit 0 (the canary's value in memory is the same
+ *                     after the resume, and the controller says
+ *                     FromSnapshot)
  *
- * Needs the real node (HIBERNATOR_REAL_NODE) and the notebook image
- * imported (deploy/local/images.sh import notebook); skips without the node
- * unless HIBERNATOR_REQUIRE_CLUSTER is set.
+ * Needs the real node (HIBERNATOR_REAL_NODE) with its registry, the
+ * notebook, canary and controller images (deploy/local/images.sh); skips
+ * without the node unless HIBERNATOR_REQUIRE_CLUSTER is set. On this
+ * machine CRIU dumps only processes of its own uid: the classes run their
+ * applications as root (docs/snapshots.md).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,9 +36,14 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "jupyter.h"
 #include "workspaces.h"
 
 #define TOKEN "it-demo-0123456789abcdef"
+#define RUNTIME_DIR "/home/jovyan/.local/share/jupyter/runtime"
+
+static const char *registry;
+static char password[128];
 
 static void start_controller(void)
 {
@@ -41,114 +56,169 @@ static void start_controller(void)
     controller_start(NULL);
 }
 
-/* GET http://<pod ip>:8888/api/status with the token: the HTTP code. */
-static int api_status(const char *ws_name)
+/* The registry's answer to HEAD of a manifest. */
+static int registry_head(const char *repository_path, const char *reference)
 {
-    cJSON *ws = ws_json(ws_name);
-    const char *pod = ws ? str_at(ws, "status.podName") : NULL;
-    char *ip = NULL;
-    if (pod)
-        harness_kubectl(&ip, "-n %s get pod %s -o jsonpath={.status.podIP}", ns, pod);
-    cJSON_Delete(ws);
-    int code = 0;
-    if (ip && ip[0]) {
-        char cmd[512];
-        snprintf(cmd, sizeof(cmd),
-                 "curl -s -o /dev/null -w '%%{http_code}' -m 3 -H 'Authorization: token " TOKEN
-                 "' http://%s:8888/api/status",
-                 ip);
-        FILE *p = popen(cmd, "r");
-        if (p) {
-            if (fscanf(p, "%d", &code) != 1)
-                code = 0;
-            pclose(p);
-        }
-    }
-    free(ip);
+    char *out = NULL;
+    harness_sh(&out,
+               "curl -s -o /dev/null -w '%%{http_code}' --cacert '%s/pki/ca.crt' -u "
+               "'hibernator:%s' -H 'Accept: application/vnd.oci.image.index.v1+json' "
+               "'https://%s/v2/%s/manifests/%s'",
+               harness_cluster_dir(), password, registry, repository_path, reference);
+    int code = out ? atoi(out) : -1;
+    free(out);
     return code;
 }
 
 static void test_idle_cycle(void **state)
 {
     (void)state;
-    char *out = NULL;
-    int st = harness_kubectl(&out, "apply -f '%s/deploy/local/demo.yaml' 2>&1", SOURCE_DIR);
-    if (st != 0)
-        fail_msg("deploy/local/demo.yaml: %s", out);
-    free(out);
-    ns = harness_namespace("it-demo");
-    assert_int_equal(harness_kubectl(NULL,
-                                     "-n %s create secret generic notebook-jupyter "
-                                     "--from-literal=token=" TOKEN,
-                                     ns),
-                     0);
-    simulator_start("2s", "1s");
-    start_controller();
     uint64_t t0 = harness_now_ms();
     apply_ws("notebook", "demo-notebook", 0, NULL);
     cJSON *ws = wait_reason("notebook", "Ready", "PodReady", 120000);
+    char pod[128];
+    snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
     cJSON_Delete(ws);
     uint64_t ready = harness_now_ms();
-    int code = 0;
-    for (int i = 0; i < 50 && code != 200; i++, usleep(200 * 1000))
-        code = api_status("notebook");
-    assert_int_equal(code, 200);
+    free(jupyter_status(pod, TOKEN));
+    char *out = jupyter_run_cell(pod, TOKEN, RUNTIME_DIR, NULL,
+                                 "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * 256; "
+                                 "print(x, len(buf))");
+    char kernel[64];
+    snprintf(kernel, sizeof(kernel), "%.*s", (int)strcspn(out, "\n"), out);
+    assert_non_null(strstr(out, "42 268435456"));
+    free(out);
+    uint64_t cell = harness_now_ms();
 
-    /* Nobody uses it: announced, snapshotted and paused on its own. The
+    /* Nobody uses it: announced, checkpointed and paused on its own. The
      * class: idle after 60 s, announced 20 s ahead, probes every 5 s. */
-    ws = wait_reason("notebook", "Idle", "PauseScheduled", 90000);
+    ws = wait_reason("notebook", "Idle", "PauseScheduled", 120000);
     uint64_t announced = harness_now_ms();
     cJSON_Delete(ws);
-    ws = wait_state("notebook", "Paused", 90000);
+    ws = wait_state("notebook", "Paused", 300000);
     uint64_t paused = harness_now_ms();
     assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "IdleTimeout");
+    char image[512];
+    snprintf(image, sizeof(image), "%s", str_at(ws, "status.snapshot.image"));
+    double seconds = num_at(ws, "status.snapshot.seconds");
     cJSON_Delete(ws);
     char *reasons = event_reasons("notebook");
     assert_non_null(strstr(reasons, "IdleWarning,"));
     assert_non_null(strstr(reasons, "IdleTimeout,"));
     assert_non_null(strstr(reasons, "SnapshotReady,"));
     free(reasons);
-    print_message("it_demo: ready %.1f s after create; announced %.1f s and paused %.1f s after "
-                  "ready\n",
-                  (ready - t0) / 1000.0, (announced - ready) / 1000.0, (paused - ready) / 1000.0);
-    /* 60 s idle (the start counts as activity), a probe interval, the
-     * confirming probe, a 2 s snapshot, the pod's deletion. */
-    assert_true(paused - ready >= 55000);
-    assert_true(paused - ready <= 120000);
+    print_message("it_demo: ready %.1f s after create; after the cell, announced %.1f s and "
+                  "paused %.1f s later (snapshot %.1f s); %s\n",
+                  (ready - t0) / 1000.0, (announced - cell) / 1000.0, (paused - cell) / 1000.0,
+                  seconds, image);
+    /* 60 s idle after the cell, a probe interval, the confirming probe, the
+     * checkpoint and push of ~300 MB, the pod's deletion. */
+    assert_true(paused - cell >= 55000);
+    assert_true(paused - cell <= 240000);
+    assert_int_equal(live_pods("notebook"), 0);
+    char path[300];
+    snprintf(path, sizeof(path), "checkpoints/%s/notebook", ns);
+    const char *digest = strchr(image, '@');
+    assert_non_null(digest);
+    assert_int_equal(registry_head(path, digest + 1), 200);
 
+    /* Resumed: the same server, the same kernel, the same x. */
+    t0 = harness_now_ms();
     set_paused("notebook", 0);
-    ws = wait_reason("notebook", "Restored", "ColdStart", 120000);
-    const char *why = cond_field(ws, "Restored", "message");
-    print_message("it_demo: %s\n", why);
-    assert_non_null(strstr(why, "its application answers as a process started at"));
-    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "ColdStart");
+    ws = wait_reason("notebook", "Restored", "FromSnapshot", 240000);
+    uint64_t back = harness_now_ms();
+    snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
     cJSON_Delete(ws);
-    code = 0;
-    for (int i = 0; i < 50 && code != 200; i++, usleep(200 * 1000))
-        code = api_status("notebook");
-    assert_int_equal(code, 200);
+    out = jupyter_run_cell(pod, TOKEN, RUNTIME_DIR, kernel, "print(x, len(buf))");
+    print_message("it_demo: Restored=True/FromSnapshot %.1f s after the resume; the kernel says: "
+                  "%s",
+                  (back - t0) / 1000.0, strchr(out, '\n') ? strchr(out, '\n') + 1 : out);
+    assert_non_null(strstr(out, kernel));
+    assert_non_null(strstr(out, "42 268435456"));
+    free(out);
 }
 
-static int cleanup(void **state)
+/* The drill of the demo's canary class: the memory really comes back. */
+static void test_drill(void **state)
 {
     (void)state;
-    if (ns) {
-        /* The controller and the simulator release the finalizers. */
-        harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=60s", ns);
-        harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    char *out = NULL;
+    int r =
+        harness_sh(&out, "'%s' drill --kubeconfig '%s' -n %s --class demo-canary --timeout 4m 2>&1",
+                   KUBECTL_WORKSPACE_BIN, harness_kubeconfig(), ns);
+    fprintf(stderr, "%s", out ? out : "");
+    assert_int_equal(r, 0);
+    assert_non_null(strstr(out, "drill: ready in"));
+    assert_non_null(strstr(out, "(restored from snapshot)"));
+    assert_non_null(
+        strstr(out, "PASS: memory restored (same canary value, restored from snapshot)"));
+    free(out);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    harness_require_real_node();
+    registry = getenv("HIBERNATOR_REGISTRY");
+    const char *pw = getenv("HIBERNATOR_REGISTRY_PASSWORD_FILE");
+    FILE *f = pw ? fopen(pw, "r") : NULL;
+    if (!registry || !f || !fgets(password, sizeof(password), f)) {
+        fprintf(stderr, "it_demo: the cluster has no registry (HIBERNATOR_REGISTRY)\n");
+        exit(1);
     }
+    fclose(f);
+    password[strcspn(password, "\n")] = '\0';
+    it_deploy("it-demo");
+    char *out = NULL;
+    if (harness_sh(&out, "'%s/deploy/local/node-agent.sh' up --dir '%s' 2>&1", SOURCE_DIR,
+                   harness_cluster_dir()) != 0) {
+        fprintf(stderr, "it_demo: node-agent.sh up: %s\n", out);
+        exit(1);
+    }
+    free(out);
+    if (harness_sh(&out,
+                   "sed 's|REGISTRY/|%s/|' '%s/deploy/local/demo.yaml' | kubectl --kubeconfig "
+                   "'%s' apply -f - 2>&1",
+                   registry, SOURCE_DIR, harness_kubeconfig()) != 0) {
+        fprintf(stderr, "it_demo: deploy/local/demo.yaml: %s\n", out);
+        exit(1);
+    }
+    free(out);
+    ns = harness_namespace("it-demo");
+    if (harness_kubectl(NULL,
+                        "-n %s create secret generic notebook-jupyter --from-literal=token=" TOKEN,
+                        ns) != 0 ||
+        harness_kubectl(NULL,
+                        "-n %s create secret docker-registry checkpoints --docker-server=%s "
+                        "--docker-username=hibernator --docker-password=%s",
+                        ns, registry, password) != 0)
+        return -1;
+    start_controller();
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    /* The controller releases the Workspaces, the agent the
+     * ContainerSnapshots (their images first). */
+    harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=120s", ns);
+    harness_kubectl(NULL, "-n %s wait --for=delete containersnapshots --all --timeout=60s", ns);
     controller_stop();
-    simulator_stop();
     it_show_logs();
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
     return 0;
 }
 
 int main(void)
 {
-    harness_require_real_node();
-    it_deploy("it-demo");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_idle_cycle, cleanup),
+        cmocka_unit_test(test_idle_cycle),
+        cmocka_unit_test(test_drill),
     };
-    return cmocka_run_group_tests_name("demo", tests, NULL, NULL);
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
+    return cmocka_run_group_tests_name("demo", tests, group_setup, group_teardown);
 }

@@ -55,6 +55,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "jupyter.h"
 #include "workspaces.h"
 
 #define NOTEBOOK_IMAGE "hibernator.local/notebook:dev"
@@ -63,85 +64,82 @@
 #define HOME_RUNTIME_DIR "/home/jovyan/.local/share/jupyter/runtime"
 #define TOKEN "it-node-agent"
 
-static char work[256]; /* the agent's files: token, kubeconfig, registry credentials */
-static pid_t agent_pid;
 static const char *registry; /* host:port */
 static char password[128];
 
 /* ---- the agent ------------------------------------------------------------- */
 
-static void agent_start(void)
+#define AGENT_NS "hibernator-node"
+#define AGENT_PODS "-n " AGENT_NS " -l app.kubernetes.io/component=node-agent"
+
+/* The DaemonSet of deploy/node/ as deploy/local/node-agent.sh installs it
+ * (kubectl apply -k; the image imported), running on the real node. */
+static void agent_install(void)
 {
-    char log[300], dir[512];
-    snprintf(log, sizeof(log), "%s/agent.log", work);
-    snprintf(dir, sizeof(dir), "%s/real-node/kubelet/checkpoints", harness_cluster_dir());
-    char kc[300], tok[300], auth[300], ca[512];
-    snprintf(kc, sizeof(kc), "%s/kubeconfig", work);
-    snprintf(tok, sizeof(tok), "%s/token", work);
-    snprintf(auth, sizeof(auth), "%s/dockerconfig.json", work);
-    snprintf(ca, sizeof(ca), "%s/pki/ca.crt", harness_cluster_dir());
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        FILE *f = freopen(log, "a", stderr);
-        (void)f;
-        execl(NODE_AGENT_BIN, NODE_AGENT_BIN, "--kubeconfig", kc, "--node-name",
-              getenv("HIBERNATOR_REAL_NODE"), "--checkpoint-dir", dir, "--kubelet-ca", ca,
-              "--token-file", tok, "--registry-auth", auth, "--registry-ca", ca, "--log-format",
-              "text", (char *)NULL);
-        _exit(127);
-    }
-    agent_pid = pid;
+    uint64_t t0 = harness_now_ms();
+    assert_int_equal(harness_sh(NULL, "'%s/deploy/local/node-agent.sh' up --dir '%s' >&2",
+                                SOURCE_DIR, harness_cluster_dir()),
+                     0);
+    print_message("node agent DaemonSet running: %.1f s\n",
+                  (double)(harness_now_ms() - t0) / 1000.0);
 }
 
-static void agent_stop(int sig)
+/* The agent's pod: its name and its container's runtime id (no
+ * "containerd://"), its restart count. */
+static void agent_pod(char name[128], char cid[256], int *restarts)
 {
-    if (agent_pid <= 0)
-        return;
-    kill(agent_pid, sig);
-    waitpid(agent_pid, NULL, 0);
-    agent_pid = 0;
+    char *out = NULL;
+    assert_int_equal(harness_kubectl(&out,
+                                     "get pods " AGENT_PODS " --field-selector "
+                                     "status.phase=Running -o jsonpath='{.items[0].metadata.name} "
+                                     "{.items[0].status.containerStatuses[0].containerID} "
+                                     "{.items[0].status.containerStatuses[0].restartCount}'"),
+                     0);
+    char id[256] = "";
+    int n = 0;
+    if (sscanf(out, "%127s %255s %d", name, id, &n) != 3)
+        fail_msg("no running agent pod: %s", out);
+    free(out);
+    assert_true(strncmp(id, "containerd://", 13) == 0);
+    snprintf(cid, 256, "%s", id + 13);
+    *restarts = n;
 }
 
-/* The ServiceAccount's token, a kubeconfig that presents it, and the
- * registry's credentials as a Docker config. */
-static void agent_files(void)
+/* SIGKILL to the agent's process through containerd (no shutdown of its
+ * own); the kubelet starts the container again. */
+static void agent_kill(void)
 {
-    const char *dir = harness_cluster_dir();
-    assert_int_equal(harness_kubectl(NULL,
-                                     "apply -f '%s/deploy/namespace.yaml' -f "
-                                     "'%s/deploy/crds/containersnapshots.yaml' -f "
-                                     "'%s/deploy/node/serviceaccount.yaml' -f "
-                                     "'%s/deploy/node/rbac.yaml'",
-                                     SOURCE_DIR, SOURCE_DIR, SOURCE_DIR, SOURCE_DIR),
+    char pod[128], cid[256];
+    int restarts = 0;
+    agent_pod(pod, cid, &restarts);
+    assert_int_equal(harness_sh(NULL, "ctr -a '%s' -n k8s.io tasks kill -s SIGKILL %s",
+                                getenv("HIBERNATOR_CONTAINERD_SOCK"), cid),
                      0);
-    assert_int_equal(harness_kubectl(NULL, "wait --for=condition=Established --timeout=60s "
-                                           "crd/containersnapshots.hibernator.dev"),
+    print_message("  agent %s killed (SIGKILL)\n", pod);
+}
+
+/* The agent off the node (its DaemonSet's pods select no node) and back. */
+static void agent_down(void)
+{
+    assert_int_equal(harness_kubectl(NULL, "-n " AGENT_NS " patch daemonset hibernator-node "
+                                           "--type=merge -p '{\"spec\":{\"template\":{\"spec\":"
+                                           "{\"nodeSelector\":{\"hibernator.dev/no-agent\":"
+                                           "\"true\"}}}}}'"),
                      0);
-    assert_int_equal(harness_sh(NULL,
-                                "kubectl --kubeconfig '%s' -n hibernator-system create token "
-                                "hibernator-node --duration=2h > '%s/token'",
-                                harness_kubeconfig(), work),
+    assert_int_equal(harness_kubectl(NULL, "wait --for=delete pod " AGENT_PODS " --timeout=60s"),
                      0);
-    FILE *f = NULL;
-    char path[300];
-    snprintf(path, sizeof(path), "%s/kubeconfig", work);
-    assert_non_null(f = fopen(path, "w"));
-    fprintf(f,
-            "apiVersion: v1\nkind: Config\n"
-            "clusters: [{name: c, cluster: {server: \"%s\", certificate-authority: "
-            "\"%s/pki/ca.crt\"}}]\n"
-            "users: [{name: agent, user: {tokenFile: \"%s/token\"}}]\n"
-            "contexts: [{name: x, context: {cluster: c, user: agent}}]\ncurrent-context: x\n",
-            getenv("HIBERNATOR_APISERVER_URL"), dir, work);
-    fclose(f);
-    char *b64 = NULL;
-    assert_int_equal(harness_sh(&b64, "printf 'hibernator:%s' | base64 -w0", password), 0);
-    snprintf(path, sizeof(path), "%s/dockerconfig.json", work);
-    assert_non_null(f = fopen(path, "w"));
-    fprintf(f, "{\"auths\":{\"%s\":{\"auth\":\"%s\"}}}\n", registry, b64);
-    fclose(f);
-    free(b64);
+}
+
+static void agent_up(void)
+{
+    assert_int_equal(harness_kubectl(NULL, "-n " AGENT_NS " patch daemonset hibernator-node "
+                                           "--type=merge -p '{\"spec\":{\"template\":{\"spec\":"
+                                           "{\"nodeSelector\":{\"hibernator.dev/no-agent\":"
+                                           "null}}}}}'"),
+                     0);
+    assert_int_equal(harness_kubectl(NULL, "-n " AGENT_NS " rollout status "
+                                           "daemonset/hibernator-node --timeout=120s"),
+                     0);
 }
 
 /* ---- pods and cells ------------------------------------------------------------ */
@@ -177,58 +175,18 @@ static void notebook_pod(const char *name, const char *image, const char *before
         0);
 }
 
-static char *pod_field(const char *pod, const char *jsonpath)
+#define pod_field jupyter_pod_field
+
+static char *status_of(const char *pod)
 {
-    char *out = NULL;
-    assert_int_equal(harness_kubectl(&out, "-n %s get pod %s -o jsonpath='%s'", ns, pod, jsonpath),
-                     0);
-    return out;
+    return jupyter_status(pod, TOKEN);
 }
 
-/* Jupyter's GET /api/status from the machine, over the pod IP. */
-static char *jupyter_status(const char *pod)
-{
-    char *ip = pod_field(pod, "{.status.podIP}");
-    char *out = NULL;
-    for (int i = 0; i < 60; i++) {
-        free(out);
-        out = NULL;
-        if (harness_sh(&out,
-                       "curl -fsS -m 5 -H 'Authorization: token " TOKEN
-                       "' http://%s:8888/api/status",
-                       ip) == 0)
-            break;
-        usleep(500 * 1000);
-    }
-    free(ip);
-    assert_non_null(out);
-    return out;
-}
-
-/* The "started" of a /api/status answer. */
-static void started_of(const char *status, char out[64])
-{
-    const char *p = strstr(status, "\"started\": \"");
-    assert_non_null(p);
-    p += strlen("\"started\": \"");
-    snprintf(out, 64, "%.*s", (int)strcspn(p, "\""), p);
-}
-
-/* Runs code in kernel (NULL: a new one) of the pod's server through
- * tests/tools/jupyter_run.py; returns its output (first line: the kernel). */
 static const char *runtime_dir = RUNTIME_DIR;
 
 static char *run_cell(const char *pod, const char *kernel, const char *code)
 {
-    char *out = NULL;
-    int st =
-        harness_kubectl(&out,
-                        "-n %s exec -i %s -c workspace -- python3 - http://127.0.0.1:8888 " TOKEN
-                        " %s %s '%s' < '%s/tests/tools/jupyter_run.py'",
-                        ns, pod, runtime_dir, kernel ? kernel : "new", code, SOURCE_DIR);
-    if (st != 0)
-        fail_msg("cell %s in %s: exit %d: %s", code, pod, st, out ? out : "");
-    return out;
+    return jupyter_run_cell(pod, TOKEN, runtime_dir, kernel, code);
 }
 
 /* ---- ContainerSnapshots ---------------------------------------------------------- */
@@ -293,7 +251,7 @@ static void test_checkpoint_restore(void **state)
 {
     (void)state;
     notebook_pod("nb", NOTEBOOK_IMAGE, NULL);
-    free(jupyter_status("nb")); /* it answers */
+    free(status_of("nb")); /* it answers */
     char *out = run_cell("nb", NULL,
                          "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * 64; "
                          "print(x, len(buf))");
@@ -301,9 +259,9 @@ static void test_checkpoint_restore(void **state)
     snprintf(kernel, sizeof(kernel), "%.*s", (int)strcspn(out, "\n"), out);
     assert_non_null(strstr(out, "42 67108864"));
     free(out);
-    char *status = jupyter_status("nb");
+    char *status = status_of("nb");
     char started[64];
-    started_of(status, started);
+    jupyter_started_of(status, started);
     free(status);
     char *uid = pod_field("nb", "{.metadata.uid}");
     uint64_t t0 = harness_now_ms();
@@ -340,9 +298,9 @@ static void test_checkpoint_restore(void **state)
     t0 = harness_now_ms();
     notebook_pod("nb-restored", image, NULL);
     uint64_t t_pod = harness_now_ms();
-    status = jupyter_status("nb-restored");
+    status = status_of("nb-restored");
     char started_after[64];
-    started_of(status, started_after);
+    jupyter_started_of(status, started_after);
     print_message("  restored pod Ready %.1f s after it was created; server started %s "
                   "(before: %s)\n",
                   (double)(t_pod - t0) / 1000.0, started_after, started);
@@ -393,7 +351,7 @@ static void test_refused(void **state)
 static void test_agent_down(void **state)
 {
     (void)state;
-    agent_stop(SIGKILL);
+    agent_down();
     notebook_pod("later", NOTEBOOK_IMAGE, NULL);
     char *uid = pod_field("later", "{.metadata.uid}");
     snapshot_create("later-p1-1", "later", uid);
@@ -402,7 +360,7 @@ static void test_agent_down(void **state)
     char *r = snapshot_field("later-p1-1", "{.status.conditions}");
     assert_string_equal(r, ""); /* nobody acted */
     free(r);
-    agent_start();
+    agent_up();
     r = snapshot_wait("later-p1-1", 180);
     assert_string_equal(r, "True Stored");
     free(r);
@@ -411,7 +369,7 @@ static void test_agent_down(void **state)
 static void test_archive_lost(void **state)
 {
     (void)state;
-    agent_stop(SIGKILL);
+    agent_down();
     notebook_pod("lost", NOTEBOOK_IMAGE, NULL);
     char *uid = pod_field("lost", "{.metadata.uid}");
     snapshot_create("lost-p1-1", "lost", uid);
@@ -425,7 +383,7 @@ static void test_archive_lost(void **state)
                                      "crash\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}'",
                                      ns, gone),
                      0);
-    agent_start();
+    agent_up();
     char *r = snapshot_wait("lost-p1-1", 180);
     assert_string_equal(r, "True Stored");
     free(r);
@@ -433,6 +391,82 @@ static void test_archive_lost(void **state)
     print_message("  the lost archive replaced by %s\n", archive);
     assert_string_not_equal(archive, gone);
     free(archive);
+}
+
+/* The kubelet's archives of a pod left on the node. */
+static int archives_of(const char *pod)
+{
+    char *out = NULL;
+    harness_sh(&out, "ls '%s/real-node/kubelet/checkpoints' | grep -c '^checkpoint-%s_%s-' || true",
+               harness_cluster_dir(), pod, ns);
+    int n = out ? atoi(out) : -1;
+    free(out);
+    return n;
+}
+
+/* Waits until a ContainerSnapshot says Checkpointed=True. */
+static void wait_checkpointed(const char *name)
+{
+    for (int i = 0; i < 2400; i++) {
+        char *c = snapshot_field(name, "{.status.conditions[?(@.type==\"Checkpointed\")].status}");
+        int yes = c && strcmp(c, "True") == 0;
+        free(c);
+        if (yes)
+            return;
+        usleep(100 * 1000);
+    }
+    fail_msg("%s: not Checkpointed after 240 s", name);
+}
+
+/* The agent killed (SIGKILL through containerd, no shutdown of its own)
+ * while the kubelet checkpoints, and while the image is pushed. The
+ * kubelet starts it again; it goes on from the objects alone: Ready, the
+ * image in the registry, and no archive of the pod left on the node (an
+ * archive written for the killed call is swept). */
+static void test_agent_killed(void **state)
+{
+    (void)state;
+    notebook_pod("killed", NOTEBOOK_IMAGE, NULL);
+    free(status_of("killed"));
+    char *out = run_cell("killed", NULL,
+                         "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * 128; print(x)");
+    free(out);
+    char *uid = pod_field("killed", "{.metadata.uid}");
+
+    /* While the kubelet checkpoints (CRIU dumps ~200 MB for seconds). */
+    snapshot_create("killed-p1-1", "killed", uid);
+    usleep(1500 * 1000);
+    char *c = snapshot_field("killed-p1-1", "{.status.conditions}");
+    assert_string_equal(c, ""); /* nothing recorded yet */
+    free(c);
+    agent_kill();
+    char *r = snapshot_wait("killed-p1-1", 300);
+    assert_string_equal(r, "True Stored");
+    free(r);
+
+    /* While the image is pushed. */
+    snapshot_create("killed-p1-2", "killed", uid);
+    wait_checkpointed("killed-p1-2");
+    agent_kill();
+    r = snapshot_wait("killed-p1-2", 300);
+    assert_string_equal(r, "True Stored");
+    free(r);
+    free(uid);
+
+    char path[300];
+    snprintf(path, sizeof(path), "%s/killed", ns);
+    for (int i = 1; i <= 2; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "killed-p1-%d", i);
+        char *image = snapshot_field(name, "{.status.image}");
+        assert_int_equal(registry_head(path, strchr(image, '@') + 1), 200);
+        free(image);
+    }
+    /* Nothing of the pod's memory stays on the node's disk. */
+    int left = archives_of("killed");
+    for (int i = 0; i < 50 && left > 0; i++, usleep(200 * 1000))
+        left = archives_of("killed");
+    assert_int_equal(left, 0);
 }
 
 static void test_deleted(void **state)
@@ -455,12 +489,12 @@ static void test_deleted(void **state)
 
 /* The class of deploy/local/notebook-checkpoint-class.yaml, idle after 45
  * s, and the controller for the test's namespace. */
-static void controller_for_memory(void)
+static void memory_class(void)
 {
-    static int started;
-    if (started)
+    static int applied;
+    if (applied)
         return;
-    started = 1;
+    applied = 1;
     assert_int_equal(
         harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: WorkspaceClass\n"
                       "metadata: {name: " CLASS "}\n"
@@ -495,14 +529,39 @@ static void controller_for_memory(void)
     args[0] = ns_flag;
     args[1] = NULL;
     controller_extra_args(args);
-    controller_start(NULL);
+}
+
+/* The controller for the test's namespace; failpoint as controller_start()'s. */
+static int controller_running;
+
+static void controller_up(const char *failpoint)
+{
+    memory_class();
+    controller_start(failpoint);
+    controller_running = 1;
+}
+
+static void controller_down(void)
+{
+    controller_stop();
+    controller_running = 0;
+}
+
+/* A failpoint reached: the controller exited by itself (status 3). */
+static void controller_exited(const char *failpoint)
+{
+    int st = controller_wait_exit(180000);
+    controller_running = 0;
+    print_message("  failpoint %s: the controller exited with %d\n", failpoint, st);
+    assert_int_equal(st, 3);
 }
 
 /* A running notebook workspace with x = 42 and 256 MiB in a kernel; its
  * kernel id in kernel. */
-static void workspace_with_kernel(const char *name, char kernel[64])
+static void workspace_with_kernel(const char *name, int mib, char kernel[64])
 {
-    controller_for_memory();
+    if (!controller_running)
+        controller_up(NULL);
     runtime_dir = HOME_RUNTIME_DIR;
     assert_int_equal(harness_kubectl(NULL,
                                      "-n %s create secret generic %s-jupyter "
@@ -514,63 +573,114 @@ static void workspace_with_kernel(const char *name, char kernel[64])
     char pod[128];
     snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
     cJSON_Delete(ws);
-    free(jupyter_status(pod));
-    char *out = run_cell(pod, NULL,
-                         "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * 256; "
-                         "print(x, len(buf))");
+    free(status_of(pod));
+    char code[200], want[64];
+    snprintf(code, sizeof(code),
+             "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * %d; print(x, len(buf))",
+             mib);
+    snprintf(want, sizeof(want), "42 %lld", (long long)mib << 20);
+    char *out = run_cell(pod, NULL, code);
     snprintf(kernel, 64, "%.*s", (int)strcspn(out, "\n"), out);
-    assert_non_null(strstr(out, "42 268435456"));
+    assert_non_null(strstr(out, want));
     free(out);
 }
 
-static void test_workspace_memory(void **state)
+/* A ContainerSnapshot's Ready condition, its image and its name's
+ * workspace label; fails when there is not exactly one for the pause. */
+static char *csnap_image(const char *name)
 {
-    (void)state;
-    char kernel[64];
-    workspace_with_kernel("nb", kernel);
-    /* The idle policy pauses it (45 s without activity). */
-    uint64_t t0 = harness_now_ms();
-    cJSON *ws = wait_state("nb", "Paused", 300000);
-    uint64_t t_paused = harness_now_ms();
-    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
-    assert_string_equal(str_at(ws, "status.lastPause.reason"), "IdleTimeout");
-    char image[512];
-    snprintf(image, sizeof(image), "%s", str_at(ws, "status.snapshot.image"));
-    char started[64];
-    snprintf(started, sizeof(started), "%s", str_at(ws, "status.snapshot.appStartedAt"));
-    double seconds = num_at(ws, "status.snapshot.seconds");
-    cJSON_Delete(ws);
-    print_message("  paused by its idle policy %.1f s after the cell; snapshot %.1f s; %s\n",
-                  (double)(t_paused - t0) / 1000.0, seconds, image);
-    assert_int_equal(live_pods("nb"), 0);
-    char path[300];
-    snprintf(path, sizeof(path), "checkpoints/%s/nb", ns);
-    const char *digest = strchr(image, '@');
-    assert_non_null(digest);
-    assert_int_equal(registry_head(path, digest + 1), 200);
-    assert_true(started[0]);
+    char *image = snapshot_field(name, "{.status.image}");
+    assert_non_null(image);
+    assert_true(image[0]);
+    return image;
+}
 
-    /* Resumed: the same kernel, the same x. */
-    t0 = harness_now_ms();
-    set_paused("nb", 0);
-    ws = wait_reason("nb", "Restored", "FromSnapshot", 180000);
-    uint64_t t_back = harness_now_ms();
+/* The workspace's status says what the backend's objects say: the
+ * pause's ContainerSnapshot, Ready, its image in the registry, the pod
+ * gone and its deletion recorded. */
+static void check_paused_with(const char *name, const char *attempt)
+{
+    cJSON *ws = wait_state(name, "Paused", 300000);
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+    assert_string_equal(str_at(ws, "status.snapshot.attempt"), attempt);
+    assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+    assert_non_null(str_at(ws, "status.lastPause.podDeletedAt"));
+    char *image = csnap_image(attempt);
+    assert_string_equal(str_at(ws, "status.snapshot.image"), image);
+    char path[300];
+    snprintf(path, sizeof(path), "checkpoints/%s/%s", ns, name);
+    assert_int_equal(registry_head(path, strchr(image, '@') + 1), 200);
+    free(image);
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods(name), 0);
+}
+
+static void check_restored(const char *name, const char *kernel, const char *want)
+{
+    cJSON *ws = wait_reason(name, "Restored", "FromSnapshot", 300000);
     char pod[128];
     snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
     assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
     cJSON_Delete(ws);
+    assert_int_equal(live_pods(name), 1);
     char *out = run_cell(pod, kernel, "print(x, len(buf))");
-    print_message("  resumed FromSnapshot %.1f s after the request; the kernel says: %s",
-                  (double)(t_back - t0) / 1000.0, strchr(out, '\n') + 1);
-    assert_non_null(strstr(out, "42 268435456"));
+    assert_non_null(strstr(out, want));
     free(out);
+}
+
+/* The controller killed at each step of a pause and a resume with memory
+ * (its failpoints: it exits right after the step's write), then started
+ * again: what the status records is what the backend's objects hold, and
+ * the kernel's x comes back each time.
+ *
+ *   SnapshotBegin  the ContainerSnapshot is created; the agent makes it
+ *                  Ready while no controller runs, the pod runs on
+ *   DeletePod      the snapshot is Ready and the pod deleted, the status
+ *                  not written yet
+ *   CreatePod      the resume's pod from the image is created, nothing
+ *                  recorded yet
+ */
+static void test_controller_killed(void **state)
+{
+    (void)state;
+    char kernel[64];
+    workspace_with_kernel("crash", 64, kernel);
+    const char *want = "42 67108864";
+
+    controller_down();
+    controller_up("SnapshotBegin");
+    set_paused("crash", 1);
+    controller_exited("SnapshotBegin");
+    char *r = snapshot_wait("crash-p1-1", 240);
+    assert_string_equal(r, "True Stored");
+    free(r);
+    assert_int_equal(live_pods("crash"), 1); /* nobody deleted it */
+    controller_up(NULL);
+    check_paused_with("crash", "crash-p1-1");
+
+    controller_down();
+    controller_up("CreatePod");
+    set_paused("crash", 0);
+    controller_exited("CreatePod");
+    controller_up(NULL);
+    check_restored("crash", kernel, want);
+
+    controller_down();
+    controller_up("DeletePod");
+    set_paused("crash", 1);
+    controller_exited("DeletePod");
+    assert_int_equal(live_pods("crash"), 0);
+    controller_up(NULL);
+    check_paused_with("crash", "crash-p2-1");
+    set_paused("crash", 0);
+    check_restored("crash", kernel, want);
 }
 
 static void test_image_gone(void **state)
 {
     (void)state;
     char kernel[64];
-    workspace_with_kernel("gone", kernel);
+    workspace_with_kernel("gone", 16, kernel);
     cJSON *ws = wait_state("gone", "Paused", 300000);
     assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
     char digest[128];
@@ -613,18 +723,14 @@ static int group_setup(void **state)
     }
     fclose(f);
     password[strcspn(password, "\n")] = '\0';
-    snprintf(work, sizeof(work), "/tmp/it-node-agent.XXXXXX");
-    if (!mkdtemp(work))
-        return -1;
     it_deploy("it-node-agent");
     ns = harness_namespace("it-agent");
-    agent_files();
+    agent_install();
     if (harness_kubectl(NULL,
                         "-n %s create secret docker-registry checkpoints --docker-server=%s "
                         "--docker-username=hibernator --docker-password=%s",
                         ns, registry, password) != 0)
         return -1;
-    agent_start();
     return 0;
 }
 
@@ -633,17 +739,15 @@ static int group_teardown(void **state)
     (void)state;
     /* The controller lets the Workspaces go, the agent the ContainerSnapshots
      * (their images first); then the namespace can. */
+    if (!controller_running)
+        controller_up(NULL);
     harness_kubectl(NULL, "-n %s delete workspaces --all --timeout=90s", ns);
     harness_kubectl(NULL, "-n %s delete containersnapshots --all --timeout=90s", ns);
-    controller_stop();
+    controller_down();
     it_show_logs();
-    agent_stop(SIGTERM);
-    char log[300];
-    snprintf(log, sizeof(log), "%s/agent.log", work);
     if (getenv("IT_AGENT_LOG"))
-        harness_sh(NULL, "cat '%s' >&2", log);
+        harness_kubectl(NULL, "logs " AGENT_PODS " --tail=-1 >&2");
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
-    harness_sh(NULL, "rm -rf '%s'", work);
     free(ns);
     return 0;
 }
@@ -651,13 +755,10 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_checkpoint_restore),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_agent_down),
-        cmocka_unit_test(test_archive_lost),
-        cmocka_unit_test(test_deleted),
-        cmocka_unit_test(test_workspace_memory),
-        cmocka_unit_test(test_image_gone),
+        cmocka_unit_test(test_checkpoint_restore), cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_agent_down),         cmocka_unit_test(test_archive_lost),
+        cmocka_unit_test(test_agent_killed),       cmocka_unit_test(test_deleted),
+        cmocka_unit_test(test_controller_killed),  cmocka_unit_test(test_image_gone),
     };
     if (getenv("IT_ONLY"))
         cmocka_set_test_filter(getenv("IT_ONLY"));

@@ -648,7 +648,7 @@ static const struct access controller_access[] = {
     {"update customresourcedefinitions.apiextensions.k8s.io", 0},
 };
 
-#define NODE_AGENT_SA "system:serviceaccount:hibernator-system:hibernator-node"
+#define NODE_AGENT_SA "system:serviceaccount:hibernator-node:hibernator-node"
 
 /* The node agent (deploy/node/rbac.yaml): what it may and may not do. */
 static const struct access node_agent_access[] = {
@@ -664,6 +664,7 @@ static const struct access node_agent_access[] = {
     {"list pods -A", 0},
     {"delete pods -n team-a", 0},
     {"create pods --subresource=exec -n team-a", 0},
+    {"get secrets -n hibernator-node", 0},
     {"get secrets -n hibernator-system", 0},
     {"list secrets -A", 0},
     {"get nodes --subresource=proxy", 0},

@@ -215,6 +215,7 @@ static void test_decode_container_checkpoint(void **state)
         "10.231.0.1:5000/checkpoints/team-a",
         "r/a.b_c-d/e__f",
         "localhost:1/x",
+        "localhost:65535/x",
     };
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         cJSON *obj = cJSON_Parse(minimal_class);
@@ -224,6 +225,8 @@ static void test_decode_container_checkpoint(void **state)
         assert_non_null(cJSON_AddStringToObject(snap, "repository", good[i]));
         if (i == 0)
             assert_non_null(cJSON_AddStringToObject(snap, "pullSecretName", "checkpoints"));
+        if (i == 1)
+            assert_non_null(cJSON_AddStringToObject(snap, "pullSecretName", "team-a.pull-1"));
         char *json = cJSON_PrintUnformatted(obj);
         cJSON_Delete(obj);
         struct workspace_class *c = decode_ok(json);
@@ -232,6 +235,8 @@ static void test_decode_container_checkpoint(void **state)
         assert_string_equal(c->snapshot.repository, good[i]);
         if (i == 0)
             assert_string_equal(c->snapshot.pull_secret_name, "checkpoints");
+        else if (i == 1)
+            assert_string_equal(c->snapshot.pull_secret_name, "team-a.pull-1");
         else
             assert_null(c->snapshot.pull_secret_name);
         workspace_class_free(c);
@@ -837,6 +842,23 @@ static void test_decode_idle_errors(void **state)
          "spec.snapshot.repository: not an OCI repository"},
         {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example/a//b\"}",
          "spec.snapshot.repository: not an OCI repository"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example:99999/a\"}",
+         "spec.snapshot.repository: not an OCI repository host[:port]/path (a port of 1-65535"},
+        {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example:0/a\"}",
+         "spec.snapshot.repository: not an OCI repository"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example/a\",\"pullSecretName\":"
+         "\"Pull_Secret\"}",
+         "spec.snapshot.pullSecretName: not a Secret's name"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example/a\",\"pullSecretName\":"
+         "\"pull..secret\"}",
+         "spec.snapshot.pullSecretName: not a Secret's name"},
+        {"spec.snapshot",
+         "{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.example/a\",\"pullSecretName\":"
+         "\"-pull\"}",
+         "spec.snapshot.pullSecretName: not a Secret's name"},
         {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":5}",
          "spec.snapshot.repository: must be a string"},
         {"spec.idle", "7", "spec.idle: must be an object"},

@@ -13,7 +13,9 @@
 # directories the controller manager creates as root with mode 0750, and
 # fsGroup does not apply to hostPath. Then it execs the application as uid
 # 1000, so the Python process is PID 1 and handles SIGTERM itself. Started as
-# another uid it runs the application directly.
+# another uid it runs the application directly; with CANARY_USER=root it
+# stays root (a class whose pauses CRIU checkpoints on a machine without
+# CAP_SYS_RESOURCE: CRIU there dumps only processes of its own uid).
 
 canary_ref() { echo hibernator.local/canary:dev; }
 
@@ -25,7 +27,7 @@ canary_start_script() {
 #!/bin/sh
 set -eu
 home=${CANARY_HOME:-/home/canary}
-if [ "$(id -u)" = 0 ]; then
+if [ "$(id -u)" = 0 ] && [ "${CANARY_USER:-canary}" != root ]; then
   [ "$(stat -c %u:%g "$home")" = 1000:1000 ] || chown 1000:1000 "$home"
   exec setpriv --reuid=1000 --regid=1000 --clear-groups --inh-caps=-all \
     env HOME="$home" USER=canary /usr/bin/python3 -u /opt/canary/app.py
