@@ -597,14 +597,20 @@ static char *csnap_image(const char *name)
 
 /* The workspace's status says what the backend's objects say: the
  * pause's ContainerSnapshot, Ready, its image in the registry, the pod
- * gone and its deletion recorded. */
-static void check_paused_with(const char *name, const char *attempt)
+ * gone and its deletion recorded: when it was sent, or, when no running
+ * controller saw it (seen 0), said to be unobserved, never made up. */
+static void check_paused_with(const char *name, const char *attempt, int seen)
 {
     cJSON *ws = wait_state(name, "Paused", 300000);
     assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
     assert_string_equal(str_at(ws, "status.snapshot.attempt"), attempt);
     assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
-    assert_non_null(str_at(ws, "status.lastPause.podDeletedAt"));
+    if (seen) {
+        assert_non_null(str_at(ws, "status.lastPause.podDeletedAt"));
+    } else {
+        assert_null(str_at(ws, "status.lastPause.podDeletedAt"));
+        assert_string_equal(str_at(ws, "status.lastPause.unobserved"), "podDeletedAt");
+    }
     char *image = csnap_image(attempt);
     assert_string_equal(str_at(ws, "status.snapshot.image"), image);
     char path[300];
@@ -656,7 +662,7 @@ static void test_controller_killed(void **state)
     free(r);
     assert_int_equal(live_pods("crash"), 1); /* nobody deleted it */
     controller_up(NULL);
-    check_paused_with("crash", "crash-p1-1");
+    check_paused_with("crash", "crash-p1-1", 1);
 
     controller_down();
     controller_up("CreatePod");
@@ -671,7 +677,7 @@ static void test_controller_killed(void **state)
     controller_exited("DeletePod");
     assert_int_equal(live_pods("crash"), 0);
     controller_up(NULL);
-    check_paused_with("crash", "crash-p2-1");
+    check_paused_with("crash", "crash-p2-1", 0);
     set_paused("crash", 0);
     check_restored("crash", kernel, want);
 }
