@@ -369,6 +369,8 @@ static void print_snapshot(const struct workspace *ws, const cJSON *enc, int64_t
     if (node || gpu)
         field(out, 2, NESTED_WIDTH, "Taken on", "%s%s%s", or_text(node, "?"), gpu ? ", " : "",
               gpu ? gpu : "");
+    if (s->image && *s->image)
+        field(out, 2, NESTED_WIDTH, "Image", "%s", s->image);
     if (s->message && *s->message)
         field(out, 2, NESTED_WIDTH, "Message", "%s", s->message);
 }

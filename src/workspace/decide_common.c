@@ -259,6 +259,11 @@ const char *decide_pod_product(const struct decider *d, const struct workspace_p
     return c->product;
 }
 
+const char *decide_memory_words(const struct workspace_class *c)
+{
+    return c && c->has_accelerator ? "memory and GPU state" : "memory";
+}
+
 /* onCapacityTimeout FallBack applies (the decoder makes sure there is
  * something to fall back to; a class read otherwise waits). */
 int decide_falls_back(const struct workspace_class *c)

@@ -94,6 +94,9 @@ void decide_event(struct decider *d, const char *type, const char *reason, const
     __attribute__((format(printf, 4, 5)));
 int decide_failed(struct decider *d, int rc);
 int decide_falls_back(const struct workspace_class *c);
+/* What a snapshot of the workspace holds, in words: "memory and GPU
+ * state" with an accelerator, "memory" without (c may be NULL). */
+const char *decide_memory_words(const struct workspace_class *c);
 void decide_format_duration(int64_t ms, char *out, size_t size);
 int64_t grace_seconds(const struct decider *d);
 int decide_in_pause(const struct workspace_status *s);

@@ -162,8 +162,8 @@ static void pause_kept(const struct decider *d, char *out, size_t size)
     int this_pause = decide_pause_snapshots(d) && sn->attempt &&
                      sn->requested_ms >= st->last_pause->requested_ms;
     if (this_pause && decide_streq(sn->phase, "Ready"))
-        snprintf(out, size, "snapshot %s holds its memory and GPU state, home its files",
-                 sn->name ? sn->name : sn->attempt);
+        snprintf(out, size, "snapshot %s holds its %s, home its files",
+                 sn->name ? sn->name : sn->attempt, decide_memory_words(d->cls));
     else if (this_pause && decide_streq(sn->phase, "Failed"))
         snprintf(out, size,
                  "files only: snapshot %s failed, home keeps the files and the application's "

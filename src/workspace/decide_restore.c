@@ -345,8 +345,9 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
             return 0;
         }
         decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_SNAPSHOT,
-                         "pod %s was restored from snapshot %s: memory and GPU state are back",
-                         p->name, p->snapshot);
+                         "pod %s was restored from snapshot %s: %s back", p->name, p->snapshot,
+                         d->cls && d->cls->has_accelerator ? "memory and GPU state are"
+                                                           : "memory is");
         if (st->last_resume->requested_ms)
             decide_set_string(d, &st->last_resume->restored_from, WS_REASON_FROM_SNAPSHOT);
         return 0;

@@ -79,8 +79,8 @@ static void came_back(const struct decider *d, const struct workspace_pod *p, ch
 {
     const char *from = d->st->last_resume->restored_from;
     if (decide_streq(from, WS_REASON_FROM_SNAPSHOT))
-        snprintf(out, size, "from snapshot %s: memory and GPU state are back",
-                 p->snapshot ? p->snapshot : "");
+        snprintf(out, size, "from snapshot %s: %s back", p->snapshot ? p->snapshot : "",
+                 d->cls && d->cls->has_accelerator ? "memory and GPU state are" : "memory is");
     else if (decide_streq(from, WS_REASON_COLD_START))
         snprintf(out, size,
                  "cold start: not restored from snapshot %s; from the files and the "

@@ -589,10 +589,18 @@ static void test_big_answers(void **state)
  * held in libcurl's input, where without the poke it waited for its
  * timeout (30 s; 3 of 3 rounds when measured). The client sees the list
  * quiet and pokes the connection: every list ends within seconds, and the
- * pokes that did it are counted. */
+ * pokes that did it are counted. A run where no list stalled in 12 rounds
+ * is reported skipped, not passed. */
 static void test_stalled_connection(void **state)
 {
-    assert_true(big_answers(*state, 1024, STALL_ROUNDS, 0) >= 1);
+    /* Whether a list stalls depends on the timing of the frames (under
+     * AddressSanitizer on a loaded machine, 4 rounds once had none): more
+     * rounds until one does; each round's lists must end in seconds. */
+    for (int batch = 0; batch < 3; batch++)
+        if (big_answers(*state, 1024, STALL_ROUNDS, 0) >= 1)
+            return;
+    print_message("  no list stalled in %d rounds: the poke was not exercised\n", 3 * STALL_ROUNDS);
+    skip();
 }
 
 struct watch_burst {
