@@ -14,28 +14,32 @@
  *                             pod (PodReplaced), and a container CRIU
  *                             refuses (an unlinked open file over CRIU's
  *                             1 MiB ghost limit): Ready=False, final
- *   test_agent_down           the agent stopped while a ContainerSnapshot is
- *                             made, started again: it goes on from the API
- *                             server alone
+ *   test_agent_down           the agent off the node while a
+ *                             ContainerSnapshot is made, back again: it goes
+ *                             on from the API server alone
  *   test_archive_lost         Checkpointed with an archive the node no longer
  *                             has (a crash, a cleaned disk): the agent finds
  *                             it missing when it stores and checkpoints the
  *                             running pod again
+ *   test_agent_killed         the agent SIGKILLed while the kubelet
+ *                             checkpoints, and while the image is pushed:
+ *                             Ready each time, no archive left on the node
  *   test_deleted              a deleted ContainerSnapshot: its image is gone
  *                             from the registry, then the object
- *   test_workspace_memory     the whole backend through the controller: a
- *                             notebook Workspace of a ContainerCheckpoint
- *                             class, x = 42 and 256 MiB in a kernel, paused
- *                             by its idle policy: the pod gone, the image in
- *                             the registry; resumed: FromSnapshot, the same
- *                             kernel prints 42
+ *   test_controller_killed    the controller killed right after each step of
+ *                             a pause and a resume with memory: the status
+ *                             records what the objects hold, x comes back
+ *   test_refused_workspace    a checkpoint CRIU refuses, through the
+ *                             controller: the class's onFailure pauses
+ *                             without memory and says why
  *   test_image_gone           the image deleted from the registry while
  *                             paused: the restore cannot pull it, the pod is
  *                             replaced from files, the status says why
  *
- * The agent runs as a process on the machine with the token of its
- * ServiceAccount and the RBAC of deploy/node/ (nothing more), so what it may
- * do is what the DaemonSet may do. On this machine CRIU cannot dump a
+ * The agent is the DaemonSet of deploy/node/ as deploy/local/node-agent.sh
+ * installs it (kubectl apply -k; its ServiceAccount and RBAC, nothing
+ * more), left installed for the tier's other programs. The whole demo
+ * through the controller is it_demo's. On this machine CRIU cannot dump a
  * process of another uid than its own (its prlimit64 needs
  * CAP_SYS_RESOURCE, which the machine's capability set lacks): the
  * notebook runs as root here.
@@ -623,7 +627,25 @@ static void check_paused_with(const char *name, const char *attempt, int seen)
 
 static void check_restored(const char *name, const char *kernel, const char *want)
 {
-    cJSON *ws = wait_reason(name, "Restored", "FromSnapshot", 300000);
+    /* The Restored condition of this resume (the last resume's stays
+     * FromSnapshot while paused): observed at the generation of the
+     * unpause, with a pod. */
+    cJSON *ws = NULL;
+    for (int i = 0; i < 1500; i++) {
+        ws = ws_json(name);
+        const cJSON *c = ws ? condition(ws, "Restored") : NULL;
+        const char *reason = c ? str_at(c, "reason") : NULL;
+        const char *state = ws ? str_at(ws, "status.state") : NULL;
+        if (reason && !strcmp(reason, "FromSnapshot") && str_at(ws, "status.podName") && state &&
+            !strcmp(state, "Running") &&
+            num_at(c, "observedGeneration") == num_at(ws, "metadata.generation"))
+            break;
+        cJSON_Delete(ws);
+        ws = NULL;
+        usleep(200 * 1000);
+    }
+    if (!ws)
+        fail_msg("workspace %s: not Restored=True/FromSnapshot for this resume", name);
     char pod[128];
     snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
     assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
@@ -680,6 +702,48 @@ static void test_controller_killed(void **state)
     check_paused_with("crash", "crash-p2-1", 0);
     set_paused("crash", 0);
     check_restored("crash", kernel, want);
+}
+
+/* A checkpoint CRIU refuses, through the controller: a process in the
+ * workspace's container holds an unlinked 2 MiB file (over CRIU's ghost
+ * limit); the pause's ContainerSnapshot ends Ready=False with the
+ * kubelet's words, and the class's onFailure (PauseWithoutMemory) pauses
+ * without memory and says why: SnapshotReady=False/Failed, a
+ * SnapshotFailed Event, lastPause.memory: snapshotFailed. */
+static void test_refused_workspace(void **state)
+{
+    (void)state;
+    char kernel[64];
+    workspace_with_kernel("ghost", 16, kernel);
+    cJSON *ws = ws_json("ghost");
+    char pod[128];
+    snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+    cJSON_Delete(ws);
+    /* The kernel opens the file and unlinks it. */
+    char *out = run_cell(pod, kernel,
+                         "import os; g = open(\"/tmp/g\", \"w\"); g.write(\"x\" * (2 << 20)); "
+                         "g.flush(); os.unlink(\"/tmp/g\"); print(\"held\")");
+    assert_non_null(strstr(out, "held"));
+    free(out);
+    set_paused("ghost", 1);
+    ws = wait_state("ghost", "Paused", 300000);
+    const char *why = cond_field(ws, "SnapshotReady", "message");
+    print_message("  %s\n", why ? why : "(no message)");
+    assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "Failed");
+    assert_non_null(strstr(why, "the kubelet answered"));
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    assert_string_equal(str_at(ws, "status.snapshot.phase"), "Failed");
+    assert_null(str_at(ws, "status.snapshot.image"));
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("ghost"), 0);
+    char *reasons = event_reasons("ghost");
+    assert_non_null(strstr(reasons, "SnapshotFailed"));
+    free(reasons);
+    /* The resume starts from files, and says why. */
+    set_paused("ghost", 0);
+    ws = wait_state("ghost", "Running", 180000);
+    assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromCheckpoint");
+    cJSON_Delete(ws);
 }
 
 static void test_image_gone(void **state)
@@ -764,7 +828,8 @@ int main(void)
         cmocka_unit_test(test_checkpoint_restore), cmocka_unit_test(test_refused),
         cmocka_unit_test(test_agent_down),         cmocka_unit_test(test_archive_lost),
         cmocka_unit_test(test_agent_killed),       cmocka_unit_test(test_deleted),
-        cmocka_unit_test(test_controller_killed),  cmocka_unit_test(test_image_gone),
+        cmocka_unit_test(test_controller_killed),  cmocka_unit_test(test_refused_workspace),
+        cmocka_unit_test(test_image_gone),
     };
     if (getenv("IT_ONLY"))
         cmocka_set_test_filter(getenv("IT_ONLY"));
