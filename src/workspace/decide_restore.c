@@ -77,6 +77,11 @@ static void restore_unresponsive(struct decider *d, const struct workspace_pod *
     char timeout[32];
     decide_format_duration(d->cls->snapshot.restore_check_timeout_ms, timeout, sizeof(timeout));
     const char *why = rc && rc->error ? rc->error : "no probe round could be made";
+    /* Kept with the snapshot: the next pod's message says it even when a
+     * later pass no longer sees this verdict in the Restored condition. */
+    char kept[MAX_MESSAGE / 2];
+    snprintf(kept, sizeof(kept), "its application did not answer within %s (%s)", timeout, why);
+    decide_set_string(d, &st->snapshot->message, kept);
     decide_condition(
         d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_UNRESPONSIVE,
         "pod %s was restored from snapshot %s, but its application did not answer within "
@@ -448,9 +453,8 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
                      "the application restored from snapshot %s was a new process, not the "
                      "paused one",
                      name);
-        else if (sn->message)
-            snprintf(why, size, "the restore from snapshot %s crashed or could not start: %s", name,
-                     sn->message);
+        else if (sn->message) /* the runtime's words, or the verdict's kept */
+            snprintf(why, size, "the restore from snapshot %s failed: %s", name, sn->message);
         else
             snprintf(why, size, "the restore from snapshot %s crashed", name);
         return NULL;
