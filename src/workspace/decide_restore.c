@@ -57,6 +57,10 @@ static void await_application(struct decider *d, const struct workspace_pod *p, 
     free(msg);
 }
 
+/* What status.snapshot.message begins with once a restore did not answer
+ * (the verdict kept with the snapshot). */
+#define NO_ANSWER "its application did not answer"
+
 /* The restored application did not answer in time: the same path as a
  * restore that crash-loops (judge_restore): the pod goes, once, the
  * snapshot is marked and deleted, the next pod starts from files. */
@@ -80,7 +84,7 @@ static void restore_unresponsive(struct decider *d, const struct workspace_pod *
     /* Kept with the snapshot: the next pod's message says it even when a
      * later pass no longer sees this verdict in the Restored condition. */
     char kept[MAX_MESSAGE / 2];
-    snprintf(kept, sizeof(kept), "its application did not answer within %s (%s)", timeout, why);
+    snprintf(kept, sizeof(kept), NO_ANSWER " within %s (%s)", timeout, why);
     decide_set_string(d, &st->snapshot->message, kept);
     decide_condition(
         d, WS_COND_RESTORED, COND_FALSE, WS_REASON_RESTORE_UNRESPONSIVE,
@@ -453,8 +457,11 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
                      "the application restored from snapshot %s was a new process, not the "
                      "paused one",
                      name);
-        else if (sn->message) /* the runtime's words, or the verdict's kept */
+        else if (sn->message && !strncmp(sn->message, NO_ANSWER, sizeof(NO_ANSWER) - 1))
             snprintf(why, size, "the restore from snapshot %s failed: %s", name, sn->message);
+        else if (sn->message) /* the runtime's or the backend's words */
+            snprintf(why, size, "the restore from snapshot %s crashed or could not start: %s", name,
+                     sn->message);
         else
             snprintf(why, size, "the restore from snapshot %s crashed", name);
         return NULL;
