@@ -42,8 +42,7 @@
 #define TOKEN "it-demo-0123456789abcdef"
 #define RUNTIME_DIR "/home/jovyan/.local/share/jupyter/runtime"
 
-static const char *registry;
-static char password[128];
+static const char *registry, *password; /* it_registry()'s */
 
 static void start_controller(void)
 {
@@ -54,20 +53,6 @@ static void start_controller(void)
     args[1] = NULL;
     controller_extra_args(args);
     controller_start(NULL);
-}
-
-/* The registry's answer to HEAD of a manifest. */
-static int registry_head(const char *repository_path, const char *reference)
-{
-    char *out = NULL;
-    harness_sh(&out,
-               "curl -s -o /dev/null -w '%%{http_code}' --cacert '%s/pki/ca.crt' -u "
-               "'hibernator:%s' -H 'Accept: application/vnd.oci.image.index.v1+json' "
-               "'https://%s/v2/%s/manifests/%s'",
-               harness_cluster_dir(), password, registry, repository_path, reference);
-    int code = out ? atoi(out) : -1;
-    free(out);
-    return code;
 }
 
 static void test_idle_cycle(void **state)
@@ -121,7 +106,7 @@ static void test_idle_cycle(void **state)
     snprintf(path, sizeof(path), "checkpoints/%s/notebook", ns);
     const char *digest = strchr(image, '@');
     assert_non_null(digest);
-    assert_int_equal(registry_head(path, digest + 1), 200);
+    assert_int_equal(it_registry_head(path, digest + 1), 200);
 
     /* Resumed: the same server, the same kernel, the same x. */
     t0 = harness_now_ms();
@@ -161,15 +146,8 @@ static int group_setup(void **state)
 {
     (void)state;
     harness_require_real_node();
-    registry = getenv("HIBERNATOR_REGISTRY");
-    const char *pw = getenv("HIBERNATOR_REGISTRY_PASSWORD_FILE");
-    FILE *f = pw ? fopen(pw, "r") : NULL;
-    if (!registry || !f || !fgets(password, sizeof(password), f)) {
-        fprintf(stderr, "it_demo: the cluster has no registry (HIBERNATOR_REGISTRY)\n");
-        exit(1);
-    }
-    fclose(f);
-    password[strcspn(password, "\n")] = '\0';
+    registry = it_registry()->host;
+    password = it_registry()->password;
     it_deploy("it-demo");
     char *out = NULL;
     if (harness_sh(&out, "'%s/deploy/local/node-agent.sh' up --dir '%s' 2>&1", SOURCE_DIR,

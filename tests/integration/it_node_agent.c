@@ -69,7 +69,7 @@
 #define TOKEN "it-node-agent"
 
 static const char *registry; /* host:port */
-static char password[128];
+static const char *password; /* it_registry()'s */
 
 /* ---- the agent ------------------------------------------------------------- */
 
@@ -233,20 +233,6 @@ static char *snapshot_wait(const char *name, int timeout_s)
     return NULL;
 }
 
-/* The registry's answer to HEAD of the manifest reference in repository. */
-static int registry_head(const char *repository_path, const char *reference)
-{
-    char *out = NULL;
-    harness_sh(&out,
-               "curl -s -o /dev/null -w '%%{http_code}' --cacert '%s/pki/ca.crt' -u "
-               "'hibernator:%s' -H 'Accept: application/vnd.oci.image.index.v1+json' "
-               "'https://%s/v2/%s/manifests/%s'",
-               harness_cluster_dir(), password, registry, repository_path, reference);
-    int code = out ? atoi(out) : -1;
-    free(out);
-    return code;
-}
-
 /* ---- the tests ---------------------------------------------------------------- */
 
 static char stored_image[512]; /* test_checkpoint_restore's, for test_deleted */
@@ -287,8 +273,8 @@ static void test_checkpoint_restore(void **state)
     snprintf(path, sizeof(path), "%s/nb", ns);
     const char *digest = strchr(image, '@');
     assert_non_null(digest);
-    assert_int_equal(registry_head(path, digest + 1), 200);
-    assert_int_equal(registry_head(path, "nb-p1-1"), 200);
+    assert_int_equal(it_registry_head(path, digest + 1), 200);
+    assert_int_equal(it_registry_head(path, "nb-p1-1"), 200);
     struct stat st;
     assert_true(archive && archive[0] == '/');
     assert_int_not_equal(stat(archive, &st), 0);
@@ -463,7 +449,7 @@ static void test_agent_killed(void **state)
         char name[32];
         snprintf(name, sizeof(name), "killed-p1-%d", i);
         char *image = snapshot_field(name, "{.status.image}");
-        assert_int_equal(registry_head(path, strchr(image, '@') + 1), 200);
+        assert_int_equal(it_registry_head(path, strchr(image, '@') + 1), 200);
         free(image);
     }
     /* Nothing of the pod's memory stays on the node's disk. */
@@ -480,11 +466,11 @@ static void test_deleted(void **state)
     char path[300];
     snprintf(path, sizeof(path), "%s/nb", ns);
     const char *digest = strchr(stored_image, '@') + 1;
-    assert_int_equal(registry_head(path, digest), 200);
+    assert_int_equal(it_registry_head(path, digest), 200);
     assert_int_equal(
         harness_kubectl(NULL, "-n %s delete containersnapshot nb-p1-1 --timeout=60s", ns), 0);
-    assert_int_equal(registry_head(path, digest), 404);
-    assert_int_equal(registry_head(path, "nb-p1-1"), 404);
+    assert_int_equal(it_registry_head(path, digest), 404);
+    assert_int_equal(it_registry_head(path, "nb-p1-1"), 404);
 }
 
 /* ---- through the controller ---------------------------------------------------- */
@@ -619,7 +605,7 @@ static void check_paused_with(const char *name, const char *attempt, int seen)
     assert_string_equal(str_at(ws, "status.snapshot.image"), image);
     char path[300];
     snprintf(path, sizeof(path), "checkpoints/%s/%s", ns, name);
-    assert_int_equal(registry_head(path, strchr(image, '@') + 1), 200);
+    assert_int_equal(it_registry_head(path, strchr(image, '@') + 1), 200);
     free(image);
     cJSON_Delete(ws);
     assert_int_equal(live_pods(name), 0);
@@ -782,19 +768,8 @@ static int group_setup(void **state)
 {
     (void)state;
     harness_require_real_node();
-    registry = getenv("HIBERNATOR_REGISTRY");
-    const char *pw = getenv("HIBERNATOR_REGISTRY_PASSWORD_FILE");
-    if (!registry || !pw) {
-        fprintf(stderr, "it_node_agent: the cluster has no registry (HIBERNATOR_REGISTRY)\n");
-        exit(1);
-    }
-    FILE *f = fopen(pw, "r");
-    if (!f || !fgets(password, sizeof(password), f)) {
-        fprintf(stderr, "it_node_agent: cannot read %s\n", pw);
-        exit(1);
-    }
-    fclose(f);
-    password[strcspn(password, "\n")] = '\0';
+    registry = it_registry()->host;
+    password = it_registry()->password;
     it_deploy("it-node-agent");
     ns = harness_namespace("it-agent");
     agent_install();

@@ -515,3 +515,37 @@ void delete_all_workspaces(int timeout_s)
 {
     harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=%ds", ns, timeout_s);
 }
+
+/* ---- the real node's registry -------------------------------------------- */
+
+const struct it_registry *it_registry(void)
+{
+    static struct it_registry r;
+    if (r.host)
+        return &r;
+    const char *host = getenv("HIBERNATOR_REGISTRY");
+    const char *pw = getenv("HIBERNATOR_REGISTRY_PASSWORD_FILE");
+    FILE *f = pw ? fopen(pw, "r") : NULL;
+    if (!host || !f || !fgets(r.password, sizeof(r.password), f)) {
+        fprintf(stderr, "the cluster has no registry (HIBERNATOR_REGISTRY, its password file)\n");
+        exit(1);
+    }
+    fclose(f);
+    r.password[strcspn(r.password, "\n")] = '\0';
+    r.host = host;
+    return &r;
+}
+
+int it_registry_head(const char *repository_path, const char *reference)
+{
+    const struct it_registry *r = it_registry();
+    char *out = NULL;
+    harness_sh(&out,
+               "curl -s -o /dev/null -w '%%{http_code}' --cacert '%s/pki/ca.crt' -u "
+               "'hibernator:%s' -H 'Accept: application/vnd.oci.image.index.v1+json' "
+               "'https://%s/v2/%s/manifests/%s'",
+               harness_cluster_dir(), r->password, r->host, repository_path, reference);
+    int code = out ? atoi(out) : -1;
+    free(out);
+    return code;
+}

@@ -16,6 +16,19 @@ extern char *ns;         /* the test's namespace; the test sets it */
 /* Applies deploy/ (CRDs, RBAC, ServiceAccount), makes tmpdir and the
  * controller's kubeconfig. */
 void it_deploy(const char *tmp_prefix);
+
+/* The real node's registry (cluster.sh up --real-node): its host:port and
+ * its one account's password, read once from the cluster's env; exits
+ * when the cluster has none. */
+struct it_registry {
+    const char *host;
+    char password[128];
+};
+const struct it_registry *it_registry(void);
+
+/* The registry's HTTP code for HEAD of a manifest (reference: a tag or a
+ * digest) in repository_path ("path", no host); -1 when curl did not say. */
+int it_registry_head(const char *repository_path, const char *reference);
 /* With IT_SHOW_LOGS set, prints the tail of each controller log. */
 void it_show_logs(void);
 
