@@ -6,6 +6,8 @@
 #   deploy/local/build-binaries.sh --real-node  the same, plus what a real node runs: the
 #                                               kubelet, containerd (+ its runc shim and
 #                                               ctr) and CRIU (+ its plugins)
+#   deploy/local/build-binaries.sh --kueue      the same, plus Kueue's manager and its CRDs
+#                                               (both options may be given)
 #
 # Cache: ${HIBERNATOR_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hibernator}
 set -euo pipefail
@@ -20,12 +22,14 @@ mkdir -p "$bin" "$cache/src"
 
 log() { printf '[build-binaries] %s\n' "$*" >&2; }
 
-with_kubelet=0
-case ${1:-} in
---real-node | --kubelet) with_kubelet=1 ;;
-"") ;;
-*) log "unknown argument: $1"; exit 2 ;;
-esac
+with_kubelet=0 with_kueue=0
+for arg in "$@"; do
+  case $arg in
+  --real-node | --kubelet) with_kubelet=1 ;;
+  --kueue) with_kueue=1 ;;
+  *) log "unknown argument: $arg"; exit 2 ;;
+  esac
+done
 
 links="$bin/current-$KUBERNETES_VERSION-$ETCD_VERSION-$KWOK_VERSION"
 
@@ -57,6 +61,12 @@ link_all() {
     target="$bin/criu-$CRIU_VERSION/criu"
     [ "$(readlink "$links/criu" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$links/criu"
   fi
+  if [ -f "$bin/kueue-$KUEUE_VERSION/.complete" ]; then
+    for f in kueue kueue-crds; do
+      target="$bin/kueue-$KUEUE_VERSION/$f"
+      [ "$(readlink "$links/$f" 2>/dev/null)" = "$target" ] || ln -sfn "$target" "$links/$f"
+    done
+  fi
   target="$bin/kwok-$KWOK_VERSION/stages.yaml"
   [ "$(readlink "$links/kwok-stages.yaml" 2>/dev/null)" = "$target" ] ||
     ln -sfn "$target" "$links/kwok-stages.yaml"
@@ -71,7 +81,8 @@ all_built() {
       [ -f "$bin/kubelet-$KUBERNETES_VERSION/.complete" ] &&
         [ -f "$bin/containerd-$CONTAINERD_VERSION/.complete" ] &&
         [ -f "$bin/criu-$CRIU_VERSION/.complete" ]
-    }; }
+    }; } &&
+    { [ "$with_kueue" = 0 ] || [ -f "$bin/kueue-$KUEUE_VERSION/.complete" ]; }
 }
 
 # Warm path: no Go, no module cache, no network, no waiting on the lock.
@@ -209,6 +220,25 @@ if [ "$with_kubelet" = 1 ]; then
     github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2:containerd-shim-runc-v2 \
     github.com/containerd/containerd/v2/cmd/ctr:ctr
   build_criu
+fi
+
+# --- Kueue, on demand: its manager (the plain-Pod integration is in it) and
+# the CRDs of the same release beside it.
+if [ "$with_kueue" = 1 ] && [ ! -f "$bin/kueue-$KUEUE_VERSION/.complete" ]; then
+  build_module kueue-manager "$KUEUE_VERSION" "sigs.k8s.io/kueue@$KUEUE_VERSION" "" \
+    "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+    sigs.k8s.io/kueue/cmd/kueue:kueue
+  kueue_dir=$(cd "$cache/src" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kueue@$KUEUE_VERSION" |
+    sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  [ -n "$kueue_dir" ] || { log "cannot download sigs.k8s.io/kueue@$KUEUE_VERSION"; exit 1; }
+  rm -rf "$bin/kueue-$KUEUE_VERSION.tmp"
+  mkdir -p "$bin/kueue-$KUEUE_VERSION.tmp/kueue-crds"
+  cp "$bin/kueue-manager-$KUEUE_VERSION/kueue" "$bin/kueue-$KUEUE_VERSION.tmp/kueue"
+  cp "$kueue_dir"/config/components/crd/bases/*.yaml "$bin/kueue-$KUEUE_VERSION.tmp/kueue-crds/"
+  chmod -R u+w "$bin/kueue-$KUEUE_VERSION.tmp"
+  touch "$bin/kueue-$KUEUE_VERSION.tmp/.complete"
+  rm -rf "$bin/kueue-$KUEUE_VERSION"
+  mv "$bin/kueue-$KUEUE_VERSION.tmp" "$bin/kueue-$KUEUE_VERSION"
 fi
 
 # --- etcd: its server module replaces sibling modules with paths; pin releases.

@@ -26,6 +26,13 @@ struct snapshot_view {
     int64_t deleting_ms; /* being deleted since (the backend's finalizer holds it), 0: not */
     const char *group;   /* its snapshot group (the source pod's), NULL: none */
     const char *pod;     /* the pod it was asked of (GKE: the trigger's targetPod), NULL: unknown */
+    /* That pod's uid (ContainerCheckpoint: spec.podUID), NULL: unknown. */
+    const char *pod_uid;
+    /* The Workspace it was asked for: the uid of its controlling owner
+     * reference (GKE: the trigger's), NULL: unknown. A workspace deleted and
+     * made again under its name finds its predecessor's snapshots under the
+     * names its own counters give until they are gone. */
+    const char *owner_uid;
     int64_t requested_ms; /* when it was asked for (GKE: the trigger's creation), 0: unknown */
     /* The backend's own retries of the checkpoint so far (GKE:
      * status.observedCheckpointRetryCount), 0: none. */

@@ -29,6 +29,10 @@ double json_double(const cJSON *obj, const char *name);
 /* obj[name] as an RFC 3339 time in Unix ms; 0 when absent or unreadable. */
 int64_t json_time_ms(const cJSON *obj, const char *name);
 
+/* The uid of metadata's controlling owner reference (the one with
+ * controller: true), or NULL. meta: an object's metadata. */
+const char *json_controller_uid(const cJSON *meta);
+
 /* *ret = a copy of s, or NULL when s is NULL. Returns 0 or -ENOMEM. */
 int json_dup_optional(const char *s, char **ret);
 

@@ -41,6 +41,10 @@ enum replay_use {
     REPLAY_PERSON = 1 << 0, /* someone at the notebook: interacting */
     REPLAY_KERNEL = 1 << 1, /* a kernel running a cell, nobody needed */
     REPLAY_GPU = 1 << 2,    /* the GPU busy, whatever runs it */
+    /* Not use: the probe got no answer (a record's 'u'). A round in it
+     * fails, as the controller's did, and a failed round withdraws an
+     * announced pause (docs/idle.md). */
+    REPLAY_UNANSWERED = 1 << 3,
 };
 
 /* [start_ms, end_ms): one kind of use (enum replay_use bits). Spans may
@@ -116,7 +120,8 @@ struct activity_record;
 
 /* The spans of use an activity record (activity/record.h) shows: a person
  * where one was seen or waited for a resume (a, w), the kernel (k), the
- * GPU (g); adjacent runs of one use make one span. *ret_spans is the
+ * GPU (g), and the rounds that got no answer (u, REPLAY_UNANSWERED);
+ * adjacent runs of one use make one span. *ret_spans is the
  * caller's to free. Returns 0 or -ENOMEM. */
 int replay_spans_from_record(const struct activity_record *r, struct replay_span **ret_spans,
                              size_t *ret_n);

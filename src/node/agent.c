@@ -159,6 +159,11 @@ struct work {
      * missing: known not to be on the node (the agent never looks at the
      * file system from the loop). NULL: not known to be gone. */
     char *archive_gone;
+    /* The resourceVersion the cache had when a status write of the agent's
+     * went out, kept once the write changed the object, until the cache
+     * holds a newer one: what the cache says until then is from before the
+     * agent's own write (a checkpoint already stored would look undone). */
+    char *written_over_rv;
     unsigned failures; /* in a row, for backoff and the limit */
     uv_timer_t retry;
     struct kube_request *req;
@@ -210,6 +215,7 @@ static void work_closed(uv_handle_t *h)
     free(w->name);
     free(w->uid);
     free(w->archive_gone);
+    free(w->written_over_rv);
     free(w);
     a->handles--;
     maybe_free_agent(a);
@@ -337,6 +343,13 @@ static void on_status_patched(void *data, struct kube_response *resp)
     struct work *w = data;
     w->req = NULL;
     w->busy = 0;
+    /* A write that changed nothing leaves the resourceVersion as it was:
+     * then nothing is waited for. */
+    const char *rv = json_string(json_member(resp->body, "metadata"), "resourceVersion");
+    if (resp->status < 0 || !rv || !w->written_over_rv || strcmp(rv, w->written_over_rv) == 0) {
+        free(w->written_over_rv);
+        w->written_over_rv = NULL;
+    }
     if (resp->status < 0) {
         log_warn("cannot write a ContainerSnapshot's status", "snapshot", w->key, "error",
                  kube_response_error_text(resp));
@@ -376,6 +389,12 @@ static int patch_status(struct work *w, const struct csnap *s, const struct stat
     cJSON_Delete(root);
     if (!text)
         return -ENOMEM;
+    free(w->written_over_rv);
+    w->written_over_rv = NULL;
+    if (s->resource_version && !(w->written_over_rv = strdup(s->resource_version))) {
+        free(text);
+        return -ENOMEM;
+    }
     e = kube_patch(w->a->client, &KUBE_RESOURCE_CONTAINER_SNAPSHOTS, w->ns, w->name, "status",
                    KUBE_PATCH_MERGE, text, on_status_patched, w, &w->req);
     free(text);
@@ -826,6 +845,13 @@ static void consider(struct node_agent *a, const char *key)
             work_drop(w);
         return;
     }
+    /* The cache has not caught up with the agent's own status write: its
+     * update wakes this again. */
+    if (w->written_over_rv && s->resource_version &&
+        strcmp(w->written_over_rv, s->resource_version) == 0)
+        return;
+    free(w->written_over_rv);
+    w->written_over_rv = NULL;
     if (!w->uid || strcmp(w->uid, s->uid ? s->uid : "") != 0) {
         /* Another object of the name: nothing known of its pod. */
         free(w->uid);

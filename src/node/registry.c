@@ -156,6 +156,28 @@ static size_t on_read(char *p, size_t size, size_t n, void *data)
     return k;
 }
 
+/* What every request of the agent's sets: https only, the registry's CA,
+ * errors into errbuf, the bearer token when there is one, else the Basic
+ * credentials if any (the credentials stay in the handle: gone with it). */
+static void set_common(CURL *c, const struct registry_access *ra, const char *url,
+                       const char *bearer, char errbuf[static CURL_ERROR_SIZE])
+{
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+    if (ra->ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, ra->ca_file);
+    if (bearer) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+        curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, bearer);
+    } else if (ra->basic) {
+        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+        curl_easy_setopt(c, CURLOPT_USERPWD, ra->basic);
+    }
+}
+
 /* method url, with body (content type) when not NULL, into *ans; with the
  * bearer token when there is one, else the Basic credentials if any.
  * Returns 0 when an answer came (any status), or a negative errno and
@@ -191,26 +213,13 @@ static int request(const struct registry_access *ra, const char *bearer, const c
         h = t;
     char errbuf[CURL_ERROR_SIZE] = "";
     if (rc == 0) {
-        curl_easy_setopt(c, CURLOPT_URL, url);
+        set_common(c, ra, url, bearer, errbuf);
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, ans);
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, ans);
-        if (ra->ca_file)
-            curl_easy_setopt(c, CURLOPT_CAINFO, ra->ca_file);
-        if (bearer) {
-            curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-            curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, bearer);
-        } else if (ra->basic) {
-            curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-            curl_easy_setopt(c, CURLOPT_USERPWD, ra->basic);
-        }
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
         if (ra->timeout_s > 0)
             curl_easy_setopt(c, CURLOPT_TIMEOUT, ra->timeout_s);
         if (ra->low_speed_time_s > 0) {
@@ -234,7 +243,6 @@ static int request(const struct registry_access *ra, const char *bearer, const c
             rc = code == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
         }
     }
-    /* The credentials are in the handle: gone with it. */
     curl_easy_cleanup(c);
     curl_slist_free_all(h);
     return rc;
@@ -309,20 +317,10 @@ static int fetch_token(struct session *s, const struct registry_challenge *ch, c
         return -ENOMEM;
     }
     char errbuf[CURL_ERROR_SIZE] = "";
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+    set_common(c, s->ra, url, NULL, errbuf);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_token_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-    if (s->ra->ca_file)
-        curl_easy_setopt(c, CURLOPT_CAINFO, s->ra->ca_file);
-    if (s->ra->basic) {
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_USERPWD, s->ra->basic);
-    }
     CURLcode code = curl_easy_perform(c);
     long status = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

@@ -106,7 +106,7 @@ cJSON *container_checkpoint_begin_bodies(const struct workspace *ws,
 /* ---- the cache -------------------------------------------------------------- */
 
 struct csnap {
-    char *workspace, *pod, *image, *message;
+    char *workspace, *pod, *pod_uid, *owner_uid, *image, *message;
     enum snapshot_phase phase;
     int64_t created_ms, ready_ms, deleting_ms;
 };
@@ -118,6 +118,8 @@ static void csnap_free(void *p)
         return;
     free(s->workspace);
     free(s->pod);
+    free(s->pod_uid);
+    free(s->owner_uid);
     free(s->image);
     free(s->message);
     free(s);
@@ -162,6 +164,10 @@ static int csnap_decode(const cJSON *obj, void *data, void **ret, char **ret_err
     int e = json_dup_optional(json_string(labels, WORKSPACE_LABEL), &s->workspace);
     if (e == 0)
         e = json_dup_optional(json_string(spec, "podName"), &s->pod);
+    if (e == 0)
+        e = json_dup_optional(json_string(spec, "podUID"), &s->pod_uid);
+    if (e == 0)
+        e = json_dup_optional(json_controller_uid(meta), &s->owner_uid);
     if (e == 0)
         e = json_dup_optional(image, &s->image);
     if (e == 0 && s->phase == SNAPSHOT_PHASE_FAILED &&
@@ -281,6 +287,8 @@ static void fill_view(const struct cache_entry *e, const char *attempt, struct s
     ret->message = s->message;
     ret->deleting_ms = s->deleting_ms;
     ret->pod = s->pod;
+    ret->pod_uid = s->pod_uid;
+    ret->owner_uid = s->owner_uid;
     ret->requested_ms = s->created_ms;
     ret->image = s->phase == SNAPSHOT_PHASE_READY ? s->image : NULL;
 }

@@ -27,6 +27,7 @@ static const struct kube_resource snapshots = {GKE_SNAPSHOT_GROUP, "v1", "podsna
 struct trigger {
     char *workspace;        /* label hibernator.dev/workspace */
     char *target_pod;       /* spec.targetPod: the pod it snapshots */
+    char *owner_uid;        /* the Workspace it was made for (its owner reference) */
     int64_t created_ms;     /* metadata.creationTimestamp: when the snapshot was asked for */
     char *snapshot_created; /* status.snapshotCreated.name */
     int failed;             /* a condition says it failed */
@@ -216,6 +217,7 @@ static int trigger_decode(const cJSON *obj, void *data, void **ret, char **ret_e
     if (json_dup_optional(json_string(json_member(meta, "labels"), WORKSPACE_LABEL),
                           &t->workspace) < 0 ||
         json_dup_optional(json_string(json_member(obj, "spec"), "targetPod"), &t->target_pod) < 0 ||
+        json_dup_optional(json_controller_uid(meta), &t->owner_uid) < 0 ||
         json_dup_optional(json_string(json_member(status, "snapshotCreated"), "name"),
                           &t->snapshot_created) < 0)
         goto oom;
@@ -224,6 +226,7 @@ static int trigger_decode(const cJSON *obj, void *data, void **ret, char **ret_e
 oom:
     free(t->workspace);
     free(t->target_pod);
+    free(t->owner_uid);
     free(t->snapshot_created);
     free(t->message);
     free(t);
@@ -237,6 +240,7 @@ static void trigger_free(void *p)
         return;
     free(t->workspace);
     free(t->target_pod);
+    free(t->owner_uid);
     free(t->snapshot_created);
     free(t->message);
     free(t);
@@ -712,6 +716,7 @@ static void fill_view(const struct cache_entry *se, const char *attempt, const s
     const struct podsnapshot *s = se->obj;
     *ret = (struct snapshot_view){.attempt = attempt,
                                   .pod = t ? t->target_pod : NULL,
+                                  .owner_uid = t ? t->owner_uid : NULL,
                                   .requested_ms = t ? t->created_ms : 0,
                                   .phase = SNAPSHOT_PHASE_IN_PROGRESS,
                                   .name = se->name,
@@ -761,6 +766,7 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
     }
     if (t) {
         ret->pod = t->target_pod;
+        ret->owner_uid = t->owner_uid;
         ret->requested_ms = t->created_ms;
     }
     if (t && t->failed) {

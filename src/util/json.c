@@ -44,6 +44,20 @@ int64_t json_time_ms(const cJSON *obj, const char *name)
     return ms;
 }
 
+const char *json_controller_uid(const cJSON *meta)
+{
+    const cJSON *ref;
+    const cJSON *refs = json_member(meta, "ownerReferences");
+    if (!cJSON_IsArray(refs))
+        return NULL;
+    cJSON_ArrayForEach(ref, refs)
+    {
+        if (cJSON_IsTrue(json_member(ref, "controller")))
+            return json_string(ref, "uid");
+    }
+    return NULL;
+}
+
 int json_dup_optional(const char *s, char **ret)
 {
     if (!s) {

@@ -171,6 +171,8 @@ void decide_requeue_at(struct decider *d, int64_t at_ms);
 void decide_pause(struct decider *d);
 
 /* decide_snapshot.c */
+int decide_snapshot_foreign(const struct decider *d, const struct snapshot_view *v, char *why,
+                            size_t size);
 void decide_snapshot_after_unpause(struct decider *d, const struct workspace_pod *p);
 int decide_snapshot_allows_delete(struct decider *d, const struct workspace_pod *p);
 int decide_snapshot_current(const struct workspace_status *st);

@@ -219,6 +219,29 @@ static const struct workspace_pod *pod_named(const struct decider *d, const char
     return g && decide_streq(g->name, name) ? g : NULL;
 }
 
+/* Whether v, found under a name this workspace's counters give, was asked
+ * for by another Workspace of the same name (deleted and made again) or of
+ * another pod than the live one of its name: never this pause's, whatever
+ * its phase. why: what it belongs to, for the messages. */
+int decide_snapshot_foreign(const struct decider *d, const struct snapshot_view *v, char *why,
+                            size_t size)
+{
+    if (v->owner_uid && d->ws->uid && !decide_streq(v->owner_uid, d->ws->uid)) {
+        snprintf(why, size,
+                 "it was taken for an earlier workspace of this name (uid %s), and waits to be "
+                 "deleted with it",
+                 v->owner_uid);
+        return 1;
+    }
+    const struct workspace_pod *p = v->pod_uid ? pod_named(d, v->pod) : NULL;
+    if (p && p->uid && !decide_streq(p->uid, v->pod_uid)) {
+        snprintf(why, size, "it was taken of an earlier pod named %s (uid %s), not of pod uid %s",
+                 v->pod, v->pod_uid, p->uid);
+        return 1;
+    }
+    return 0;
+}
+
 int decide_snapshot_recover(struct decider *d)
 {
     struct workspace_status *st = d->st;
@@ -237,9 +260,12 @@ int decide_snapshot_recover(struct decider *d)
     }
     if (v->phase == SNAPSHOT_PHASE_NONE)
         return 0;
-    /* Asked of another pod: not this pause's (a name used before). */
+    /* Asked of another pod, or for another workspace of this name: not
+     * this pause's (a name used before). */
     const char *pod_name = v->pod ? v->pod : st->pod_name;
-    if (v->pod && st->pod_name && !decide_streq(v->pod, st->pod_name))
+    char why[MAX_MESSAGE / 2];
+    if ((v->pod && st->pod_name && !decide_streq(v->pod, st->pod_name)) ||
+        decide_snapshot_foreign(d, v, why, sizeof(why)))
         return 0;
     const struct workspace_pod *p = pod_named(d, pod_name);
     int64_t asked = v->requested_ms && v->requested_ms <= d->now ? v->requested_ms : d->now;
@@ -351,6 +377,13 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
         decide_requeue_at(d, d->now + SNAPSHOT_UNKNOWN_RECHECK_MS);
         return;
     }
+    /* The name was taken before this pause asked for it: what is there is
+     * not its snapshot, and the attempt failed at once (a retry gets a name
+     * of its own). */
+    char foreign[MAX_MESSAGE / 2] = "";
+    if (v && v->phase != SNAPSHOT_PHASE_NONE &&
+        decide_snapshot_foreign(d, v, foreign, sizeof(foreign)))
+        v = NULL;
     if (v && v->phase == SNAPSHOT_PHASE_READY) {
         int64_t ready = v->ready_ms > sn->requested_ms ? v->ready_ms : d->now;
         decide_set_string(d, &sn->phase, "Ready");
@@ -370,7 +403,7 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     if (v && v->name)
         decide_set_string(d, &sn->name, v->name);
     int timed_out = d->now >= sn->requested_ms + timeout_ms;
-    if (!timed_out && !(v && v->phase == SNAPSHOT_PHASE_FAILED)) {
+    if (!timed_out && !foreign[0] && !(v && v->phase == SNAPSHOT_PHASE_FAILED)) {
         decide_requeue_at(d, sn->requested_ms + timeout_ms);
         if (v && v->checkpoint_retries > 0) {
             char limit[32];
@@ -385,10 +418,13 @@ static void snapshot_follow(struct decider *d, const char *pod_name, int pod_kep
     }
     char limit[32];
     decide_format_duration(timeout_ms, limit, sizeof(limit));
-    const char *reason =
-        v && v->phase == SNAPSHOT_PHASE_FAILED ? WS_REASON_FAILED : WS_REASON_TIMEOUT;
+    const char *reason = foreign[0] || (v && v->phase == SNAPSHOT_PHASE_FAILED) ? WS_REASON_FAILED
+                                                                                : WS_REASON_TIMEOUT;
     char msg[MAX_MESSAGE];
-    if (decide_streq(reason, WS_REASON_FAILED))
+    if (foreign[0])
+        snprintf(msg, sizeof(msg), "snapshot %s failed: a snapshot of that name exists, and %s",
+                 sn->attempt, foreign);
+    else if (decide_streq(reason, WS_REASON_FAILED))
         snprintf(msg, sizeof(msg), "snapshot %s failed: %s", sn->attempt,
                  v->message && v->message[0] ? v->message : "no reason given");
     else
@@ -601,7 +637,11 @@ size_t decide_snapshot_retention(struct decider *d, int deleting)
                          stuck[0] ? ", " : "", v->name ? v->name : "?");
             continue;
         }
-        int drop = deleting || d->clearing_storage;
+        char why[MAX_MESSAGE / 2];
+        /* An earlier workspace's of this name: its owner's deletion takes it,
+         * and it goes now. */
+        int drop =
+            deleting || d->clearing_storage || decide_snapshot_foreign(d, v, why, sizeof(why));
         if (!drop && sc && sc->backend == SNAPSHOT_BACKEND_NONE) {
             /* The class takes snapshots no more: none can be restored under
              * it. Kept while a pause is open (the class may take its backend

@@ -293,8 +293,10 @@ static void probe_round(struct world *w)
         else
             r = gpu;
     }
-    int gpu_busy = a->prometheus_url && (use & REPLAY_GPU);
-    int kernel_busy = a->application != ACTIVITY_APP_NONE && (use & REPLAY_KERNEL);
+    if (use & REPLAY_UNANSWERED)
+        probe_result_fail(&r, r.source, "no answer");
+    int gpu_busy = r.ok && a->prometheus_url && (use & REPLAY_GPU);
+    int kernel_busy = r.ok && a->application != ACTIVITY_APP_NONE && (use & REPLAY_KERNEL);
     w->obs.probed_at_ms = w->now;
     w->obs.result = r;
     if (gpu_busy || kernel_busy) {
@@ -457,7 +459,7 @@ static void account(struct world *w, struct replay_result *res, int64_t from, in
     if (to <= from)
         return;
     double s = (double)(to - from) / 1000.0;
-    unsigned use = use_at(w->in, from);
+    unsigned use = use_at(w->in, from) & ~(unsigned)REPLAY_UNANSWERED;
     int held = 0;
     for (size_t i = 0; i < MAX_PODS; i++)
         held |= w->pods[i].live && w->pods[i].pod.scheduled;
@@ -617,6 +619,8 @@ static unsigned use_of(char state)
         return REPLAY_KERNEL;
     case 'g':
         return REPLAY_GPU;
+    case 'u':
+        return REPLAY_UNANSWERED;
     default:
         return 0;
     }

@@ -6,7 +6,9 @@
  * "forbidden", since when) without a status write per retry; once the verb
  * is granted the condition goes and the pause completes. And a ledger
  * forged through the status subresource is brought back within bounds, with
- * a LedgerCorrected event.
+ * a LedgerCorrected event. And a pause whose snapshot name is taken by an
+ * earlier workspace's snapshot (deleted with it, held by a finalizer) never
+ * takes that snapshot for its own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -232,6 +234,100 @@ static void test_forged_ledger(void **state)
     delete_ws("led");
 }
 
+/* A Workspace deleted and made again under its name finds its predecessor's
+ * ContainerSnapshots under the names its counters give, for as long as a
+ * finalizer holds them (the node agent's, while it deletes their images).
+ * Played here with a Ready one owned by a Workspace uid that is gone and a
+ * finalizer of the test's: the pause's attempt fails at once with the reason
+ * (no pod deleted for a stranger's snapshot, nothing recorded of it), the
+ * stranger is deleted, and the retry asks under a name of its own. */
+static void test_name_taken(void **state)
+{
+    (void)state;
+    apply_role(1);
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "kubectl --kubeconfig '%s' apply -f '%s/deploy/crds/containersnapshots.yaml' "
+             ">/dev/null && kubectl --kubeconfig '%s' wait --for=condition=Established "
+             "--timeout=60s crd/containersnapshots.hibernator.dev >/dev/null",
+             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
+    assert_int_equal(system(cmd), 0);
+    apply_class("it-failures-cc", "  snapshot: {backend: ContainerCheckpoint, repository: "
+                                  "registry.local/ckpt, timeout: 1m, retryAfter: 20s}\n");
+    apply_ws("taken", "it-failures-cc", 0, NULL);
+    cJSON_Delete(wait_state("taken", "Running", 60000));
+    static const char gone_uid[] = "00000000-0000-4000-8000-000000000001";
+    assert_int_equal(
+        harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: ContainerSnapshot\n"
+                      "metadata:\n"
+                      "  name: taken-p1-1\n  namespace: %s\n"
+                      "  labels: {app.kubernetes.io/managed-by: hibernator, "
+                      "hibernator.dev/workspace: taken}\n"
+                      "  finalizers: [it.hibernator.dev/hold]\n"
+                      "  ownerReferences: [{apiVersion: hibernator.dev/v1alpha1, kind: Workspace, "
+                      "name: taken, uid: %s, controller: true}]\n"
+                      "spec: {nodeName: kwok-gone, podName: taken-1, podUID: %s, containerName: "
+                      "workspace, repository: registry.local/ckpt/taken, tag: taken-p1-1}\n",
+                      ns, gone_uid, gone_uid),
+        0);
+    assert_int_equal(
+        harness_kubectl(
+            NULL,
+            "-n %s patch containersnapshot taken-p1-1 --subresource=status --type=merge -p "
+            "'{\"status\":{\"image\":\"registry.local/ckpt/taken@sha256:"
+            "%064d\",\"storedAt\":\"2026-01-01T00:00:00Z\",\"conditions\":[{\"type\":\"Ready\","
+            "\"status\":\"True\",\"reason\":\"Stored\",\"message\":\"of an earlier workspace\","
+            "\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}'",
+            ns, 0),
+        0);
+
+    set_paused("taken", 1);
+    cJSON *ws = wait_reason("taken", "SnapshotReady", "Failed", 30000);
+    const char *msg = cond_field(ws, "SnapshotReady", "message");
+    print_message("SnapshotReady: %s\n", msg);
+    assert_non_null(strstr(msg, "snapshot taken-p1-1 failed"));
+    assert_non_null(strstr(msg, "earlier workspace of this name"));
+    assert_non_null(strstr(msg, gone_uid));
+    assert_true(str_at(ws, "status.snapshot.image") == NULL ||
+                strstr(str_at(ws, "status.snapshot.image"), "sha256:000000") == NULL);
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("taken"), 1);
+
+    /* The retry gets a name of its own; the stranger is being deleted. */
+    uint64_t end = harness_now_ms() + 60000;
+    while (harness_kubectl(NULL, "-n %s get containersnapshot taken-p1-2 >/dev/null 2>&1", ns) !=
+           0) {
+        if (harness_now_ms() >= end)
+            fail_msg("no second attempt taken-p1-2");
+        usleep(300 * 1000);
+    }
+    char *del = NULL;
+    harness_kubectl(&del,
+                    "-n %s get containersnapshot taken-p1-1 -o "
+                    "jsonpath={.metadata.deletionTimestamp}",
+                    ns);
+    print_message("taken-p1-1 deletionTimestamp: %s\n", del ? del : "");
+    assert_true(del && del[0]);
+    free(del);
+    ws = ws_json("taken");
+    assert_non_null(ws);
+    assert_string_equal(str_at(ws, "status.snapshot.attempt"), "taken-p1-2");
+    cJSON_Delete(ws);
+    assert_int_equal(live_pods("taken"), 1);
+
+    harness_kubectl(NULL,
+                    "-n %s patch containersnapshot taken-p1-1 --type=merge -p "
+                    "'{\"metadata\":{\"finalizers\":null}}'",
+                    ns);
+    /* Nobody takes the second (no node agent here): it is let go with the
+     * workspace. */
+    harness_kubectl(NULL,
+                    "-n %s patch containersnapshot taken-p1-2 --type=merge -p "
+                    "'{\"metadata\":{\"finalizers\":null}}'",
+                    ns);
+    delete_ws("taken");
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -248,6 +344,12 @@ static int group_teardown(void **state)
 {
     (void)state;
     controller_stop();
+    /* test_name_taken's finalizers, should it have failed before it let go */
+    harness_sh(NULL,
+               "kubectl --kubeconfig '%s' -n %s get containersnapshots -o name 2>/dev/null | "
+               "xargs -r kubectl --kubeconfig '%s' -n %s patch --type=merge -p "
+               "'{\"metadata\":{\"finalizers\":null}}' >/dev/null 2>&1",
+               harness_kubeconfig(), ns, harness_kubeconfig(), ns);
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
     harness_kubectl(NULL, "delete clusterrolebinding %s --ignore-not-found", ROLE);
     harness_kubectl(NULL, "delete clusterrole %s --ignore-not-found", ROLE);
@@ -265,6 +367,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_forbidden_delete),
         cmocka_unit_test(test_forged_ledger),
+        cmocka_unit_test(test_name_taken),
     };
     return cmocka_run_group_tests_name("failures", tests, group_setup, group_teardown);
 }

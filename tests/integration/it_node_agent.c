@@ -179,8 +179,6 @@ static void notebook_pod(const char *name, const char *image, const char *before
         0);
 }
 
-#define pod_field jupyter_pod_field
-
 static char *status_of(const char *pod)
 {
     return jupyter_status(pod, TOKEN);
@@ -237,6 +235,21 @@ static char *snapshot_wait(const char *name, int timeout_s)
 
 static char stored_image[512]; /* test_checkpoint_restore's, for test_deleted */
 
+/* How many checkpoints the agent (its current container) started for the
+ * ContainerSnapshot name of this test's namespace: "checkpointing" and
+ * "checkpointing again" lines. */
+static int agent_checkpoints(const char *name)
+{
+    char *out = NULL;
+    harness_sh(&out,
+               "kubectl --kubeconfig '%s' logs " AGENT_PODS " --tail=-1 2>/dev/null | "
+               "grep -F '%s/%s' | grep -c 'checkpointing'",
+               harness_kubeconfig(), ns, name);
+    int n = out ? atoi(out) : -1;
+    free(out);
+    return n;
+}
+
 static void test_checkpoint_restore(void **state)
 {
     (void)state;
@@ -253,7 +266,7 @@ static void test_checkpoint_restore(void **state)
     char started[64];
     jupyter_started_of(status, started);
     free(status);
-    char *uid = pod_field("nb", "{.metadata.uid}");
+    char *uid = jupyter_pod_field("nb", "{.metadata.uid}");
     uint64_t t0 = harness_now_ms();
     snapshot_create("nb-p1-1", "nb", uid);
     free(uid);
@@ -282,6 +295,10 @@ static void test_checkpoint_restore(void **state)
     free(size);
     free(archive);
     free(message);
+    /* One checkpoint: none after the image was stored (the agent's cache
+     * lags its own Ready write by a moment; it waits for it). */
+    usleep(3000 * 1000);
+    assert_int_equal(agent_checkpoints("nb-p1-1"), 1);
 
     /* The pod goes; a new one is created from the image. */
     assert_int_equal(harness_kubectl(NULL, "-n %s delete pod nb --wait=true", ns), 0);
@@ -320,7 +337,7 @@ static void test_refused(void **state)
                  "python3 -c 'import os,time; f=open(\\\"/tmp/g\\\",\\\"w\\\"); "
                  "f.write(\\\"x\\\"*(2<<20)); f.flush(); os.unlink(\\\"/tmp/g\\\"); "
                  "time.sleep(100000)' & ");
-    char *uid = pod_field("ghost", "{.metadata.uid}");
+    char *uid = jupyter_pod_field("ghost", "{.metadata.uid}");
     snapshot_create("ghost-p1-1", "ghost", uid);
     free(uid);
     r = snapshot_wait("ghost-p1-1", 120);
@@ -333,7 +350,7 @@ static void test_refused(void **state)
     free(message);
     free(r);
     /* Nothing was stored, and the pod still runs. */
-    char *phase = pod_field("ghost", "{.status.phase}");
+    char *phase = jupyter_pod_field("ghost", "{.status.phase}");
     assert_string_equal(phase, "Running");
     free(phase);
 }
@@ -343,7 +360,7 @@ static void test_agent_down(void **state)
     (void)state;
     agent_down();
     notebook_pod("later", NOTEBOOK_IMAGE, NULL);
-    char *uid = pod_field("later", "{.metadata.uid}");
+    char *uid = jupyter_pod_field("later", "{.metadata.uid}");
     snapshot_create("later-p1-1", "later", uid);
     free(uid);
     sleep(2);
@@ -361,7 +378,7 @@ static void test_archive_lost(void **state)
     (void)state;
     agent_down();
     notebook_pod("lost", NOTEBOOK_IMAGE, NULL);
-    char *uid = pod_field("lost", "{.metadata.uid}");
+    char *uid = jupyter_pod_field("lost", "{.metadata.uid}");
     snapshot_create("lost-p1-1", "lost", uid);
     free(uid);
     const char *gone = "/var/lib/kubelet/checkpoints/checkpoint-lost_x-workspace-gone.tar";
@@ -421,7 +438,7 @@ static void test_agent_killed(void **state)
     char *out = run_cell("killed", NULL,
                          "import os; x = 42; buf = bytearray(os.urandom(1 << 20)) * 128; print(x)");
     free(out);
-    char *uid = pod_field("killed", "{.metadata.uid}");
+    char *uid = jupyter_pod_field("killed", "{.metadata.uid}");
 
     /* While the kubelet checkpoints (CRIU dumps ~200 MB for seconds). */
     snapshot_create("killed-p1-1", "killed", uid);

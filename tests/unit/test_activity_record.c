@@ -201,7 +201,8 @@ static void test_bad_text(void **state)
 }
 
 /* What a replay reads of it: people where a person was seen or waited,
- * the kernel and the GPU where they were busy. */
+ * the kernel and the GPU where they were busy, and the rounds that got no
+ * answer. */
 static void test_spans(void **state)
 {
     (void)state;
@@ -213,7 +214,7 @@ static void test_spans(void **state)
     struct replay_span *spans = NULL;
     size_t n = 0;
     assert_int_equal(replay_spans_from_record(&r, &spans, &n), 0);
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 5);
     int64_t t0 = (MON + 8 * HOUR) * 1000;
     assert_int_equal(spans[0].start_ms, t0);
     assert_int_equal(spans[0].end_ms, t0 + 3720 * 1000); /* w + a */
@@ -223,6 +224,9 @@ static void test_spans(void **state)
     assert_int_equal(spans[2].use, REPLAY_PERSON);
     assert_int_equal(spans[3].use, REPLAY_GPU);
     assert_int_equal(spans[3].end_ms - spans[3].start_ms, 600 * 1000);
+    assert_int_equal(spans[4].use, REPLAY_UNANSWERED);
+    assert_int_equal(spans[4].start_ms, t0 + (120 + 3600 + 300 + 60 + 600 + 3180) * 1000);
+    assert_int_equal(spans[4].end_ms - spans[4].start_ms, 60 * 1000);
     free(spans);
     activity_record_free(&r);
 }

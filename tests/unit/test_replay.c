@@ -111,6 +111,48 @@ static void test_a_day(void **state)
     workspace_class_free(c);
 }
 
+/* Rounds that got no answer (a record's 'u') are no use, and a failed
+ * round withdraws the pause announced before it, as the controller's
+ * does: the pause comes a full warning after the answers are back. */
+static void test_unanswered_rounds(void **state)
+{
+    (void)state;
+    struct workspace_class *c = gpu_class("30m", "");
+    const struct replay_span morning[] = {{DAY0 + 9 * HOUR, DAY0 + 12 * HOUR, REPLAY_PERSON}};
+    const struct replay_span failing[] = {
+        {DAY0 + 9 * HOUR, DAY0 + 12 * HOUR, REPLAY_PERSON},
+        {DAY0 + 12 * HOUR + 29 * MINUTE, DAY0 + 12 * HOUR + 30 * MINUTE + 30 * SEC,
+         REPLAY_UNANSWERED},
+    };
+    struct replay_input in = {
+        .cls = c,
+        .start_ms = DAY0 + 9 * HOUR,
+        .end_ms = DAY0 + 14 * HOUR,
+        .spans = morning,
+        .n_spans = 1,
+        .times = {.cold_start_ms = 3 * MINUTE},
+    };
+    struct replay_result plain, unanswered;
+    assert_int_equal(replay_run(&in, &plain), 0);
+    in.spans = failing;
+    in.n_spans = 2;
+    assert_int_equal(replay_run(&in, &unanswered), 0);
+    print_message(
+        "  paused at 12:%02lld with answers, 12:%02lld with none from 12:29 to 12:30:30\n",
+        (long long)((plain.pause_requested_ms[0] - DAY0 - 12 * HOUR) / MINUTE),
+        (long long)((unanswered.pause_requested_ms[0] - DAY0 - 12 * HOUR) / MINUTE));
+    assert_int_equal(plain.pauses, 1);
+    assert_int_equal(unanswered.pauses, 1);
+    /* 30 min after the owner left, to the probe round. */
+    assert_true(plain.pause_requested_ms[0] >= DAY0 + 12 * HOUR + 30 * MINUTE);
+    assert_true(plain.pause_requested_ms[0] <= DAY0 + 12 * HOUR + 31 * MINUTE);
+    /* Withdrawn at 12:29, announced again with the full 2 min warning. */
+    assert_true(unanswered.pause_requested_ms[0] >= DAY0 + 12 * HOUR + 32 * MINUTE);
+    /* No answer is no use. */
+    assert_true(unanswered.in_use_s == plain.in_use_s);
+    workspace_class_free(c);
+}
+
 /* A longer idle time gives back less, and the lunch break is no longer
  * long enough to pause in. */
 static void test_policies_compare(void **state)
@@ -198,9 +240,8 @@ static void test_bad_input(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_day),
-        cmocka_unit_test(test_policies_compare),
-        cmocka_unit_test(test_prewarm),
+        cmocka_unit_test(test_a_day),     cmocka_unit_test(test_policies_compare),
+        cmocka_unit_test(test_prewarm),   cmocka_unit_test(test_unanswered_rounds),
         cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests_name("replay", tests, NULL, NULL);

@@ -751,6 +751,91 @@ static void test_failure_retry_after_restart(void **state)
     world_free(&w);
 }
 
+/* A snapshot already under the attempt's name, asked for by an earlier
+ * Workspace of this name (deleted and made again: its snapshots wait for the
+ * backend's finalizer) or of an earlier pod of the pod's name: never this
+ * pause's, Ready or not. The attempt fails at once (no wait for the
+ * timeout, no pod deleted for it), the stranger is deleted, and the retry
+ * gets a name of its own. */
+static void test_foreign_snapshot(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *why, *owner_uid, *pod_uid, *words;
+    } rows[] = {
+        {"an earlier workspace's", "u0", "p0", "earlier workspace of this name (uid u0)"},
+        {"an earlier pod's", "u1", "p0", "earlier pod named nb-1 (uid p0)"},
+    };
+    for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+        struct world w;
+        world_init(&w, GKE);
+        struct decide_output o;
+        decide(&w, &o, 1);
+        assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+        decide_output_clear(&o);
+
+        w.now += 2 * SEC;
+        w.has_view = 1;
+        w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                        .phase = SNAPSHOT_PHASE_READY,
+                                        .name = "nb-p1-1",
+                                        .pod = "nb-1",
+                                        .pod_uid = rows[r].pod_uid,
+                                        .owner_uid = rows[r].owner_uid,
+                                        .ready_ms = w.now - HOUR};
+        w.all[0] = w.view;
+        w.n_all = 1;
+        decide(&w, &o, 1);
+        const struct workspace_snapshot *sn = o.status.snapshot;
+        if (!find_event(&o, "SnapshotFailed") || !sn->phase || strcmp(sn->phase, "Failed") != 0 ||
+            !sn->message || !strstr(sn->message, rows[r].words))
+            fail_msg("%s: phase %s, message %s", rows[r].why, sn->phase ? sn->phase : "(none)",
+                     sn->message ? sn->message : "(none)");
+        assert_null(sn->name);
+        assert_null(sn->ready_ms ? "ready" : NULL);
+        assert_null(find_action(&o, ACTION_DELETE_POD));
+        const struct action *del = find_action(&o, ACTION_SNAPSHOT_DELETE);
+        assert_non_null(del);
+        assert_string_equal(del->name, "nb-p1-1");
+        assert_int_equal(o.status.state, WS_STATE_PAUSING);
+        decide_output_clear(&o);
+
+        /* The retry, a name of its own. */
+        w.now += 10 * MIN;
+        w.has_view = 0;
+        w.n_all = 0;
+        decide(&w, &o, 1);
+        const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
+        assert_non_null(b);
+        assert_string_equal(b->name, "nb-p1-2");
+        assert_null(find_action(&o, ACTION_DELETE_POD));
+        decide_output_clear(&o);
+        world_free(&w);
+    }
+
+    /* A controller that lost the attempt from its status does not take the
+     * stranger for it either. */
+    struct world w;
+    world_init(&w, GKE);
+    struct decide_output o;
+    decide(&w, &o, 0); /* the attempt is asked for; the status write is lost */
+    assert_non_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    decide_output_clear(&o);
+    w.now += 2 * SEC;
+    w.has_next = 1;
+    w.next = (struct snapshot_view){.attempt = "nb-p1-1",
+                                    .phase = SNAPSHOT_PHASE_READY,
+                                    .name = "nb-p1-1",
+                                    .pod = "nb-1",
+                                    .owner_uid = "u0",
+                                    .ready_ms = w.now - HOUR};
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_true(!o.status.snapshot->phase || strcmp(o.status.snapshot->phase, "Ready") != 0);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* Under Retry, a checkpoint GKE failed left the pod running: the next
  * attempt asks the application again, for the new attempt. */
 static void test_app_checkpoint_on_retry(void **state)
@@ -3353,6 +3438,7 @@ int main(void)
         cmocka_unit_test(test_crash_repeats_the_same_attempt),
         cmocka_unit_test(test_failure_retry),
         cmocka_unit_test(test_failure_retry_after_restart),
+        cmocka_unit_test(test_foreign_snapshot),
         cmocka_unit_test(test_backend_checkpoint_retries),
         cmocka_unit_test(test_restore_failed_condition),
         cmocka_unit_test(test_timeout_pause_without_memory),
