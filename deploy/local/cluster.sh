@@ -6,9 +6,10 @@
 # machine at once. All state (certificates, etcd data, logs, PIDs) lives in
 # one directory per cluster.
 #
-#   cluster.sh up [--dir DIR] [--real-node]  start a cluster; prints DIR on stdout
-#                                 (--real-node: also a kubelet + containerd node,
-#                                 as root; see real-node.sh)
+#   cluster.sh up [--dir DIR] [--real-node] [--kueue]  start a cluster; prints DIR
+#                                 on stdout (--real-node: also a kubelet + containerd
+#                                 node, as root; see real-node.sh; --kueue: Kueue's
+#                                 manager and webhooks, see kueue.sh)
 #   cluster.sh down [--dir DIR] [--keep-dir] [--kill]
 #   cluster.sh env [--dir DIR]            print the sourceable env file
 #   cluster.sh status [--dir DIR]
@@ -40,7 +41,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly here
 # shellcheck source=real-node.sh
 . "$here/real-node.sh"
-readonly components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# shellcheck source=kueue.sh
+. "$here/kueue.sh"
+readonly components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kueue)
 start_timeout=${HIBERNATOR_START_TIMEOUT:-60}
 # Below the kernel's ephemeral range (32768+), so outgoing connections of the
 # tests never hold a port that a component is about to bind.
@@ -157,6 +160,9 @@ spawn() {
   exe=$(readlink -f "${argv[0]}")
   [ -x "$exe" ] || die "$name: $exe is not executable"
   argv[0]=$exe
+  # A wrapper that execs the component (run/NAME.exe names the binary the
+  # PID ends up running).
+  [ ! -f "$dir/run/$name.exe" ] || exe=$(readlink -f "$(cat "$dir/run/$name.exe")")
   printf '\n===== %s starting %s\n' "$(date -u +%FT%TZ)" "$name" >>"$dir/logs/$name.log"
   # No job control in this shell, so the subshell is not a process group
   # leader and setsid(1) execs in place: $! stays the component's PID.
@@ -197,6 +203,7 @@ main_port() {
   kube-controller-manager) echo "$controller_manager_port" ;;
   kube-scheduler) echo "$scheduler_port" ;;
   kwok) echo "$kwok_port" ;;
+  kueue) echo "$kueue_health_port" ;;
   esac
 }
 
@@ -616,6 +623,7 @@ parse_args() {
   dir=${HIBERNATOR_CLUSTER_DIR:-}
   keep_dir=0
   real_node=0
+  with_kueue=0
   while (($#)); do
     case $1 in
     --dir)
@@ -637,6 +645,10 @@ parse_args() {
       ;;
     --real-node)
       real_node=1
+      shift
+      ;;
+    --kueue)
+      with_kueue=1
       shift
       ;;
     -h | --help) usage ;;
@@ -669,7 +681,7 @@ up_failed() {
   if ((rc != 0)) && [ -n "${dir:-}" ] && [ -d "$dir/run" ]; then
     log "startup failed; stopping what was started"
     real_node_down || true
-    stop_components kwok kube-scheduler kube-controller-manager
+    stop_components kueue kwok kube-scheduler kube-controller-manager
     stop_components kube-apiserver
     stop_components etcd
     log "logs kept in $dir/logs (remove with: $0 down --dir $dir)"
@@ -724,7 +736,8 @@ cmd_up() {
   else
     log "locating binaries (builds them on first use; takes a long time once)"
     local build_args=()
-    ((real_node)) && build_args=(--real-node)
+    ((real_node)) && build_args+=(--real-node)
+    ((with_kueue)) && build_args+=(--kueue)
     bindir=$("$here/build-binaries.sh" "${build_args[@]}" 8>&-)
   fi
   local b
@@ -774,6 +787,10 @@ cmd_up() {
   if ((real_node)); then
     real_node_up
   fi
+  if ((with_kueue)); then
+    log "starting Kueue"
+    kueue_up
+  fi
 
   trap - EXIT INT TERM
   log "cluster up in $((SECONDS - t0)) s: apiserver https://127.0.0.1:$apiserver_port, etcd http://127.0.0.1:$etcd_port"
@@ -821,6 +838,7 @@ cmd_down() {
   real_node_down || real_node_rc=1
   # Clients first, so none of them logs a storm of errors while the API
   # server goes away; etcd last.
+  kueue_down
   stop_components kwok kube-scheduler kube-controller-manager
   remove_host_volumes
   stop_components kube-apiserver

@@ -194,7 +194,22 @@ struct workspace_class {
     struct idle_class_policy idle;
     struct snapshot_config snapshot;
     struct prewarm_class_policy prewarm;
+    /* spec.queue: pods go through Kueue (docs/kueue.md); local_queue NULL:
+     * they go to the scheduler directly. */
+    struct queue_config {
+        char *local_queue;    /* the LocalQueue in the workspace's namespace */
+        char *priority_class; /* a WorkloadPriorityClass, NULL: Kueue's default */
+        /* Other LocalQueues a Workspace may name (spec.localQueue). */
+        char **allowed;
+        size_t n_allowed;
+    } queue;
 };
+
+#define MAX_ALLOWED_QUEUES 16
+
+/* Whether the class lets a workspace's pods go to the LocalQueue name: its
+ * own queue or one of spec.queue.allowedLocalQueues. */
+int workspace_class_allows_queue(const struct workspace_class *c, const char *name);
 
 /* Decodes a WorkspaceClass object, applying the defaults of docs/api.md
  * (home.onDelete defaults to Delete). Returns 0, -ENOMEM, or -EINVAL with

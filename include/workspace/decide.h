@@ -73,6 +73,20 @@ struct app_checkpoint_seen {
     const char *message; /* why not, when not written */
 };
 
+/* What Kueue says of the Workload of a pod it holds back (docs/kueue.md).
+ * Strings borrowed for one decision. */
+struct queue_view {
+    /* Why it is not admitted: the QuotaReserved=False condition's message
+     * ("couldn't assign flavors to pod set main: insufficient unused quota
+     * for nvidia.com/gpu in flavor t4, 1 more needed"), NULL: none yet. */
+    const char *message;
+    /* Its place among the LocalQueue's pending workloads, 1 first, and how
+     * many wait there (the visibility API); 0: not known. */
+    int64_t position;
+    int64_t pending;
+    int64_t since_ms; /* the Workload's creation, 0: not known */
+};
+
 struct decide_input {
     const struct workspace *ws;
     const struct workspace_class *cls; /* NULL: the class does not exist or is unreadable */
@@ -109,6 +123,9 @@ struct decide_input {
     /* NULL: not looked at (no accelerator, no recorded version, the node
      * cache has not synced, or the workspace is not paused with a snapshot). */
     const struct decide_restore_nodes *restore_nodes;
+    /* Kueue's Workload of the pod the decision keeps, when Kueue holds it
+     * back; NULL: none seen. */
+    const struct queue_view *queue;
     /* The node the last pause's pod ran on is absent from the synced node
      * cache (ledger_awaits_node_removal() holds): it left the cluster. */
     int pause_node_absent;

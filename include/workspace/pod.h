@@ -106,7 +106,16 @@ struct workspace_pod {
     char *status_reason;
     char *status_message;
     char *terminated_reason;
+    /* Kueue (docs/kueue.md): the LocalQueue it was sent to (the label
+     * QUEUE_NAME_LABEL), NULL: none; and whether Kueue still holds it back
+     * (the scheduling gate QUEUE_ADMISSION_GATE: not admitted yet). */
+    char *queue;
+    int queue_gated;
 };
+
+#define QUEUE_NAME_LABEL "kueue.x-k8s.io/queue-name"
+#define QUEUE_PRIORITY_LABEL "kueue.x-k8s.io/priority-class"
+#define QUEUE_ADMISSION_GATE "kueue.x-k8s.io/admission"
 
 /* What decide() needs to know about the home claim. */
 struct workspace_pvc {

@@ -37,7 +37,8 @@
     X(PAUSED, "Paused", "no pod: the accelerator is back in the pool")                             \
     X(RESUMING, "Resuming", "a resume was asked for and its pod is not ready yet")                 \
     X(WAITING_FOR_CAPACITY, "WaitingForCapacity", "the pod cannot be scheduled")                   \
-    X(FAILED, "Failed", "the spec is invalid, or no capacity came in time under Fail")
+    X(FAILED, "Failed", "the spec is invalid, or no capacity came in time under Fail")             \
+    X(QUEUED, "Queued", "its pod waits for Kueue to admit it (the class's spec.queue)")
 
 /* status.conditions[].type */
 #define WS_CONDITIONS(X)                                                                           \
@@ -67,6 +68,7 @@
     X(INVALID_HOME_SIZE, "InvalidHomeSize", "spec.home.size is not a quantity")                    \
     X(HOME_TOO_LARGE, "HomeTooLarge", "spec.home.size is above the class's home.maxSize")          \
     X(RESERVED_ENV, "ReservedEnv", "an spec.env name is reserved to the controller")               \
+    X(QUEUE_NOT_ALLOWED, "QueueNotAllowed", "spec.localQueue is not a queue the class allows")     \
     /* Ready */                                                                                    \
     X(POD_READY, "PodReady", "the pod is ready")                                                   \
     X(POD_PENDING, "PodPending", "the pod exists or is being created, and is not scheduled yet")   \
@@ -76,6 +78,8 @@
     X(POD_TERMINATING, "PodTerminating", "a previous pod (or a snapshot in the way) is going")     \
     X(WAITING_FOR_CAPACITY, "WaitingForCapacity", "the pod cannot be scheduled")                   \
     X(WAITING_FOR_HOME, "WaitingForHome", "the pod waits for its home claim to be bound")          \
+    X(WAITING_FOR_ADMISSION, "WaitingForAdmission",                                                \
+      "the pod waits in its Kueue queue: the queue, its place, the quota that holds it")           \
     X(CAPACITY_TIMEOUT, "CapacityTimeout", "the wait for capacity passed capacityTimeout")         \
     X(AWAITING_APPLICATION, "AwaitingApplication", "restored; waiting for the app to answer")      \
     X(SNAPSHOTTING, "Snapshotting", "the pod runs on until its snapshot is Ready")                 \
@@ -168,6 +172,7 @@
     X(INVALID_HOME_SIZE, "InvalidHomeSize", "the spec became invalid: home.size is no quantity")   \
     X(HOME_TOO_LARGE, "HomeTooLarge", "the spec became invalid: home.size is too large")           \
     X(RESERVED_ENV, "ReservedEnv", "the spec became invalid: a reserved env name")                 \
+    X(QUEUE_NOT_ALLOWED, "QueueNotAllowed", "the spec became invalid: the queue is not allowed")   \
     X(IDLE_WARNING, "IdleWarning", "an automatic pause is announced, with its time")               \
     X(IDLE_POLICY_OUT_OF_BOUNDS, "IdlePolicyOutOfBounds", "spec.idle.after is out of bounds")      \
     X(CAPACITY_TIMEOUT, "CapacityTimeout", "the capacity timeout was crossed")                     \

@@ -31,6 +31,7 @@ enum workspace_state {
     WS_STATE_RESUMING,
     WS_STATE_WAITING_FOR_CAPACITY,
     WS_STATE_FAILED,
+    WS_STATE_QUEUED,
 };
 
 /* "Pending", "Running", ...; "" for WS_STATE_NONE. */
@@ -296,6 +297,9 @@ struct workspace {
 
     char *class_name;
     char *image; /* NULL: class default */
+    /* spec.localQueue: the Kueue LocalQueue its pods go to; NULL: the
+     * class's spec.queue.localQueue (or none). */
+    char *local_queue;
     int paused;
     char *home_size; /* NULL: class default */
     struct env_var *env;

@@ -992,6 +992,79 @@ static int decode_prewarm(struct decoder *d, const cJSON *spec, struct workspace
     return 0;
 }
 
+/* A DNS-1123 label (a LocalQueue's or a WorkloadPriorityClass's name as
+ * Kueue's CRDs want it in a label value): at most 63 characters. */
+static int dns_label(const char *s)
+{
+    return strlen(s) <= 63 && !strchr(s, '.') && dns_subdomain(s);
+}
+
+int workspace_class_allows_queue(const struct workspace_class *c, const char *name)
+{
+    if (!c || !name || !c->queue.local_queue)
+        return 0;
+    if (strcmp(c->queue.local_queue, name) == 0)
+        return 1;
+    for (size_t i = 0; i < c->queue.n_allowed; i++)
+        if (strcmp(c->queue.allowed[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static int decode_queue(struct decoder *d, const cJSON *spec, struct workspace_class *c)
+{
+    struct queue_config *q = &c->queue;
+    const cJSON *qo = get_object(d, spec, "queue", "spec.queue");
+    if (d->rc < 0 || !qo)
+        return d->rc;
+    if (get_string(d, qo, "localQueue", "spec.queue.localQueue", 1, NULL, &q->local_queue) < 0 ||
+        get_string(d, qo, "priorityClass", "spec.queue.priorityClass", 0, NULL,
+                   &q->priority_class) < 0)
+        return d->rc;
+    if (!dns_label(q->local_queue))
+        return decoder_fail(d, -EINVAL,
+                            "spec.queue.localQueue: not a LocalQueue's name (a DNS-1123 label: "
+                            "lower-case letters, digits and '-', at most 63): %s",
+                            q->local_queue);
+    if (q->priority_class && !dns_label(q->priority_class))
+        return decoder_fail(d, -EINVAL,
+                            "spec.queue.priorityClass: not a WorkloadPriorityClass's name (a "
+                            "DNS-1123 label: lower-case letters, digits and '-', at most 63): %s",
+                            q->priority_class);
+    const cJSON *list = json_member(qo, "allowedLocalQueues");
+    if (!list || cJSON_IsNull(list))
+        return 0;
+    if (!cJSON_IsArray(list))
+        return decoder_fail(d, -EINVAL, "spec.queue.allowedLocalQueues: must be a list");
+    size_t n = (size_t)cJSON_GetArraySize(list);
+    if (n > MAX_ALLOWED_QUEUES)
+        return decoder_fail(d, -EINVAL, "spec.queue.allowedLocalQueues: may list at most %d queues",
+                            MAX_ALLOWED_QUEUES);
+    if (n == 0)
+        return 0;
+    if (!(q->allowed = calloc(n, sizeof(*q->allowed))))
+        return decoder_oom(d);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list)
+    {
+        size_t i = q->n_allowed;
+        if (!cJSON_IsString(e) || !e->valuestring || !dns_label(e->valuestring))
+            return decoder_fail(d, -EINVAL,
+                                "spec.queue.allowedLocalQueues[%zu]: not a LocalQueue's name (a "
+                                "DNS-1123 label: lower-case letters, digits and '-', at most 63)",
+                                i);
+        if (workspace_class_allows_queue(c, e->valuestring))
+            return decoder_fail(d, -EINVAL,
+                                "spec.queue.allowedLocalQueues[%zu]: \"%s\" is listed already "
+                                "(as spec.queue.localQueue or before)",
+                                i, e->valuestring);
+        if (!(q->allowed[i] = strdup(e->valuestring)))
+            return decoder_oom(d);
+        q->n_allowed++;
+    }
+    return 0;
+}
+
 int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err)
 {
     struct decoder d = {0};
@@ -1022,7 +1095,8 @@ int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class,
         decode_home(&d, spec, c) < 0 || decode_checkpoint(&d, spec, c) < 0 ||
         decode_env(&d, spec, c) < 0 || decode_timing(&d, spec, c) < 0 ||
         decode_activity(&d, spec, c) < 0 || decode_idle(&d, spec, c) < 0 ||
-        decode_snapshot(&d, spec, c) < 0 || decode_prewarm(&d, spec, c) < 0)
+        decode_snapshot(&d, spec, c) < 0 || decode_prewarm(&d, spec, c) < 0 ||
+        decode_queue(&d, spec, c) < 0)
         goto out;
     c->port = (int)port;
 out:
@@ -1079,6 +1153,11 @@ void workspace_class_free(struct workspace_class *c)
     free(c->snapshot.storage_config_name);
     free(c->snapshot.repository);
     free(c->snapshot.pull_secret_name);
+    free(c->queue.local_queue);
+    free(c->queue.priority_class);
+    for (size_t i = 0; i < c->queue.n_allowed; i++)
+        free(c->queue.allowed[i]);
+    free(c->queue.allowed);
     free(c);
 }
 

@@ -133,3 +133,33 @@ int decide_fallback_due(const struct decider *d)
            (st->waiting_for_capacity_since_ms &&
             d->now >= st->waiting_for_capacity_since_ms + d->cls->capacity_timeout_ms);
 }
+
+/* The pod went to a Kueue queue and Kueue has not admitted it (its
+ * scheduling gate is on): the workspace waits its turn, and says where. No
+ * capacity clock runs: the quota is Kueue's to grant, and the scheduler has
+ * not been asked yet (docs/kueue.md). */
+void decide_queued(struct decider *d)
+{
+    const struct workspace_pod *p = d->keep;
+    struct workspace_status *st = d->st;
+    const struct queue_view *q = d->in->queue;
+    st->state = WS_STATE_QUEUED;
+    st->waiting_for_capacity_since_ms = 0;
+    workspace_status_remove_condition(st, WS_COND_CAPACITY_AVAILABLE);
+    char place[96] = "", since[TIMEFMT_RFC3339_SIZE + 16] = "";
+    if (q && q->position > 0 && q->pending >= q->position)
+        snprintf(place, sizeof(place), ", number %lld of %lld waiting there",
+                 (long long)q->position, (long long)q->pending);
+    else if (q && q->position > 0)
+        snprintf(place, sizeof(place), ", number %lld waiting there", (long long)q->position);
+    int64_t from = q && q->since_ms ? q->since_ms : p->created_ms;
+    if (from) {
+        char t[TIMEFMT_RFC3339_SIZE];
+        timefmt_format_rfc3339(from, t, sizeof(t));
+        snprintf(since, sizeof(since), " since %s", t);
+    }
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_WAITING_FOR_ADMISSION,
+                     "pod %s waits in Kueue queue %s%s%s: %s", p->name,
+                     p->queue ? p->queue : "(unnamed)", place, since,
+                     q && q->message && q->message[0] ? q->message : "not admitted yet");
+}

@@ -152,6 +152,7 @@ void decide_run(struct decider *d);
 int decide_fallback_due(const struct decider *d);
 void decide_wait_for_leaving(struct decider *d, const char *leaving);
 void decide_waiting_for_capacity(struct decider *d);
+void decide_queued(struct decider *d);
 
 /* decide_restore.c */
 int decide_crash_looping(const struct workspace_pod *p);

@@ -151,6 +151,10 @@ static void run_with_pod(struct decider *d)
         decide_idle(d);
         return;
     }
+    if (p->queue_gated && !decide_pod_is_scheduled(p)) {
+        decide_queued(d);
+        return;
+    }
     if (p->unschedulable && !decide_pod_is_scheduled(p)) {
         decide_waiting_for_capacity(d);
         return;

@@ -38,6 +38,30 @@ static void validate_image(struct decider *d)
     free(list);
 }
 
+/* The LocalQueue a workspace names is one its class allows: the queue (and
+ * with it the team's quota) is the class's to grant. */
+static void validate_queue(struct decider *d)
+{
+    const struct workspace_class *c = d->cls;
+    const char *q = d->ws->local_queue;
+    if (!q || workspace_class_allows_queue(c, q))
+        return;
+    if (!c->queue.local_queue) {
+        invalid(d, WS_REASON_QUEUE_NOT_ALLOWED,
+                "spec.localQueue: \"%s\": class \"%s\" sends its pods to no queue (it has no "
+                "spec.queue)",
+                q, c->name);
+        return;
+    }
+    char list[MAX_MESSAGE / 2];
+    snprintf(list, sizeof(list), "%s", c->queue.local_queue);
+    for (size_t i = 0; i < c->queue.n_allowed && strlen(list) < sizeof(list) - 70; i++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), ", %s", c->queue.allowed[i]);
+    invalid(d, WS_REASON_QUEUE_NOT_ALLOWED,
+            "spec.localQueue: \"%s\" is not a queue class \"%s\" allows (allowed: %s)", q, c->name,
+            list);
+}
+
 static void validate_home(struct decider *d)
 {
     const char *size = d->ws->home_size;
@@ -118,6 +142,8 @@ void decide_validate(struct decider *d)
         return;
     }
     validate_image(d);
+    if (!d->invalid_reason)
+        validate_queue(d);
     if (!d->invalid_reason)
         validate_home(d);
     if (!d->invalid_reason)

@@ -266,9 +266,18 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(status, "reason"), &p->status_reason) < 0 ||
         json_dup_optional(json_string(status, "message"), &p->status_message) < 0 ||
         json_dup_optional(end.terminated_reason, &p->terminated_reason) < 0 ||
+        json_dup_optional(json_string(json_member(meta, "labels"), QUEUE_NAME_LABEL), &p->queue) <
+            0 ||
         decode_extended(spec, p) < 0 || decode_restore_failure(&end, p) < 0) {
         workspace_pod_free(p);
         return NULL;
+    }
+    const cJSON *gate;
+    cJSON_ArrayForEach(gate, json_member(spec, "schedulingGates"))
+    {
+        const char *g = json_string(gate, "name");
+        if (g && strcmp(g, QUEUE_ADMISSION_GATE) == 0)
+            p->queue_gated = 1;
     }
     return p;
 }
@@ -294,6 +303,7 @@ void workspace_pod_free(void *pod)
     free(p->status_reason);
     free(p->status_message);
     free(p->terminated_reason);
+    free(p->queue);
     for (size_t i = 0; i < POD_MAX_EXTENDED; i++)
         free(p->extended[i]);
     free(p);
@@ -725,6 +735,15 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
     add_str(&w, pod, "apiVersion", "v1");
     add_str(&w, pod, "kind", "Pod");
     build_metadata(&w, pod, ws, pod_name, b);
+    /* Through Kueue: its webhook gates the pod until the queue admits it. */
+    const char *queue = ws->local_queue ? ws->local_queue : c->queue.local_queue;
+    if (queue) {
+        cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
+        add_str(&w, labels, QUEUE_NAME_LABEL, queue);
+        if (c->queue.priority_class)
+            add_str(&w, labels, QUEUE_PRIORITY_LABEL, c->queue.priority_class);
+    }
 
     cJSON *spec = add_obj(&w, pod, "spec");
     const char *restore_image = b->snapshot ? b->image : NULL;

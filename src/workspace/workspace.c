@@ -27,6 +27,7 @@ static const char *const state_names[] = {
     [WS_STATE_RESUMING] = "Resuming",
     [WS_STATE_WAITING_FOR_CAPACITY] = "WaitingForCapacity",
     [WS_STATE_FAILED] = "Failed",
+    [WS_STATE_QUEUED] = "Queued",
 };
 
 const char *workspace_state_name(enum workspace_state s)
@@ -268,6 +269,15 @@ static int decode_spec_fields(const cJSON *spec, struct workspace *ws, struct re
     if (r < 0)
         return r;
 
+    const cJSON *queue = json_member(spec, "localQueue");
+    if (queue && !cJSON_IsNull(queue) && !cJSON_IsString(queue))
+        r = fail(rd, "spec.localQueue: must be a string");
+    else if (cJSON_IsString(queue) && queue->valuestring[0] &&
+             json_dup_optional(queue->valuestring, &ws->local_queue) < 0)
+        r = -ENOMEM;
+    if (r < 0)
+        return r;
+
     const cJSON *paused = json_member(spec, "paused");
     if (paused && !cJSON_IsNull(paused) && !cJSON_IsBool(paused))
         r = fail(rd, "spec.paused: must be true or false");
@@ -405,13 +415,14 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, struct reader
 static void spec_unset(struct workspace *ws)
 {
     free(ws->image);
+    free(ws->local_queue);
     free(ws->home_size);
     for (size_t i = 0; i < ws->n_env; i++) {
         free(ws->env[i].name);
         free(ws->env[i].value);
     }
     free(ws->env);
-    ws->image = ws->home_size = NULL;
+    ws->image = ws->local_queue = ws->home_size = NULL;
     ws->env = NULL;
     ws->n_env = 0;
     ws->paused = 0;
@@ -486,6 +497,7 @@ void workspace_free(struct workspace *ws)
     free(ws->uid);
     free(ws->resource_version);
     free(ws->image);
+    free(ws->local_queue);
     free(ws->home_size);
     free(ws->auto_pause_message);
     free(ws->acknowledged_home_loss);

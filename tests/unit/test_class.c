@@ -243,6 +243,38 @@ static void test_decode_container_checkpoint(void **state)
     }
 }
 
+/* spec.queue: the LocalQueue, the others a workspace may name, a
+ * priority class. */
+static void test_decode_queue(void **state)
+{
+    (void)state;
+    cJSON *obj = cJSON_Parse(minimal_class);
+    assert_non_null(obj);
+    cJSON *q = cJSON_AddObjectToObject(cJSON_GetObjectItem(obj, "spec"), "queue");
+    assert_non_null(cJSON_AddStringToObject(q, "localQueue", "gpus"));
+    assert_non_null(cJSON_AddStringToObject(q, "priorityClass", "interactive"));
+    const char *const others[] = {"big-gpus", "night"};
+    assert_non_null(
+        cJSON_AddItemToObject(q, "allowedLocalQueues", cJSON_CreateStringArray(others, 2)));
+    char *json = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    struct workspace_class *c = decode_ok(json);
+    free(json);
+    assert_string_equal(c->queue.local_queue, "gpus");
+    assert_string_equal(c->queue.priority_class, "interactive");
+    assert_int_equal(c->queue.n_allowed, 2);
+    assert_true(workspace_class_allows_queue(c, "gpus"));
+    assert_true(workspace_class_allows_queue(c, "night"));
+    assert_false(workspace_class_allows_queue(c, "other"));
+    assert_false(workspace_class_allows_queue(c, NULL));
+    workspace_class_free(c);
+    /* No spec.queue: no queue at all. */
+    c = decode_ok(minimal_class);
+    assert_null(c->queue.local_queue);
+    assert_false(workspace_class_allows_queue(c, "gpus"));
+    workspace_class_free(c);
+}
+
 static void test_decode_env(void **state)
 {
     (void)state;
@@ -861,6 +893,23 @@ static void test_decode_idle_errors(void **state)
          "spec.snapshot.pullSecretName: not a Secret's name"},
         {"spec.snapshot", "{\"backend\":\"ContainerCheckpoint\",\"repository\":5}",
          "spec.snapshot.repository: must be a string"},
+        {"spec.queue", "7", "spec.queue: must be an object"},
+        {"spec.queue", "{}", "spec.queue.localQueue: required"},
+        {"spec.queue", "{\"localQueue\":\"Team_A\"}",
+         "spec.queue.localQueue: not a LocalQueue's name"},
+        {"spec.queue", "{\"localQueue\":\"team.a\"}",
+         "spec.queue.localQueue: not a LocalQueue's name"},
+        {"spec.queue",
+         "{\"localQueue\":\"a234567890123456789012345678901234567890123456789012345678901234\"}",
+         "spec.queue.localQueue: not a LocalQueue's name"},
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"priorityClass\":\"-high\"}",
+         "spec.queue.priorityClass: not a WorkloadPriorityClass's name"},
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"allowedLocalQueues\":\"big\"}",
+         "spec.queue.allowedLocalQueues: must be a list"},
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"allowedLocalQueues\":[\"big\",\"Big\"]}",
+         "spec.queue.allowedLocalQueues[1]: not a LocalQueue's name"},
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"allowedLocalQueues\":[\"big\",\"gpus\"]}",
+         "spec.queue.allowedLocalQueues[1]: \"gpus\" is listed already"},
         {"spec.idle", "7", "spec.idle: must be an object"},
         {"spec.idle.autoPause", "\"no\"", "spec.idle.autoPause: must be true or false"},
         {"spec.idle.after", "\"1 hour\"", "spec.idle.after: \"1 hour\" is not a duration"},
@@ -949,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_decode_alternative_products),
         cmocka_unit_test(test_decode_env),
         cmocka_unit_test(test_decode_container_checkpoint),
+        cmocka_unit_test(test_decode_queue),
         cmocka_unit_test(test_decode_errors),
         cmocka_unit_test(test_decode_not_object),
         cmocka_unit_test(test_quantity),

@@ -88,6 +88,8 @@ struct world {
     const char *class_error;          /* the class exists but cannot be read */
     const struct workspace_pod *gone; /* the last pod the pod cache dropped */
     int pod_node_absent;              /* status.nodeName is not in the node cache */
+    struct queue_view queue;          /* Kueue's Workload of the kept pod */
+    int has_queue;
 };
 
 static char *keep_str(struct world *w, const char *s)
@@ -311,6 +313,7 @@ static struct decide_input world_input(struct world *w, const struct workspace_p
         .class_error = w->class_error,
         .gone_pod = w->gone,
         .pod_node_absent = w->pod_node_absent,
+        .queue = w->has_queue ? &w->queue : NULL,
     };
 }
 
@@ -1139,6 +1142,82 @@ static void c_waiting_new(struct world *w, const struct decide_output *o)
     assert_string_equal(o->status.message, SCHED_MSG);
 }
 
+/* -- Kueue -- */
+
+#define QUOTA_MSG                                                                                  \
+    "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in "    \
+    "flavor t4, 1 more needed"
+
+/* The class sends its pods to Kueue's LocalQueue gpus. */
+static void queue_class(struct world *w, const char *extra)
+{
+    char json[2048];
+    snprintf(json, sizeof(json), "%.*s,\"queue\":{\"localQueue\":\"gpus\"%s}}}",
+             (int)strlen(class_json) - 2, class_json, extra);
+    cJSON *obj = cJSON_Parse(json);
+    assert_non_null(obj);
+    struct workspace_class *c = NULL;
+    char *err = NULL;
+    if (workspace_class_decode(obj, &c, &err) < 0)
+        fail_msg("class: %s", err ? err : "?");
+    cJSON_Delete(obj);
+    workspace_class_free(w->cls_owned);
+    w->cls = w->cls_owned = c;
+}
+
+/* A resume whose pod Kueue holds back: Queued, not WaitingForCapacity, and
+ * no capacity clock. */
+static void s_queued(struct world *w)
+{
+    resuming(w);
+    queue_class(w, "");
+    struct workspace_pod *p = add_pod(w, "alice-2", CKPT, NOW - 20 * SEC);
+    p->queue = "gpus";
+    p->queue_gated = 1;
+    w->has_queue = 1;
+    w->queue = (struct queue_view){
+        .message = QUOTA_MSG, .position = 2, .pending = 3, .since_ms = NOW - 19 * SEC};
+}
+
+static void c_queued(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    assert_int_equal(o->status.waiting_for_capacity_since_ms, 0);
+    assert_null(workspace_status_condition(&o->status, "CapacityAvailable"));
+    assert_cond(o, "Ready", COND_FALSE, "WaitingForAdmission");
+    assert_non_null(strstr(o->status.message, "pod alice-2 waits in Kueue queue gpus, number 2 "
+                                              "of 3 waiting there since "));
+    assert_int_equal(o->requeue_after_ms, 0);
+}
+
+/* Kueue has not written its verdict yet. */
+static void s_queued_no_workload(struct world *w)
+{
+    s_queued(w);
+    w->has_queue = 0;
+}
+
+/* Admitted, and no node has room: the scheduler's wait, as without Kueue. */
+static void s_admitted_unschedulable(struct world *w)
+{
+    s_queued(w);
+    w->pods[0].queue_gated = 0;
+    w->pods[0].unschedulable = 1;
+    w->pods[0].unschedulable_message = SCHED_MSG;
+}
+
+/* A queue the class does not allow. */
+static void s_queue_not_allowed(struct world *w)
+{
+    queue_class(w, ",\"allowedLocalQueues\":[\"big\"]");
+    w->ws->local_queue = strdup("night");
+}
+
+static void s_queue_without_class_queue(struct world *w)
+{
+    w->ws->local_queue = strdup("gpus");
+}
+
 static void s_waiting_10m(struct world *w)
 {
     waiting(w, NOW - 10 * MIN);
@@ -1879,6 +1958,42 @@ static const struct row rows[] = {
      {NULL},
      SCHED_MSG,
      c_waiting_new,
+     0},
+    /* Kueue */
+    {"queued: Kueue holds the pod; its queue, place and quota said",
+     s_queued,
+     WS_STATE_QUEUED,
+     {NULL},
+     QUOTA_MSG,
+     c_queued,
+     0},
+    {"queued, no Workload seen yet",
+     s_queued_no_workload,
+     WS_STATE_QUEUED,
+     {NULL},
+     "waits in Kueue queue gpus since",
+     NULL,
+     0},
+    {"admitted, no node: waiting for capacity",
+     s_admitted_unschedulable,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {NULL},
+     SCHED_MSG,
+     NULL,
+     0},
+    {"a queue the class does not allow",
+     s_queue_not_allowed,
+     WS_STATE_FAILED,
+     {"Event Warning QueueNotAllowed"},
+     "spec.localQueue: \"night\" is not a queue class \"gpu-t4\" allows (allowed: gpus, big)",
+     NULL,
+     0},
+    {"a queue, and the class has none",
+     s_queue_without_class_queue,
+     WS_STATE_FAILED,
+     {"Event Warning QueueNotAllowed"},
+     "spec.localQueue: \"gpus\": class \"gpu-t4\" sends its pods to no queue",
+     NULL,
      0},
     {"still waiting: re-check when the timeout is due",
      s_waiting_10m,

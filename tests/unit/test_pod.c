@@ -608,6 +608,56 @@ static const char *member_str(cJSON *obj, const char *key)
     return v->valuestring;
 }
 
+/* Through Kueue: the class's queue (or the workspace's, when it names one)
+ * and priority class as Kueue's labels; decoded back, with the gate Kueue's
+ * webhook adds. Without spec.queue, no label. */
+static void test_pod_queue(void **state)
+{
+    (void)state;
+    static const char *const queue_class =
+        "{\"metadata\":{\"name\":\"cpu\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
+        "\"home\":{\"size\":\"5Gi\"},"
+        "\"queue\":{\"localQueue\":\"gpus\",\"allowedLocalQueues\":[\"night\"],"
+        "\"priorityClass\":\"interactive\"}}}";
+    struct workspace_class *c = class_from(queue_class);
+    struct workspace *ws = ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\","
+                                   "\"uid\":\"uid-123\"},\"spec\":{\"className\":\"cpu\"}}");
+    struct workspace *night =
+        ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\","
+                "\"uid\":\"uid-123\"},\"spec\":{\"className\":\"cpu\",\"localQueue\":\"night\"}}");
+    cJSON *pod = workspace_pod_build(ws, c, "alice-nb-1", 0);
+    cJSON *labels = at(pod, "metadata.labels");
+    assert_string_equal(member_str(labels, "kueue.x-k8s.io/queue-name"), "gpus");
+    assert_string_equal(member_str(labels, "kueue.x-k8s.io/priority-class"), "interactive");
+    /* as Kueue's webhook leaves it */
+    cJSON *gates = cJSON_AddArrayToObject(at(pod, "spec"), "schedulingGates");
+    cJSON *g = cJSON_CreateObject();
+    cJSON_AddStringToObject(g, "name", "kueue.x-k8s.io/admission");
+    cJSON_AddItemToArray(gates, g);
+    struct workspace_pod *p = workspace_pod_decode(pod, NULL);
+    assert_string_equal(p->queue, "gpus");
+    assert_true(p->queue_gated);
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    pod = workspace_pod_build(night, c, "alice-nb-2", 0);
+    assert_string_equal(member_str(at(pod, "metadata.labels"), "kueue.x-k8s.io/queue-name"),
+                        "night");
+    p = workspace_pod_decode(pod, NULL);
+    assert_false(p->queue_gated);
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    workspace_class_free(c);
+    c = class_from(cpu_class);
+    pod = workspace_pod_build(ws, c, "alice-nb-3", 0);
+    assert_null(
+        cJSON_GetObjectItemCaseSensitive(at(pod, "metadata.labels"), "kueue.x-k8s.io/queue-name"));
+    cJSON_Delete(pod);
+    workspace_free(ws);
+    workspace_free(night);
+    workspace_class_free(c);
+}
+
 /* A restore is pinned to its snapshot's product; a capacity fallback asks
  * for any product the class allows and prefers the class's own. */
 static void test_pod_build_pins_and_fallback(void **state)
@@ -951,6 +1001,7 @@ int main(void)
         cmocka_unit_test(test_pod_token_env),
         cmocka_unit_test(test_pod_class_env),
         cmocka_unit_test(test_pod_build_pins_and_fallback),
+        cmocka_unit_test(test_pod_queue),
         cmocka_unit_test(test_pod_spec_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
