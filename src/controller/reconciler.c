@@ -280,6 +280,7 @@ void reconciler_close(struct reconciler *r)
     app_checkpoints_close(r->checkpoints);
     snapshot_backends_free(r->snapshots);
     node_cache_free(r->nodes);
+    queue_workloads_free(r->workloads);
     void *v;
     for (size_t it = 0; strmap_next(&r->pods_by_ws, &it, NULL, &v);) {
         struct pod_keys *set = v;

@@ -128,6 +128,24 @@ static void gather_nodes(struct reconciler *r, const char *key, struct gathered 
     gather_restore_nodes(r, g);
 }
 
+/* A class that sends its pods through Kueue: its Workloads are watched,
+ * and the one of a pod Kueue holds back says why. */
+static void gather_queue(struct reconciler *r, struct gathered *g, const char *key)
+{
+    if (!g->cls || !g->cls->queue.local_queue || !r->workloads)
+        return;
+    if (queue_workloads_start(r->workloads) < 0)
+        log_warn("cannot watch Kueue's Workloads", "workspace", key);
+    for (size_t i = 0; i < g->pods.n; i++) {
+        const struct workspace_pod *p = g->pods.pods[i];
+        if (p->queue_gated && !p->deletion_ms &&
+            queue_workloads_view(r->workloads, p->uid, &g->queue)) {
+            g->in.queue = &g->queue;
+            return;
+        }
+    }
+}
+
 /* Starts backend b for the workspace key's pass; a failure is said. */
 static void start_backend(struct snapshot_backend *b, const char *key)
 {
@@ -222,6 +240,7 @@ void reconciler_gather(struct reconciler *r, const char *key, const struct cache
     in->pod_node_absent =
         ws->status.node_name && node_cache_lookup(r->nodes, ws->status.node_name) == NODE_ABSENT;
     in->restore_check = activity_tracker_restore_check(r->activity, key);
+    gather_queue(r, g, key);
     in->app_checkpoint = app_checkpoints_seen(r->checkpoints, key);
     if (ws->prewarm && g->cls && g->cls->prewarm.enabled) {
         in->prewarm_zone = activity_tracker_zone(r->activity, ws->prewarm->time_zone);

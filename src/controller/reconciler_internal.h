@@ -40,6 +40,7 @@
 #include "controller/node_index.h"
 #include "controller/pods_seen.h"
 #include "controller/prewarm_turns.h"
+#include "controller/queue_workloads.h"
 #include "controller/reconciler.h"
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -87,6 +88,9 @@ struct reconciler {
     struct snapshot_backend *snapshots[SNAPSHOT_BACKEND_KINDS];
     struct app_checkpoints *checkpoints; /* asking applications to write their checkpoint */
     struct node_cache *nodes; /* which accelerator a pod got; started with an accelerator class */
+    /* Kueue's Workloads of the pods: why one waits; started with a class
+     * that has spec.queue. */
+    struct queue_workloads *workloads;
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     /* Pods by node, paused workspaces by the node they left: what a node's
@@ -163,6 +167,7 @@ struct gathered {
     struct snapshot_backend *snap_from[MAX_SNAPSHOTS_SEEN]; /* the backend of each of snap_list */
     struct snapshot_view next_view; /* of the attempt workspace_snapshot_next_attempt() names */
     char next_attempt[NAMES_SIZE];
+    struct queue_view queue; /* the Workload of a pod Kueue holds back */
     struct decide_input in;
 };
 

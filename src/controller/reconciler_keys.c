@@ -282,6 +282,20 @@ static char *ws_key_of_pod(const struct workspace_pod *p)
     return key;
 }
 
+/* A Workload of one of the pods changed (Kueue's verdict on it): its
+ * workspace is looked at again. */
+static void on_workload_change(void *data, const char *ns, const char *pod_name)
+{
+    struct reconciler *r = data;
+    if (r->closing || !r->pod_inf)
+        return;
+    const struct cache_entry *e = informer_get(r->pod_inf, ns, pod_name);
+    char *wk = e && e->obj ? ws_key_of_pod(e->obj) : NULL;
+    if (wk)
+        reconciler_keys_queue(r, wk);
+    free(wk);
+}
+
 static void on_pod_add(void *data, const struct cache_entry *e)
 {
     struct reconciler *r = data;
@@ -510,6 +524,8 @@ int reconciler_keys_watch(struct reconciler *r, void (*on_synced)(void *data))
     int e = node_cache_new(r->loop, r->client, on_node_change, r, &r->nodes);
     if (e == 0)
         node_cache_on_version(r->nodes, on_node_version);
+    if (e == 0)
+        e = queue_workloads_new(r->loop, r->client, r->ns, on_workload_change, r, &r->workloads);
     if (e == 0)
         e = informer_new(r->loop, r->client, &wo, &r->ws_inf);
     if (e == 0)

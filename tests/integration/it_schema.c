@@ -614,6 +614,7 @@ static const struct access controller_access[] = {
     {"create containersnapshots.hibernator.dev -n team-a", 1},
     {"delete containersnapshots.hibernator.dev -n team-a", 1},
     {"watch containersnapshots.hibernator.dev -A", 1},
+    {"watch workloads.kueue.x-k8s.io -A", 1},
     /* What it must not do. */
     {"create workspaces.hibernator.dev -n team-a", 0},
     {"delete workspaces.hibernator.dev -n team-a", 0},
@@ -629,6 +630,8 @@ static const struct access controller_access[] = {
     {"update podsnapshots.podsnapshot.gke.io -n team-a", 0},
     {"create podsnapshotstorageconfigs.podsnapshot.gke.io", 0},
     {"patch containersnapshots.hibernator.dev -n team-a", 0},
+    {"update workloads.kueue.x-k8s.io -n team-a", 0},
+    {"delete workloads.kueue.x-k8s.io -n team-a", 0},
     {"patch containersnapshots.hibernator.dev --subresource=status -n team-a", 0},
     {"create nodes --subresource=checkpoint", 0},
     {"watch secrets -A", 0},
@@ -653,6 +656,7 @@ static const struct access controller_access[] = {
 /* The node agent (deploy/node/rbac.yaml): what it may and may not do. */
 static const struct access node_agent_access[] = {
     {"watch containersnapshots.hibernator.dev -A", 1},
+    {"watch workloads.kueue.x-k8s.io -A", 1},
     {"patch containersnapshots.hibernator.dev -n team-a", 1}, /* its finalizer */
     {"patch containersnapshots.hibernator.dev --subresource=status -n team-a", 1},
     {"get pods -n team-a", 1},

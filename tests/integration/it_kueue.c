@@ -1,0 +1,173 @@
+/*
+ * Workspaces under Kueue, on a local cluster with Kueue's manager running
+ * (cluster.sh up --kueue): a class sends its pods to a LocalQueue whose
+ * ClusterQueue has a quota of one GPU, though the cluster has three. The
+ * second workspace's pod is held back by Kueue itself (its admission gate):
+ * the Workspace says Queued, with the queue and Kueue's own words on the
+ * quota that holds it, never WaitingForCapacity; when the first pauses,
+ * the quota goes back and the second runs. A workspace naming a queue its
+ * class does not allow is refused, naming the field.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "workspaces.h"
+
+static char cluster_queue[96];
+
+/* The quota: one T4 for this test's namespace, in a ClusterQueue of its
+ * own (ClusterQueues are cluster-scoped; a lane's other tests have theirs). */
+static void apply_queue(void)
+{
+    snprintf(cluster_queue, sizeof(cluster_queue), "%s", ns);
+    assert_int_equal(
+        harness_apply("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\n"
+                      "metadata: {name: it-t4}\n"
+                      "spec: {nodeLabels: {nvidia.com/gpu.product: Tesla-T4}}\n"
+                      "---\n"
+                      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                      "metadata: {name: %s}\n"
+                      "spec:\n"
+                      "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}\n"
+                      "  resourceGroups:\n"
+                      "  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
+                      "    flavors:\n"
+                      "    - name: it-t4\n"
+                      "      resources:\n"
+                      "      - {name: cpu, nominalQuota: \"16\"}\n"
+                      "      - {name: memory, nominalQuota: 64Gi}\n"
+                      "      - {name: nvidia.com/gpu, nominalQuota: \"1\"}\n"
+                      "---\n"
+                      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+                      "metadata: {name: gpus, namespace: %s}\n"
+                      "spec: {clusterQueue: %s}\n",
+                      cluster_queue, ns, ns, cluster_queue),
+        0);
+}
+
+static void test_queued_then_admitted(void **state)
+{
+    (void)state;
+    apply_ws("first", "it-kueue", 0, NULL);
+    cJSON *ws = wait_state("first", "Running", 90000);
+    cJSON_Delete(ws);
+    /* Its pod went through the queue: Kueue's label and finalizer on it. */
+    char *labels = NULL;
+    assert_int_equal(harness_kubectl(&labels,
+                                     "-n %s get pod first-1 -o jsonpath="
+                                     "'{.metadata.labels.kueue\\.x-k8s\\.io/queue-name} "
+                                     "{.metadata.finalizers}'",
+                                     ns),
+                     0);
+    print_message("  first-1: %s\n", labels);
+    assert_non_null(strstr(labels, "gpus "));
+    assert_non_null(strstr(labels, "kueue.x-k8s.io/managed"));
+    free(labels);
+
+    apply_ws("second", "it-kueue", 0, NULL);
+    ws = wait_state("second", "Queued", 60000);
+    const char *msg = str_at(ws, "status.message");
+    print_message("  second: Queued: %s\n", msg);
+    assert_non_null(strstr(msg, "pod second-1 waits in Kueue queue gpus"));
+    assert_string_equal(cond_field(ws, "Ready", "reason"), "WaitingForAdmission");
+    assert_null(condition(ws, "CapacityAvailable"));
+    cJSON_Delete(ws);
+    /* Kueue's verdict comes with its Workload. */
+    uint64_t end = harness_now_ms() + 30000;
+    for (;;) {
+        ws = ws_json("second");
+        msg = ws ? str_at(ws, "status.message") : NULL;
+        if (msg && strstr(msg, "insufficient unused quota for nvidia.com/gpu"))
+            break;
+        if (harness_now_ms() >= end)
+            fail_msg("no quota words: %s", msg ? msg : "(none)");
+        cJSON_Delete(ws);
+        usleep(300 * 1000);
+    }
+    print_message("  second: %s\n", msg);
+    cJSON_Delete(ws);
+    /* Held by the queue, not by the scheduler: three GPUs, two free. */
+    char *gates = NULL;
+    harness_kubectl(&gates, "-n %s get pod second-1 -o jsonpath='{.spec.schedulingGates}'", ns);
+    assert_non_null(strstr(gates, "kueue.x-k8s.io/admission"));
+    free(gates);
+
+    /* The first pauses: its quota goes back, the second is admitted. */
+    uint64_t t0 = harness_now_ms();
+    set_paused("first", 1);
+    cJSON_Delete(wait_state("first", "Paused", 60000));
+    uint64_t t_paused = harness_now_ms();
+    cJSON_Delete(wait_state("second", "Running", 120000));
+    uint64_t t_running = harness_now_ms();
+    print_message("  first paused %.1f s after the request; second Running %.1f s after that\n",
+                  (double)(t_paused - t0) / 1000.0, (double)(t_running - t_paused) / 1000.0);
+    ws = ws_json("second");
+    assert_string_equal(cond_field(ws, "Ready", "reason"), "PodReady");
+    cJSON_Delete(ws);
+    delete_ws("first");
+    delete_ws("second");
+}
+
+/* A queue the class does not allow, through the API server. */
+static void test_queue_not_allowed(void **state)
+{
+    (void)state;
+    apply_ws("elsewhere", "it-kueue", 0, "  localQueue: night\n");
+    cJSON *ws = wait_reason("elsewhere", "Valid", "QueueNotAllowed", 30000);
+    const char *msg = cond_field(ws, "Valid", "message");
+    print_message("  %s\n", msg);
+    assert_non_null(strstr(msg, "spec.localQueue: \"night\" is not a queue class \"it-kueue\" "
+                                "allows (allowed: gpus, big)"));
+    assert_int_equal(all_pods("elsewhere"), 0);
+    cJSON_Delete(ws);
+    delete_ws("elsewhere");
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    harness_require_cluster();
+    if (!getenv("HIBERNATOR_KUEUE_VISIBILITY_URL")) {
+        fprintf(stderr, "the cluster runs no Kueue (cluster.sh up --kueue): %s\n",
+                getenv("HIBERNATOR_REQUIRE_CLUSTER") ? "failing" : "skipping");
+        exit(getenv("HIBERNATOR_REQUIRE_CLUSTER") ? 1 : 77);
+    }
+    it_deploy("it-kueue");
+    apply_class("it-kueue", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                            "product: Tesla-T4}\n"
+                            "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
+                            "  queue: {localQueue: gpus, allowedLocalQueues: [big]}\n");
+    ns = harness_namespace("it-kueue");
+    apply_queue();
+    controller_start(NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    controller_stop();
+    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_kubectl(NULL, "delete clusterqueue %s --ignore-not-found --wait=false", cluster_queue);
+    it_show_logs();
+    free(ns);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_queued_then_admitted),
+        cmocka_unit_test(test_queue_not_allowed),
+    };
+    return cmocka_run_group_tests_name("kueue", tests, group_setup, group_teardown);
+}
