@@ -28,6 +28,9 @@ struct controller_options {
     double kube_api_qps;
     int kube_api_burst;
     int activity_probe_concurrency; /* 0: the prober's default */
+    /* Kueue's visibility server (https://host:port), asked directly where
+     * no APIService routes to it; NULL: through the API server. */
+    const char *kueue_visibility_server;
     enum log_level log_level;
     enum log_format log_format;
     int show_help;

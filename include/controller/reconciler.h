@@ -49,6 +49,9 @@ struct reconciler_options {
     const char *zoneinfo_dir;   /* time zones of pause windows; NULL: the system's */
     /* Borrowed, outlives the reconciler; NULL: no metrics. */
     struct controller_metrics *metrics;
+    /* Where Kueue's visibility API is asked (borrowed, outlives the
+     * reconciler); NULL: the reconciler's client (the API server). */
+    struct kube_client *visibility_client;
 };
 
 struct reconciler_stats {

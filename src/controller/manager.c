@@ -22,6 +22,10 @@ struct manager {
     uv_signal_t sigterm, sigint;
     struct kube_config *config;
     struct kube_client *client;
+    /* Kueue's visibility server asked directly (--kueue-visibility-server),
+     * NULL: through the API server. */
+    struct kube_config *visibility_config;
+    struct kube_client *visibility_client;
     struct leader_elector *elector;
     struct reconciler *reconciler;
     struct health_state health;
@@ -59,6 +63,7 @@ static void start_controllers(struct manager *m)
         .failpoint = getenv("HIBERNATOR_FAILPOINT"),
         .probe_concurrency = (unsigned)m->o->activity_probe_concurrency,
         .metrics = m->metrics,
+        .visibility_client = m->visibility_client,
     };
     int r = reconciler_new(&m->loop, m->client, &ro, &m->reconciler);
     if (r == 0)
@@ -80,6 +85,8 @@ static void shutdown_all(struct manager *m)
     m->elector = NULL;
     kube_client_close(m->client);
     m->client = NULL;
+    kube_client_close(m->visibility_client);
+    m->visibility_client = NULL;
     atomic_store(&m->health.synced, 0);
     atomic_store(&m->health.leading, 0);
     if (!uv_is_closing((uv_handle_t *)&m->sigterm)) {
@@ -150,6 +157,34 @@ static void make_identity(char *out, size_t size)
              rnd[5]);
 }
 
+/* The same credentials and CA as the API server's (Kueue's visibility
+ * server authenticates and authorizes through it), another server. */
+static int visibility_client_new(struct manager *m)
+{
+    char *err = NULL;
+    int r = kube_config_load_default(m->o->kubeconfig, &m->visibility_config, &err);
+    char *server = r == 0 ? strdup(m->o->kueue_visibility_server) : NULL;
+    if (r == 0 && !server)
+        r = -ENOMEM;
+    if (r == 0) {
+        size_t n = strlen(server);
+        while (n && server[n - 1] == '/')
+            server[--n] = '\0';
+        free(m->visibility_config->server);
+        m->visibility_config->server = server;
+        struct kube_client_options co = {.qps = 5, .burst = 10};
+        r = kube_client_new(&m->loop, m->visibility_config, &co, &m->visibility_client, &err);
+    }
+    if (r < 0) {
+        log_error("cannot make the client of Kueue's visibility server", "server",
+                  m->o->kueue_visibility_server, "error", err ? err : log_errno_str(r));
+        free(err);
+        return r;
+    }
+    log_info("Kueue's visibility API asked directly", "server", m->o->kueue_visibility_server);
+    return 0;
+}
+
 /* Long: the wiring of the whole process, each step undoing the ones before it when it fails,
  * which reads best in one place. */
 int manager_run(const struct controller_options *o)
@@ -174,6 +209,13 @@ int manager_run(const struct controller_options *o)
     }
     log_info("hibernator starting", "version", HIBERNATOR_VERSION, "server", m.config->server,
              "config", m.config->source);
+    if (o->kueue_visibility_server && visibility_client_new(&m) < 0) {
+        kube_client_close(m.client);
+        uv_run(&m.loop, UV_RUN_DEFAULT);
+        uv_loop_close(&m.loop);
+        kube_config_free(m.config);
+        return 1;
+    }
 
     uv_signal_init(&m.loop, &m.sigterm);
     uv_signal_init(&m.loop, &m.sigint);
@@ -253,6 +295,7 @@ int manager_run(const struct controller_options *o)
     controller_metrics_free(m.metrics);
     metrics_registry_free(m.registry);
     kube_config_free(m.config);
+    kube_config_free(m.visibility_config);
     log_info("stopped", "exit_code", LOG_INT(m.exit_code));
     return m.exit_code;
 }

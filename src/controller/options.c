@@ -53,6 +53,9 @@ static const struct flag flags[] = {
     {"kube-api-burst", FLAG_INT, OPT(kube_api_burst), "30", "client-side request burst"},
     {"activity-probe-concurrency", FLAG_INT, OPT(activity_probe_concurrency), "64",
      "activity probe requests in flight at once; more wait their turn"},
+    {"kueue-visibility-server", FLAG_STRING, OPT(kueue_visibility_server), "",
+     "Kueue's visibility server (https://host:port) for the places in its queues, where no "
+     "APIService routes to it; empty: through the API server (docs/kueue.md)"},
     {"log-level", FLAG_LEVEL, OPT(log_level), "info", "debug, info, warn or error"},
     {"log-format", FLAG_FORMAT, OPT(log_format), "text", "text (key=value) or json"},
 };

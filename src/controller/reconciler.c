@@ -192,6 +192,7 @@ int reconciler_new(uv_loop_t *loop, struct kube_client *client, const struct rec
     r->loop = loop;
     r->client = client;
     r->ns = o->ns ? strdup(o->ns) : NULL;
+    r->visibility_client = o->visibility_client;
     r->identity = strdup(o->identity ? o->identity : "hibernator");
     r->workers = o->workers ? o->workers : RECONCILER_DEFAULT_WORKERS;
     r->now_ms = o->now_ms ? o->now_ms : clock_unix_ms_cb;
@@ -281,6 +282,7 @@ void reconciler_close(struct reconciler *r)
     snapshot_backends_free(r->snapshots);
     node_cache_free(r->nodes);
     queue_workloads_free(r->workloads);
+    queue_positions_free(r->positions);
     void *v;
     for (size_t it = 0; strmap_next(&r->pods_by_ws, &it, NULL, &v);) {
         struct pod_keys *set = v;

@@ -138,11 +138,14 @@ static void gather_queue(struct reconciler *r, struct gathered *g, const char *k
         log_warn("cannot watch Kueue's Workloads", "workspace", key);
     for (size_t i = 0; i < g->pods.n; i++) {
         const struct workspace_pod *p = g->pods.pods[i];
-        if (p->queue_gated && !p->deletion_ms &&
-            queue_workloads_view(r->workloads, p->uid, &g->queue)) {
+        if (!p->queue_gated || p->deletion_ms)
+            continue;
+        int seen = queue_workloads_view(r->workloads, p->uid, &g->queue);
+        queue_positions_want(r->positions, p->ns, p->queue);
+        seen |= queue_positions_get(r->positions, p->uid, &g->queue.position, &g->queue.pending);
+        if (seen)
             g->in.queue = &g->queue;
-            return;
-        }
+        return;
     }
 }
 

@@ -40,6 +40,7 @@
 #include "controller/node_index.h"
 #include "controller/pods_seen.h"
 #include "controller/prewarm_turns.h"
+#include "controller/queue_positions.h"
 #include "controller/queue_workloads.h"
 #include "controller/reconciler.h"
 #include "kube/client.h"
@@ -91,6 +92,8 @@ struct reconciler {
     /* Kueue's Workloads of the pods: why one waits; started with a class
      * that has spec.queue. */
     struct queue_workloads *workloads;
+    struct queue_positions *positions;     /* their places in the queues */
+    struct kube_client *visibility_client; /* borrowed; NULL: client */
     struct workqueue_driver *queue;
     struct strmap pods_by_ws; /* "ns/ws" -> struct pod_keys * */
     /* Pods by node, paused workspaces by the node they left: what a node's

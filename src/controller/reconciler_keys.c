@@ -527,6 +527,9 @@ int reconciler_keys_watch(struct reconciler *r, void (*on_synced)(void *data))
     if (e == 0)
         e = queue_workloads_new(r->loop, r->client, r->ns, on_workload_change, r, &r->workloads);
     if (e == 0)
+        e = queue_positions_new(r->loop, r->visibility_client ? r->visibility_client : r->client,
+                                on_workload_change, r, &r->positions);
+    if (e == 0)
         e = informer_new(r->loop, r->client, &wo, &r->ws_inf);
     if (e == 0)
         e = informer_new(r->loop, r->client, &co, &r->class_inf);

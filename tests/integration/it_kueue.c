@@ -54,6 +54,25 @@ static void apply_queue(void)
         0);
 }
 
+/* Waits until the workspace's status.message holds words; prints it. */
+static void wait_message(const char *name, const char *words)
+{
+    uint64_t end = harness_now_ms() + 30000;
+    for (;;) {
+        cJSON *ws = ws_json(name);
+        const char *msg = ws ? str_at(ws, "status.message") : NULL;
+        if (msg && strstr(msg, words)) {
+            print_message("  %s: %s\n", name, msg);
+            cJSON_Delete(ws);
+            return;
+        }
+        if (harness_now_ms() >= end)
+            fail_msg("%s: no \"%s\" in: %s", name, words, msg ? msg : "(none)");
+        cJSON_Delete(ws);
+        usleep(300 * 1000);
+    }
+}
+
 static void test_queued_then_admitted(void **state)
 {
     (void)state;
@@ -95,6 +114,12 @@ static void test_queued_then_admitted(void **state)
     }
     print_message("  second: %s\n", msg);
     cJSON_Delete(ws);
+    /* A third waits behind it: each says its place, from Kueue's
+     * visibility API. */
+    apply_ws("third", "it-kueue", 0, NULL);
+    cJSON_Delete(wait_state("third", "Queued", 60000));
+    wait_message("second", "number 1 of 2 waiting there");
+    wait_message("third", "number 2 of 2 waiting there");
     /* Held by the queue, not by the scheduler: three GPUs, two free. */
     char *gates = NULL;
     harness_kubectl(&gates, "-n %s get pod second-1 -o jsonpath='{.spec.schedulingGates}'", ns);
@@ -113,8 +138,11 @@ static void test_queued_then_admitted(void **state)
     ws = ws_json("second");
     assert_string_equal(cond_field(ws, "Ready", "reason"), "PodReady");
     cJSON_Delete(ws);
+    /* The third moves up. */
+    wait_message("third", "number 1 of 1 waiting there");
     delete_ws("first");
     delete_ws("second");
+    delete_ws("third");
 }
 
 /* A queue the class does not allow, through the API server. */
@@ -148,6 +176,12 @@ static int group_setup(void **state)
                             "  queue: {localQueue: gpus, allowedLocalQueues: [big]}\n");
     ns = harness_namespace("it-kueue");
     apply_queue();
+    /* No APIService routes to Kueue's visibility server on this cluster. */
+    static char flag[300];
+    snprintf(flag, sizeof(flag), "--kueue-visibility-server=%s",
+             getenv("HIBERNATOR_KUEUE_VISIBILITY_URL"));
+    static const char *args[] = {flag, NULL};
+    controller_extra_args(args);
     controller_start(NULL);
     return 0;
 }

@@ -615,6 +615,7 @@ static const struct access controller_access[] = {
     {"delete containersnapshots.hibernator.dev -n team-a", 1},
     {"watch containersnapshots.hibernator.dev -A", 1},
     {"watch workloads.kueue.x-k8s.io -A", 1},
+    {"get localqueues.visibility.kueue.x-k8s.io --subresource=pendingworkloads -n team-a", 1},
     /* What it must not do. */
     {"create workspaces.hibernator.dev -n team-a", 0},
     {"delete workspaces.hibernator.dev -n team-a", 0},
