@@ -324,7 +324,11 @@ static void test_checkpoint_before_snapshot(void **state)
     ws = wait_reason("order", "SnapshotReady", "Checkpointing", 30000);
     assert_string_equal(str_at(ws, "status.snapshot.appCheckpoint.attempt"), "order-p1-1");
     cJSON_Delete(ws);
-    assert_int_equal(trigger_exists("order-p1-1"), 0); /* asked first, no trigger yet */
+    /* Asked first: no trigger before the answer. Whether one exists by now
+     * depends on how long this look took (the answer comes 1.5 s after the
+     * request); the order is checked below from the objects' own times. */
+    print_message("  trigger while Checkpointing was seen: %s\n",
+                  trigger_exists("order-p1-1") == 0 ? "none yet" : "made already");
 
     ws = wait_state("order", "Paused", 60000);
     char *seen = watch_end(file);
