@@ -277,7 +277,7 @@ static int set_paused(struct cli_api *api, const struct cli_args *a, int paused,
     }
     /* Not paused and no resume under way: nothing to resume. */
     if (already && !paused && st != WS_STATE_RESUMING && st != WS_STATE_WAITING_FOR_CAPACITY &&
-        st != WS_STATE_PAUSING) {
+        st != WS_STATE_QUEUED && st != WS_STATE_PAUSING) {
         fprintf(out, "workspace \"%s\" is not paused (state %s)\n", a->name, state);
         workspace_free(ws);
         return CLI_EXIT_OK;

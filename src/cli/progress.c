@@ -61,6 +61,8 @@ static int observe_start(struct progress *p, const struct workspace *ws, int64_t
         return set(p, PROGRESS_REQUESTED, NULL);
     if (st->state == WS_STATE_WAITING_FOR_CAPACITY)
         return set(p, PROGRESS_WAITING_FOR_CAPACITY, cond_message(ws, WS_COND_CAPACITY_AVAILABLE));
+    if (st->state == WS_STATE_QUEUED)
+        return set(p, PROGRESS_QUEUED, cond_message(ws, WS_COND_READY));
     const char *restored = cond_reason(ws, WS_COND_RESTORED);
     int ready;
     if (p->goal == PROGRESS_RESUME && p->counted_expected)
@@ -152,6 +154,8 @@ static const char *phase_words(const struct progress *p)
         return "pausing";
     case PROGRESS_WAITING_FOR_CAPACITY:
         return "waiting for capacity";
+    case PROGRESS_QUEUED:
+        return "queued";
     case PROGRESS_STARTING:
         return p->goal == PROGRESS_RESUME ? "resuming" : "starting";
     case PROGRESS_CONFIRMING:

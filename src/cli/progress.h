@@ -36,6 +36,7 @@ enum progress_phase {
     PROGRESS_REQUESTED, /* the controller has not acted on it yet */
     PROGRESS_PAUSING,
     PROGRESS_WAITING_FOR_CAPACITY,
+    PROGRESS_QUEUED,     /* Kueue holds the pod: its queue and place */
     PROGRESS_STARTING,   /* scheduled or being scheduled, restoring or starting */
     PROGRESS_CONFIRMING, /* ready; whether the memory came back is not known yet */
     PROGRESS_DONE,

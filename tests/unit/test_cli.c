@@ -556,6 +556,17 @@ static void test_progress_resume(void **state)
     char line[256];
     progress_line(&p, t0 + 12000, line, sizeof(line));
     assert_string_equal(line, "[   12s] waiting for capacity: 0/3 nodes are available");
+    /* Under Kueue: its queue, and the place moving. */
+    observe(&p,
+            "{\"observedGeneration\":6,\"state\":\"Queued\","
+            "\"accounting\":{\"pauses\":2,\"resumes\":2},"
+            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\","
+            "\"reason\":\"WaitingForAdmission\",\"message\":\"pod w-3 waits in Kueue queue gpus, "
+            "number 2 of 2 waiting there since 2026-03-10T12:00:01Z: quota\"}]}",
+            6, t0 + 13000, PROGRESS_QUEUED);
+    progress_line(&p, t0 + 14000, line, sizeof(line));
+    assert_string_equal(line, "[   14s] queued: pod w-3 waits in Kueue queue gpus, number 2 of 2 "
+                              "waiting there since 2026-03-10T12:00:01Z: quota");
     observe(&p,
             "{\"observedGeneration\":6,\"state\":\"Resuming\","
             "\"accounting\":{\"pauses\":2,\"resumes\":2},"
