@@ -106,6 +106,11 @@ struct workspace_pod {
     char *status_reason;
     char *status_message;
     char *terminated_reason;
+    /* Kueue's TerminationTarget condition (True), set before it deletes a
+     * pod whose Workload it evicted: reason WorkloadEvictedDueTo<why>
+     * ("...Preempted", "...PodsReadyTimeout", ...) and Kueue's message. */
+    char *termination_reason;
+    char *termination_message;
     /* Kueue (docs/kueue.md): the LocalQueue it was sent to (the label
      * QUEUE_NAME_LABEL), NULL: none; and whether Kueue still holds it back
      * (the scheduling gate QUEUE_ADMISSION_GATE: not admitted yet). */

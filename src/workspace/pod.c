@@ -25,7 +25,8 @@ static int64_t deletion_ms(const cJSON *meta)
 /* What the pod itself says about why it ends, kept for workspace_pod_end(). */
 struct pod_end_text {
     const char *disruption_reason, *disruption_message, *terminated_reason;
-    const char *restore_reason, *restore_message; /* PodRestored=False */
+    const char *termination_reason, *termination_message; /* Kueue's TerminationTarget */
+    const char *restore_reason, *restore_message;         /* PodRestored=False */
 };
 
 static void decode_conditions(const cJSON *status, struct workspace_pod *p, const char **ret_msg,
@@ -62,6 +63,11 @@ static void decode_conditions(const cJSON *status, struct workspace_pod *p, cons
             end->disruption_reason = json_string(c, "reason");
             end->disruption_message = json_string(c, "message");
             p->disruption_ms = json_time_ms(c, "lastTransitionTime");
+        } else if (strcmp(type, "TerminationTarget") == 0 && is_true) {
+            end->termination_reason = json_string(c, "reason");
+            end->termination_message = json_string(c, "message");
+            if (!p->disruption_ms)
+                p->disruption_ms = json_time_ms(c, "lastTransitionTime");
         }
     }
     const cJSON *cs;
@@ -266,6 +272,8 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(json_string(status, "reason"), &p->status_reason) < 0 ||
         json_dup_optional(json_string(status, "message"), &p->status_message) < 0 ||
         json_dup_optional(end.terminated_reason, &p->terminated_reason) < 0 ||
+        json_dup_optional(end.termination_reason, &p->termination_reason) < 0 ||
+        json_dup_optional(end.termination_message, &p->termination_message) < 0 ||
         json_dup_optional(json_string(json_member(meta, "labels"), QUEUE_NAME_LABEL), &p->queue) <
             0 ||
         decode_extended(spec, p) < 0 || decode_restore_failure(&end, p) < 0) {
@@ -303,6 +311,8 @@ void workspace_pod_free(void *pod)
     free(p->status_reason);
     free(p->status_message);
     free(p->terminated_reason);
+    free(p->termination_reason);
+    free(p->termination_message);
     free(p->queue);
     for (size_t i = 0; i < POD_MAX_EXTENDED; i++)
         free(p->extended[i]);
@@ -332,7 +342,9 @@ struct workspace_pod *workspace_pod_copy_end(const struct workspace_pod *p)
         json_dup_optional(p->disruption_message, &c->disruption_message) < 0 ||
         json_dup_optional(p->status_reason, &c->status_reason) < 0 ||
         json_dup_optional(p->status_message, &c->status_message) < 0 ||
-        json_dup_optional(p->terminated_reason, &c->terminated_reason) < 0) {
+        json_dup_optional(p->terminated_reason, &c->terminated_reason) < 0 ||
+        json_dup_optional(p->termination_reason, &c->termination_reason) < 0 ||
+        json_dup_optional(p->termination_message, &c->termination_message) < 0) {
         workspace_pod_free(c);
         return NULL;
     }
@@ -344,10 +356,14 @@ static int is(const char *a, const char *b)
     return a && strcmp(a, b) == 0;
 }
 
-/* The kind for a DisruptionTarget reason or a status.reason; NULL: none
- * that says more than the rest. */
-static const char *end_kind(const char *disruption, const char *status_reason)
+/* The kind for a DisruptionTarget reason, Kueue's TerminationTarget reason
+ * or a status.reason; NULL: none that says more than the rest. */
+static const char *end_kind(const char *disruption, const char *kueue, const char *status_reason)
 {
+    /* Kueue evicted its Workload: preempted (for a workload of higher
+     * priority, or its quota reclaimed), or evicted for another reason. */
+    if (!disruption && kueue && strncmp(kueue, "WorkloadEvictedDueTo", 20) == 0)
+        return strcmp(kueue + 20, "Preempted") == 0 ? "Preempted" : "Evicted";
     if (is(disruption, "EvictionByEvictionAPI") || is(status_reason, "Evicted"))
         return "Evicted";
     if (is(disruption, "PreemptionByScheduler") || is(disruption, "PreemptionByKubeScheduler") ||
@@ -376,7 +392,7 @@ void workspace_pod_end(const struct workspace_pod *p, int node_absent, struct po
 {
     *ret = (struct pod_end){.at_ms = p->disruption_ms};
     int stopped = is(p->phase, "Failed") || is(p->phase, "Succeeded");
-    const char *kind = end_kind(p->disruption_reason, p->status_reason);
+    const char *kind = end_kind(p->disruption_reason, p->termination_reason, p->status_reason);
     if (!kind && is(p->terminated_reason, "OOMKilled") && stopped)
         kind = "OOMKilled";
     if (!kind && node_absent)
@@ -385,6 +401,8 @@ void workspace_pod_end(const struct workspace_pod *p, int node_absent, struct po
         kind = stopped ? "Stopped" : "Deleted";
     snprintf(ret->kind, sizeof(ret->kind), "%s", kind);
     end_append(ret->message, "DisruptionTarget", p->disruption_reason, p->disruption_message);
+    end_append(ret->message, "TerminationTarget (Kueue)", p->termination_reason,
+               p->termination_message);
     end_append(ret->message, "status.reason", p->status_reason, p->status_message);
     if (stopped)
         end_append(ret->message, "phase", p->phase, NULL);

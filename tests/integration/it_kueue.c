@@ -6,7 +6,8 @@
  * the Workspace says Queued, with the queue and Kueue's own words on the
  * quota that holds it, never WaitingForCapacity; when the first pauses,
  * the quota goes back and the second runs. A workspace naming a queue its
- * class does not allow is refused, naming the field.
+ * class does not allow is refused, naming the field. A workspace Kueue
+ * preempts for one of higher priority is an interruption that says so.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +39,7 @@ static void apply_queue(void)
                       "metadata: {name: %s}\n"
                       "spec:\n"
                       "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}\n"
+                      "  preemption: {withinClusterQueue: LowerPriority}\n"
                       "  resourceGroups:\n"
                       "  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
                       "    flavors:\n"
@@ -49,7 +51,11 @@ static void apply_queue(void)
                       "---\n"
                       "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
                       "metadata: {name: gpus, namespace: %s}\n"
-                      "spec: {clusterQueue: %s}\n",
+                      "spec: {clusterQueue: %s}\n"
+                      "---\n"
+                      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
+                      "metadata: {name: it-kueue-high}\n"
+                      "value: 1000\n",
                       cluster_queue, ns, ns, cluster_queue),
         0);
 }
@@ -69,6 +75,21 @@ static void wait_message(const char *name, const char *words)
         if (harness_now_ms() >= end)
             fail_msg("%s: no \"%s\" in: %s", name, words, msg ? msg : "(none)");
         cJSON_Delete(ws);
+        usleep(300 * 1000);
+    }
+}
+
+/* Waits until the workspace's path holds at least want (a number). */
+static cJSON *wait_number_at(const char *name, const char *path, double want, uint64_t timeout_ms)
+{
+    uint64_t end = harness_now_ms() + timeout_ms;
+    for (;;) {
+        cJSON *ws = ws_json(name);
+        if (ws && num_at(ws, path) >= want)
+            return ws;
+        cJSON_Delete(ws);
+        if (harness_now_ms() >= end)
+            fail_msg("%s: %s below %g", name, path, want);
         usleep(300 * 1000);
     }
 }
@@ -145,6 +166,34 @@ static void test_queued_then_admitted(void **state)
     delete_ws("third");
 }
 
+/* Kueue preempts a running workspace for one of higher priority in the
+ * same queue: until a preemption keeps the memory (docs/kueue.md), it is an
+ * interruption that says Kueue's words and what was lost, and the
+ * workspace waits its turn again. */
+static void test_preempted(void **state)
+{
+    (void)state;
+    apply_ws("low", "it-kueue", 0, NULL);
+    cJSON_Delete(wait_state("low", "Running", 90000));
+    apply_ws("high", "it-kueue-high", 0, NULL);
+    cJSON *ws = wait_number_at("low", "status.interruptions.count", 1, 90000);
+    const char *reason = str_at(ws, "status.interruptions.last.reason");
+    const char *msg = str_at(ws, "status.interruptions.last.message");
+    print_message("  low: interrupted: %s: %s\n", reason ? reason : "?", msg ? msg : "?");
+    assert_string_equal(reason, "Preempted");
+    assert_non_null(strstr(msg, "TerminationTarget (Kueue) WorkloadEvictedDueToPreempted: "
+                                "Preempted to accommodate a workload"));
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("low");
+    assert_non_null(strstr(reasons, "PodInterrupted"));
+    free(reasons);
+    cJSON_Delete(wait_state("high", "Running", 90000));
+    cJSON_Delete(wait_state("low", "Queued", 60000));
+    delete_ws("high");
+    cJSON_Delete(wait_state("low", "Running", 90000));
+    delete_ws("low");
+}
+
 /* A queue the class does not allow, through the API server. */
 static void test_queue_not_allowed(void **state)
 {
@@ -174,6 +223,10 @@ static int group_setup(void **state)
                             "product: Tesla-T4}\n"
                             "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
                             "  queue: {localQueue: gpus, allowedLocalQueues: [big]}\n");
+    apply_class("it-kueue-high", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                                 "product: Tesla-T4}\n"
+                                 "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
+                                 "  queue: {localQueue: gpus, priorityClass: it-kueue-high}\n");
     ns = harness_namespace("it-kueue");
     apply_queue();
     /* No APIService routes to Kueue's visibility server on this cluster. */
@@ -192,6 +245,7 @@ static int group_teardown(void **state)
     controller_stop();
     harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
     harness_kubectl(NULL, "delete clusterqueue %s --ignore-not-found --wait=false", cluster_queue);
+    harness_kubectl(NULL, "delete workloadpriorityclass it-kueue-high --ignore-not-found");
     it_show_logs();
     free(ns);
     return 0;
@@ -202,6 +256,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_queued_then_admitted),
         cmocka_unit_test(test_queue_not_allowed),
+        cmocka_unit_test(test_preempted),
     };
     return cmocka_run_group_tests_name("kueue", tests, group_setup, group_teardown);
 }

@@ -863,6 +863,18 @@ static void test_pod_end(void **state)
         {"{\"phase\":\"Running\",\"containerStatuses\":[{\"restartCount\":1,\"lastState\":"
          "{\"terminated\":{\"reason\":\"OOMKilled\"}},\"state\":{\"running\":{}}}]}",
          0, "Deleted", "container terminated: OOMKilled"},
+        /* Kueue preempted its Workload (as Kueue v0.17.0 wrote it on the
+         * local cluster: its quota reclaimed by another team) */
+        {"{\"phase\":\"Running\",\"conditions\":[{\"type\":\"TerminationTarget\",\"status\":"
+         "\"True\",\"reason\":\"WorkloadEvictedDueToPreempted\",\"message\":\"Preempted to "
+         "accommodate a workload (UID: 8a9b, JobUID: cfd2) due to reclamation within the "
+         "cohort\"}]}",
+         0, "Preempted",
+         "TerminationTarget (Kueue) WorkloadEvictedDueToPreempted: Preempted to accommodate a "
+         "workload (UID: 8a9b, JobUID: cfd2) due to reclamation within the cohort"},
+        {"{\"phase\":\"Running\",\"conditions\":[{\"type\":\"TerminationTarget\",\"status\":"
+         "\"True\",\"reason\":\"WorkloadEvictedDueToPodsReadyTimeout\"}]}",
+         0, "Evicted", "TerminationTarget (Kueue) WorkloadEvictedDueToPodsReadyTimeout"},
         {"{\"phase\":\"Succeeded\"}", 0, "Stopped", "phase Succeeded"},
         {"{\"phase\":\"Running\"}", 1, "NodeLost", "node gpu-node-1: no longer in the cluster"},
         {"{\"phase\":\"Running\"}", 0, "Deleted", ""},
