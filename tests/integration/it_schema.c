@@ -657,7 +657,7 @@ static const struct access controller_access[] = {
 /* The node agent (deploy/node/rbac.yaml): what it may and may not do. */
 static const struct access node_agent_access[] = {
     {"watch containersnapshots.hibernator.dev -A", 1},
-    {"watch workloads.kueue.x-k8s.io -A", 1},
+    {"watch workloads.kueue.x-k8s.io -A", 0},
     {"patch containersnapshots.hibernator.dev -n team-a", 1}, /* its finalizer */
     {"patch containersnapshots.hibernator.dev --subresource=status -n team-a", 1},
     {"get pods -n team-a", 1},
