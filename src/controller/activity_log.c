@@ -309,7 +309,9 @@ char activity_log_state(const struct workspace_status *st, const struct activity
     case WS_STATE_PENDING:
     case WS_STATE_RESUMING:
     case WS_STATE_WAITING_FOR_CAPACITY:
-        /* someone asked and waits; a pre-warm is nobody's wait */
+    case WS_STATE_QUEUED:
+        /* someone asked and waits (for capacity, or in Kueue's queue); a
+         * pre-warm is nobody's wait */
         return st->last_resume->pre_warmed ? 'p' : 'w';
     default:
         return 'p';

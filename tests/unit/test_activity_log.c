@@ -42,6 +42,8 @@ static const struct row {
     {"a person's resume", WS_STATE_RESUMING, 0, 0, 0, 0, NULL, 0, 'w'},
     {"a person waits for capacity", WS_STATE_WAITING_FOR_CAPACITY, 0, 0, 0, 0, NULL, 0, 'w'},
     {"a pre-warm waits: nobody does", WS_STATE_WAITING_FOR_CAPACITY, 1, 0, 0, 0, NULL, 0, 'p'},
+    {"a person waits in Kueue's queue", WS_STATE_QUEUED, 0, 0, 0, 0, NULL, 0, 'w'},
+    {"a pre-warm queued: nobody waits", WS_STATE_QUEUED, 1, 0, 0, 0, NULL, 0, 'p'},
     {"running, no round yet", WS_STATE_RUNNING, 0, 0, 0, 0, "start", 0, 'u'},
     {"running, the probe failed", WS_STATE_RUNNING, 0, -1, 0, 0, "start", 0, 'u'},
     {"the GPU busy", WS_STATE_RUNNING, 0, 1, 0, 80, "gpu", 0, 'g'},
