@@ -39,9 +39,6 @@ MUST_USE int queue_workloads_new(uv_loop_t *loop, struct kube_client *client, co
 /* Starts the watch; again: nothing. Returns 0 or a negative errno. */
 MUST_USE int queue_workloads_start(struct queue_workloads *q);
 
-/* Whether the first list is in. */
-int queue_workloads_synced(const struct queue_workloads *q);
-
 /* What Kueue says of the Workload of the pod with uid pod_uid, into *ret
  * (strings borrowed). Returns 1, or 0: no such Workload seen. */
 int queue_workloads_view(const struct queue_workloads *q, const char *pod_uid,

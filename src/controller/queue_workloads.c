@@ -178,11 +178,6 @@ int queue_workloads_start(struct queue_workloads *q)
     return 0;
 }
 
-int queue_workloads_synced(const struct queue_workloads *q)
-{
-    return q && q->inf && informer_has_synced(q->inf);
-}
-
 struct finder {
     const char *pod_uid;
     const struct workload *found;

@@ -273,6 +273,8 @@ static void relation_cases(struct cases *cs)
         {"spec.images", "{\"allowed\":[\"registry.local/notebook:*\"],\"default\":\"other:1\"}"},
         {"spec.home", "{\"size\":\"20Gi\",\"maxSize\":\"10Gi\"}"},
         {"spec.idle.pauseWindows", "{\"timeZone\":\"Nowhere/Atlantis\"}"},
+        /* a set the CRD keeps unique, with the class's own queue in it */
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"allowedLocalQueues\":[\"gpus\"]}"},
     };
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
         add_case(cs, 'c', rel[i].path, cJSON_Parse(rel[i].json));

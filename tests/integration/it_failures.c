@@ -245,13 +245,7 @@ static void test_name_taken(void **state)
 {
     (void)state;
     apply_role(1);
-    char cmd[1024];
-    snprintf(cmd, sizeof(cmd),
-             "kubectl --kubeconfig '%s' apply -f '%s/deploy/crds/containersnapshots.yaml' "
-             ">/dev/null && kubectl --kubeconfig '%s' wait --for=condition=Established "
-             "--timeout=60s crd/containersnapshots.hibernator.dev >/dev/null",
-             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
-    assert_int_equal(system(cmd), 0);
+    install_crd("deploy/crds/containersnapshots.yaml", "containersnapshots.hibernator.dev");
     apply_class("it-failures-cc", "  snapshot: {backend: ContainerCheckpoint, repository: "
                                   "registry.local/ckpt, timeout: 1m, retryAfter: 20s}\n");
     apply_ws("taken", "it-failures-cc", 0, NULL);

@@ -447,15 +447,19 @@ void apply_class(const char *name, const char *extra)
         0);
 }
 
-void install_snapshot_crds(const char *storage_config)
+void install_crd(const char *file, const char *crd)
 {
     char cmd[1024];
     snprintf(cmd, sizeof(cmd),
-             "kubectl --kubeconfig '%s' apply -f '%s/deploy/local/podsnapshot-crds.yaml' "
-             ">/dev/null && kubectl --kubeconfig '%s' wait --for=condition=Established "
-             "--timeout=60s crd/podsnapshots.podsnapshot.gke.io >/dev/null",
-             harness_kubeconfig(), SOURCE_DIR, harness_kubeconfig());
+             "kubectl --kubeconfig '%s' apply -f '%s/%s' >/dev/null && kubectl --kubeconfig '%s' "
+             "wait --for=condition=Established --timeout=60s crd/%s >/dev/null",
+             harness_kubeconfig(), SOURCE_DIR, file, harness_kubeconfig(), crd);
     assert_int_equal(system(cmd), 0);
+}
+
+void install_snapshot_crds(const char *storage_config)
+{
+    install_crd("deploy/local/podsnapshot-crds.yaml", "podsnapshots.podsnapshot.gke.io");
     assert_int_equal(harness_apply("apiVersion: podsnapshot.gke.io/v1\n"
                                    "kind: PodSnapshotStorageConfig\n"
                                    "metadata: {name: %s}\n"

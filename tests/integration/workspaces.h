@@ -82,6 +82,9 @@ void apply_class(const char *name, const char *extra);
 /* Installs the podsnapshot.gke.io CRDs (waits until they are served) and a
  * PodSnapshotStorageConfig named storage_config. */
 void install_snapshot_crds(const char *storage_config);
+/* Applies file (relative to the source tree) and waits until crd (its
+ * name, e.g. "containersnapshots.hibernator.dev") is Established. */
+void install_crd(const char *file, const char *crd);
 /* Starts the snapshot simulator on ns (its log: tmpdir/simulator.log, at
  * debug level) with checkpoint_delay, and delete_delay (GKE's finalizer
  * holding a deleted PodSnapshot) unless NULL. One at a time. */
