@@ -29,6 +29,7 @@
 # Tunables (environment):
 #   HIBERNATOR_BIN_DIR          directory with the binaries (skips the build)
 #   HIBERNATOR_START_TIMEOUT    seconds to wait for each component (60)
+#   HIBERNATOR_RESTART_TIMEOUT  seconds to wait for a restarted component (180)
 #   HIBERNATOR_STOP_TIMEOUT     seconds from SIGTERM to SIGKILL (15)
 #   HIBERNATOR_POD_CIDR         pod IPs kwok hands out (10.244.0.0/16). They
 #                               are only status fields: nothing listens there
@@ -45,6 +46,11 @@ readonly here
 . "$here/kueue.sh"
 readonly components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok kueue)
 start_timeout=${HIBERNATOR_START_TIMEOUT:-60}
+# A restart from the recorded command line (the API server under a test that
+# restarts it, on a machine loaded by other tests beside it) may take longer
+# than a first start: its etcd is full, and every CRD's schema is compiled
+# again. Giving up kills the component and every test after it.
+restart_timeout=${HIBERNATOR_RESTART_TIMEOUT:-180}
 # Below the kernel's ephemeral range (32768+), so outgoing connections of the
 # tests never hold a port that a component is about to bind.
 readonly port_min=20000 port_span=12000
@@ -212,10 +218,19 @@ log_tail() {
   tail -n "${2:-40}" "$dir/logs/$1.log" | sed 's/^/    /' >&2 || true
 }
 
+# The API server's own list of the readiness checks that fail.
+log_readyz() {
+  log "failing readiness checks of kube-apiserver:"
+  curl -sS --max-time 10 --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" \
+    --key "$dir/pki/admin.key" "https://127.0.0.1:$apiserver_port/readyz?verbose" 2>&1 |
+    grep -v ' ok$' | sed 's/^/    /' >&2 || true
+}
+
 # wait_healthy NAME: 0 once NAME answers its health check from its own port,
 # 1 if it exited (bind failures are told apart by the caller), 2 on timeout.
+# An optional second argument is the timeout in seconds.
 wait_healthy() {
-  local name=$1 deadline=$((SECONDS + start_timeout)) pid port
+  local name=$1 deadline=$((SECONDS + ${2:-$start_timeout})) pid port
   port=$(main_port "$name")
   while ((SECONDS < deadline)); do
     pid=$(component_pid "$name") || {
@@ -325,10 +340,11 @@ start_with_retry() {
 start_recorded() {
   local name=$1 rc=0
   spawn "$name"
-  wait_healthy "$name" || rc=$?
+  wait_healthy "$name" "$restart_timeout" || rc=$?
   if ((rc != 0)); then
     if ((rc == 2)); then
-      log "$name did not become healthy within ${start_timeout}s"
+      log "$name did not become healthy within ${restart_timeout}s"
+      [ "$name" != kube-apiserver ] || log_readyz
     else
       log "$name exited during startup"
     fi

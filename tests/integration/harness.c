@@ -139,6 +139,12 @@ char *harness_namespace(const char *prefix)
     return ns;
 }
 
+void harness_namespace_delete(const char *ns)
+{
+    if (ns)
+        harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+}
+
 struct kube_config *harness_config(const char *path)
 {
     struct kube_config *config = NULL;

@@ -62,6 +62,9 @@ int harness_cluster(const char *subcommand);
 
 /* Creates a namespace with a unique name starting with prefix; returns it (malloc'd). */
 char *harness_namespace(const char *prefix);
+/* Deletes namespace NS without waiting; NULL (a setup that failed before it
+ * made one) does nothing. */
+void harness_namespace_delete(const char *ns);
 
 /* Loads a kubeconfig (the admin one when path is NULL); fails the test on error. */
 struct kube_config *harness_config(const char *path);

@@ -239,7 +239,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
     (void)state;
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     (void)system(cmd);

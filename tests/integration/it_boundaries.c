@@ -488,8 +488,7 @@ static int group_teardown(void **state)
     harness_kubectl(NULL,
                     "delete workspaceclasses -l hibernator.dev/test=" TEST_LABEL " --wait=false");
     harness_kubectl(NULL, "delete workspaceclass bnd-ok --ignore-not-found --wait=false");
-    if (ns)
-        harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     kube_client_close(client);
     harness_loop_close(&loop);
     kube_config_free(admin);

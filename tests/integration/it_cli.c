@@ -269,7 +269,7 @@ static void test_list(void **state)
     free(line);
     free(out);
     free(err);
-    harness_kubectl(NULL, "delete namespace %s --wait=false", empty);
+    harness_namespace_delete(empty);
     free(empty);
 }
 
@@ -746,7 +746,7 @@ static int group_teardown(void **state)
         kill(canary, SIGTERM);
         waitpid(canary, NULL, 0);
     }
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     it_show_logs();
     free(ns);
     return 0;

@@ -41,7 +41,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    harness_kubectl(NULL, "delete namespace %s --wait=false", f->ns);
+    harness_namespace_delete(f->ns);
     kube_client_close(f->client);
     harness_loop_close(&f->loop);
     kube_config_free(f->config);
@@ -693,7 +693,7 @@ static uint64_t watch_burst(struct fixture *f, long watch_buffer_bytes)
                   (unsigned long long)waited, (unsigned long long)pokes);
     kube_request_cancel(watch);
     kube_client_close(c);
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     free(ns);
     assert_true(w.events >= WATCH_BURST); /* a late marker may add one */
     assert_true(waited < 10000);

@@ -186,7 +186,7 @@ static int group_teardown(void **state)
     harness_kubectl(NULL, "-n %s wait --for=delete containersnapshots --all --timeout=60s", ns);
     controller_stop();
     it_show_logs();
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     return 0;
 }
 

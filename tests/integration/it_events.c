@@ -125,7 +125,7 @@ static int group_teardown(void **state)
     (void)state;
     controller_stop();
     simulator_stop();
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     it_show_logs();
     free(ns);
     return 0;

@@ -299,7 +299,7 @@ static void test_workspaces_on_local_classes(void **state)
     }
     assert_true(used >= 2);
     check_applied("Running");
-    harness_kubectl(NULL, "delete namespace %s --wait=false", namespace);
+    harness_namespace_delete(namespace);
     free(namespace);
 }
 
@@ -315,7 +315,7 @@ static void test_every_file_as_written(void **state)
         free(files[i]);
     }
     check_applied("Running,WaitingForCapacity");
-    harness_kubectl(NULL, "delete namespace %s --wait=false", namespace);
+    harness_namespace_delete(namespace);
     free(namespace);
 }
 

@@ -344,7 +344,7 @@ static int group_teardown(void **state)
                "xargs -r kubectl --kubeconfig '%s' -n %s patch --type=merge -p "
                "'{\"metadata\":{\"finalizers\":null}}' >/dev/null 2>&1",
                harness_kubeconfig(), ns, harness_kubeconfig(), ns);
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     harness_kubectl(NULL, "delete clusterrolebinding %s --ignore-not-found", ROLE);
     harness_kubectl(NULL, "delete clusterrole %s --ignore-not-found", ROLE);
     harness_kubectl(NULL, "-n hibernator-system delete serviceaccount %s --ignore-not-found",

@@ -1103,7 +1103,7 @@ static int group_teardown(void **state)
     server_stop(&day_jupyter);
     server_stop(&fake);
     harness_kubectl(NULL, "delete node it-idle-day --wait=false");
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     it_show_logs();
     free(ns);
     curl_global_cleanup();

@@ -108,7 +108,7 @@ static void start_informer(struct fixture *f)
 static int teardown(void **state)
 {
     struct fixture *f = *state;
-    harness_kubectl(NULL, "delete namespace %s --wait=false", f->ns);
+    harness_namespace_delete(f->ns);
     informer_free(f->inf);
     kube_client_close(f->client);
     harness_loop_close(&f->loop);

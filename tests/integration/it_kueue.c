@@ -243,7 +243,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     controller_stop();
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     harness_kubectl(NULL, "delete clusterqueue %s --ignore-not-found --wait=false", cluster_queue);
     harness_kubectl(NULL, "delete workloadpriorityclass it-kueue-high --ignore-not-found");
     it_show_logs();

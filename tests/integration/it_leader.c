@@ -281,7 +281,7 @@ int main(void)
         cmocka_unit_test_teardown(test_standby_without_api_not_ready, kill_leftovers),
     };
     int r = cmocka_run_group_tests_name("leader election", tests, NULL, NULL);
-    harness_kubectl(NULL, "delete namespace %s --wait=false", lease_ns);
+    harness_namespace_delete(lease_ns);
     free(lease_ns);
     return r;
 }

@@ -652,7 +652,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     controller_stop();
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     it_show_logs();
     free(ns);
     return 0;

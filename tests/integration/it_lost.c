@@ -338,7 +338,7 @@ static int group_teardown(void **state)
     controller_stop();
     if (lost_node[0])
         harness_kubectl(NULL, "delete node %s --wait=false", lost_node);
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     it_show_logs();
     free(ns);
     return 0;

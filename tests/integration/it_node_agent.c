@@ -815,7 +815,7 @@ static int group_teardown(void **state)
                harness_kubeconfig(), tmpdir);
     if (getenv("IT_AGENT_LOG"))
         harness_sh(NULL, "cat '%s/agent.log' >&2", tmpdir);
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     free(ns);
     return 0;
 }

@@ -55,8 +55,7 @@ static int group_teardown(void **state)
                         SOURCE_DIR, ns);
     harness_kubectl(NULL, "delete -f '%s/deploy/local/classes.yaml' --ignore-not-found",
                     SOURCE_DIR);
-    if (ns)
-        harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     free(ns);
     ns = NULL;
     return 0;

@@ -2247,7 +2247,7 @@ static int group_teardown(void **state)
     stand_in_stop(&app_ok);
     stand_in_stop(&app_hang);
     watch_stop();
-    harness_kubectl(NULL, "delete namespace %s --wait=false", ns);
+    harness_namespace_delete(ns);
     it_show_logs();
     free(ns);
     return 0;
