@@ -43,10 +43,11 @@ MUST_USE int writes_auto_resume_patch(const char *rv, int64_t at_ms, int64_t for
 
 /* The merge patch of an automatic pause on resourceVersion rv: spec.paused
  * true and the annotations AUTO_PAUSED_AT_ANNOTATION (at_ms, RFC 3339 with
- * microseconds) and AUTO_PAUSE_REASON_ANNOTATION (reason, NULL: "idle").
- * Returns 0 and *ret_text, -EINVAL when rv is NULL or empty or at_ms cannot
- * be written, or -ENOMEM. */
+ * microseconds), AUTO_PAUSE_REASON_ANNOTATION (reason, NULL: "idle") and
+ * AUTO_PAUSE_CAUSE_ANNOTATION (cause when it is one the annotation holds,
+ * "Preempted" or "Evicted"; otherwise removed). Returns 0 and *ret_text,
+ * -EINVAL when rv is NULL or empty or at_ms cannot be written, or -ENOMEM. */
 MUST_USE int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason,
-                                     char **ret_text);
+                                     const char *cause, char **ret_text);
 
 #endif

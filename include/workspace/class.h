@@ -202,10 +202,20 @@ struct workspace_class {
         /* Other LocalQueues a Workspace may name (spec.localQueue). */
         char **allowed;
         size_t n_allowed;
+        /* spec.queue.evictionHold: how long a pod Kueue evicts keeps
+         * running (a preStop sleep hook, within a grace period lengthened
+         * by as much) so that its snapshot is taken before it stops; 0:
+         * none, an eviction stops it at once. Only with a snapshot backend. */
+        int64_t eviction_hold_ms;
     } queue;
 };
 
 #define MAX_ALLOWED_QUEUES 16
+#define MAX_EVICTION_HOLD_MS (30 * 60 * 1000)
+
+/* The seconds of a pod's preStop sleep hook for the class's evictionHold
+ * (rounded up), 0: none. */
+int64_t workspace_class_eviction_hold_seconds(const struct workspace_class *c);
 
 /* Whether the class lets a workspace's pods go to the LocalQueue name: its
  * own queue or one of spec.queue.allowedLocalQueues. */

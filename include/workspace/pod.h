@@ -65,6 +65,10 @@ struct workspace_pod {
      * delete was sent that long before deletion_ms. */
     int deletion_grace_known;
     int64_t deletion_grace_s;
+    /* The workspace container's preStop sleep hook in seconds (0: none):
+     * the kubelet keeps the process running that long into a deletion
+     * (the class's spec.queue.evictionHold). */
+    int64_t prestop_sleep_s;
     int ready;                   /* condition Ready=True */
     int scheduled;               /* condition PodScheduled=True */
     int64_t scheduled_ms;        /* PodScheduled lastTransitionTime when True */
@@ -168,6 +172,11 @@ struct pod_end {
 /* Fills *ret (the caller's; every field written) with why p ended; p is
  * only read. Cannot fail; a long message is cut. */
 void workspace_pod_end(const struct workspace_pod *p, int node_absent, struct pod_end *ret);
+
+/* "Preempted" or "Evicted" when Kueue evicted the pod's Workload (its
+ * TerminationTarget condition says WorkloadEvictedDueTo<why>), else NULL.
+ * Static strings. */
+const char *workspace_pod_queue_eviction(const struct workspace_pod *p);
 
 /* Whether the pod's containers ask for the extended resource. */
 int workspace_pod_requests(const struct workspace_pod *p, const char *resource);

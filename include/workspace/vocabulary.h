@@ -159,6 +159,9 @@
     X(CREATED, "Created", "a pod with a new name is created outside a resume")                     \
     X(PAUSING, "Pausing", "a pause asked for by someone is counted")                               \
     X(IDLE_TIMEOUT, "IdleTimeout", "the controller paused the idle workspace itself")              \
+    X(PREEMPTED, "Preempted", "Kueue preempted the running pod: paused while its hook holds it")   \
+    X(EVICTED, "Evicted",                                                                          \
+      "Kueue evicted the running pod otherwise: paused while its hook holds it")                   \
     X(PAUSED, "Paused", "the pod is gone")                                                         \
     X(RESUMING, "Resuming", "a resume is counted")                                                 \
     X(RESUMED, "Resumed", "the resumed pod is ready")                                              \

@@ -314,9 +314,12 @@ struct workspace {
     int64_t annotated_activity_ms; /* hibernator.dev/last-activity, 0 if unset or unreadable */
     int64_t auto_paused_ms;        /* hibernator.dev/auto-paused-at */
     char *auto_pause_message;      /* hibernator.dev/auto-pause-reason */
-    char *acknowledged_home_loss;  /* hibernator.dev/acknowledge-home-loss */
-    int64_t prewarmed_ms;          /* hibernator.dev/pre-warmed-at */
-    int64_t prewarm_for_ms;        /* hibernator.dev/pre-warm-for */
+    /* hibernator.dev/auto-pause-cause: "Preempted" or "Evicted" (a static
+     * string), NULL: absent or another value. */
+    const char *auto_pause_cause;
+    char *acknowledged_home_loss; /* hibernator.dev/acknowledge-home-loss */
+    int64_t prewarmed_ms;         /* hibernator.dev/pre-warmed-at */
+    int64_t prewarm_for_ms;       /* hibernator.dev/pre-warm-for */
 
     /* The spec cannot be read: what is wrong, naming the field. The spec
      * fields are then unset (but className, when it was readable), and
@@ -356,6 +359,12 @@ struct workspace {
  * idle workspace, so the reason survives a crash before the status write. */
 #define AUTO_PAUSED_AT_ANNOTATION "hibernator.dev/auto-paused-at"
 #define AUTO_PAUSE_REASON_ANNOTATION "hibernator.dev/auto-pause-reason"
+/* With them when the pause is for an eviction by Kueue: "Preempted" or
+ * "Evicted" (the pause's reason); absent for an idle pause. */
+#define AUTO_PAUSE_CAUSE_ANNOTATION "hibernator.dev/auto-pause-cause"
+/* cause if it is one AUTO_PAUSE_CAUSE_ANNOTATION may hold (as a static
+ * string), else NULL. */
+const char *workspace_auto_pause_cause(const char *cause);
 /* A person sets this to the uid of a lost home claim (status.home.lostClaimUID)
  * to let the workspace start on a new, empty home. */
 #define ACKNOWLEDGE_HOME_LOSS_ANNOTATION "hibernator.dev/acknowledge-home-loss"

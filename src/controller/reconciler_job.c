@@ -410,7 +410,7 @@ static int auto_resume(struct job *j, const struct action *a, struct kube_reques
 static int auto_pause(struct job *j, const struct action *a, struct kube_request **ret_req)
 {
     char *text = NULL;
-    int e = writes_auto_pause_patch(j->rv, a->time_ms, a->message, &text);
+    int e = writes_auto_pause_patch(j->rv, a->time_ms, a->message, a->reason, &text);
     if (e < 0)
         return e;
     e = kube_patch(j->r->client, &reconciler_workspaces, j->ns, j->name, NULL, KUBE_PATCH_MERGE,

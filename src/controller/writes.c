@@ -76,10 +76,11 @@ int writes_finalizer_patch(const cJSON *meta, int add, char **ret_text)
     return 0;
 }
 
-/* spec.paused with two annotations, on resourceVersion rv, in one merge
- * patch. Returns 0 and *ret_text or -ENOMEM. */
+/* spec.paused with two annotations (and a third, k3, when given: v3, or
+ * removed when v3 is NULL), on resourceVersion rv, in one merge patch.
+ * Returns 0 and *ret_text or -ENOMEM. */
 static int paused_patch(const char *rv, int paused, const char *k1, const char *v1, const char *k2,
-                        const char *v2, char **ret_text)
+                        const char *v2, const char *k3, const char *v3, char **ret_text)
 {
     cJSON *patch = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
@@ -88,7 +89,8 @@ static int paused_patch(const char *rv, int paused, const char *k1, const char *
     char *text = NULL;
     if (ann && spec && cJSON_AddStringToObject(meta, "resourceVersion", rv) &&
         cJSON_AddStringToObject(ann, k1, v1) && cJSON_AddStringToObject(ann, k2, v2) &&
-        cJSON_AddBoolToObject(spec, "paused", paused))
+        cJSON_AddBoolToObject(spec, "paused", paused) &&
+        (!k3 || (v3 ? cJSON_AddStringToObject(ann, k3, v3) : cJSON_AddNullToObject(ann, k3))))
         text = cJSON_PrintUnformatted(patch);
     cJSON_Delete(patch);
     if (!text)
@@ -107,11 +109,12 @@ int writes_auto_resume_patch(const char *rv, int64_t at_ms, int64_t for_ms, char
         e = timefmt_format_rfc3339_micro(for_ms, owner, sizeof(owner));
     if (e < 0)
         return e;
-    return paused_patch(rv, 0, PREWARMED_AT_ANNOTATION, at, PREWARM_FOR_ANNOTATION, owner,
-                        ret_text);
+    return paused_patch(rv, 0, PREWARMED_AT_ANNOTATION, at, PREWARM_FOR_ANNOTATION, owner, NULL,
+                        NULL, ret_text);
 }
 
-int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason, char **ret_text)
+int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason, const char *cause,
+                            char **ret_text)
 {
     if (!rv || !rv[0])
         return -EINVAL;
@@ -122,5 +125,6 @@ int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason, c
     if (e < 0)
         return e;
     return paused_patch(rv, 1, AUTO_PAUSED_AT_ANNOTATION, at, AUTO_PAUSE_REASON_ANNOTATION,
-                        reason ? reason : "idle", ret_text);
+                        reason ? reason : "idle", AUTO_PAUSE_CAUSE_ANNOTATION,
+                        workspace_auto_pause_cause(cause), ret_text);
 }

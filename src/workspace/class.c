@@ -1031,6 +1031,14 @@ static int decode_queue(struct decoder *d, const cJSON *spec, struct workspace_c
                             "spec.queue.priorityClass: not a WorkloadPriorityClass's name (a "
                             "DNS-1123 label: lower-case letters, digits and '-', at most 63): %s",
                             q->priority_class);
+    if (get_duration(d, qo, "evictionHold", "spec.queue.evictionHold", 0, &q->eviction_hold_ms) < 0)
+        return d->rc;
+    if (q->eviction_hold_ms > MAX_EVICTION_HOLD_MS || q->eviction_hold_ms < 0)
+        return decoder_fail(d, -EINVAL, "spec.queue.evictionHold: at most 30m");
+    if (q->eviction_hold_ms > 0 && c->snapshot.backend == SNAPSHOT_BACKEND_NONE)
+        return decoder_fail(d, -EINVAL,
+                            "spec.queue.evictionHold: holds an evicted pod for its snapshot, and "
+                            "the class has none (spec.snapshot is absent)");
     const cJSON *list = json_member(qo, "allowedLocalQueues");
     if (!list || cJSON_IsNull(list))
         return 0;
@@ -1063,6 +1071,13 @@ static int decode_queue(struct decoder *d, const cJSON *spec, struct workspace_c
         q->n_allowed++;
     }
     return 0;
+}
+
+int64_t workspace_class_eviction_hold_seconds(const struct workspace_class *c)
+{
+    if (!c || c->snapshot.backend == SNAPSHOT_BACKEND_NONE || c->queue.eviction_hold_ms <= 0)
+        return 0;
+    return (c->queue.eviction_hold_ms + 999) / 1000;
 }
 
 int workspace_class_decode(const cJSON *obj, struct workspace_class **ret_class, char **ret_err)

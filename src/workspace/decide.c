@@ -9,7 +9,7 @@ static void decide_deleting(struct decider *d)
         const struct workspace_pod *p = d->in->pods[i];
         n_pods++;
         if (!p->deletion_ms && n_deletes < DECIDE_MAX_ACTIONS) {
-            decide_delete_pod(d, p, grace_seconds(d));
+            decide_delete_pod(d, p, decide_pod_grace(d, p));
             n_deletes++;
         }
     }
@@ -104,10 +104,14 @@ static void decide_live(struct decider *d)
 
     /* Extra pods are removed only when something may be deleted at all. */
     decide_sort_pods(d, !frozen && (ws->paused || !d->invalid_reason));
-    if (!frozen && !ws->paused)
+    /* Kueue evicting a pod its hook holds: a pause, not an interruption. */
+    int evicted = !frozen && !ws->paused && !d->invalid_reason && decide_queue_eviction(d);
+    if (!frozen && !ws->paused && !evicted)
         decide_note_interruption(d);
     if (frozen) {
         st->state = WS_STATE_FAILED;
+    } else if (evicted) {
+        /* decide_queue_eviction() set the state; the pause follows. */
     } else if (ws->paused) {
         /* Also when invalid: stopping a pod because its user asked destroys
          * nothing the user did not choose to stop. */

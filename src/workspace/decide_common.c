@@ -154,6 +154,11 @@ int64_t grace_seconds(const struct decider *d)
     return d->cls ? d->cls->pause_grace_seconds : DEFAULT_GRACE_SECONDS;
 }
 
+int64_t decide_pod_grace(const struct decider *d, const struct workspace_pod *p)
+{
+    return grace_seconds(d) + p->prestop_sleep_s;
+}
+
 /* A pause is open from the pass that counts it until the resume that
  * follows; counting both keeps this true across restarts and stale states. */
 int decide_in_pause(const struct workspace_status *s)

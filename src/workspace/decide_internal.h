@@ -99,6 +99,9 @@ int decide_falls_back(const struct workspace_class *c);
 const char *decide_memory_words(const struct workspace_class *c);
 void decide_format_duration(int64_t ms, char *out, size_t size);
 int64_t grace_seconds(const struct decider *d);
+/* The grace period a delete of p gives: the class's, plus its preStop
+ * hook's sleep, which the kubelet runs first. */
+int64_t decide_pod_grace(const struct decider *d, const struct workspace_pod *p);
 int decide_in_pause(const struct workspace_status *s);
 const char *decide_node_or_unknown(const struct workspace_pod *p);
 void decide_own_delete_pod(struct decider *d, const struct workspace_pod *p, int64_t grace);
@@ -135,6 +138,12 @@ void decide_validate(struct decider *d);
 /* decide_pods.c */
 void decide_adopt(struct decider *d);
 void decide_note_interruption(struct decider *d);
+/* A pod Kueue evicted whose preStop hook still holds its process (the
+ * class's spec.queue.evictionHold): live, for a pause's snapshot. */
+int decide_pod_held(const struct decider *d, const struct workspace_pod *p);
+/* Kueue evicted the running pod and its hook holds it: the controller
+ * pauses the workspace itself. Returns 1 when it did (the state is set). */
+int decide_queue_eviction(struct decider *d);
 int decide_on_fresh_home(const struct decider *d, const char *pod_name);
 void decide_set_restored(struct decider *d, const char *pod_name, int from_checkpoint);
 void decide_sort_pods(struct decider *d, int may_delete);

@@ -10,7 +10,7 @@ static int64_t deleted_at(const struct decider *d, const struct workspace_pod *p
     if (p->deletion_ms && p->deletion_grace_known)
         at -= p->deletion_grace_s * 1000;
     else if (p->deletion_ms && decide_pod_is_scheduled(p))
-        at -= grace_seconds(d) * 1000;
+        at -= decide_pod_grace(d, p) * 1000;
     if (at < d->st->last_pause->requested_ms)
         at = d->st->last_pause->requested_ms;
     return at < d->now ? at : d->now;
@@ -74,8 +74,10 @@ static void begin_pause(struct decider *d)
     int idle = ws->auto_paused_ms && ws->auto_paused_ms > st->last_resume->requested_ms &&
                ws->auto_paused_ms > st->last_pause->requested_ms && ws->auto_paused_ms <= d->now &&
                ws->auto_paused_ms >= d->old->state_since_ms;
+    /* The controller's pause for an eviction by Kueue says so. */
+    const char *evicted = idle ? ws->auto_pause_cause : NULL;
     st->pauses++;
-    int yielded = decide_prewarm_pause_begins(d, idle);
+    int yielded = decide_prewarm_pause_begins(d, idle && !evicted);
     workspace_pause_timeline_clear(st->last_pause);
     int64_t requested = idle ? ws->auto_paused_ms : d->now;
     st->last_pause->requested_ms = requested;
@@ -85,9 +87,10 @@ static void begin_pause(struct decider *d)
     int64_t work = d->old->activity->last_activity_ms;
     st->last_pause->work_ended_ms = !idle ? requested : work < requested ? work : requested;
     decide_set_string(d, &st->last_pause->reason,
-                      yielded ? WS_EVENT_PRE_WARM_YIELDED
-                      : idle  ? "IdleTimeout"
-                              : "User");
+                      evicted   ? evicted
+                      : yielded ? WS_EVENT_PRE_WARM_YIELDED
+                      : idle    ? "IdleTimeout"
+                                : "User");
     if (idle && ws->auto_pause_message) {
         char msg[MAX_MESSAGE + 1];
         snprintf(msg, sizeof(msg), "%s", ws->auto_pause_message);
@@ -141,7 +144,15 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
                                  st->prewarm->last_ms > d->old->last_pause->requested_ms
                              ? " (nobody used the pre-warm)"
                              : "";
-    if (decide_streq(st->last_pause->reason, WS_EVENT_PRE_WARM_YIELDED))
+    if (decide_streq(st->last_pause->reason, WS_EVENT_PREEMPTED) ||
+        decide_streq(st->last_pause->reason, WS_EVENT_EVICTED))
+        decide_transition_event(
+            d, occ, "Warning",
+            decide_streq(st->last_pause->reason, WS_EVENT_PREEMPTED) ? WS_EVENT_PREEMPTED
+                                                                     : WS_EVENT_EVICTED,
+            "pausing: %s; %s%s", st->last_pause->message ? st->last_pause->message : "evicted",
+            fate, if_failed);
+    else if (decide_streq(st->last_pause->reason, WS_EVENT_PRE_WARM_YIELDED))
         decide_transition_event(
             d, occ, "Normal", WS_EVENT_PRE_WARM_YIELDED, "%s; %s",
             st->last_pause->message ? st->last_pause->message : "the pre-warm gives way", fate);
@@ -283,7 +294,8 @@ void decide_pause(struct decider *d)
          * Nor one whose memory snapshot is Ready: what it wrote to home
          * after the snapshot (a checkpoint on SIGTERM) would not match the
          * memory a resume restores, and the restore would fail. */
-        int64_t grace = decide_pod_is_scheduled(p) && !snapshot_kept(d) ? grace_seconds(d) : 0;
+        int64_t grace =
+            decide_pod_is_scheduled(p) && !snapshot_kept(d) ? decide_pod_grace(d, p) : 0;
         decide_own_delete_pod(d, p, grace);
         if (decide_in_pause(st) && !st->last_pause->pod_deleted_ms)
             st->last_pause->pod_deleted_ms = d->now;

@@ -23,7 +23,7 @@ void decide_sort_pods(struct decider *d, int may_delete)
         const struct workspace_pod *p = in->pods[i];
         if (!p->name)
             continue;
-        if (p->deletion_ms || decide_pod_has_stopped(p)) {
+        if ((p->deletion_ms && !decide_pod_held(d, p)) || decide_pod_has_stopped(p)) {
             /* Named in messages: the same one every pass, whatever the order. */
             if (!d->leaving || strcmp(p->name, d->leaving->name) < 0)
                 d->leaving = p;
@@ -168,6 +168,57 @@ void decide_adopt(struct decider *d)
         decide_set_restored(d, p->name, p->restore_from_checkpoint);
 }
 
+/* ---- evictions: Kueue takes the pod, its hook holds it for a snapshot ---- */
+
+int decide_pod_held(const struct decider *d, const struct workspace_pod *p)
+{
+    if (!p->deletion_ms || p->prestop_sleep_s <= 0 || !p->ready || decide_pod_has_stopped(p) ||
+        !decide_streq(p->phase, "Running") || !workspace_pod_queue_eviction(p) || !d->cls ||
+        d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE)
+        return 0;
+    /* The kubelet runs the hook from the delete on, within the grace
+     * period; a delete that shortened the grace (the controller's own,
+     * once the snapshot is Ready) ends it. */
+    int64_t begun =
+        p->deletion_grace_known ? p->deletion_ms - p->deletion_grace_s * 1000 : p->deletion_ms;
+    int64_t until = begun + p->prestop_sleep_s * 1000;
+    if (until > p->deletion_ms)
+        until = p->deletion_ms;
+    return d->now < until;
+}
+
+int decide_queue_eviction(struct decider *d)
+{
+    const struct workspace_pod *p = d->keep;
+    if (!p || !p->deletion_ms || !decide_streq(p->name, d->st->pod_name) || !decide_pod_held(d, p))
+        return 0;
+    const char *kind = workspace_pod_queue_eviction(p);
+    int preempted = decide_streq(kind, "Preempted");
+    char hold[32], msg[MAX_MESSAGE + 1];
+    decide_format_duration(p->prestop_sleep_s * 1000, hold, sizeof(hold));
+    snprintf(msg, sizeof(msg),
+             "%s by Kueue (%s%s%s); its preStop hook holds pod %s for %s so that its snapshot is "
+             "taken first",
+             preempted ? "preempted" : "evicted", p->termination_reason,
+             p->termination_message ? ": " : "",
+             p->termination_message ? p->termination_message : "", p->name, hold);
+    workspace_message_one_line(msg);
+    struct action *a = decide_push(d, ACTION_AUTO_PAUSE, NULL);
+    if (!a)
+        return 1;
+    a->time_ms = d->now;
+    if (!(a->message = strdup(msg)) || !(a->reason = strdup(kind))) {
+        decide_failed(d, -ENOMEM);
+        return 1;
+    }
+    d->st->state = WS_STATE_PAUSING;
+    decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_PAUSING,
+                     "pod %s was %s by Kueue; it is paused with a snapshot while its preStop hook "
+                     "holds it",
+                     p->name, preempted ? "preempted" : "evicted");
+    return 1;
+}
+
 /* ---- interruptions: a pod that ended without the controller asking ---- */
 
 /* Whether the controller itself deleted the pod the status names (p: as
@@ -228,7 +279,8 @@ void decide_note_interruption(struct decider *d)
             named = p;
     }
     const struct workspace_pod *ended = NULL;
-    if (named && (named->deletion_ms || decide_pod_has_stopped(named))) {
+    if (named &&
+        ((named->deletion_ms && !decide_pod_held(d, named)) || decide_pod_has_stopped(named))) {
         ended = named;
     } else if (!named && st->pod_uid) {
         /* Seen by an earlier pass and now gone: the cache never un-sees an

@@ -204,6 +204,24 @@ static int decode_extended(const cJSON *spec, struct workspace_pod *p)
     return 0;
 }
 
+/* The workspace container's preStop sleep hook, in seconds (0: none). */
+static int64_t prestop_sleep_seconds(const cJSON *spec)
+{
+    const cJSON *ct;
+    cJSON_ArrayForEach(ct, json_member(spec, "containers"))
+    {
+        const char *name = json_string(ct, "name");
+        if (!name || strcmp(name, WORKSPACE_CONTAINER) != 0)
+            continue;
+        const cJSON *v = json_member(
+            json_member(json_member(json_member(ct, "lifecycle"), "preStop"), "sleep"), "seconds");
+        return cJSON_IsNumber(v) && v->valuedouble > 0 && v->valuedouble <= 1e9
+                   ? (int64_t)v->valuedouble
+                   : 0;
+    }
+    return 0;
+}
+
 int workspace_pod_requests(const struct workspace_pod *p, const char *resource)
 {
     for (size_t i = 0; resource && i < POD_MAX_EXTENDED && p->extended[i]; i++)
@@ -231,6 +249,7 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         p->deletion_grace_known = 1;
         p->deletion_grace_s = (int64_t)grace->valuedouble;
     }
+    p->prestop_sleep_s = prestop_sleep_seconds(spec);
     const char *from = json_string(json_member(meta, "annotations"), FROM_CHECKPOINT_ANNOTATION);
     p->restore_from_checkpoint = from && strcmp(from, "true") == 0;
     const char *fallback =
@@ -328,6 +347,7 @@ struct workspace_pod *workspace_pod_copy_end(const struct workspace_pod *p)
     c->deletion_ms = p->deletion_ms;
     c->deletion_grace_known = p->deletion_grace_known;
     c->deletion_grace_s = p->deletion_grace_s;
+    c->prestop_sleep_s = p->prestop_sleep_s;
     c->scheduled = p->scheduled;
     c->disruption_ms = p->disruption_ms;
     c->capacity_fallback = p->capacity_fallback;
@@ -354,6 +374,14 @@ struct workspace_pod *workspace_pod_copy_end(const struct workspace_pod *p)
 static int is(const char *a, const char *b)
 {
     return a && strcmp(a, b) == 0;
+}
+
+const char *workspace_pod_queue_eviction(const struct workspace_pod *p)
+{
+    const char *k = p ? p->termination_reason : NULL;
+    if (!k || strncmp(k, "WorkloadEvictedDueTo", 20) != 0)
+        return NULL;
+    return strcmp(k + 20, "Preempted") == 0 ? "Preempted" : "Evicted";
 }
 
 /* The kind for a DisruptionTarget reason, Kueue's TerminationTarget reason
@@ -680,6 +708,14 @@ static void build_container(struct writer *w, cJSON *spec, const struct workspac
     cJSON *mount = add_obj(w, mounts, NULL);
     add_str(w, mount, "name", HOME_VOLUME);
     add_str(w, mount, "mountPath", c->home_mount_path);
+
+    /* Kueue deletes a pod it evicts with the pod's own grace period: the
+     * kubelet runs this hook first, and the process keeps running through
+     * it, so that its snapshot can be taken (docs/kueue.md). */
+    int64_t hold = workspace_class_eviction_hold_seconds(c);
+    if (hold > 0)
+        add_num(w, add_obj(w, add_obj(w, add_obj(w, ct, "lifecycle"), "preStop"), "sleep"),
+                "seconds", (double)hold);
 }
 
 int workspace_snapshot_group(const struct workspace *ws, int64_t pod_generation,
@@ -804,7 +840,10 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
         add(&w, spec, "tolerations", cJSON_Duplicate(c->tolerations, 1));
     if (c->runtime_class_name)
         add_str(&w, spec, "runtimeClassName", c->runtime_class_name);
-    add_num(&w, spec, "terminationGracePeriodSeconds", (double)c->pause_grace_seconds);
+    /* The hook's sleep comes out of the grace period: the application
+     * still gets its own time to write its checkpoint after it. */
+    add_num(&w, spec, "terminationGracePeriodSeconds",
+            (double)(c->pause_grace_seconds + workspace_class_eviction_hold_seconds(c)));
     /* GKE's postCheckpoint: stop ends the container with exit 0 (the
      * kubelet then reports the pod Succeeded, gke-labs/pod-migration's
      * pod_status_webhook.go): under OnFailure that is final, so nothing of

@@ -396,6 +396,8 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, struct reader
     v = json_string(ann, PREWARM_FOR_ANNOTATION);
     if (v && timefmt_parse_rfc3339(v, &ws->prewarm_for_ms) < 0)
         ws->prewarm_for_ms = 0;
+    ws->auto_pause_cause =
+        workspace_auto_pause_cause(json_string(ann, AUTO_PAUSE_CAUSE_ANNOTATION));
     if (json_dup_optional(json_string(ann, AUTO_PAUSE_REASON_ANNOTATION), &ws->auto_pause_message) <
             0 ||
         json_dup_optional(json_string(ann, ACKNOWLEDGE_HOME_LOSS_ANNOTATION),
@@ -412,6 +414,15 @@ static int decode_metadata(const cJSON *obj, struct workspace *ws, struct reader
 
 /* A spec that could not be read is not half used: only the class name
  * (which says which class to blame or count it under) survives. */
+const char *workspace_auto_pause_cause(const char *cause)
+{
+    if (cause && strcmp(cause, "Preempted") == 0)
+        return "Preempted";
+    if (cause && strcmp(cause, "Evicted") == 0)
+        return "Evicted";
+    return NULL;
+}
+
 static void spec_unset(struct workspace *ws)
 {
     free(ws->image);

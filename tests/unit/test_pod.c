@@ -658,6 +658,44 @@ static void test_pod_queue(void **state)
     workspace_class_free(c);
 }
 
+/* spec.queue.evictionHold: the workspace container gets a preStop sleep
+ * hook of the hold (rounded up to whole seconds), the grace period grows
+ * by as much, and the pod decoded back says so. Without a hold: neither. */
+static void test_pod_eviction_hold(void **state)
+{
+    (void)state;
+    static const char *const held_class =
+        "{\"metadata\":{\"name\":\"cpu\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
+        "\"home\":{\"size\":\"5Gi\"},\"pause\":{\"gracePeriodSeconds\":20},"
+        "\"snapshot\":{\"backend\":\"GKE\",\"storageConfigName\":\"s\"},"
+        "\"queue\":{\"localQueue\":\"gpus\",\"evictionHold\":\"90500ms\"}}}";
+    struct workspace_class *c = class_from(held_class);
+    assert_int_equal(workspace_class_eviction_hold_seconds(c), 91);
+    struct workspace *ws = ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\","
+                                   "\"uid\":\"uid-123\"},\"spec\":{\"className\":\"cpu\"}}");
+    cJSON *pod = workspace_pod_build(ws, c, "alice-nb-1", 0);
+    const cJSON *sleep = at(pod, "spec.containers.0.lifecycle.preStop.sleep.seconds");
+    assert_true(cJSON_IsNumber(sleep));
+    assert_int_equal((int)sleep->valuedouble, 91);
+    assert_int_equal((int)at(pod, "spec.terminationGracePeriodSeconds")->valuedouble, 111);
+    struct workspace_pod *p = workspace_pod_decode(pod, NULL);
+    assert_int_equal(p->prestop_sleep_s, 91);
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    workspace_class_free(c);
+    c = class_from(cpu_class);
+    assert_int_equal(workspace_class_eviction_hold_seconds(c), 0);
+    pod = workspace_pod_build(ws, c, "alice-nb-2", 0);
+    assert_null(cJSON_GetObjectItemCaseSensitive(at(pod, "spec.containers.0"), "lifecycle"));
+    p = workspace_pod_decode(pod, NULL);
+    assert_int_equal(p->prestop_sleep_s, 0);
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    workspace_free(ws);
+    workspace_class_free(c);
+}
+
 /* A restore is pinned to its snapshot's product; a capacity fallback asks
  * for any product the class allows and prefers the class's own. */
 static void test_pod_build_pins_and_fallback(void **state)
@@ -1014,6 +1052,7 @@ int main(void)
         cmocka_unit_test(test_pod_class_env),
         cmocka_unit_test(test_pod_build_pins_and_fallback),
         cmocka_unit_test(test_pod_queue),
+        cmocka_unit_test(test_pod_eviction_hold),
         cmocka_unit_test(test_pod_spec_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -274,6 +274,132 @@ static void test_ready_then_delete(void **state)
     world_free(&w);
 }
 
+#define QUEUE_HOLD ",\"queue\":{\"localQueue\":\"team\",\"evictionHold\":\"2m\"}"
+
+/* A running workspace whose pod Kueue evicted `ago` ago: its TerminationTarget
+ * condition, and its delete with the pod's grace (30 s, and the 2 min its
+ * preStop hook sleeps first). */
+static void evicted_by_kueue(struct world *w, int64_t ago)
+{
+    w->ws->paused = 0;
+    w->pod.prestop_sleep_s = 120;
+    w->pod.deletion_grace_known = 1;
+    w->pod.deletion_grace_s = 150;
+    w->pod.deletion_ms = w->now - ago + 150 * SEC;
+    w->pod.termination_reason = "WorkloadEvictedDueToPreempted";
+    w->pod.termination_message = "Preempted to accommodate a workload (UID: w2) due to "
+                                 "prioritization in the ClusterQueue";
+}
+
+/* What the shell does with the controller's own pause: spec.paused and the
+ * annotations, in one write. */
+static void apply_auto_pause(struct world *w, const struct action *a)
+{
+    w->ws->paused = 1;
+    w->ws->auto_paused_ms = a->time_ms;
+    free(w->ws->auto_pause_message);
+    w->ws->auto_pause_message = strdup(a->message);
+    w->ws->auto_pause_cause = workspace_auto_pause_cause(a->reason);
+}
+
+/* Kueue preempts the running pod of a class with spec.queue.evictionHold:
+ * no interruption; the controller pauses the workspace itself, the pause's
+ * snapshot is taken while the hook holds the pod, and the workspace is
+ * Paused with reason Preempted and its memory in the snapshot. */
+static void test_kueue_eviction_pauses_with_snapshot(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE QUEUE_HOLD);
+    w.ws->status.state = WS_STATE_RUNNING;
+    evicted_by_kueue(&w, 2 * SEC);
+    struct decide_output o;
+
+    /* 1: the pause is written into spec.paused, with Kueue's words. */
+    decide(&w, &o, 1);
+    const struct action *a = find_action(&o, ACTION_AUTO_PAUSE);
+    assert_non_null(a);
+    assert_string_equal(a->reason, "Preempted");
+    assert_non_null(strstr(a->message, "preempted by Kueue (WorkloadEvictedDueToPreempted: "
+                                       "Preempted to accommodate a workload"));
+    assert_non_null(strstr(a->message, "holds pod nb-1 for 2m"));
+    assert_null(find_event(&o, "PodInterrupted"));
+    assert_null(find_action(&o, ACTION_CREATE_POD));
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_int_equal(o.status.interruptions, 0);
+    assert_string_equal(o.status.pod_name, "nb-1");
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    apply_auto_pause(&w, a);
+    decide_output_clear(&o);
+
+    /* 2: the pause begins with the held pod: its snapshot is asked for. */
+    w.now += SEC;
+    decide(&w, &o, 1);
+    assert_string_equal(find_action(&o, ACTION_SNAPSHOT_BEGIN)->name, "nb-p1-1");
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_string_equal(o.status.last_pause->reason, "Preempted");
+    assert_non_null(strstr(o.status.last_pause->message, "preempted by Kueue"));
+    const struct action *ev = find_event(&o, "Preempted");
+    assert_non_null(ev);
+    assert_string_equal(ev->event_type, "Warning");
+    assert_non_null(strstr(ev->message, "keeps running while snapshot nb-p1-1 is taken"));
+    assert_int_equal(o.status.interruptions, 0);
+    decide_output_clear(&o);
+
+    /* 3: Ready within the hold: the pod goes at once (grace 0 ends the hook). */
+    w.now += 20 * SEC;
+    w.has_view = 1;
+    w.view = (struct snapshot_view){.attempt = "nb-p1-1",
+                                    .phase = SNAPSHOT_PHASE_READY,
+                                    .name = "nb-p1-1-a",
+                                    .ready_ms = w.now - SEC};
+    decide(&w, &o, 1);
+    assert_int_equal(find_action(&o, ACTION_DELETE_POD)->grace_seconds, 0);
+    decide_output_clear(&o);
+
+    /* 4: gone: Paused, the memory kept, the reason Kueue's. */
+    w.now += SEC;
+    w.has_pod = 0;
+    decide(&w, &o, 1);
+    assert_int_equal(o.status.state, WS_STATE_PAUSED);
+    assert_string_equal(o.status.last_pause->memory, "snapshot");
+    assert_string_equal(o.status.last_pause->reason, "Preempted");
+    assert_int_equal(o.status.interruptions, 0);
+    assert_non_null(strstr(find_event(&o, "Paused")->message, "snapshot nb-p1-1-a holds"));
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
+/* When the hook no longer holds the pod (its sleep is over, or the class
+ * gives none), Kueue's eviction is an interruption, as before: the memory
+ * is lost and said so. */
+static void test_kueue_eviction_without_hold(void **state)
+{
+    (void)state;
+    struct world w;
+    world_init(&w, GKE QUEUE_HOLD);
+    w.ws->status.state = WS_STATE_RUNNING;
+    evicted_by_kueue(&w, 121 * SEC);
+    struct decide_output o;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_AUTO_PAUSE));
+    assert_non_null(strstr(find_event(&o, "PodInterrupted")->message, "its memory is lost"));
+    assert_int_equal(o.status.interruptions, 1);
+    assert_string_equal(o.status.last_interruption->reason, "Preempted");
+    decide_output_clear(&o);
+    world_free(&w);
+
+    world_init(&w, GKE);
+    w.ws->status.state = WS_STATE_RUNNING;
+    evicted_by_kueue(&w, 2 * SEC);
+    w.pod.prestop_sleep_s = 0;
+    decide(&w, &o, 1);
+    assert_null(find_action(&o, ACTION_AUTO_PAUSE));
+    assert_int_equal(o.status.interruptions, 1);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* Killed after the trigger was created, before the status was written: the
  * same handle again (AlreadyExists for the shell), never a second one. */
 static void test_crash_repeats_the_same_attempt(void **state)
@@ -3435,6 +3561,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_backend_deletes_at_once),
         cmocka_unit_test(test_ready_then_delete),
+        cmocka_unit_test(test_kueue_eviction_pauses_with_snapshot),
+        cmocka_unit_test(test_kueue_eviction_without_hold),
         cmocka_unit_test(test_crash_repeats_the_same_attempt),
         cmocka_unit_test(test_failure_retry),
         cmocka_unit_test(test_failure_retry_after_restart),

@@ -181,9 +181,12 @@ static void test_finalizer_needs_resource_version(void **state)
 
 /* ---- automatic pause ---- */
 
+/* The cause the next patches are built with. */
+static const char *pause_cause;
+
 static int build_auto_pause(void *arg, char **ret_text)
 {
-    return writes_auto_pause_patch("9", 1700000000123, arg, ret_text);
+    return writes_auto_pause_patch("9", 1700000000123, arg, pause_cause, ret_text);
 }
 
 static void check_auto_pause(const char *text, void *arg)
@@ -199,6 +202,12 @@ static void check_auto_pause(const char *text, void *arg)
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(ann, AUTO_PAUSED_AT_ANNOTATION);
     assert_true(cJSON_IsString(at));
     assert_string_equal(at->valuestring, "2023-11-14T22:13:20.123000Z");
+    /* An eviction's cause is written; any other pause removes an older one. */
+    const cJSON *cause = cJSON_GetObjectItemCaseSensitive(ann, AUTO_PAUSE_CAUSE_ANNOTATION);
+    if (workspace_auto_pause_cause(pause_cause))
+        assert_string_equal(cJSON_GetStringValue(cause), pause_cause);
+    else
+        assert_true(cJSON_IsNull(cause));
     assert_true(cJSON_IsTrue(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "paused")));
     cJSON_Delete(o);
@@ -209,8 +218,13 @@ static void test_auto_pause_whole_or_nothing(void **state)
     (void)state;
     assert_true(each_failure(build_auto_pause, "idle for 30m", check_auto_pause) > 0);
     assert_true(each_failure(build_auto_pause, NULL, check_auto_pause) > 0);
+    pause_cause = "Preempted";
+    assert_true(each_failure(build_auto_pause, "preempted by Kueue", check_auto_pause) > 0);
+    pause_cause = "IdleTimeout"; /* not an eviction: removed */
+    assert_true(each_failure(build_auto_pause, "idle for 30m", check_auto_pause) > 0);
+    pause_cause = NULL;
     char *text = NULL;
-    assert_int_equal(writes_auto_pause_patch(NULL, 0, NULL, &text), -EINVAL);
+    assert_int_equal(writes_auto_pause_patch(NULL, 0, NULL, NULL, &text), -EINVAL);
     assert_null(text);
 }
 
