@@ -764,7 +764,21 @@ cmd_up() {
   log "generating certificates"
   make_pki
   [ -f "$bindir/kwok-stages.yaml" ] || die "missing $bindir/kwok-stages.yaml (run build-binaries.sh)"
-  cp "$bindir/kwok-stages.yaml" "$dir/conf/kwok-stages.yaml"
+  # kwok's pod-delete for pods without a preStop sleep hook; ours for those
+  # with one (kwok-prestop-stage.yaml says why).
+  {
+    awk '{ print }
+      /^  name: pod-delete$/ { in_delete = 1 }
+      in_delete && /operator: .Exists./ {
+        print "    - key: \x27.spec.containers[0].lifecycle.preStop.sleep.seconds\x27"
+        print "      operator: \x27DoesNotExist\x27"
+        in_delete = 0
+      }' "$bindir/kwok-stages.yaml"
+    echo "---"
+    cat "$here/kwok-prestop-stage.yaml"
+  } >"$dir/conf/kwok-stages.yaml"
+  [ "$(grep -c "preStop.sleep.seconds'" "$dir/conf/kwok-stages.yaml")" = 2 ] ||
+    die "kwok's pod-delete stage has changed: $bindir/kwok-stages.yaml"
   # kwok also reads ~/.kwok/kwok.yaml when present; a HOME of its own keeps
   # a developer's personal configuration out of the tests.
   echo "HOME=$dir/kwok-home" >"$dir/run/kwok.env"

@@ -194,6 +194,63 @@ static void test_preempted(void **state)
     delete_ws("low");
 }
 
+/* A class with spec.queue.evictionHold: the pod Kueue preempts stays
+ * (its preStop hook; kwok plays the kubelet's hold), the controller pauses
+ * the workspace itself instead of recording an interruption, and the
+ * workspace is Paused with reason Preempted. The GKE simulator refuses to
+ * snapshot a terminating pod (whether GKE does is not public,
+ * docs/kueue.md), so on this class the pause keeps files only, and says
+ * why; the real node's tier keeps the memory (it_preempt). */
+static void test_preempted_with_hold(void **state)
+{
+    (void)state;
+    apply_ws("held", "it-kueue-held", 0, NULL);
+    cJSON_Delete(wait_state("held", "Running", 90000));
+    char *hook = NULL;
+    assert_int_equal(harness_kubectl(&hook,
+                                     "-n %s get pod held-1 -o jsonpath='{.spec.containers[0]."
+                                     "lifecycle.preStop.sleep.seconds} "
+                                     "{.spec.terminationGracePeriodSeconds}'",
+                                     ns),
+                     0);
+    assert_string_equal(hook, "30 31");
+    free(hook);
+    uint64_t t0 = harness_now_ms();
+    apply_ws("high", "it-kueue-high", 0, NULL);
+    cJSON *ws = wait_state("held", "Paused", 120000);
+    print_message("  held: Paused %.1f s after the preemptor was applied: %s\n",
+                  (double)(harness_now_ms() - t0) / 1000.0, str_at(ws, "status.message"));
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "Preempted");
+    assert_non_null(strstr(str_at(ws, "status.lastPause.message"),
+                           "preempted by Kueue (WorkloadEvictedDueToPreempted: Preempted to "
+                           "accommodate a workload"));
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    assert_true(num_at(ws, "status.interruptions.count") <= 0);
+    const char *failed = str_at(ws, "status.snapshot.message");
+    print_message("  held: snapshot: %s\n", failed ? failed : "?");
+    assert_non_null(failed);
+    assert_non_null(strstr(failed, "is terminating"));
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("held");
+    print_message("  held: events %s\n", reasons);
+    assert_non_null(strstr(reasons, "Preempted,"));
+    assert_null(strstr(reasons, "PodInterrupted"));
+    free(reasons);
+    /* Paused like any other: spec.paused, which a person sets back. */
+    ws = ws_json("held");
+    assert_true(cJSON_IsTrue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "spec"), "paused")));
+    cJSON_Delete(ws);
+    cJSON_Delete(wait_state("high", "Running", 90000));
+    set_paused("held", 0);
+    cJSON_Delete(wait_state("held", "Queued", 60000));
+    delete_ws("high");
+    ws = wait_state("held", "Running", 90000);
+    assert_string_equal(cond_field(ws, "Restored", "reason"), "FromCheckpoint");
+    cJSON_Delete(ws);
+    delete_ws("held");
+}
+
 /* A queue the class does not allow, through the API server. */
 static void test_queue_not_allowed(void **state)
 {
@@ -227,7 +284,16 @@ static int group_setup(void **state)
                                  "product: Tesla-T4}\n"
                                  "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
                                  "  queue: {localQueue: gpus, priorityClass: it-kueue-high}\n");
+    install_snapshot_crds("it-kueue");
+    apply_class("it-kueue-held", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                                 "product: Tesla-T4}\n"
+                                 "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
+                                 "  snapshot: {backend: GKE, storageConfigName: it-kueue, "
+                                 "timeout: 60s, onFailure: PauseWithoutMemory}\n"
+                                 "  queue: {localQueue: gpus, evictionHold: 30s}\n");
     ns = harness_namespace("it-kueue");
+    assert_int_equal(harness_kubectl(NULL, "-n %s create configmap snapshot-simulator", ns), 0);
+    simulator_start("1s", NULL);
     apply_queue();
     /* No APIService routes to Kueue's visibility server on this cluster. */
     static char flag[300];
@@ -243,6 +309,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     controller_stop();
+    simulator_stop();
     harness_namespace_delete(ns);
     harness_kubectl(NULL, "delete clusterqueue %s --ignore-not-found --wait=false", cluster_queue);
     harness_kubectl(NULL, "delete workloadpriorityclass it-kueue-high --ignore-not-found");
@@ -257,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_queued_then_admitted),
         cmocka_unit_test(test_queue_not_allowed),
         cmocka_unit_test(test_preempted),
+        cmocka_unit_test(test_preempted_with_hold),
     };
     return cmocka_run_group_tests_name("kueue", tests, group_setup, group_teardown);
 }
