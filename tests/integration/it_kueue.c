@@ -60,6 +60,38 @@ static void apply_queue(void)
         0);
 }
 
+/* Two teams, a ClusterQueue each with one T4 of quota, in one cohort
+ * (borrowing up to one more), each with a LocalQueue in the test's
+ * namespace; the cluster has three T4s. */
+static void apply_team_queues(void)
+{
+    for (int i = 0; i < 2; i++) {
+        char cq[128];
+        snprintf(cq, sizeof(cq), "%s-team-%c", ns, 'a' + i);
+        assert_int_equal(
+            harness_apply(
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\n"
+                "metadata: {name: %s}\n"
+                "spec:\n"
+                "  cohortName: %s\n"
+                "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}\n"
+                "  resourceGroups:\n"
+                "  - coveredResources: [cpu, memory, nvidia.com/gpu]\n"
+                "    flavors:\n"
+                "    - name: it-t4\n"
+                "      resources:\n"
+                "      - {name: cpu, nominalQuota: \"16\"}\n"
+                "      - {name: memory, nominalQuota: 64Gi}\n"
+                "      - {name: nvidia.com/gpu, nominalQuota: \"1\", borrowingLimit: \"1\"}\n"
+                "---\n"
+                "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\n"
+                "metadata: {name: team-%c, namespace: %s}\n"
+                "spec: {clusterQueue: %s}\n",
+                cq, ns, ns, 'a' + i, ns, cq),
+            0);
+    }
+}
+
 /* Waits until the workspace's status.message holds words; prints it. */
 static void wait_message(const char *name, const char *words)
 {
@@ -251,6 +283,112 @@ static void test_preempted_with_hold(void **state)
     delete_ws("held");
 }
 
+/* The place a Queued workspace's message gives ("number N of"), 0: none. */
+static int place_of(const char *name)
+{
+    cJSON *ws = ws_json(name);
+    const char *msg = ws ? str_at(ws, "status.message") : NULL;
+    const char *at = msg ? strstr(msg, ", number ") : NULL;
+    int n = at ? atoi(at + 9) : 0;
+    cJSON_Delete(ws);
+    return n;
+}
+
+static int is_state(const char *name, const char *state)
+{
+    cJSON *ws = ws_json(name);
+    const char *s = ws ? str_at(ws, "status.state") : NULL;
+    int r = s && strcmp(s, state) == 0;
+    cJSON_Delete(ws);
+    return r;
+}
+
+/* Two teams of three, one GPU of quota each, three GPUs in the cluster:
+ * team A's two resumes both run (the second borrows team B's idle quota);
+ * then four resumes at once wait, each saying its queue and its place;
+ * each pause hands the GPU to the next one Kueue admits, team B's own
+ * quota first (its workload needs no borrowing), so both teams get their
+ * turn. */
+static void test_two_teams(void **state)
+{
+    (void)state;
+    apply_team_queues();
+    const char *names[] = {"a1", "a2", "a3", "b1", "b2", "b3"};
+    for (int i = 0; i < 6; i++)
+        apply_ws(names[i], names[i][0] == 'a' ? "it-kueue-a" : "it-kueue-b", 1, NULL);
+    for (int i = 0; i < 6; i++)
+        cJSON_Delete(wait_state(names[i], "Paused", 60000));
+
+    /* Borrowing: team B's quota is idle, team A runs two. */
+    set_paused("a1", 0);
+    set_paused("a2", 0);
+    cJSON_Delete(wait_state("a1", "Running", 90000));
+    cJSON_Delete(wait_state("a2", "Running", 90000));
+    char *usage = NULL;
+    harness_kubectl(&usage,
+                    "get clusterqueue %s-team-a -o jsonpath='{.status.flavorsUsage[0].resources[?(@"
+                    ".name==\"nvidia.com/gpu\")]}'",
+                    ns);
+    print_message("  team A's GPU usage: %s\n", usage);
+    assert_non_null(strstr(usage, "\"borrowed\":\"1\""));
+    assert_non_null(strstr(usage, "\"total\":\"2\""));
+    free(usage);
+
+    /* Four resumes at once: the quota is used, all four wait in their
+     * team's queue with their place; the third GPU stays free. */
+    uint64_t t0 = harness_now_ms();
+    for (int i = 2; i < 6; i++)
+        set_paused(names[i], 0);
+    for (int i = 2; i < 6; i++) {
+        cJSON *ws = wait_state(names[i], "Queued", 60000);
+        char want[64];
+        snprintf(want, sizeof(want), "waits in Kueue queue team-%c", names[i][0]);
+        assert_non_null(strstr(str_at(ws, "status.message"), want));
+        cJSON_Delete(ws);
+    }
+    wait_message("a3", "number 1 of 1 waiting there");
+    wait_message("b3", "of 3 waiting there");
+    int seen = 0;
+    for (int i = 3; i < 6; i++) {
+        int p = place_of(names[i]);
+        print_message("  %s: number %d in team-b\n", names[i], p);
+        assert_true(p >= 1 && p <= 3);
+        seen |= 1 << p;
+    }
+    assert_int_equal(seen, (1 << 1) | (1 << 2) | (1 << 3));
+
+    /* Each pause hands the GPU on. a1's goes to team B (its own quota);
+     * team A, borrowing no more, keeps a2 and waits with a3. */
+    const char *b_first = NULL;
+    for (int i = 3; i < 6; i++)
+        if (place_of(names[i]) == 1)
+            b_first = names[i];
+    assert_non_null(b_first);
+    set_paused("a1", 1);
+    cJSON_Delete(wait_state(b_first, "Running", 90000));
+    print_message("  a1 paused: %s runs %.1f s after the four resumes\n", b_first,
+                  (double)(harness_now_ms() - t0) / 1000.0);
+    assert_true(is_state("a3", "Queued"));
+    set_paused("a2", 1);
+    cJSON_Delete(wait_state("a3", "Running", 90000));
+    set_paused(b_first, 1);
+    /* The next of team B. */
+    uint64_t end = harness_now_ms() + 90000;
+    int running_b = 0;
+    while (!running_b && harness_now_ms() < end) {
+        for (int i = 3; i < 6; i++)
+            running_b += strcmp(names[i], b_first) != 0 && is_state(names[i], "Running");
+        if (!running_b)
+            usleep(300 * 1000);
+    }
+    assert_int_equal(running_b, 1);
+    for (int i = 0; i < 6; i++)
+        delete_ws(names[i]);
+    for (int i = 0; i < 2; i++)
+        harness_kubectl(NULL, "delete clusterqueue %s-team-%c --ignore-not-found --wait=false", ns,
+                        'a' + i);
+}
+
 /* A queue the class does not allow, through the API server. */
 static void test_queue_not_allowed(void **state)
 {
@@ -284,6 +422,14 @@ static int group_setup(void **state)
                                  "product: Tesla-T4}\n"
                                  "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
                                  "  queue: {localQueue: gpus, priorityClass: it-kueue-high}\n");
+    apply_class("it-kueue-a", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                              "product: Tesla-T4}\n"
+                              "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
+                              "  queue: {localQueue: team-a}\n");
+    apply_class("it-kueue-b", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                              "product: Tesla-T4}\n"
+                              "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
+                              "  queue: {localQueue: team-b}\n");
     install_snapshot_crds("it-kueue");
     apply_class("it-kueue-held", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
                                  "product: Tesla-T4}\n"
@@ -325,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_queue_not_allowed),
         cmocka_unit_test(test_preempted),
         cmocka_unit_test(test_preempted_with_hold),
+        cmocka_unit_test(test_two_teams),
     };
     return cmocka_run_group_tests_name("kueue", tests, group_setup, group_teardown);
 }
