@@ -13,7 +13,8 @@
 #                         LOG, started with --metrics-bind-address=127.0.0.1:0
 #                         (the kernel picks a free port; it logs which)
 #
-# The caller sets $repo. Environment for cluster.sh up (such as
+# The caller sets $repo, and bench_cluster_args (an array) for flags of
+# cluster.sh up, such as --kueue. Environment for cluster.sh up (such as
 # HIBERNATOR_CONTROLLER_MANAGER_ARGS) passes through bench_begin.
 
 bench_stop_controller() {
@@ -41,7 +42,8 @@ bench_begin() {
   trap bench_end EXIT
   if [ -z "${HIBERNATOR_KUBECONFIG:-}" ]; then
     own_cluster=$work/cluster
-    "$repo/deploy/local/cluster.sh" up --dir "$own_cluster" >/dev/null
+    "$repo/deploy/local/cluster.sh" up ${bench_cluster_args[@]+"${bench_cluster_args[@]}"} \
+      --dir "$own_cluster" >/dev/null
     eval "$("$repo/deploy/local/cluster.sh" env --dir "$own_cluster")"
   fi
   export KUBECONFIG=$HIBERNATOR_KUBECONFIG
