@@ -127,7 +127,7 @@ static void test_preempted_with_memory(void **state)
                                      "{.spec.terminationGracePeriodSeconds}'",
                                      ns, pod),
                      0);
-    assert_string_equal(hook, "120 130");
+    assert_string_equal(hook, "60 70");
     free(hook);
     free(jupyter_status(pod, TOKEN));
     char *out = jupyter_run_cell(pod, TOKEN, RUNTIME_DIR, NULL,
@@ -150,7 +150,7 @@ static void test_preempted_with_memory(void **state)
     assert_true(num_at(ws, "status.interruptions.count") <= 0);
     double seconds = num_at(ws, "status.snapshot.seconds");
     print_message("it_preempt: Paused %.1f s after the preemptor was applied (snapshot %.1f s, "
-                  "the hook allowed 120 s): %s\n",
+                  "the hook allowed 60 s): %s\n",
                   (double)(paused - t0) / 1000.0, seconds, str_at(ws, "status.lastPause.message"));
     cJSON_Delete(ws);
     char *reasons = event_reasons("low");
@@ -159,9 +159,9 @@ static void test_preempted_with_memory(void **state)
     assert_non_null(strstr(reasons, "SnapshotReady,"));
     assert_null(strstr(reasons, "PodInterrupted"));
     free(reasons);
-    /* Gone within the hook's 120 s: the controller's grace-0 delete after
+    /* Gone within the hook's 60 s: the controller's grace-0 delete after
      * the Ready snapshot ends the hold. */
-    assert_true(paused - t0 < 120000);
+    assert_true(paused - t0 < 60000);
     free(pod_of("high"));
 
     /* The preemptor pauses; the first resumes through its queue with its
@@ -202,7 +202,7 @@ static int group_setup(void **state)
         exit(1);
     }
     free(out);
-    apply_notebook_class("it-preempt-low", ", evictionHold: 2m");
+    apply_notebook_class("it-preempt-low", ", evictionHold: 1m");
     apply_notebook_class("it-preempt-high", ", priorityClass: " HIGH_PRIORITY);
     ns = harness_namespace("it-preempt");
     apply_queue();
@@ -231,8 +231,9 @@ static int group_teardown(void **state)
     (void)state;
     if (ns) {
         /* The controller releases the Workspaces, the agent the
-         * ContainerSnapshots (their images first). */
-        harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=120s", ns);
+         * ContainerSnapshots (their images first). The held class's pod
+         * takes its hook's minute to go: a delete waits for it. */
+        harness_kubectl(NULL, "-n %s delete workspaces --all --wait=true --timeout=180s", ns);
         harness_kubectl(NULL, "-n %s wait --for=delete containersnapshots --all --timeout=60s", ns);
     }
     controller_stop();
