@@ -9,15 +9,19 @@
 #   - time from a workspace's resume (status.lastResume.requestedAt) to
 #     Kueue's admission (its pod's Workload: QuotaReserved=True) and to
 #     ready (lastResume.readyAt), median and largest;
-#   - how many of each team Kueue admitted (each its quota: fairness
-#     between teams), and the order within a team: an admitted workspace
-#     whose pod is younger than one still waiting in its team's queue is
-#     an inversion (Kueue's default BestEffortFIFO: 0 expected);
+#   - how many of each team Kueue admitted (fairness between teams), and
+#     the order within a team: an admitted workspace whose Workload is
+#     younger than one still waiting in its team's queue is counted (an
+#     order other than first come, first served);
 #   - the ones waiting: state Queued, each with its queue and its place;
 #   - then the running ones are paused at once and the next wave is
 #     admitted: the same figures for it.
 #
-#   tests/bench/rush.sh [-w 100] [-g 20] [-b BUILD_DIR] [-c CONTROLLER]
+#   tests/bench/rush.sh [-w 100] [-g 20] [-r] [-b BUILD_DIR] [-c CONTROLLER]
+#
+# -r: the ClusterQueues reclaim their quota from a team that borrowed it
+# (preemption.reclaimWithinCohort: Any); without it, quota one team
+# borrowed while the other's resumes were on their way stays borrowed.
 #
 # Brings up a local cluster of its own with Kueue (cluster.sh up --kueue)
 # and removes it afterwards.
@@ -27,14 +31,16 @@ per_team=100
 gpus=20
 build=$repo/build
 controller=""
-while getopts "w:g:b:c:h" opt; do
+reclaim=Never
+while getopts "w:g:rb:c:h" opt; do
   case $opt in
   w) per_team=$OPTARG ;;
+  r) reclaim=Any ;;
   g) gpus=$OPTARG ;;
   b) build=$OPTARG ;;
   c) controller=$OPTARG ;;
   h)
-    sed -n '2,22s/^# \{0,1\}//p' "$0"
+    sed -n '2,26s/^# \{0,1\}//p' "$0"
     exit 0
     ;;
   *) exit 2 ;;
@@ -60,6 +66,14 @@ gauge() { # STATE: workspaces of the class in STATE
   scrape | awk -v s="state=\"$1\"" '/^hibernator_workspaces\{/ && index($1, "class=\"rush\"") && index($1, s) { n += $2 } END { print n + 0 }'
 }
 total=$((2 * per_team))
+gauge_interrupted() { # interruptions recorded in the Workspaces' status
+  local t n=0
+  for t in "${teams[@]}"; do
+    n=$((n + $("${kubectl[@]}" -n "$t" get workspaces -o jsonpath='{range .items[*]}{.status.interruptions.count}{"\n"}{end}' |
+      awk '{ n += $1 } END { print n + 0 }')))
+  done
+  echo "$n"
+}
 
 for k in $(seq 1 "$gpus"); do
   cat <<YAML
@@ -116,6 +130,7 @@ kind: ClusterQueue
 metadata: {name: $t}
 spec:
   cohortName: rush
+  preemption: {reclaimWithinCohort: $reclaim}
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $t}}
   resourceGroups:
   - coveredResources: [cpu, memory, nvidia.com/gpu]
@@ -152,18 +167,24 @@ done
 }
 sleep 10 # the set-up's status writes and Events drain
 
-# settle RUNNING: waits until RUNNING workspaces run and the rest are Queued.
+# settle RUNNING QUEUED PAUSED: waits until exactly that many workspaces
+# are Running, Queued and Paused, three seconds in a row (a preemption
+# moves a Running one back to the queue).
 settle() {
-  local i running queued
+  local i running queued paused stable=0
   for i in $(seq 1 1800); do
     running=$(gauge Running)
     queued=$(gauge Queued)
-    if [ "$running" -ge "$1" ] && [ $((running + queued)) -ge "$2" ]; then
-      return 0
+    paused=$(gauge Paused)
+    if [ "$running" = "$1" ] && [ "$queued" = "$2" ] && [ "$paused" = "$3" ]; then
+      stable=$((stable + 1))
+      ((stable < 3)) || return 0
+    else
+      stable=0
     fi
     sleep 1
   done
-  echo "not settled: $running Running, $queued Queued" >&2
+  echo "not settled: $running Running, $queued Queued, $paused Paused" >&2
   return 1
 }
 
@@ -188,9 +209,10 @@ def med(xs):
     return f"{statistics.median(xs):.1f} s (largest {max(xs):.1f} s)" if xs else "-"
 for team in teams:
     pods = {p["metadata"]["uid"]: p for p in load(team, "pods")}
-    admitted_at = {}
+    admitted_at, made_at = {}, {}
     for w in load(team, "workloads"):
         uid = w["metadata"].get("labels", {}).get("kueue.x-k8s.io/job-uid")
+        made_at[uid] = t(w["metadata"]["creationTimestamp"])
         for c in w.get("status", {}).get("conditions", []):
             if c["type"] == "QuotaReserved" and c["status"] == "True":
                 admitted_at[uid] = t(c["lastTransitionTime"])
@@ -201,7 +223,7 @@ for team in teams:
         lr = st.get("lastResume", {})
         req = t(lr.get("requestedAt"))
         pod = next((p for p in pods.values() if p["metadata"]["name"] == st.get("podName")), None)
-        created = t(pod["metadata"]["creationTimestamp"]) if pod else None
+        created = made_at.get(pod["metadata"]["uid"]) if pod else None
         if st.get("state") == "Running" and req and lr.get("readyAt"):
             running.append((created, ws["metadata"]["name"]))
             if pod and pod["metadata"]["uid"] in admitted_at:
@@ -214,11 +236,12 @@ for team in teams:
     inversions = sum(1 for c, _ in running if oldest_waiting and c and c > oldest_waiting)
     print(f"  {team}: {len(running)} running, {len(waiting)} Queued ({places} saying their place);"
           f" resume to admission {med(to_admit)}, to ready {med(to_ready)};"
-          f" admitted younger than one waiting: {inversions}")
+          f" admitted with a Workload younger than one still waiting: {inversions}")
 PY
 }
 
-echo "morning rush: 2 teams x $per_team paused workspaces, $gpus GPUs, $quota each team's quota;" \
+echo "morning rush: 2 teams x $per_team paused workspaces, $gpus GPUs, $quota each team's quota," \
+  "reclaimWithinCohort $reclaim;" \
   "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s.%N)
 patchers=()
@@ -227,9 +250,10 @@ for t in "${teams[@]}"; do
   patchers+=($!)
 done
 wait "${patchers[@]}"
-settle "$gpus" "$total"
+settle "$gpus" $((total - gpus)) 0
 t1=$(date +%s.%N)
-awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wave 1: every workspace Running or Queued %.1f s after the resumes\n", b - a }'
+awk -v a="$t0" -v b="$t1" -v n="$(gauge_interrupted)" 'BEGIN {
+  printf "wave 1: %d Running and the rest Queued (3 s in a row) %.1f s after the resumes; %d interruptions\n", '"$gpus"', b - a - 2, n }'
 report wave1
 
 # The first wave pauses at once: the next is admitted.
@@ -247,8 +271,9 @@ for t in "${teams[@]}"; do
   done <"$work/wave1-$t.names"
 done
 wait "${patchers[@]}"
-settle "$gpus" $((total - gpus))
+settle "$gpus" $((total - 2 * gpus)) "$gpus"
 t1=$(date +%s.%N)
-awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wave 2: the first wave paused and the next Running %.1f s after the pauses\n", b - a }'
+awk -v a="$t0" -v b="$t1" -v n="$(gauge_interrupted)" 'BEGIN {
+  printf "wave 2: the first wave Paused and the next Running (3 s in a row) %.1f s after the pauses; %d interruptions in all\n", b - a - 2, n }'
 report wave2
 echo "logs in $work"
