@@ -275,6 +275,10 @@ static void relation_cases(struct cases *cs)
         {"spec.idle.pauseWindows", "{\"timeZone\":\"Nowhere/Atlantis\"}"},
         /* a set the CRD keeps unique, with the class's own queue in it */
         {"spec.queue", "{\"localQueue\":\"gpus\",\"allowedLocalQueues\":[\"gpus\"]}"},
+        /* a duration the CRD's pattern takes, longer than the decoder's 30m,
+         * and a hold on a class without a snapshot backend */
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"evictionHold\":\"45m\"}"},
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"evictionHold\":\"1m\"}"},
     };
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
         add_case(cs, 'c', rel[i].path, cJSON_Parse(rel[i].json));
