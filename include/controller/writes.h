@@ -50,4 +50,11 @@ MUST_USE int writes_auto_resume_patch(const char *rv, int64_t at_ms, int64_t for
 MUST_USE int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason,
                                      const char *cause, char **ret_text);
 
+/* The merge patch that sets a pod's Kueue priority-class label
+ * (QUEUE_PRIORITY_LABEL) to priority_class, on the pod of uid (the API
+ * server refuses it for another pod of the name; NULL: any). Returns 0 and
+ * *ret_text, -EINVAL when priority_class is NULL or empty, or -ENOMEM. */
+MUST_USE int writes_priority_label_patch(const char *priority_class, const char *uid,
+                                         char **ret_text);
+
 #endif

@@ -207,6 +207,12 @@ struct workspace_class {
          * by as much) so that its snapshot is taken before it stops; 0:
          * none, an eviction stops it at once. Only with a snapshot backend. */
         int64_t eviction_hold_ms;
+        /* spec.queue.preWarmPriorityClass: the WorkloadPriorityClass a
+         * pre-warm's pod is submitted with (meant to be the lowest, so that
+         * a pre-warm preempts nobody), raised to priority_class at its
+         * owner's time or once its person uses it; NULL: the pre-warm goes
+         * at priority_class. Set only with priority_class. */
+        char *prewarm_priority_class;
     } queue;
 };
 

@@ -175,6 +175,9 @@ enum action_type {
     ACTION_AUTO_RESUME,      /* time_ms, for_ms, message: set spec.paused false with the
                                 pre-warm annotations, in one write guarded by
                                 resourceVersion (spec.preWarm) */
+    ACTION_RAISE_PRIORITY,   /* name: the pod; reason: the WorkloadPriorityClass its Kueue
+                                label (QUEUE_PRIORITY_LABEL) is set to: a pre-warm's pod
+                                raised to the class's priority (docs/kueue.md) */
     ACTION_APP_CHECKPOINT,   /* name: the snapshot attempt's handle; time_ms: the deadline.
                                 Ask the application in the pod status.podName names to write
                                 its checkpoint (the class's checkpoint.request), unless a
@@ -201,6 +204,7 @@ struct action {
      * the image (status.snapshot.image); NULL: none. */
     char *image;
     int capacity_fallback;
+    int prewarm; /* CreatePod: a pre-warm's pod (struct pod_build) */
     /* CreatePod: the pod's snapshot group (NULL: no label). SnapshotBegin:
      * the source pod's group; NULL: a pod of an earlier version, without
      * one (the policy is then left without groups). */

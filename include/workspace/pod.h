@@ -120,6 +120,9 @@ struct workspace_pod {
      * (the scheduling gate QUEUE_ADMISSION_GATE: not admitted yet). */
     char *queue;
     int queue_gated;
+    /* The label QUEUE_PRIORITY_LABEL: the WorkloadPriorityClass Kueue
+     * gives it, NULL: none. */
+    char *priority_class;
 };
 
 #define QUEUE_NAME_LABEL "kueue.x-k8s.io/queue-name"
@@ -220,6 +223,9 @@ struct pod_build {
      * RESTORED_FROM_ANNOTATION, and GKE's annotation stays empty. */
     const char *image;
     const char *pull_secret;
+    /* A pre-warm's pod: submitted at the class's preWarmPriorityClass
+     * (when it has one) instead of its priorityClass. */
+    int prewarm;
 };
 
 /* The well-known label of a node's machine type, and GKE's of its node pool

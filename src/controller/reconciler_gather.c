@@ -352,14 +352,15 @@ static int build_bodies(struct job *j, const struct gathered *g)
                     .machine_type = a->machine_type,
                     .node_pool = a->node_pool,
                     .image = a->image,
-                    .pull_secret = a->image && g->cls ? g->cls->snapshot.pull_secret_name : NULL});
+                    .pull_secret = a->image && g->cls ? g->cls->snapshot.pull_secret_name : NULL,
+                    .prewarm = a->prewarm});
         else if (a->type == ACTION_SNAPSHOT_BEGIN)
             e = build_snapshot_begin(j, i, g);
         else if (a->type == ACTION_SNAPSHOT_DELETE)
             e = (j->backends[i] = snapshot_holder(g, a->name)) ? 0 : -EINVAL;
         else if (a->type == ACTION_APP_CHECKPOINT && g->cls)
             e = build_checkpoint_url(j, i, g);
-        else if (a->type == ACTION_DELETE_POD)
+        else if (a->type == ACTION_DELETE_POD || a->type == ACTION_RAISE_PRIORITY)
             e = build_delete_uid(j, i, g);
         if (e == 0 &&
             (a->type == ACTION_CREATE_PVC || a->type == ACTION_CREATE_POD ||

@@ -134,7 +134,7 @@ struct job {
     struct workspace_status *read;
     int64_t generation;
     cJSON *bodies[DECIDE_MAX_ACTIONS];  /* pods, claims and snapshot begins to create */
-    char *pod_uids[DECIDE_MAX_ACTIONS]; /* delete preconditions */
+    char *pod_uids[DECIDE_MAX_ACTIONS]; /* delete and label-patch preconditions */
     char *urls[DECIDE_MAX_ACTIONS];     /* AppCheckpoint: the request's URL, NULL: see errs */
     char *errs[DECIDE_MAX_ACTIONS];     /* AppCheckpoint: why the URL could not be made */
     /* SnapshotBegin and SnapshotDelete: the backend that carries them out,

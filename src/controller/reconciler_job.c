@@ -549,6 +549,16 @@ static int start_api_call(struct job *j, const struct action *a, struct kube_req
         return auto_pause(j, a, ret_req);
     case ACTION_AUTO_RESUME:
         return auto_resume(j, a, ret_req);
+    case ACTION_RAISE_PRIORITY: {
+        char *text = NULL;
+        int e = writes_priority_label_patch(a->reason, j->pod_uids[j->next], &text);
+        if (e < 0)
+            return e;
+        e = kube_patch(r->client, &KUBE_RESOURCE_PODS, j->ns, a->name, NULL, KUBE_PATCH_MERGE, text,
+                       on_action_done, j, ret_req);
+        free(text);
+        return e;
+    }
     default:
         return -EINVAL; /* not an API call: reconciler_job_run() starts it */
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "util/timefmt.h"
+#include "workspace/pod.h"
 
 int writes_status_object(const char *name, const char *ns, const char *rv,
                          const struct workspace_status *st, cJSON **ret_obj)
@@ -127,4 +128,22 @@ int writes_auto_pause_patch(const char *rv, int64_t at_ms, const char *reason, c
     return paused_patch(rv, 1, AUTO_PAUSED_AT_ANNOTATION, at, AUTO_PAUSE_REASON_ANNOTATION,
                         reason ? reason : "idle", AUTO_PAUSE_CAUSE_ANNOTATION,
                         workspace_auto_pause_cause(cause), ret_text);
+}
+
+int writes_priority_label_patch(const char *priority_class, const char *uid, char **ret_text)
+{
+    if (!priority_class || !priority_class[0])
+        return -EINVAL;
+    cJSON *patch = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(patch, "metadata");
+    cJSON *labels = cJSON_AddObjectToObject(meta, "labels");
+    char *text = NULL;
+    if (labels && cJSON_AddStringToObject(labels, QUEUE_PRIORITY_LABEL, priority_class) &&
+        (!uid || cJSON_AddStringToObject(meta, "uid", uid)))
+        text = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    if (!text)
+        return -ENOMEM;
+    *ret_text = text;
+    return 0;
 }

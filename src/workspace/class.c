@@ -1031,6 +1031,24 @@ static int decode_queue(struct decoder *d, const cJSON *spec, struct workspace_c
                             "spec.queue.priorityClass: not a WorkloadPriorityClass's name (a "
                             "DNS-1123 label: lower-case letters, digits and '-', at most 63): %s",
                             q->priority_class);
+    if (get_string(d, qo, "preWarmPriorityClass", "spec.queue.preWarmPriorityClass", 0, NULL,
+                   &q->prewarm_priority_class) < 0)
+        return d->rc;
+    if (q->prewarm_priority_class && !dns_label(q->prewarm_priority_class))
+        return decoder_fail(
+            d, -EINVAL,
+            "spec.queue.preWarmPriorityClass: not a WorkloadPriorityClass's name "
+            "(a DNS-1123 label: lower-case letters, digits and '-', at most 63): %s",
+            q->prewarm_priority_class);
+    if (q->prewarm_priority_class && !q->priority_class)
+        return decoder_fail(d, -EINVAL,
+                            "spec.queue.preWarmPriorityClass: needs spec.queue.priorityClass (a "
+                            "pre-warm's pod is raised to it at its owner's time, and Kueue cannot "
+                            "take a priority class away from a pod)");
+    if (q->prewarm_priority_class && strcmp(q->prewarm_priority_class, q->priority_class) == 0)
+        return decoder_fail(d, -EINVAL,
+                            "spec.queue.preWarmPriorityClass: is spec.queue.priorityClass; name a "
+                            "lower one, or leave it out");
     if (get_duration(d, qo, "evictionHold", "spec.queue.evictionHold", 0, &q->eviction_hold_ms) < 0)
         return d->rc;
     if (q->eviction_hold_ms > MAX_EVICTION_HOLD_MS || q->eviction_hold_ms < 0)
@@ -1170,6 +1188,7 @@ void workspace_class_free(struct workspace_class *c)
     free(c->snapshot.pull_secret_name);
     free(c->queue.local_queue);
     free(c->queue.priority_class);
+    free(c->queue.prewarm_priority_class);
     for (size_t i = 0; i < c->queue.n_allowed; i++)
         free(c->queue.allowed[i]);
     free(c->queue.allowed);

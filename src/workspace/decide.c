@@ -135,8 +135,10 @@ static void decide_live(struct decider *d)
     if (st->state != WS_STATE_RUNNING)
         decide_clear_idle(d);
     decide_keep_ledger(d);
-    if (!frozen)
+    if (!frozen) {
         decide_prewarm(d);
+        decide_prewarm_priority(d);
+    }
     if (!frozen && d->cls &&
         (d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE || d->in->n_snapshots > 0))
         decide_snapshot_retention(d, 0);
@@ -230,6 +232,8 @@ const char *action_type_name(enum action_type t)
         return "AutoResume";
     case ACTION_APP_CHECKPOINT:
         return "AppCheckpoint";
+    case ACTION_RAISE_PRIORITY:
+        return "RaisePriority";
     case ACTION_SNAPSHOT_BEGIN:
         return "SnapshotBegin";
     case ACTION_SNAPSHOT_DELETE:

@@ -209,6 +209,7 @@ void decide_prewarm_ready(struct decider *d, int64_t ready_ms);
 int64_t decide_prewarm_hold(struct decider *d, int64_t last_activity_ms, const char *source,
                             int64_t idle_after_ms);
 int decide_prewarm_pause_begins(struct decider *d, int automatic);
+void decide_prewarm_priority(struct decider *d);
 void decide_prewarm(struct decider *d);
 
 /* decide_ledger.c */

@@ -186,6 +186,27 @@ static int still_used(struct decider *d, const char *when)
     return 0;
 }
 
+/* A pre-warm's pod went to Kueue at the class's preWarmPriorityClass, so
+ * that it preempts nobody; at its owner's time, or once its person used
+ * it (the pre-warm is no longer open), it is the person's and is raised
+ * to the class's priorityClass. */
+void decide_prewarm_priority(struct decider *d)
+{
+    const struct workspace_class *c = d->cls;
+    const struct workspace_pod *p = d->keep;
+    if (!c || !p || d->ws->paused || !c->queue.prewarm_priority_class || !c->queue.priority_class ||
+        !decide_streq(p->priority_class, c->queue.prewarm_priority_class))
+        return;
+    int64_t owner = d->st->prewarm->last_for_ms;
+    if (decide_prewarm_open(d->st) && d->now < owner) {
+        decide_requeue_at(d, owner);
+        return;
+    }
+    struct action *a = decide_push(d, ACTION_RAISE_PRIORITY, p->name);
+    if (a && !(a->reason = strdup(c->queue.priority_class)))
+        decide_failed(d, -ENOMEM);
+}
+
 /* The next pre-warm, and whether it starts now. */
 void decide_prewarm(struct decider *d)
 {

@@ -410,6 +410,9 @@ void decide_create_pod(struct decider *d)
     if (a) {
         a->from_checkpoint = from_checkpoint;
         a->capacity_fallback = fallback;
+        /* A pre-warm goes at the class's pre-warm priority until its
+         * owner's time (decide_prewarm_priority()). */
+        a->prewarm = decide_prewarm_open(st) && d->now < st->prewarm->last_for_ms;
         const char *type = snapshot ? st->snapshot->node_machine_type : NULL;
         const char *pool = snapshot ? st->snapshot->node_pool : NULL;
         const char *image =

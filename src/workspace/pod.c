@@ -295,6 +295,8 @@ void *workspace_pod_decode(const cJSON *obj, void *data)
         json_dup_optional(end.termination_message, &p->termination_message) < 0 ||
         json_dup_optional(json_string(json_member(meta, "labels"), QUEUE_NAME_LABEL), &p->queue) <
             0 ||
+        json_dup_optional(json_string(json_member(meta, "labels"), QUEUE_PRIORITY_LABEL),
+                          &p->priority_class) < 0 ||
         decode_extended(spec, p) < 0 || decode_restore_failure(&end, p) < 0) {
         workspace_pod_free(p);
         return NULL;
@@ -333,6 +335,7 @@ void workspace_pod_free(void *pod)
     free(p->termination_reason);
     free(p->termination_message);
     free(p->queue);
+    free(p->priority_class);
     for (size_t i = 0; i < POD_MAX_EXTENDED; i++)
         free(p->extended[i]);
     free(p);
@@ -795,8 +798,11 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
         cJSON *labels = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "labels");
         add_str(&w, labels, QUEUE_NAME_LABEL, queue);
-        if (c->queue.priority_class)
-            add_str(&w, labels, QUEUE_PRIORITY_LABEL, c->queue.priority_class);
+        const char *priority = b->prewarm && c->queue.prewarm_priority_class
+                                   ? c->queue.prewarm_priority_class
+                                   : c->queue.priority_class;
+        if (priority)
+            add_str(&w, labels, QUEUE_PRIORITY_LABEL, priority);
     }
 
     cJSON *spec = add_obj(&w, pod, "spec");

@@ -375,6 +375,8 @@ static void apply(struct world *w, const struct decide_output *o)
         case ACTION_SNAPSHOT_DELETE:
             delete_snapshot(w, a->name);
             break;
+        case ACTION_RAISE_PRIORITY:
+            break; /* no queue in a replay */
         case ACTION_APP_CHECKPOINT:
             /* The application writes its checkpoint at once. */
             snprintf(w->checkpoint_attempt, sizeof(w->checkpoint_attempt), "%s", a->name);

@@ -588,6 +588,7 @@ static const struct access controller_access[] = {
     {"watch pods -A", 1},
     {"create pods -n team-a", 1},
     {"delete pods -n team-a", 1},
+    {"patch pods -n team-a", 1}, /* a pre-warm's Kueue priority label */
     {"get persistentvolumeclaims -A", 1},
     {"list persistentvolumeclaims -A", 1},
     {"watch persistentvolumeclaims -A", 1},
@@ -625,7 +626,6 @@ static const struct access controller_access[] = {
     {"update workspaceclasses.hibernator.dev", 0},
     {"delete workspaceclasses.hibernator.dev", 0},
     {"update pods -n team-a", 0},
-    {"patch pods -n team-a", 0},
     {"create pods --subresource=exec -n team-a", 0},
     {"update persistentvolumeclaims -n team-a", 0},
     {"list secrets -A", 0},

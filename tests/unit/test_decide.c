@@ -449,6 +449,11 @@ static void apply(struct world *w, const struct decide_output *o)
             if (p && !p->deletion_ms)
                 p->deletion_ms = w->now;
             break;
+        case ACTION_RAISE_PRIORITY:
+            p = find_pod(w, a->name);
+            if (p)
+                p->priority_class = keep_str(w, a->reason);
+            break;
         case ACTION_DELETE_PVC:
             w->pvc.deletion_ms = w->now;
             break;
@@ -2928,6 +2933,11 @@ static void check_safety(struct world *w, const struct decide_output *o)
         case ACTION_SNAPSHOT_DELETE:
         case ACTION_APP_CHECKPOINT:
             fail_msg("a snapshot without a backend");
+            break;
+        case ACTION_RAISE_PRIORITY:
+            /* only a pod of a class with a pre-warm priority */
+            assert_non_null(w->cls);
+            assert_non_null(w->cls->queue.prewarm_priority_class);
             break;
         }
     }

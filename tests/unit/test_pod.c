@@ -619,7 +619,7 @@ static void test_pod_queue(void **state)
         "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],\"default\":\"quay.io/jupyter/base:1\"},"
         "\"home\":{\"size\":\"5Gi\"},"
         "\"queue\":{\"localQueue\":\"gpus\",\"allowedLocalQueues\":[\"night\"],"
-        "\"priorityClass\":\"interactive\"}}}";
+        "\"priorityClass\":\"interactive\",\"preWarmPriorityClass\":\"background\"}}}";
     struct workspace_class *c = class_from(queue_class);
     struct workspace *ws = ws_from("{\"metadata\":{\"name\":\"alice-nb\",\"namespace\":\"team-a\","
                                    "\"uid\":\"uid-123\"},\"spec\":{\"className\":\"cpu\"}}");
@@ -638,6 +638,15 @@ static void test_pod_queue(void **state)
     struct workspace_pod *p = workspace_pod_decode(pod, NULL);
     assert_string_equal(p->queue, "gpus");
     assert_true(p->queue_gated);
+    assert_string_equal(p->priority_class, "interactive");
+    workspace_pod_free(p);
+    cJSON_Delete(pod);
+    /* a pre-warm's pod: the class's pre-warm priority */
+    pod = workspace_pod_build_with(ws, c, &(struct pod_build){.name = "alice-nb-1", .prewarm = 1});
+    assert_string_equal(member_str(at(pod, "metadata.labels"), "kueue.x-k8s.io/priority-class"),
+                        "background");
+    p = workspace_pod_decode(pod, NULL);
+    assert_string_equal(p->priority_class, "background");
     workspace_pod_free(p);
     cJSON_Delete(pod);
     pod = workspace_pod_build(night, c, "alice-nb-2", 0);

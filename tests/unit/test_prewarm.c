@@ -454,6 +454,118 @@ static struct activity_observation idle_round(int64_t at, int64_t last_activity)
     return o;
 }
 
+/* ---- within quota ---- */
+
+static struct workspace_class *queue_class(void)
+{
+    cJSON *obj = cJSON_Parse(
+        "{\"metadata\":{\"name\":\"gpu-t4\"},\"spec\":{"
+        "\"images\":{\"allowed\":[\"quay.io/jupyter/*\"],"
+        "\"default\":\"quay.io/jupyter/base-notebook:2025-10-20\"},"
+        "\"accelerator\":{\"resourceName\":\"nvidia.com/gpu\",\"product\":\"Tesla-T4\"},"
+        "\"home\":{\"size\":\"10Gi\"},"
+        "\"activity\":{\"application\":\"Jupyter\",\"interval\":\"60s\"},"
+        "\"idle\":{\"after\":\"30m\",\"minRunning\":\"5m\",\"warnBefore\":\"2m\"},"
+        "\"preWarm\":{\"lead\":\"15m\"},"
+        "\"queue\":{\"localQueue\":\"gpus\",\"priorityClass\":\"interactive\","
+        "\"preWarmPriorityClass\":\"background\"}}}");
+    assert_non_null(obj);
+    struct workspace_class *c = NULL;
+    char *err = NULL;
+    if (workspace_class_decode(obj, &c, &err) < 0)
+        fail_msg("class: %s", err ? err : "?");
+    cJSON_Delete(obj);
+    return c;
+}
+
+/* A class with spec.queue.preWarmPriorityClass: a pre-warm's pod goes to
+ * Kueue at that priority (it preempts nobody) until its owner's time,
+ * when it is raised to the class's priorityClass; a person's resume, or a
+ * pre-warm its person used, goes at the class's priority. */
+static void test_priority_within_quota(void **state)
+{
+    (void)state;
+    struct workspace_class *c = queue_class();
+    struct workspace *ws =
+        make_ws(WORKDAYS ",\"paused\":false",
+                "\"hibernator.dev/pre-warmed-at\":\"2027-01-04T08:15:00.250000Z\","
+                "\"hibernator.dev/pre-warm-for\":\"2027-01-04T08:30:00Z\"",
+                PAUSED_SINCE_FRIDAY);
+    struct run r;
+    decide_at(&r, ws, c, MON + 8 * HOUR + 15 * MINUTE + 400);
+    run_decide(&r);
+    const struct action *create = find_action(&r.out, ACTION_CREATE_POD);
+    assert_non_null(create);
+    assert_true(create->prewarm);
+    decide_output_clear(&r.out);
+    workspace_free(ws);
+
+    /* Its pod runs at the low priority: raised at the owner's time. */
+    ws = make_ws(WORKDAYS ",\"paused\":false",
+                 "\"hibernator.dev/pre-warmed-at\":\"2027-01-04T08:15:00Z\","
+                 "\"hibernator.dev/pre-warm-for\":\"2027-01-04T08:30:00Z\"",
+                 PREWARMED_RUNNING("2027-01-04T08:15:12Z"));
+    struct workspace_pod *p = ready_pod();
+    p->priority_class = "background";
+    const struct workspace_pod *pods[] = {p};
+    decide_at(&r, ws, c, MON + 8 * HOUR + 20 * MINUTE);
+    r.in.pods = pods;
+    r.in.n_pods = 1;
+    run_decide(&r);
+    assert_null(find_action(&r.out, ACTION_RAISE_PRIORITY));
+    assert_true(r.out.requeue_after_ms > 0 && r.out.requeue_after_ms <= 10 * MINUTE);
+    decide_output_clear(&r.out);
+    decide_at(&r, ws, c, MON + 8 * HOUR + 30 * MINUTE);
+    r.in.pods = pods;
+    r.in.n_pods = 1;
+    run_decide(&r);
+    const struct action *raise = find_action(&r.out, ACTION_RAISE_PRIORITY);
+    assert_non_null(raise);
+    assert_string_equal(raise->name, "alice-2");
+    assert_string_equal(raise->reason, "interactive");
+    decide_output_clear(&r.out);
+    /* raised: nothing more */
+    p->priority_class = "interactive";
+    decide_at(&r, ws, c, MON + 8 * HOUR + 31 * MINUTE);
+    r.in.pods = pods;
+    r.in.n_pods = 1;
+    run_decide(&r);
+    assert_null(find_action(&r.out, ACTION_RAISE_PRIORITY));
+    decide_output_clear(&r.out);
+    workspace_free(ws);
+
+    /* Used by its person before the owner's time: raised at once. */
+    char used[2048];
+    const char *running = PREWARMED_RUNNING("2027-01-04T08:15:12Z");
+    const char *block = strstr(running, "\"preWarm\":{");
+    assert_non_null(block);
+    snprintf(used, sizeof(used), "%.*s\"preWarm\":{\"lastOutcome\":\"Used\",%s",
+             (int)(block - running), running, block + strlen("\"preWarm\":{"));
+    ws = make_ws(WORKDAYS ",\"paused\":false",
+                 "\"hibernator.dev/pre-warmed-at\":\"2027-01-04T08:15:00Z\","
+                 "\"hibernator.dev/pre-warm-for\":\"2027-01-04T08:30:00Z\"",
+                 used);
+    p->priority_class = "background";
+    decide_at(&r, ws, c, MON + 8 * HOUR + 20 * MINUTE);
+    r.in.pods = pods;
+    r.in.n_pods = 1;
+    run_decide(&r);
+    assert_non_null(find_action(&r.out, ACTION_RAISE_PRIORITY));
+    decide_output_clear(&r.out);
+    workspace_free(ws);
+
+    /* A person's resume goes at the class's priority. */
+    ws = make_ws(WORKDAYS ",\"paused\":false",
+                 "\"hibernator.dev/pre-warmed-at\":\"2026-12-31T08:15:00Z\"", PAUSED_SINCE_FRIDAY);
+    decide_at(&r, ws, c, MON + 10 * HOUR);
+    run_decide(&r);
+    assert_false(find_action(&r.out, ACTION_CREATE_POD)->prewarm);
+    decide_output_clear(&r.out);
+    workspace_free(ws);
+    free(p);
+    workspace_class_free(c);
+}
+
 /* Unused, it is held until the owner's time plus grace less the idle time
  * (30m + 30m - 30m: 08:30), then paused by the idle rules; a person's
  * activity settles it as used. */
@@ -678,11 +790,17 @@ static void test_decode(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_when),        cmocka_unit_test(test_time_zone),
-        cmocka_unit_test(test_when_not),    cmocka_unit_test(test_not_asked),
-        cmocka_unit_test(test_lead),        cmocka_unit_test(test_resume_counted),
-        cmocka_unit_test(test_used_or_not), cmocka_unit_test(test_paused_unused),
-        cmocka_unit_test(test_yield),       cmocka_unit_test(test_decode),
+        cmocka_unit_test(test_when),
+        cmocka_unit_test(test_time_zone),
+        cmocka_unit_test(test_when_not),
+        cmocka_unit_test(test_not_asked),
+        cmocka_unit_test(test_lead),
+        cmocka_unit_test(test_resume_counted),
+        cmocka_unit_test(test_priority_within_quota),
+        cmocka_unit_test(test_used_or_not),
+        cmocka_unit_test(test_paused_unused),
+        cmocka_unit_test(test_yield),
+        cmocka_unit_test(test_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

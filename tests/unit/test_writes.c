@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "controller/writes.h"
+#include "workspace/pod.h"
 
 /* cJSON's allocations, the Nth (from 0) failing; fail_at < 0: none fails. */
 static long calls, fail_at = -1;
@@ -228,6 +229,35 @@ static void test_auto_pause_whole_or_nothing(void **state)
     assert_null(text);
 }
 
+/* ---- a pod's priority ---- */
+
+static void test_priority_label_patch(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    assert_int_equal(writes_priority_label_patch("interactive", "uid-1", &text), 0);
+    cJSON *o = cJSON_Parse(text);
+    assert_non_null(o);
+    assert_string_equal(string_at(o, "metadata", "uid"), "uid-1");
+    const cJSON *labels =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels");
+    assert_string_equal(
+        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels, QUEUE_PRIORITY_LABEL)),
+        "interactive");
+    /* nothing else: a merge patch of the label alone */
+    assert_int_equal(cJSON_GetArraySize(o), 1);
+    assert_int_equal(cJSON_GetArraySize(labels), 1);
+    cJSON_Delete(o);
+    free(text);
+    text = NULL;
+    assert_int_equal(writes_priority_label_patch("interactive", NULL, &text), 0);
+    assert_null(strstr(text, "uid"));
+    free(text);
+    text = NULL;
+    assert_int_equal(writes_priority_label_patch("", "u", &text), -EINVAL);
+    assert_null(text);
+}
+
 /* ---- pre-warm ---- */
 
 static int build_auto_resume(void *arg, char **ret_text)
@@ -272,6 +302,7 @@ int main(void)
         cmocka_unit_test(test_finalizer_keeps_the_others),
         cmocka_unit_test(test_finalizer_needs_resource_version),
         cmocka_unit_test(test_auto_pause_whole_or_nothing),
+        cmocka_unit_test(test_priority_label_patch),
         cmocka_unit_test(test_auto_resume_whole_or_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
