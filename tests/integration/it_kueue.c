@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -55,7 +56,11 @@ static void apply_queue(void)
                       "---\n"
                       "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
                       "metadata: {name: it-kueue-high}\n"
-                      "value: 1000\n",
+                      "value: 1000\n"
+                      "---\n"
+                      "apiVersion: kueue.x-k8s.io/v1beta2\nkind: WorkloadPriorityClass\n"
+                      "metadata: {name: it-kueue-background}\n"
+                      "value: -10\n",
                       cluster_queue, ns, ns, cluster_queue),
         0);
 }
@@ -283,6 +288,75 @@ static void test_preempted_with_hold(void **state)
     delete_ws("held");
 }
 
+/* The owner's next minute at least min_ahead_s from now ("HH:MM", UTC). */
+static uint64_t owner_time(int min_ahead_s, char hhmm[6])
+{
+    time_t t = time(NULL) + min_ahead_s;
+    t = (t + 59) / 60 * 60;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(hhmm, 6, "%02d:%02d", tm.tm_hour, tm.tm_min);
+    return (uint64_t)t * 1000;
+}
+
+static char *pod_label(const char *pod, const char *key_jsonpath)
+{
+    char *out = NULL;
+    harness_kubectl(&out, "-n %s get pod %s -o jsonpath='{.metadata.labels.%s}'", ns, pod,
+                    key_jsonpath);
+    return out;
+}
+
+/* A pre-warm within quota: the queue's one GPU is used by a workspace of
+ * Kueue's default priority; a pre-warm of a class with
+ * preWarmPriorityClass (-10) waits in the queue and preempts nobody until
+ * its owner's time, when the controller raises its pod to the class's
+ * priority (1000) and Kueue preempts the other for it. */
+static void test_prewarm_within_quota(void **state)
+{
+    (void)state;
+    apply_ws("busy", "it-kueue", 0, NULL);
+    cJSON_Delete(wait_state("busy", "Running", 90000));
+    char hhmm[6];
+    uint64_t owner = owner_time(65, hhmm);
+    char extra[64];
+    snprintf(extra, sizeof(extra), "  preWarm: {at: \"%s\"}\n", hhmm);
+    apply_ws("warm", "it-kueue-warm", 1, extra);
+    print_message("  the owner of warm starts at %s UTC\n", hhmm);
+    cJSON *ws = wait_state("warm", "Queued", 90000);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "status"),
+                                         "lastResume"),
+        "preWarmed")));
+    char pod[64];
+    snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+    cJSON_Delete(ws);
+    char *label = pod_label(pod, "kueue\\.x-k8s\\.io/priority-class");
+    print_message("  %s queued at %s\n", pod, label);
+    assert_string_equal(label, "it-kueue-background");
+    free(label);
+    /* Until the owner's time, nobody is preempted for it. */
+    while (harness_now_ms() + 2000 < owner) {
+        ws = ws_json("busy");
+        assert_string_equal(str_at(ws, "status.state"), "Running");
+        assert_true(num_at(ws, "status.interruptions.count") <= 0);
+        cJSON_Delete(ws);
+        usleep(1000 * 1000);
+    }
+    /* Then it is the owner's: raised, and Kueue makes room for it. */
+    cJSON_Delete(wait_state("warm", "Running", 90000));
+    label = pod_label(pod, "kueue\\.x-k8s\\.io/priority-class");
+    print_message("  %s runs at %s, %.1f s after the owner's time\n", pod, label,
+                  (double)((int64_t)harness_now_ms() - (int64_t)owner) / 1000.0);
+    assert_string_equal(label, "it-kueue-high");
+    free(label);
+    ws = wait_number_at("busy", "status.interruptions.count", 1, 60000);
+    assert_string_equal(str_at(ws, "status.interruptions.last.reason"), "Preempted");
+    cJSON_Delete(ws);
+    delete_ws("warm");
+    delete_ws("busy");
+}
+
 /* The place a Queued workspace's message gives ("number N of"), 0: none. */
 static int place_of(const char *name)
 {
@@ -422,6 +496,12 @@ static int group_setup(void **state)
                                  "product: Tesla-T4}\n"
                                  "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
                                  "  queue: {localQueue: gpus, priorityClass: it-kueue-high}\n");
+    apply_class("it-kueue-warm", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
+                                 "product: Tesla-T4}\n"
+                                 "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
+                                 "  preWarm: {lead: 1m}\n"
+                                 "  queue: {localQueue: gpus, priorityClass: it-kueue-high, "
+                                 "preWarmPriorityClass: it-kueue-background}\n");
     apply_class("it-kueue-a", "  accelerator: {resourceName: nvidia.com/gpu, count: 1, "
                               "product: Tesla-T4}\n"
                               "  resume: {capacityTimeout: 30m, onCapacityTimeout: Wait}\n"
@@ -458,7 +538,8 @@ static int group_teardown(void **state)
     simulator_stop();
     harness_namespace_delete(ns);
     harness_kubectl(NULL, "delete clusterqueue %s --ignore-not-found --wait=false", cluster_queue);
-    harness_kubectl(NULL, "delete workloadpriorityclass it-kueue-high --ignore-not-found");
+    harness_kubectl(NULL, "delete workloadpriorityclass it-kueue-high it-kueue-background "
+                          "--ignore-not-found");
     it_show_logs();
     free(ns);
     return 0;
@@ -472,6 +553,7 @@ int main(void)
         cmocka_unit_test(test_preempted),
         cmocka_unit_test(test_preempted_with_hold),
         cmocka_unit_test(test_two_teams),
+        cmocka_unit_test(test_prewarm_within_quota),
     };
     return cmocka_run_group_tests_name("kueue", tests, group_setup, group_teardown);
 }
