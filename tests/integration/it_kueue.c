@@ -299,6 +299,14 @@ static uint64_t owner_time(int min_ahead_s, char hhmm[6])
     return (uint64_t)t * 1000;
 }
 
+/* The wall clock in ms (the owner's time is one; harness_now_ms() is not). */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static char *pod_label(const char *pod, const char *key_jsonpath)
 {
     char *out = NULL;
@@ -335,19 +343,26 @@ static void test_prewarm_within_quota(void **state)
     print_message("  %s queued at %s\n", pod, label);
     assert_string_equal(label, "it-kueue-background");
     free(label);
-    /* Until the owner's time, nobody is preempted for it. */
-    while (harness_now_ms() + 2000 < owner) {
+    /* Until the owner's time, nobody is preempted for it (a reading that
+     * came back after the owner's time says nothing of before). */
+    int readings = 0;
+    while (wall_ms() + 1000 < (int64_t)owner) {
         ws = ws_json("busy");
-        assert_string_equal(str_at(ws, "status.state"), "Running");
-        assert_true(num_at(ws, "status.interruptions.count") <= 0);
+        if (wall_ms() < (int64_t)owner) {
+            assert_string_equal(str_at(ws, "status.state"), "Running");
+            assert_true(num_at(ws, "status.interruptions.count") <= 0);
+            readings++;
+        }
         cJSON_Delete(ws);
         usleep(1000 * 1000);
     }
+    print_message("  busy Running in %d readings up to the owner's time\n", readings);
+    assert_true(readings > 0);
     /* Then it is the owner's: raised, and Kueue makes room for it. */
     cJSON_Delete(wait_state("warm", "Running", 90000));
     label = pod_label(pod, "kueue\\.x-k8s\\.io/priority-class");
     print_message("  %s runs at %s, %.1f s after the owner's time\n", pod, label,
-                  (double)((int64_t)harness_now_ms() - (int64_t)owner) / 1000.0);
+                  (double)(wall_ms() - (int64_t)owner) / 1000.0);
     assert_string_equal(label, "it-kueue-high");
     free(label);
     ws = wait_number_at("busy", "status.interruptions.count", 1, 60000);
@@ -555,5 +570,7 @@ int main(void)
         cmocka_unit_test(test_two_teams),
         cmocka_unit_test(test_prewarm_within_quota),
     };
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
     return cmocka_run_group_tests_name("kueue", tests, group_setup, group_teardown);
 }
