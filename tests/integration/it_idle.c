@@ -56,6 +56,7 @@
 /* The policy of the test classes: short, so the test takes a minute. */
 #define IDLE_AFTER_S 15
 #define WARN_BEFORE_S 5
+#define CANCEL_WARN_BEFORE_S 10
 /* How late a pause may come after its announced time: one probe round
  * (interval 1s, timeout 2s) and the write. */
 #define PAUSE_MARGIN_S 4
@@ -424,7 +425,7 @@ static void test_cancel_and_keep_alive(void **state)
     char until[TIMEFMT_RFC3339_SIZE], extra[128];
     timefmt_format_rfc3339((int64_t)time(NULL) * 1000 + 3600 * 1000, until, sizeof(until));
     snprintf(extra, sizeof(extra), "  keepAliveUntil: \"%s\"\n", until);
-    apply_ws("cancel", "it-jupyter", 0, NULL);
+    apply_ws("cancel", "it-jupyter-warned", 0, NULL);
     apply_ws("keep", "it-jupyter", 0, extra);
     cJSON_Delete(wait_state("cancel", "Running", 60000));
     cJSON *announced = wait_reason("cancel", "Idle", "PauseScheduled", (IDLE_AFTER_S + 20) * 1000);
@@ -440,7 +441,7 @@ static void test_cancel_and_keep_alive(void **state)
                                      "hibernator.dev/last-activity=%s",
                                      ns, now),
                      0);
-    cJSON *ws = wait_reason("cancel", "Idle", "Active", 10000);
+    cJSON *ws = wait_reason("cancel", "Idle", "Active", 30000);
     assert_string_equal(str_at(ws, "status.activity.lastActivitySource"), "annotation");
     assert_null(str_at(ws, "status.activity.pauseAt"));
     cJSON_Delete(ws);
@@ -536,6 +537,13 @@ static const struct {
 };
 #define DAY_PEOPLE (sizeof(day_people) / sizeof(day_people[0]))
 
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 struct day_person {
     const char *name; /* the workspace: the kind's name */
     int jupyter;      /* the overnight kernel needs a real Jupyter Server */
@@ -546,6 +554,11 @@ struct day_person {
     int gpu_busy;           /* as last sent */
     size_t kernels_started; /* kernel spans begun, in order */
     uint64_t heartbeat_at;
+    /* How late this test's own resume patches reached the API server,
+     * summed: the replay resumes at the span's start, a loaded machine's
+     * kubectl seconds later (measured: 5.4 and 8.0 s with four lanes and
+     * the real node at once). */
+    int64_t resume_late_ms;
 };
 
 static struct server day_jupyter;
@@ -609,8 +622,11 @@ static void day_step(struct day_person *p, int64_t t, int64_t start)
     }
     if (present >= 0 && present != p->present_span) {
         cJSON *ws = ws_json(p->name);
-        if (cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "spec"), "paused")))
+        if (cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "spec"), "paused"))) {
             set_paused(p->name, 0);
+            int64_t late = wall_ms() - (start + p->spans[present].start_ms);
+            p->resume_late_ms += late > 0 ? late : 0;
+        }
         cJSON_Delete(ws);
     }
     p->present_span = present;
@@ -760,13 +776,6 @@ static void assert_same_held(const char *what, double held, const struct replay_
     assert_true(fabs(r->held_s - held) <= slack);
 }
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void test_week_day(void **state)
 {
     (void)state;
@@ -861,7 +870,10 @@ static void test_week_day(void **state)
         struct replay_result r;
         assert_int_equal(replay_run(&in, &r), 0);
         assert_same_pauses("the trace", history, end, &r);
-        assert_same_held("the trace", held[i], &r, 0);
+        if (p->resume_late_ms)
+            print_message("    its resumes reached the API server %.1f s late in all\n",
+                          (double)p->resume_late_ms / 1000.0);
+        assert_same_held("the trace", held[i], &r, (double)p->resume_late_ms / 1000.0);
         trace_sum += r.held_s;
 
         /* the record the controller kept, as what-if replays it */
@@ -991,16 +1003,16 @@ static int clean_slate(void **state)
     return 0;
 }
 
-static void apply_idle_class(const char *name, const char *activity)
+static void apply_idle_class(const char *name, const char *activity, int warn_s)
 {
     char extra[2048];
     snprintf(extra, sizeof(extra),
-             "  idle: {after: %ds, minAfter: 10s, minRunning: 0s, warnBefore: %ds}\n"
+             "  idle: {after: %ds, minAfter: %ds, minRunning: 0s, warnBefore: %ds}\n"
              "  activity:\n"
              "    interval: 1s\n"
              "    timeout: 1s\n"
              "%s",
-             IDLE_AFTER_S, WARN_BEFORE_S, activity);
+             IDLE_AFTER_S, warn_s < 10 ? 10 : warn_s + 1, warn_s, activity);
     apply_class(name, extra);
 }
 
@@ -1043,27 +1055,31 @@ static int group_setup(void **state)
                           "    url: http://127.0.0.1:%d\n"
                           "    tokenSecretRef: {name: \"%s\"}\n";
     snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "jupyter-token");
-    apply_idle_class("it-jupyter", act);
+    apply_idle_class("it-jupyter", act, WARN_BEFORE_S);
+    /* A longer warning, for the activity that takes an announced pause back:
+     * on a loaded machine the annotation may take seconds to reach the
+     * controller. */
+    apply_idle_class("it-jupyter-warned", act, CANCEL_WARN_BEFORE_S);
     snprintf(act, sizeof(act), jupyter, busy_jupyter.port, "jupyter-token");
-    apply_idle_class("it-jupyter-busy", act);
+    apply_idle_class("it-jupyter-busy", act, WARN_BEFORE_S);
     snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "wrong-token");
-    apply_idle_class("it-jupyter-badtoken", act);
+    apply_idle_class("it-jupyter-badtoken", act, WARN_BEFORE_S);
     snprintf(act, sizeof(act), jupyter, down_jupyter.port, "jupyter-token");
-    apply_idle_class("it-jupyter-down", act);
+    apply_idle_class("it-jupyter-down", act, WARN_BEFORE_S);
     snprintf(act, sizeof(act), jupyter, idle_jupyter.port, "{workspace}-missing");
-    apply_idle_class("it-jupyter-nosecret", act);
+    apply_idle_class("it-jupyter-nosecret", act, WARN_BEFORE_S);
     snprintf(act, sizeof(act),
              "    application: CodeServer\n"
              "    url: http://127.0.0.1:%d/{namespace}/{workspace}\n",
              fake.port);
-    apply_idle_class("it-code-server", act);
+    apply_idle_class("it-code-server", act, WARN_BEFORE_S);
     snprintf(act, sizeof(act),
              "    application: Jupyter\n"
              "    url: http://127.0.0.1:%d\n"
              "    tokenSecretRef: {name: jupyter-token}\n"
              "    gpu: {prometheusURL: \"http://127.0.0.1:%d\"}\n",
              idle_jupyter.port, fake.port);
-    apply_idle_class("it-jupyter-gpu", act);
+    apply_idle_class("it-jupyter-gpu", act, WARN_BEFORE_S);
     /* The week's day: "idle 2h" at a second for twelve minutes, on a node
      * of its own with a GPU for each of its people. */
     assert_int_equal(harness_apply("apiVersion: v1\n"
@@ -1136,5 +1152,7 @@ int main(void)
         cmocka_unit_test_setup(test_week_day, clean_slate),
         cmocka_unit_test_setup(test_bad_record, clean_slate),
     };
+    if (getenv("IT_ONLY"))
+        cmocka_set_test_filter(getenv("IT_ONLY"));
     return cmocka_run_group_tests_name("idle detection", tests, group_setup, group_teardown);
 }

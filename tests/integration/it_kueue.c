@@ -413,11 +413,19 @@ static void test_two_teams(void **state)
     set_paused("a2", 0);
     cJSON_Delete(wait_state("a1", "Running", 90000));
     cJSON_Delete(wait_state("a2", "Running", 90000));
+    /* Kueue writes the ClusterQueue's status a moment after it admits. */
     char *usage = NULL;
-    harness_kubectl(&usage,
-                    "get clusterqueue %s-team-a -o jsonpath='{.status.flavorsUsage[0].resources[?(@"
-                    ".name==\"nvidia.com/gpu\")]}'",
-                    ns);
+    for (uint64_t end = harness_now_ms() + 30000;;) {
+        free(usage);
+        usage = NULL;
+        harness_kubectl(&usage,
+                        "get clusterqueue %s-team-a -o jsonpath='{.status.flavorsUsage[0]."
+                        "resources[?(@.name==\"nvidia.com/gpu\")]}'",
+                        ns);
+        if ((usage && strstr(usage, "\"total\":\"2\"")) || harness_now_ms() >= end)
+            break;
+        usleep(500 * 1000);
+    }
     print_message("  team A's GPU usage: %s\n", usage);
     assert_non_null(strstr(usage, "\"borrowed\":\"1\""));
     assert_non_null(strstr(usage, "\"total\":\"2\""));
