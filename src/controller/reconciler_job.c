@@ -367,7 +367,9 @@ static void on_auto_paused(void *data, struct kube_response *resp)
     if (workspace_write_failed(j, resp))
         return;
     wrote_workspace(j, resp->body);
-    log_info("paused an idle workspace", "workspace", j->key, "reason",
+    /* An idle workspace, a pre-warm that gives way, or an eviction held
+     * for its snapshot: the message says which. */
+    log_info("paused the workspace itself", "workspace", j->key, "reason",
              j->out.actions[j->next].message);
     j->r->stats.auto_pauses++;
     next_action(j);
