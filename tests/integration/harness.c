@@ -167,6 +167,23 @@ struct kube_client *harness_client(uv_loop_t *loop, const struct kube_config *co
     return c;
 }
 
+int64_t harness_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t harness_owner_time(int min_ahead_s, char hhmm[6])
+{
+    time_t t = time(NULL) + min_ahead_s;
+    t = (t + 59) / 60 * 60;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(hhmm, 6, "%02d:%02d", tm.tm_hour, tm.tm_min);
+    return (uint64_t)t * 1000;
+}
+
 uint64_t harness_now_ms(void)
 {
     struct timespec ts;

@@ -83,6 +83,11 @@ void harness_loop_close(uv_loop_t *loop);
 
 /* Milliseconds on a monotonic clock. */
 uint64_t harness_now_ms(void);
+/* The wall clock in ms since the epoch (harness_now_ms() is monotonic). */
+int64_t harness_wall_ms(void);
+/* The next whole minute at least min_ahead_s from now, as "HH:MM" (UTC)
+ * in hhmm and in ms since the epoch: an owner's time for spec.preWarm. */
+uint64_t harness_owner_time(int min_ahead_s, char hhmm[6]);
 
 /* A synchronous wrapper for one request, for test set-up and checks. */
 struct harness_call {

@@ -537,13 +537,6 @@ static const struct {
 };
 #define DAY_PEOPLE (sizeof(day_people) / sizeof(day_people[0]))
 
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct day_person {
     const char *name; /* the workspace: the kind's name */
     int jupyter;      /* the overnight kernel needs a real Jupyter Server */
@@ -624,7 +617,7 @@ static void day_step(struct day_person *p, int64_t t, int64_t start)
         cJSON *ws = ws_json(p->name);
         if (cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "spec"), "paused"))) {
             set_paused(p->name, 0);
-            int64_t late = wall_ms() - (start + p->spans[present].start_ms);
+            int64_t late = harness_wall_ms() - (start + p->spans[present].start_ms);
             p->resume_late_ms += late > 0 ? late : 0;
         }
         cJSON_Delete(ws);
@@ -810,7 +803,7 @@ static void test_week_day(void **state)
         cJSON_Delete(wait_state(people[i].name, "Paused", 60000));
     /* 07:30: everyone's workspace paused since the night, nobody there yet */
     uint64_t t0 = harness_now_ms();
-    int64_t start = wall_ms();
+    int64_t start = harness_wall_ms();
     const int64_t length = DAY_LENGTH / DAY_SCALE;
     for (int64_t t; (t = (int64_t)(harness_now_ms() - t0)) < length;) {
         for (size_t i = 0; i < DAY_PEOPLE; i++)

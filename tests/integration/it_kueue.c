@@ -288,25 +288,6 @@ static void test_preempted_with_hold(void **state)
     delete_ws("held");
 }
 
-/* The owner's next minute at least min_ahead_s from now ("HH:MM", UTC). */
-static uint64_t owner_time(int min_ahead_s, char hhmm[6])
-{
-    time_t t = time(NULL) + min_ahead_s;
-    t = (t + 59) / 60 * 60;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    snprintf(hhmm, 6, "%02d:%02d", tm.tm_hour, tm.tm_min);
-    return (uint64_t)t * 1000;
-}
-
-/* The wall clock in ms (the owner's time is one; harness_now_ms() is not). */
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static char *pod_label(const char *pod, const char *key_jsonpath)
 {
     char *out = NULL;
@@ -326,7 +307,7 @@ static void test_prewarm_within_quota(void **state)
     apply_ws("busy", "it-kueue", 0, NULL);
     cJSON_Delete(wait_state("busy", "Running", 90000));
     char hhmm[6];
-    uint64_t owner = owner_time(65, hhmm);
+    uint64_t owner = harness_owner_time(65, hhmm);
     char extra[64];
     snprintf(extra, sizeof(extra), "  preWarm: {at: \"%s\"}\n", hhmm);
     apply_ws("warm", "it-kueue-warm", 1, extra);
@@ -346,9 +327,9 @@ static void test_prewarm_within_quota(void **state)
     /* Until the owner's time, nobody is preempted for it (a reading that
      * came back after the owner's time says nothing of before). */
     int readings = 0;
-    while (wall_ms() + 1000 < (int64_t)owner) {
+    while (harness_wall_ms() + 1000 < (int64_t)owner) {
         ws = ws_json("busy");
-        if (wall_ms() < (int64_t)owner) {
+        if (harness_wall_ms() < (int64_t)owner) {
             assert_string_equal(str_at(ws, "status.state"), "Running");
             assert_true(num_at(ws, "status.interruptions.count") <= 0);
             readings++;
@@ -362,7 +343,7 @@ static void test_prewarm_within_quota(void **state)
     cJSON_Delete(wait_state("warm", "Running", 90000));
     label = pod_label(pod, "kueue\\.x-k8s\\.io/priority-class");
     print_message("  %s runs at %s, %.1f s after the owner's time\n", pod, label,
-                  (double)(wall_ms() - (int64_t)owner) / 1000.0);
+                  (double)(harness_wall_ms() - (int64_t)owner) / 1000.0);
     assert_string_equal(label, "it-kueue-high");
     free(label);
     ws = wait_number_at("busy", "status.interruptions.count", 1, 60000);

@@ -271,18 +271,6 @@ static void test_capacity(void **state)
     delete_ws("cap-e");
 }
 
-/* "08:30" for the first whole minute at least min_ahead_s from now (UTC,
- * the wall clock the controller reads), and that instant in Unix ms. */
-static uint64_t owner_time(int min_ahead_s, char hhmm[6])
-{
-    time_t t = time(NULL) + min_ahead_s;
-    t = (t + 59) / 60 * 60;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    snprintf(hhmm, 6, "%02d:%02d", tm.tm_hour, tm.tm_min);
-    return (uint64_t)t * 1000;
-}
-
 static void set_prewarm(const char *name, const char *hhmm)
 {
     assert_int_equal(harness_kubectl(NULL,
@@ -320,7 +308,7 @@ static void test_prewarm(void **state)
     /* The owners of pw-a and pw-b start at the next minute that leaves the
      * lead (1m) ahead of now: the pre-warms are due within a minute. */
     char hhmm[6];
-    uint64_t owner = owner_time(65, hhmm);
+    uint64_t owner = harness_owner_time(65, hhmm);
     print_message("owners start at %s UTC\n", hhmm);
     set_prewarm("pw-b", hhmm);
     set_prewarm("pw-a", hhmm);
