@@ -380,7 +380,8 @@ subjectAltName=IP:$real_node_ip"
   # The images deploy/local/images.sh has built for this tree; building is a
   # step of its own (the controller's takes minutes cold).
   t=$SECONDS
-  HIBERNATOR_CONTAINERD_SOCK=$rn/containerd.sock "$here/images.sh" import --cached \
+  # images.sh runs the ctr built here, as the cluster's env does.
+  PATH=$bindir:$PATH HIBERNATOR_CONTAINERD_SOCK=$rn/containerd.sock "$here/images.sh" import --cached \
     $("$here/images.sh" list) || log "real node: importing the images failed"
   log "real node: images imported in $((SECONDS - t)) s; real node set up in $((SECONDS - t0)) s"
   cat >>"$dir/env" <<EOF
