@@ -209,6 +209,16 @@ struct workspace_prewarm_status {
     int64_t ready_in_time; /* ready before the owner's time */
 };
 
+/* status.queue: while the workspace is Queued, where its pod waits in
+ * Kueue (docs/kueue.md); absent in every other state. */
+struct workspace_queue_status {
+    char *name;       /* the LocalQueue */
+    int64_t position; /* 1: next; 0: not known (no visibility API) */
+    int64_t pending;  /* workloads waiting in that queue; 0: not known */
+    int64_t since_ms; /* its Workload's creation, else the pod's */
+    char *message;    /* why not admitted: the Workload's QuotaReserved=False message */
+};
+
 /* One completed pause and the resume that followed it, as status.history
  * keeps it: the pause's timeline without its message, the resume's without
  * podCreatedAt. */
@@ -283,6 +293,7 @@ struct workspace_status {
     int64_t interruptions; /* pods that ended without the controller asking */
     struct workspace_interruption *last_interruption;
     struct workspace_prewarm_status *prewarm;
+    struct workspace_queue_status *queue;
 };
 
 struct workspace {

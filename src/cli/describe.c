@@ -153,6 +153,22 @@ static void print_state(const struct workspace *ws, int64_t now, FILE *out)
     if (st->waiting_for_capacity_since_ms)
         field(out, 0, TOP_WIDTH, "Waiting", "for capacity since %s",
               when(w, st->waiting_for_capacity_since_ms, now));
+    const struct workspace_queue_status *q = st->queue;
+    if (q->name) {
+        char place[64] = "place not known";
+        if (q->position > 0 && q->pending >= q->position)
+            snprintf(place, sizeof(place), "number %lld of %lld", (long long)q->position,
+                     (long long)q->pending);
+        else if (q->position > 0)
+            snprintf(place, sizeof(place), "number %lld", (long long)q->position);
+        if (q->since_ms)
+            field(out, 0, TOP_WIDTH, "Queue", "%s, %s, since %s", q->name, place,
+                  when(w, q->since_ms, now));
+        else
+            field(out, 0, TOP_WIDTH, "Queue", "%s, %s", q->name, place);
+        if (q->message)
+            field(out, 0, TOP_WIDTH, "Not admitted", "%s", q->message);
+    }
 }
 
 /* The sections shown are those the controller writes: an object it would

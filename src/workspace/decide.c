@@ -134,6 +134,7 @@ static void decide_live(struct decider *d)
     }
     if (st->state != WS_STATE_RUNNING)
         decide_clear_idle(d);
+    decide_clear_queue(d);
     decide_keep_ledger(d);
     if (!frozen) {
         decide_prewarm(d);

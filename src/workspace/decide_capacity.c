@@ -153,6 +153,13 @@ void decide_queued(struct decider *d)
     else if (q && q->position > 0)
         snprintf(place, sizeof(place), ", number %lld waiting there", (long long)q->position);
     int64_t from = q && q->since_ms ? q->since_ms : p->created_ms;
+    const char *why = q && q->message && q->message[0] ? q->message : NULL;
+    struct workspace_queue_status *sq = st->queue;
+    decide_set_string(d, &sq->name, p->queue);
+    sq->position = q && q->position > 0 ? q->position : 0;
+    sq->pending = q && q->pending >= sq->position ? q->pending : 0;
+    sq->since_ms = from;
+    decide_set_string(d, &sq->message, why);
     if (from) {
         char t[TIMEFMT_RFC3339_SIZE];
         timefmt_format_rfc3339(from, t, sizeof(t));
@@ -161,5 +168,17 @@ void decide_queued(struct decider *d)
     decide_condition(d, WS_COND_READY, COND_FALSE, WS_REASON_WAITING_FOR_ADMISSION,
                      "pod %s waits in Kueue queue %s%s%s: %s", p->name,
                      p->queue ? p->queue : "(unnamed)", place, since,
-                     q && q->message && q->message[0] ? q->message : "not admitted yet");
+                     why ? why : "not admitted yet");
+}
+
+/* status.queue says where a Queued workspace waits; in any other state it
+ * is absent. */
+void decide_clear_queue(struct decider *d)
+{
+    struct workspace_queue_status *sq = d->st->queue;
+    if (d->st->state == WS_STATE_QUEUED)
+        return;
+    decide_set_string(d, &sq->name, NULL);
+    decide_set_string(d, &sq->message, NULL);
+    sq->position = sq->pending = sq->since_ms = 0;
 }

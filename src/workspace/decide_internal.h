@@ -162,6 +162,7 @@ int decide_fallback_due(const struct decider *d);
 void decide_wait_for_leaving(struct decider *d, const char *leaving);
 void decide_waiting_for_capacity(struct decider *d);
 void decide_queued(struct decider *d);
+void decide_clear_queue(struct decider *d);
 
 /* decide_restore.c */
 int decide_crash_looping(const struct workspace_pod *p);

@@ -199,6 +199,16 @@ static const struct status_field prewarm_fields[] = {
     {.kind = SF_END},
 };
 
+#define QUEUE(m) offsetof(struct workspace_queue_status, m)
+static const struct status_field queue_fields[] = {
+    {.key = "name", .kind = SF_STR, .off = QUEUE(name), .shared = 1},
+    {.key = "position", .kind = SF_INT64, .off = QUEUE(position)},
+    {.key = "pending", .kind = SF_INT64, .off = QUEUE(pending)},
+    {.key = "waitingSince", .kind = SF_TIME, .off = QUEUE(since_ms)},
+    {.key = "message", .kind = SF_STR, .off = QUEUE(message)},
+    {.kind = SF_END},
+};
+
 /* The sub-objects below hold fields that live flat in the status. */
 #define STATUS(m) offsetof(struct workspace_status, m)
 static const struct status_field accelerator_fields[] = {
@@ -248,6 +258,7 @@ static const struct workspace_activity no_activity = {0};
 static const struct workspace_home no_home = {0};
 static const struct workspace_interruption no_interruption = {0};
 static const struct workspace_prewarm_status no_prewarm = {0};
+static const struct workspace_queue_status no_queue = {0};
 
 static const struct status_field interruptions_fields[] = {
     {.key = "count", .kind = SF_INT64, .off = STATUS(interruptions)},
@@ -326,6 +337,12 @@ const struct status_field workspace_status_fields[] = {
      .size = sizeof(struct workspace_prewarm_status),
      .sub = prewarm_fields,
      .empty = &no_prewarm},
+    {.key = "queue",
+     .kind = SF_BLOCK,
+     .off = STATUS(queue),
+     .size = sizeof(struct workspace_queue_status),
+     .sub = queue_fields,
+     .empty = &no_queue},
     {.kind = SF_END},
 };
 

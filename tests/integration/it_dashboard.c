@@ -175,7 +175,7 @@ static void test_columns(void **state)
     print_message("  kubectl get ws:\n%s", narrow);
     assert_cell(narrow, "pz", "AVAILABLE", "False");
     assert_cell(narrow, "cold", "FROM", "ColdStart");
-    const char *hidden[] = {"NODE", "IDLE-SINCE", "MESSAGE"};
+    const char *hidden[] = {"NODE", "PLACE", "IDLE-SINCE", "MESSAGE"};
     for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
         char *cell = table_cell(narrow, "run", hidden[i]);
         if (cell)

@@ -10,6 +10,7 @@
  * preempts for one of higher priority is an interruption that says so.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -172,12 +173,37 @@ static void test_queued_then_admitted(void **state)
     }
     print_message("  second: %s\n", msg);
     cJSON_Delete(ws);
-    /* A third waits behind it: each says its place, from Kueue's
-     * visibility API. */
-    apply_ws("third", "it-kueue", 0, NULL);
+    /* A third, resumed with `kubectl workspace resume --wait`, waits behind
+     * it: each says its place, from Kueue's visibility API, in its message
+     * and in status.queue, and the plugin prints the place as it moves. */
+    apply_ws("third", "it-kueue", 1, NULL);
+    cJSON_Delete(wait_state("third", "Paused", 60000));
+    char resume_log[] = "/tmp/it-kueue-resume.XXXXXX";
+    int fd = mkstemp(resume_log);
+    assert_true(fd >= 0);
+    close(fd);
+    char *pid = NULL;
+    assert_int_equal(harness_sh(&pid,
+                                "'%s' --kubeconfig '%s' -n %s resume third --wait --timeout 5m "
+                                ">'%s' 2>&1 & echo $!",
+                                KUBECTL_WORKSPACE_BIN, harness_kubeconfig(), ns, resume_log),
+                     0);
+    pid_t resume_pid = pid ? (pid_t)atoi(pid) : 0;
+    free(pid);
+    assert_true(resume_pid > 0);
     cJSON_Delete(wait_state("third", "Queued", 60000));
     wait_message("second", "number 1 of 2 waiting there");
     wait_message("third", "number 2 of 2 waiting there");
+    ws = ws_json("third");
+    assert_non_null(ws);
+    assert_string_equal(str_at(ws, "status.queue.name"), "gpus");
+    assert_int_equal((int)num_at(ws, "status.queue.position"), 2);
+    assert_int_equal((int)num_at(ws, "status.queue.pending"), 2);
+    assert_non_null(str_at(ws, "status.queue.waitingSince"));
+    print_message("  third: status.queue %s, number %d of %d since %s\n",
+                  str_at(ws, "status.queue.name"), (int)num_at(ws, "status.queue.position"),
+                  (int)num_at(ws, "status.queue.pending"), str_at(ws, "status.queue.waitingSince"));
+    cJSON_Delete(ws);
     /* Held by the queue, not by the scheduler: three GPUs, two free. */
     char *gates = NULL;
     harness_kubectl(&gates, "-n %s get pod second-1 -o jsonpath='{.spec.schedulingGates}'", ns);
@@ -196,8 +222,33 @@ static void test_queued_then_admitted(void **state)
     ws = ws_json("second");
     assert_string_equal(cond_field(ws, "Ready", "reason"), "PodReady");
     cJSON_Delete(ws);
-    /* The third moves up. */
+    /* status.queue went with the wait. */
+    ws = ws_json("second");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "status"), "queue"));
+    cJSON_Delete(ws);
+    /* The third moves up, and the plugin following its resume said so. */
     wait_message("third", "number 1 of 1 waiting there");
+    ws = ws_json("third");
+    assert_int_equal((int)num_at(ws, "status.queue.position"), 1);
+    cJSON_Delete(ws);
+    char *printed = NULL;
+    for (int i = 0; i < 50; i++) {
+        free(printed);
+        printed = NULL;
+        harness_sh(&printed, "cat '%s'", resume_log);
+        if (printed && strstr(printed, "number 1 of 1 waiting there"))
+            break;
+        usleep(200 * 1000);
+    }
+    print_message("  kubectl workspace resume third --wait printed:\n%s", printed ? printed : "");
+    const char *two = printed ? strstr(printed, "queued: pod third-1 waits in Kueue queue gpus, "
+                                                "number 2 of 2")
+                              : NULL;
+    assert_non_null(two);
+    assert_non_null(strstr(two, "queued: pod third-1 waits in Kueue queue gpus, number 1 of 1"));
+    free(printed);
+    kill(resume_pid, SIGTERM); /* it would wait on for the third's turn */
+    unlink(resume_log);
     delete_ws("first");
     delete_ws("second");
     delete_ws("third");

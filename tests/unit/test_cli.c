@@ -1180,6 +1180,45 @@ static void test_ledger_fallback(void **state)
     cJSON_Delete(list);
 }
 
+/* A workspace Kueue holds back: describe shows its queue, its place and
+ * why it is not admitted (status.queue). */
+static void test_describe_queued(void **state)
+{
+    (void)state;
+    cJSON *ws = cJSON_Parse(
+        "{\"apiVersion\":\"hibernator.dev/v1alpha1\",\"kind\":\"Workspace\","
+        "\"metadata\":{\"name\":\"gina\",\"namespace\":\"team-a\",\"generation\":3},"
+        "\"spec\":{\"className\":\"gpu-t4-queued\",\"paused\":false},"
+        "\"status\":{\"observedGeneration\":3,\"state\":\"Queued\","
+        "\"stateSince\":\"2026-03-10T11:58:00Z\",\"podName\":\"gina-4\","
+        "\"queue\":{\"name\":\"gpus\",\"position\":2,\"pending\":3,"
+        "\"waitingSince\":\"2026-03-10T11:58:00Z\",\"message\":\"couldn't assign flavors to "
+        "pod set main: insufficient unused quota for nvidia.com/gpu in flavor t4, 1 more "
+        "needed\"}}}");
+    assert_non_null(ws);
+    struct capture c;
+    assert_int_equal(describe_print(ws, NULL, now_ms(), capture_start(&c)), 0);
+    char *text = capture_end(&c);
+    assert_non_null(strstr(text, "State:        Queued since "));
+    assert_non_null(strstr(text, "Queue:        gpus, number 2 of 3, since "));
+    assert_non_null(strstr(text, "Not admitted: couldn't assign flavors to pod set main: "
+                                 "insufficient unused quota for nvidia.com/gpu in flavor t4, 1 "
+                                 "more needed\n"));
+    free(text);
+
+    /* No visibility API: the place is not known, and says so. */
+    cJSON *q = cJSON_GetObjectItem(cJSON_GetObjectItem(ws, "status"), "queue");
+    cJSON_DeleteItemFromObject(q, "position");
+    cJSON_DeleteItemFromObject(q, "pending");
+    cJSON_DeleteItemFromObject(q, "message");
+    assert_int_equal(describe_print(ws, NULL, now_ms(), capture_start(&c)), 0);
+    text = capture_end(&c);
+    assert_non_null(strstr(text, "Queue:        gpus, place not known, since "));
+    assert_null(strstr(text, "Not admitted:"));
+    free(text);
+    cJSON_Delete(ws);
+}
+
 /* An object the controller refuses (a spec it cannot read) or cannot read
  * at all (no name) is still listed and described, with what could not be
  * read named field by field. */
@@ -1285,6 +1324,7 @@ int main(void)
         cmocka_unit_test(test_golden_what_if),
         cmocka_unit_test(test_what_if_unrestorable),
         cmocka_unit_test(test_lenient),
+        cmocka_unit_test(test_describe_queued),
         cmocka_unit_test(test_interrupts_are_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 #include "util/tz.h"
 #include "workspace/decide.h"
 #include "workspace/ledger.h"
+#include "workspace/status_fields.h"
 
 /* 2027-01-01T00:00:00Z */
 #define T0 INT64_C(1798761600000)
@@ -1193,6 +1194,12 @@ static void c_queued(struct world *w, const struct decide_output *o)
     assert_non_null(strstr(o->status.message, "pod alice-2 waits in Kueue queue gpus, number 2 "
                                               "of 3 waiting there since "));
     assert_int_equal(o->requeue_after_ms, 0);
+    const struct workspace_queue_status *q = o->status.queue;
+    assert_string_equal(q->name, "gpus");
+    assert_int_equal(q->position, 2);
+    assert_int_equal(q->pending, 3);
+    assert_int_equal(q->since_ms, NOW - 19 * SEC);
+    assert_string_equal(q->message, QUOTA_MSG);
 }
 
 /* Kueue has not written its verdict yet. */
@@ -1202,6 +1209,19 @@ static void s_queued_no_workload(struct world *w)
     w->has_queue = 0;
 }
 
+/* The queue is named, the place and the verdict are not known; the wait
+ * counts from the pod. */
+static void c_queued_no_workload(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    const struct workspace_queue_status *q = o->status.queue;
+    assert_string_equal(q->name, "gpus");
+    assert_int_equal(q->position, 0);
+    assert_int_equal(q->pending, 0);
+    assert_int_equal(q->since_ms, NOW - 20 * SEC);
+    assert_null(q->message);
+}
+
 /* Admitted, and no node has room: the scheduler's wait, as without Kueue. */
 static void s_admitted_unschedulable(struct world *w)
 {
@@ -1209,6 +1229,32 @@ static void s_admitted_unschedulable(struct world *w)
     w->pods[0].queue_gated = 0;
     w->pods[0].unschedulable = 1;
     w->pods[0].unschedulable_message = SCHED_MSG;
+}
+
+/* Admitted: status.queue, written while it was Queued, goes. */
+static void s_admitted_after_queued(struct world *w)
+{
+    s_admitted_unschedulable(w);
+    struct workspace_status *st = &w->ws->status;
+    assert_int_equal(workspace_status_own(st), 0);
+    st->queue->name = strdup("gpus");
+    assert_non_null(st->queue->name);
+    st->queue->position = 1;
+    st->queue->pending = 1;
+    st->queue->since_ms = NOW - 19 * SEC;
+}
+
+static void c_queue_cleared(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    const struct workspace_queue_status *q = o->status.queue;
+    assert_null(q->name);
+    assert_int_equal(q->position, 0);
+    assert_int_equal(q->since_ms, 0);
+    cJSON *enc = cJSON_CreateObject();
+    assert_int_equal(status_fields_encode(workspace_status_fields, &o->status, enc), 0);
+    assert_null(cJSON_GetObjectItem(enc, "queue"));
+    cJSON_Delete(enc);
 }
 
 /* A queue the class does not allow. */
@@ -1977,7 +2023,7 @@ static const struct row rows[] = {
      WS_STATE_QUEUED,
      {NULL},
      "waits in Kueue queue gpus since",
-     NULL,
+     c_queued_no_workload,
      0},
     {"admitted, no node: waiting for capacity",
      s_admitted_unschedulable,
@@ -1985,6 +2031,13 @@ static const struct row rows[] = {
      {NULL},
      SCHED_MSG,
      NULL,
+     0},
+    {"admitted after it was queued: status.queue goes",
+     s_admitted_after_queued,
+     WS_STATE_WAITING_FOR_CAPACITY,
+     {NULL},
+     SCHED_MSG,
+     c_queue_cleared,
      0},
     {"a queue the class does not allow",
      s_queue_not_allowed,
