@@ -12,6 +12,11 @@
 #   bench_metrics_port LOG the port of /metrics of the controller logging to
 #                         LOG, started with --metrics-bind-address=127.0.0.1:0
 #                         (the kernel picks a free port; it logs which)
+#   bench_gpu_nodes PREFIX PRODUCT N  N kwok nodes PREFIX-1.. of one GPU
+#                         each, labelled nvidia.com/gpu.product=PRODUCT
+#   bench_crds            the project's CRDs, applied and Established
+#   bench_gauge CLASS STATE  workspaces of CLASS in STATE, from the
+#                         controller's /metrics on $port
 #
 # The caller sets $repo, and bench_cluster_args (an array) for flags of
 # cluster.sh up, such as --kueue. Environment for cluster.sh up (such as
@@ -66,4 +71,34 @@ bench_metrics_port() {
   done
   echo "the controller did not say where it serves metrics (log $1)" >&2
   return 1
+}
+
+bench_gpu_nodes() {
+  local prefix=$1 product=$2 n=$3 k
+  for k in $(seq 1 "$n"); do
+    cat <<YAML
+apiVersion: v1
+kind: Node
+metadata:
+  name: $prefix-$k
+  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
+  labels: {type: kwok, kubernetes.io/hostname: $prefix-$k, nvidia.com/gpu.product: $product}
+spec:
+  taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "1"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "1"}
+---
+YAML
+  done | "${kubectl[@]}" apply -f - >/dev/null
+}
+
+bench_crds() {
+  "${kubectl[@]}" apply -f "$repo/deploy/crds/" >/dev/null
+  "${kubectl[@]}" wait --for=condition=Established --timeout=60s crd/workspaces.hibernator.dev >/dev/null
+}
+
+bench_gauge() {
+  { curl -sf "http://127.0.0.1:$port/metrics" || true; } |
+    awk -v c="class=\"$1\"" -v s="state=\"$2\"" '/^hibernator_workspaces\{/ && index($1, c) && index($1, s) { n += $2 } END { print n + 0 }'
 }

@@ -61,10 +61,7 @@ unset HIBERNATOR_KUBECONFIG
 bench_cluster_args=(--kueue)
 HIBERNATOR_CONTROLLER_MANAGER_ARGS="--kube-api-qps=300 --kube-api-burst=600" bench_begin rush
 
-scrape() { curl -sf "http://127.0.0.1:$port/metrics" || true; }
-gauge() { # STATE: workspaces of the class in STATE
-  scrape | awk -v s="state=\"$1\"" '/^hibernator_workspaces\{/ && index($1, "class=\"rush\"") && index($1, s) { n += $2 } END { print n + 0 }'
-}
+gauge() { bench_gauge rush "$1"; } # STATE: workspaces of the class in STATE
 total=$((2 * per_team))
 gauge_interrupted() { # interruptions recorded in the Workspaces' status
   local t n=0
@@ -75,24 +72,8 @@ gauge_interrupted() { # interruptions recorded in the Workspaces' status
   echo "$n"
 }
 
-for k in $(seq 1 "$gpus"); do
-  cat <<YAML
-apiVersion: v1
-kind: Node
-metadata:
-  name: rush-gpu-$k
-  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
-  labels: {type: kwok, kubernetes.io/hostname: rush-gpu-$k, nvidia.com/gpu.product: Rush-GPU}
-spec:
-  taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
-status:
-  capacity: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "1"}
-  allocatable: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "1"}
----
-YAML
-done | "${kubectl[@]}" apply -f - >/dev/null
-"${kubectl[@]}" apply -f "$repo/deploy/crds/" >/dev/null
-"${kubectl[@]}" wait --for=condition=Established --timeout=60s crd/workspaces.hibernator.dev >/dev/null
+bench_gpu_nodes rush-gpu Rush-GPU "$gpus"
+bench_crds
 {
   cat <<YAML
 apiVersion: storage.k8s.io/v1

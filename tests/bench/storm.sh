@@ -48,33 +48,14 @@ burst=30
 # claims the slowest part of the set-up.
 HIBERNATOR_CONTROLLER_MANAGER_ARGS="--kube-api-qps=300 --kube-api-burst=600" bench_begin storm
 
-scrape() { curl -sf "http://127.0.0.1:$port/metrics" || true; }
-gauge() { # STATE: workspaces of the class in STATE
-  scrape | awk -v s="state=\"$1\"" '/^hibernator_workspaces\{/ && index($1, "class=\"storm\"") && index($1, s) { n += $2 } END { print n + 0 }'
-}
+gauge() { bench_gauge storm "$1"; } # STATE: workspaces of the class in STATE
 pod_posts() {
   "${kubectl[@]}" get --raw /metrics |
     awk '/^apiserver_request_total\{/ && /verb="POST"/ && /resource="pods"/ && /subresource=""/ && /code="201"/ { n += $2 } END { print n + 0 }'
 }
 
-for k in $(seq 1 "$gpus"); do
-  cat <<YAML
-apiVersion: v1
-kind: Node
-metadata:
-  name: storm-gpu-$k
-  annotations: {kwok.x-k8s.io/node: fake, node.alpha.kubernetes.io/ttl: "0"}
-  labels: {type: kwok, kubernetes.io/hostname: storm-gpu-$k, nvidia.com/gpu.product: Storm-GPU}
-spec:
-  taints: [{key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}]
-status:
-  capacity: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "1"}
-  allocatable: {cpu: "8", memory: 32Gi, pods: "110", nvidia.com/gpu: "1"}
----
-YAML
-done | "${kubectl[@]}" apply -f - >/dev/null
-"${kubectl[@]}" apply -f "$repo/deploy/crds/" >/dev/null
-"${kubectl[@]}" wait --for=condition=Established --timeout=60s crd/workspaces.hibernator.dev >/dev/null
+bench_gpu_nodes storm-gpu Storm-GPU "$gpus"
+bench_crds
 "${kubectl[@]}" apply -f - >/dev/null <<YAML
 apiVersion: storage.k8s.io/v1
 kind: StorageClass

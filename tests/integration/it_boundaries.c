@@ -279,6 +279,10 @@ static void relation_cases(struct cases *cs)
          * and a hold on a class without a snapshot backend */
         {"spec.queue", "{\"localQueue\":\"gpus\",\"evictionHold\":\"45m\"}"},
         {"spec.queue", "{\"localQueue\":\"gpus\",\"evictionHold\":\"1m\"}"},
+        /* a pre-warm's priority without the class's own, and the same one */
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"preWarmPriorityClass\":\"low\"}"},
+        {"spec.queue", "{\"localQueue\":\"gpus\",\"priorityClass\":\"low\","
+                       "\"preWarmPriorityClass\":\"low\"}"},
     };
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
         add_case(cs, 'c', rel[i].path, cJSON_Parse(rel[i].json));

@@ -339,6 +339,54 @@ static void test_preempted_with_hold(void **state)
     delete_ws("held");
 }
 
+/* The controller dies right after its pause for a held eviction is
+ * written (spec.paused with the auto-pause annotations, one patch), before
+ * any status, snapshot or Event: the next controller finds the pause's
+ * cause in the annotations and records it as the first would have:
+ * Paused, lastPause.reason Preempted with Kueue's words, the Preempted
+ * Event, no interruption. */
+static void test_eviction_pause_crash(void **state)
+{
+    (void)state;
+    apply_ws("crashheld", "it-kueue-held", 0, NULL);
+    cJSON_Delete(wait_state("crashheld", "Running", 90000));
+    controller_stop();
+    controller_start("AutoPause");
+    apply_ws("high", "it-kueue-high", 0, NULL);
+    assert_int_equal(controller_wait_exit(90000), 3);
+    cJSON *ws = ws_json("crashheld");
+    assert_non_null(ws);
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(ws, "metadata");
+    const cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+    const char *cause = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(ann, "hibernator.dev/auto-pause-cause"));
+    print_message("  crashheld: the controller exited after its patch: auto-pause-cause %s, "
+                  "state %s\n",
+                  cause ? cause : "(none)", str_at(ws, "status.state"));
+    assert_string_equal(cause, "Preempted");
+    assert_true(cJSON_IsTrue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "spec"), "paused")));
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    cJSON_Delete(ws);
+    controller_start(NULL);
+    ws = wait_state("crashheld", "Paused", 120000);
+    assert_string_equal(str_at(ws, "status.lastPause.reason"), "Preempted");
+    assert_non_null(strstr(str_at(ws, "status.lastPause.message"),
+                           "preempted by Kueue (WorkloadEvictedDueToPreempted"));
+    /* The simulator refuses a terminating pod (docs/simulator.md). */
+    assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
+    assert_true(num_at(ws, "status.interruptions.count") <= 0);
+    cJSON_Delete(ws);
+    char *reasons = event_reasons("crashheld");
+    print_message("  crashheld: events %s\n", reasons);
+    assert_non_null(strstr(reasons, "Preempted,"));
+    assert_null(strstr(reasons, "PodInterrupted"));
+    free(reasons);
+    cJSON_Delete(wait_state("high", "Running", 90000));
+    delete_ws("high");
+    delete_ws("crashheld");
+}
+
 static char *pod_label(const char *pod, const char *key_jsonpath)
 {
     char *out = NULL;
@@ -607,6 +655,7 @@ int main(void)
         cmocka_unit_test(test_queue_not_allowed),
         cmocka_unit_test(test_preempted),
         cmocka_unit_test(test_preempted_with_hold),
+        cmocka_unit_test(test_eviction_pause_crash),
         cmocka_unit_test(test_two_teams),
         cmocka_unit_test(test_prewarm_within_quota),
     };
