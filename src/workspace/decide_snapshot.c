@@ -309,7 +309,7 @@ static int of_latest_pause(const struct decider *d, const char *attempt)
         last = 1;
     for (int64_t k = 1; k <= last; k++) {
         char handle[NAMES_SIZE];
-        if (names_snapshot_handle(d->ws->name, st->pauses, k, handle) == 0 &&
+        if (names_snapshot_handle(d->ws->name, st->pauses, k, handle) >= 0 &&
             decide_streq(handle, attempt))
             return 1;
     }

@@ -3292,6 +3292,44 @@ static void test_retention(void **state)
     world_free(&w);
 }
 
+/* The latest pause's Ready snapshot is never counted out by the class's
+ * keep, even when the status does not name it (a controller died after
+ * the trigger, before its status write): newer snapshots of the name do
+ * not push it out, and it is the one a resume is for. */
+static void test_retention_keeps_latest_pause(void **state)
+{
+    (void)state;
+    struct world w;
+    paused_with_snapshot(&w, GKE); /* keep: 2 */
+    w.ws->paused = 1;
+    struct workspace_snapshot *sn = w.ws->status.snapshot;
+    free(sn->attempt);
+    sn->attempt = strdup("nb-p0-1"); /* the status names an older attempt */
+    assert_non_null(sn->attempt);
+    int64_t ready = w.view.ready_ms;
+    w.all[0] = w.view; /* nb-p1-1: the latest pause's, and the oldest Ready */
+    w.all[1] = (struct snapshot_view){.attempt = "nb-p0-2",
+                                      .phase = SNAPSHOT_PHASE_READY,
+                                      .name = "newer",
+                                      .ready_ms = ready + MIN};
+    w.all[2] = (struct snapshot_view){.attempt = "nb-p0-3",
+                                      .phase = SNAPSHOT_PHASE_READY,
+                                      .name = "newest",
+                                      .ready_ms = ready + 2 * MIN};
+    w.n_all = 3;
+    struct decide_output o;
+    decide(&w, &o, 1);
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 0);
+    decide_output_clear(&o);
+
+    /* Another workspace's snapshot of the same rank is counted out. */
+    w.all[0].attempt = "nb-p0-9";
+    decide(&w, &o, 1);
+    assert_int_equal(deletes(&o, "nb-p1-1-x7k2q"), 1);
+    decide_output_clear(&o);
+    world_free(&w);
+}
+
 /* The class's storage config changed while snapshots were kept under the
  * old one: the next pause deletes them (the backend frees their files
  * through the storage its policy names, which the pause's snapshot brings
@@ -3607,6 +3645,7 @@ int main(void)
         cmocka_unit_test(test_snapshot_product_no_longer_allowed),
         cmocka_unit_test(test_snapshot_hash_with_product),
         cmocka_unit_test(test_retention),
+        cmocka_unit_test(test_retention_keeps_latest_pause),
         cmocka_unit_test(test_storage_changed),
         cmocka_unit_test(test_delete_with_workspace),
         cmocka_unit_test(test_delete_many_with_workspace),
