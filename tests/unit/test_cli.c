@@ -1219,6 +1219,29 @@ static void test_describe_queued(void **state)
     cJSON_Delete(ws);
 }
 
+/* A pause whose pod went while no controller ran: describe says the
+ * deletion was not observed instead of leaving it out. */
+static void test_describe_unobserved(void **state)
+{
+    (void)state;
+    cJSON *ws = cJSON_Parse(
+        "{\"apiVersion\":\"hibernator.dev/v1alpha1\",\"kind\":\"Workspace\","
+        "\"metadata\":{\"name\":\"hal\",\"namespace\":\"team-a\",\"generation\":2},"
+        "\"spec\":{\"className\":\"gpu-t4\",\"paused\":true},"
+        "\"status\":{\"observedGeneration\":2,\"state\":\"Paused\","
+        "\"stateSince\":\"2026-03-10T11:50:00Z\",\"lastPause\":{\"requestedAt\":"
+        "\"2026-03-10T11:40:00Z\",\"reason\":\"User\",\"memory\":\"snapshot\","
+        "\"snapshotReadyAt\":\"2026-03-10T11:40:30Z\",\"snapshotSeconds\":30,"
+        "\"acceleratorReleasedAt\":\"2026-03-10T11:41:00Z\",\"unobserved\":\"podDeletedAt\"}}}");
+    assert_non_null(ws);
+    struct capture c;
+    assert_int_equal(describe_print(ws, NULL, now_ms(), capture_start(&c)), 0);
+    char *text = capture_end(&c);
+    assert_non_null(strstr(text, "not observed (the pod went while no controller was running)\n"));
+    free(text);
+    cJSON_Delete(ws);
+}
+
 /* An object the controller refuses (a spec it cannot read) or cannot read
  * at all (no name) is still listed and described, with what could not be
  * read named field by field. */
@@ -1325,6 +1348,7 @@ int main(void)
         cmocka_unit_test(test_what_if_unrestorable),
         cmocka_unit_test(test_lenient),
         cmocka_unit_test(test_describe_queued),
+        cmocka_unit_test(test_describe_unobserved),
         cmocka_unit_test(test_interrupts_are_sticky),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

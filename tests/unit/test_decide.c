@@ -1651,6 +1651,12 @@ static void c_invalid_paused(struct world *w, const struct decide_output *o)
     (void)w;
     assert_cond(o, "Valid", COND_FALSE, "ClassNotFound");
     assert_int_equal(o->status.pauses, 1);
+    /* Without its class no snapshot can be taken, and the Pausing Event
+     * says so rather than promising what the class would have kept. */
+    const struct action *ev = find_event(o, "Pausing");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->message, "the workspace's class is not found, so no snapshot can be "
+                                        "taken (the memory is not kept): stopping pod alice-1"));
 }
 
 static void s_deleting(struct world *w);

@@ -3120,6 +3120,13 @@ static void test_snapshot_home_claim(void **state)
     const struct action *e = find_event(&o, "SnapshotNotUsed");
     assert_non_null(e);
     assert_non_null(strstr(e->message, "pvc-1"));
+    /* The snapshot's condition says the same as the Event: not used, and
+     * why, not a Ready snapshot a FreshHome start never restored. */
+    const struct condition *sr = workspace_status_condition(&o.status, "SnapshotReady");
+    assert_non_null(sr);
+    assert_int_equal(sr->status, COND_FALSE);
+    assert_string_equal(sr->reason, "NotUsed");
+    assert_non_null(strstr(sr->message, "pvc-1"));
     decide_output_clear(&o);
     world_free(&w);
 }
