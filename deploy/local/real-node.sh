@@ -437,6 +437,21 @@ real_node_down() {
   for n in $(LC_ALL=C comm -13 "$rn/before/netns" "$rn/now/netns"); do
     ip netns delete "$n" 2>/dev/null || log "real node: cannot delete netns $n"
   done
+  # Processes left in the pods' cgroups: a `runc init` whose runc went
+  # with containerd waits for it forever (seen once, in wait_for_partner,
+  # after a full test run) and keeps its cgroup from going. Thawed first,
+  # so that a frozen one takes the signal.
+  local procs f
+  for c in $(LC_ALL=C comm -13 "$rn/before/cgroups" "$rn/now/cgroups"); do
+    for f in $(find "$c" -name freezer.state 2>/dev/null); do echo THAWED >"$f" 2>/dev/null || true; done
+    procs=$(find "$c" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u | tr '\n' ' ')
+    if [ -n "${procs// /}" ]; then
+      log "real node: stopping what was left in $c: $(for p in $procs; do printf '%s(%s) ' "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-40)" "$p"; done)"
+      # shellcheck disable=SC2086
+      kill -KILL $procs 2>/dev/null || true
+    fi
+  done
+  sleep 0.3
   for c in $(LC_ALL=C comm -13 "$rn/before/cgroups" "$rn/now/cgroups"); do
     find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "real node: cannot remove cgroup $c"
   done
