@@ -574,6 +574,7 @@ static void on_event_posted(void *data, struct kube_response *resp)
     struct job *j = data;
     j->req = NULL;
     (void)events_posted(resp);
+    failpoint(j->r, ACTION_EVENT);
     j->next++;
     reconciler_job_run(j);
 }

@@ -112,11 +112,16 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
                  "pod %s keeps running: its application is asked for its checkpoint, then "
                  "snapshot %s is taken; the pod stops once the snapshot is ready",
                  name, st->snapshot->checkpoint_attempt);
-    else if (keeps)
+    else if (keeps && st->snapshot->attempt)
         snprintf(fate, sizeof(fate),
                  "pod %s keeps running while snapshot %s is taken; it stops once the snapshot "
                  "is ready",
-                 name, st->snapshot->attempt ? st->snapshot->attempt : "");
+                 name, st->snapshot->attempt);
+    else if (keeps) /* the backend cannot say yet which attempt is this pause's */
+        snprintf(fate, sizeof(fate),
+                 "pod %s keeps running while its snapshot is taken; it stops once the snapshot "
+                 "is ready",
+                 name);
     else if (!p && decide_snapshot_current(st))
         snprintf(fate, sizeof(fate),
                  "snapshot %s of pod %s was asked for; the pod stops at its checkpoint and is "
