@@ -282,6 +282,16 @@ static void test_preempted(void **state)
     delete_ws("low");
 }
 
+/* The workspace's Events say it was preempted (a pause), not interrupted. */
+static void expect_preempted_events(const char *name)
+{
+    char *reasons = event_reasons(name);
+    print_message("  %s: events %s\n", name, reasons);
+    assert_non_null(strstr(reasons, "Preempted,"));
+    assert_null(strstr(reasons, "PodInterrupted"));
+    free(reasons);
+}
+
 /* A class with spec.queue.evictionHold: the pod Kueue preempts stays
  * (its preStop hook; kwok plays the kubelet's hold), the controller pauses
  * the workspace itself instead of recording an interruption, and the
@@ -319,11 +329,7 @@ static void test_preempted_with_hold(void **state)
     assert_non_null(failed);
     assert_non_null(strstr(failed, "is terminating"));
     cJSON_Delete(ws);
-    char *reasons = event_reasons("held");
-    print_message("  held: events %s\n", reasons);
-    assert_non_null(strstr(reasons, "Preempted,"));
-    assert_null(strstr(reasons, "PodInterrupted"));
-    free(reasons);
+    expect_preempted_events("held");
     /* Paused like any other: spec.paused, which a person sets back. */
     ws = ws_json("held");
     assert_true(cJSON_IsTrue(
@@ -377,11 +383,7 @@ static void test_eviction_pause_crash(void **state)
     assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshotFailed");
     assert_true(num_at(ws, "status.interruptions.count") <= 0);
     cJSON_Delete(ws);
-    char *reasons = event_reasons("crashheld");
-    print_message("  crashheld: events %s\n", reasons);
-    assert_non_null(strstr(reasons, "Preempted,"));
-    assert_null(strstr(reasons, "PodInterrupted"));
-    free(reasons);
+    expect_preempted_events("crashheld");
     cJSON_Delete(wait_state("high", "Running", 90000));
     delete_ws("high");
     delete_ws("crashheld");
