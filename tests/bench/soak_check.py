@@ -12,7 +12,7 @@ RUN_DIR holds:
   rec/*.jsonl     soak_record.py's recordings: pods, pvcs, events, workspaces,
                   podsnapshots, triggers
 
-Prints a table of the six counts and every finding with the workspace, the
+Prints a table of the counts (CHECKS) and every finding with the workspace, the
 times and the objects, and exits 1 when any count is not 0 (2 when the run
 directory cannot be read).
 
@@ -36,6 +36,7 @@ WS_LABEL = "hibernator.dev/workspace"
 TRIGGERED_BY = "gke-pod-snapshot-triggered-by"
 ORIGIN_POD = "podsnapshot.gke.io/origin-pod"
 ORIGIN_POD_UID = "simulator.hibernator.dev/origin-pod-uid"
+PS_NAME = "podsnapshot.gke.io/ps-name"
 
 # Event reasons that mark one transition of a pause or a resume: each may be
 # posted once per spec.paused flip it answers.
@@ -57,6 +58,7 @@ CHECKS = [
     ("event_contradicts_status", "Paused events that say less or more than the status"),
     ("missing_timeline", "history records with a timeline field neither written nor marked unobserved"),
     ("missing_paused_event", "pauses that reached Paused without a Paused event"),
+    ("resume_without_restore", "resumes recorded FromSnapshot that no restored pod backs"),
 ]
 
 
@@ -119,7 +121,7 @@ def slim(o):
     ann = m.get("annotations") or {}
     sm = {k: m[k] for k in ("name", "uid", "resourceVersion", "generation", "deletionTimestamp") if k in m}
     sm["labels"] = {k: labels[k] for k in (WS_LABEL, TRIGGERED_BY) if k in labels}
-    sm["annotations"] = {k: ann[k] for k in (ORIGIN_POD, ORIGIN_POD_UID) if k in ann}
+    sm["annotations"] = {k: ann[k] for k in (ORIGIN_POD, ORIGIN_POD_UID, PS_NAME) if k in ann}
     out = {"metadata": sm}
     spec = o.get("spec")
     if isinstance(spec, dict) and "paused" in spec:
@@ -132,6 +134,8 @@ def slim(o):
         ]
         if isinstance(st.get("lastPause"), dict) and "memory" in st["lastPause"]:
             ss["lastPause"] = {"memory": st["lastPause"]["memory"]}
+        if isinstance(st.get("lastResume"), dict) and "restoredFrom" in st["lastResume"]:
+            ss["lastResume"] = {"restoredFrom": st["lastResume"]["restoredFrom"]}
         if isinstance(st.get("accounting"), dict):
             ss["accounting"] = {k: st["accounting"].get(k, 0) for k in ("pauses", "resumes")}
         if isinstance(st.get("history"), list):
@@ -522,6 +526,48 @@ class Run:
                     weight=len(ns) - got,
                 )
 
+    def check_resume_source(self):
+        """Where each resume came from, against the backend's own objects: a
+        resume recorded FromSnapshot needs a pod of the workspace that named
+        a PodSnapshot seen Ready (GKE's ps-name) and said PodRestored=True.
+        Counted per workspace: its FromSnapshot resumes against such pods."""
+        recorded = {}  # (ws, resume number) -> (restoredFrom, Obs): the last word
+        for ob in self.streams["workspaces"]:
+            if ob.type == "DELETED":
+                continue
+            st = ob.obj.get("status") or {}
+            rf = (st.get("lastResume") or {}).get("restoredFrom")
+            if rf:
+                recorded[(ob.name, (st.get("accounting") or {}).get("resumes", 0))] = (rf, ob)
+        ready = {s["name"] for s in self.snapshots().values() if s["ready_rv"] is not None}
+        restored = {}  # ws -> uids of pods restored from a Ready PodSnapshot
+        for ob in self.streams["pods"]:
+            if ob.type == "DELETED":
+                continue
+            m = meta(ob.obj)
+            if (m.get("annotations") or {}).get(PS_NAME) in ready and is_ready(ob.obj, "PodRestored"):
+                restored.setdefault((m.get("labels") or {}).get(WS_LABEL), set()).add(ob.uid)
+        claimed = {}
+        for (ws, n), (rf, ob) in sorted(recorded.items()):
+            if rf == "FromSnapshot" and ws in self.snap_ws:
+                claimed.setdefault(ws, []).append((n, ob))
+        for ws, resumes in sorted(claimed.items()):
+            backed = len(restored.get(ws, ()))
+            if len(resumes) <= backed:
+                continue
+            self.add(
+                "resume_without_restore",
+                "%s: %d resumes recorded FromSnapshot (%s), %d pods restored from a Ready PodSnapshot "
+                "(ps-name and PodRestored=True) were seen"
+                % (
+                    ws,
+                    len(resumes),
+                    ", ".join("resume %d at %s (rv %d)" % (n, ts(ob.t), ob.rv) for n, ob in resumes),
+                    backed,
+                ),
+                weight=len(resumes) - backed,
+            )
+
     def check_history_timeline(self):
         # Judge each record as last recorded.
         last = {}
@@ -801,6 +847,7 @@ def main():
     run.check_snapshot_without_ready()
     run.check_paused_events()
     run.check_history_timeline()
+    run.check_resume_source()
     return run.report()
 
 

@@ -10,7 +10,9 @@ expected.txt is the checker's report on it (test_soak_checker compares).
   snap-2   pod deleted before its PodSnapshot was Ready (deleted_before_ready);
            resumed but never Running again (not_converged)
   snap-3   the record's checks, below (snapshot_without_ready,
-           event_contradicts_status, missing_timeline, missing_paused_event)
+           event_contradicts_status, missing_timeline, missing_paused_event);
+           a resume recorded FromSnapshot that no restored pod backs
+           (resume_without_restore), where snap-1's is backed by its pod
   files-1  two live pods after the resume (two_live_pods); home claim
            replaced (pvc_replaced); its pods' deletion seen in a relist after
            an API server restart
@@ -30,7 +32,7 @@ def iso(t, micro=False):
     return d.strftime("%Y-%m-%dT%H:%M:%S.%fZ" if micro else "%Y-%m-%dT%H:%M:%SZ")
 
 
-def pod(name, ws, rv, ready=True, deleting=None, uid=None):
+def pod(name, ws, rv, ready=True, deleting=None, uid=None, restored_from=None):
     o = {
         "metadata": {
             "name": name,
@@ -45,14 +47,19 @@ def pod(name, ws, rv, ready=True, deleting=None, uid=None):
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }
+    if restored_from:
+        o["metadata"]["annotations"] = {"podsnapshot.gke.io/ps-name": restored_from}
+        o["status"]["conditions"].append({"type": "PodRestored", "status": "True"})
     if deleting is not None:
         o["metadata"]["deletionTimestamp"] = iso(deleting + 1)
         o["metadata"]["deletionGracePeriodSeconds"] = 1
     return o
 
 
-def ws(name, rv, gen, paused, state, obs=None, pod_name=None, pauses=0, memory=None):
+def ws(name, rv, gen, paused, state, obs=None, pod_name=None, pauses=0, memory=None, restored_from=None):
     st = {"state": state, "observedGeneration": obs or gen, "accounting": {"pauses": pauses, "resumes": pauses}}
+    if restored_from:
+        st["lastResume"] = {"restoredFrom": restored_from}
     if pod_name:
         st["podName"] = pod_name
     if memory:
@@ -143,7 +150,12 @@ for i, w in enumerate(("snap-1", "snap-2", "files-1")):
     rec["events"].append(ev(T + 20.3, "ADDED", event(w + ".r", w, "Resuming", T + 20.2, 153 + i)))
 rec["pods"].append({"t": T + 25, "type": "RECONNECT", "rv": "140", "why": "ConnectionRefusedError"})
 rec["pods"].append(
-    {"t": T + 28.5, "type": "RELIST", "rv": "160", "items": [pod("snap-1-2", "snap-1", 158), pod("files-1-2", "files-1", 159)]}
+    {
+        "t": T + 28.5,
+        "type": "RELIST",
+        "rv": "160",
+        "items": [pod("snap-1-2", "snap-1", 158, restored_from="ps-1"), pod("files-1-2", "files-1", 159)],
+    }
 )
 # files-1: a second live pod for a moment; its home claim replaced.
 rec["pods"].append(ev(T + 29, "ADDED", pod("files-1-3", "files-1", 161)))
@@ -151,7 +163,9 @@ rec["pods"].append(ev(T + 29.5, "MODIFIED", pod("files-1-3", "files-1", 162, del
 rec["pods"].append(ev(T + 30.5, "DELETED", pod("files-1-3", "files-1", 163, deleting=T + 29.5)))
 rec["pvcs"].append(ev(T + 29, "ADDED", pvc("files-1-home", "uid-files-1-home-2", 164)))
 # snap-1 Running on snap-1-2; snap-2 stays Resuming; files-1 paused again.
-rec["workspaces"].append(ev(T + 29, "MODIFIED", ws("snap-1", 165, 3, False, "Running", pod_name="snap-1-2", pauses=1)))
+rec["workspaces"].append(
+    ev(T + 29, "MODIFIED", ws("snap-1", 165, 3, False, "Running", pod_name="snap-1-2", pauses=1, restored_from="FromSnapshot"))
+)
 rec["workspaces"].append(ev(T + 29, "MODIFIED", ws("snap-2", 166, 3, False, "Resuming", pauses=1)))
 rec["workspaces"].append(ev(T + 29, "MODIFIED", ws("files-1", 167, 3, False, "Running", pod_name="files-1-2", pauses=1)))
 rec["workspaces"].append(ev(T + 30.1, "MODIFIED", ws("files-1", 170, 4, True, "Running", obs=3, pod_name="files-1-2", pauses=1)))
@@ -169,8 +183,8 @@ rec["workspaces"].append(ev(T + 35, "MODIFIED", ws("files-1", 174, 4, True, "Pau
 # (missing_paused_event). Pause 2's record is right: unobserved.
 
 
-def ws3(rv, state, pauses, resumes, memory=None, history=()):
-    o = ws("snap-3", rv, 1, True, state, pauses=pauses, memory=memory)
+def ws3(rv, state, pauses, resumes, memory=None, history=(), restored_from=None):
+    o = ws("snap-3", rv, 1, True, state, pauses=pauses, memory=memory, restored_from=restored_from)
     o["status"]["accounting"]["resumes"] = resumes
     if history:
         o["status"]["history"] = list(history)
@@ -184,7 +198,7 @@ paused_ev["message"] = "paused; the pod was gone 2.0s after the pause request; h
 rec["events"].append(ev(T + 43.1, "ADDED", paused_ev))
 rec["workspaces"].append(ev(T + 43.2, "MODIFIED", ws3(182, "Paused", 1, 0, "snapshot", [rec3])))
 rec4 = {"pausedAt": iso(T + 50), "acceleratorReleasedAt": iso(T + 52), "memory": "files", "unobserved": "podDeletedAt"}
-rec["workspaces"].append(ev(T + 45, "MODIFIED", ws3(183, "Running", 1, 1, "snapshot", [rec3])))
+rec["workspaces"].append(ev(T + 45, "MODIFIED", ws3(183, "Running", 1, 1, "snapshot", [rec3], "FromSnapshot")))
 rec["workspaces"].append(ev(T + 52.2, "MODIFIED", ws3(184, "Paused", 2, 1, "files", [rec4, rec3])))
 
 os.makedirs(os.path.join(here, "rec"), exist_ok=True)
