@@ -54,21 +54,6 @@ static const char *owner_pod(const cJSON *meta)
     return NULL;
 }
 
-/* Kueue's words go into the Workspace's status (status.queue.message, at
- * most 1024 bytes, and the Ready condition's message): a longer one is cut
- * at a character boundary, and says so. */
-#define QUEUE_MESSAGE_MAX 1000
-
-static void cap_message(char *m)
-{
-    if (!m || strlen(m) <= QUEUE_MESSAGE_MAX)
-        return;
-    size_t n = QUEUE_MESSAGE_MAX;
-    while (n > 0 && ((unsigned char)m[n] & 0xC0) == 0x80)
-        n--;                    /* not inside a UTF-8 sequence */
-    memcpy(m + n, "\u2026", 4); /* an ellipsis: 3 bytes and the NUL */
-}
-
 static int workload_decode(const cJSON *obj, void *data, void **ret, char **ret_err)
 {
     (void)data;
@@ -93,7 +78,6 @@ static int workload_decode(const cJSON *obj, void *data, void **ret, char **ret_
         workload_free(w);
         return -ENOMEM;
     }
-    cap_message(w->message);
     *ret = w;
     return 0;
 }

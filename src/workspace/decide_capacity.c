@@ -159,7 +159,17 @@ void decide_queued(struct decider *d)
     sq->position = q && q->position > 0 ? q->position : 0;
     sq->pending = q && q->pending >= sq->position ? q->pending : 0;
     sq->since_ms = from;
-    decide_set_string(d, &sq->message, why);
+    /* Kueue's words as any status message: one line, at most
+     * WORKSPACE_MESSAGE_MAX bytes (the CRD's maxLength). */
+    char *said = why ? strdup(why) : NULL;
+    if (why && !said) {
+        decide_failed(d, -ENOMEM);
+        return;
+    }
+    if (said)
+        workspace_message_one_line(said);
+    decide_set_string(d, &sq->message, said);
+    free(said);
     if (from) {
         char t[TIMEFMT_RFC3339_SIZE];
         timefmt_format_rfc3339(from, t, sizeof(t));

@@ -1202,6 +1202,35 @@ static void c_queued(struct world *w, const struct decide_output *o)
     assert_string_equal(q->message, QUOTA_MSG);
 }
 
+/* Kueue's words as long as its Workload's condition allows, with a line
+ * break and a character of two bytes across the cut: status.queue.message
+ * is one line of at most WORKSPACE_MESSAGE_MAX bytes (the CRD's maxLength),
+ * cut at a character boundary. */
+static char long_quota_msg[4000];
+
+static void s_queued_long_message(struct world *w)
+{
+    s_queued(w);
+    memset(long_quota_msg, 'q', sizeof(long_quota_msg) - 1);
+    long_quota_msg[sizeof(long_quota_msg) - 1] = '\0';
+    long_quota_msg[10] = '\n';
+    long_quota_msg[WORKSPACE_MESSAGE_MAX - 4] = (char)0xc3; /* "é" across the cut */
+    long_quota_msg[WORKSPACE_MESSAGE_MAX - 3] = (char)0xa9;
+    w->queue.message = long_quota_msg;
+}
+
+static void c_queued_long_message(struct world *w, const struct decide_output *o)
+{
+    (void)w;
+    const char *m = o->status.queue->message;
+    assert_non_null(m);
+    size_t n = strlen(m);
+    assert_true(n <= WORKSPACE_MESSAGE_MAX);
+    assert_null(strchr(m, '\n'));
+    assert_string_equal(m + n - 3, "...");
+    assert_true(((unsigned char)m[n - 4] & 0xc0) != 0xc0); /* no lead byte left alone */
+}
+
 /* Kueue has not written its verdict yet. */
 static void s_queued_no_workload(struct world *w)
 {
@@ -2023,6 +2052,13 @@ static const struct row rows[] = {
      {NULL},
      QUOTA_MSG,
      c_queued,
+     0},
+    {"queued, Kueue's words too long for a status message",
+     s_queued_long_message,
+     WS_STATE_QUEUED,
+     {NULL},
+     "waits in Kueue queue gpus",
+     c_queued_long_message,
      0},
     {"queued, no Workload seen yet",
      s_queued_no_workload,
