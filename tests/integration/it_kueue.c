@@ -132,6 +132,37 @@ static cJSON *wait_number_at(const char *name, const char *path, double want, ui
     }
 }
 
+/* Polls the workspaces second and third until one holds first_words at
+ * path and the other holds second_words (NULL: anything); returns the name
+ * of the one holding first_words. Which is first is Kueue's to choose. */
+static const char *first_of_pair(const char *path, const char *first_words,
+                                 const char *second_words, uint64_t timeout_ms)
+{
+    static const char *const names[2] = {"second", "third"};
+    uint64_t end = harness_now_ms() + timeout_ms;
+    for (;;) {
+        cJSON *ws[2] = {ws_json(names[0]), ws_json(names[1])};
+        const char *v[2];
+        for (int i = 0; i < 2; i++)
+            v[i] = ws[i] ? str_at(ws[i], path) : NULL;
+        const char *found = NULL;
+        for (int i = 0; i < 2 && !found; i++)
+            if (v[i] && strstr(v[i], first_words) &&
+                (!second_words || (v[1 - i] && strstr(v[1 - i], second_words))))
+                found = names[i];
+        if (!found && harness_now_ms() >= end)
+            fail_msg("%s: second has \"%s\", third \"%s\"; wanted \"%s\" and %s%s%s", path,
+                     v[0] ? v[0] : "(none)", v[1] ? v[1] : "(none)", first_words,
+                     second_words ? "\"" : "", second_words ? second_words : "anything",
+                     second_words ? "\"" : "");
+        cJSON_Delete(ws[0]);
+        cJSON_Delete(ws[1]);
+        if (found)
+            return found;
+        usleep(300 * 1000);
+    }
+}
+
 static void test_queued_then_admitted(void **state)
 {
     (void)state;
@@ -194,26 +225,9 @@ static void test_queued_then_admitted(void **state)
     cJSON_Delete(wait_state("third", "Queued", 60000));
     /* Their places, in Kueue's order (Kueue's to choose; it has listed the
      * newer one first for a while): one is number 1 of 2, the other 2. */
-    const char *ahead = NULL, *behind = NULL;
-    uint64_t end_places = harness_now_ms() + 60000;
-    while (!ahead) {
-        cJSON *s2 = ws_json("second"), *s3 = ws_json("third");
-        const char *m2 = s2 ? str_at(s2, "status.message") : NULL;
-        const char *m3 = s3 ? str_at(s3, "status.message") : NULL;
-        if (m2 && m3 && strstr(m2, "number 1 of 2 waiting there") &&
-            strstr(m3, "number 2 of 2 waiting there"))
-            ahead = "second", behind = "third";
-        else if (m2 && m3 && strstr(m3, "number 1 of 2 waiting there") &&
-                 strstr(m2, "number 2 of 2 waiting there"))
-            ahead = "third", behind = "second";
-        if (!ahead && harness_now_ms() >= end_places)
-            fail_msg("no places 1 and 2 of 2: second: %s; third: %s", m2 ? m2 : "(none)",
-                     m3 ? m3 : "(none)");
-        cJSON_Delete(s2);
-        cJSON_Delete(s3);
-        if (!ahead)
-            usleep(300 * 1000);
-    }
+    const char *ahead = first_of_pair("status.message", "number 1 of 2 waiting there",
+                                      "number 2 of 2 waiting there", 60000);
+    const char *behind = strcmp(ahead, "second") == 0 ? "third" : "second";
     print_message("  %s is number 1 of 2, %s number 2 of 2\n", ahead, behind);
     ws = ws_json(behind);
     assert_non_null(ws);
@@ -237,24 +251,8 @@ static void test_queued_then_admitted(void **state)
     set_paused("first", 1);
     cJSON_Delete(wait_state("first", "Paused", 60000));
     uint64_t t_paused = harness_now_ms();
-    const char *admitted = NULL, *waiting = NULL;
-    uint64_t end_run = harness_now_ms() + 120000;
-    while (!admitted) {
-        cJSON *s2 = ws_json("second"), *s3 = ws_json("third");
-        const char *st2 = s2 ? str_at(s2, "status.state") : NULL;
-        const char *st3 = s3 ? str_at(s3, "status.state") : NULL;
-        if (st2 && strcmp(st2, "Running") == 0)
-            admitted = "second", waiting = "third";
-        else if (st3 && strcmp(st3, "Running") == 0)
-            admitted = "third", waiting = "second";
-        if (!admitted && harness_now_ms() >= end_run)
-            fail_msg("neither second (%s) nor third (%s) Running", st2 ? st2 : "(none)",
-                     st3 ? st3 : "(none)");
-        cJSON_Delete(s2);
-        cJSON_Delete(s3);
-        if (!admitted)
-            usleep(300 * 1000);
-    }
+    const char *admitted = first_of_pair("status.state", "Running", NULL, 120000);
+    const char *waiting = strcmp(admitted, "second") == 0 ? "third" : "second";
     uint64_t t_running = harness_now_ms();
     print_message("  first paused %.1f s after the request; %s Running %.1f s after that\n",
                   (double)(t_paused - t0) / 1000.0, admitted,
