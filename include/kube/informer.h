@@ -102,6 +102,11 @@ int informer_start(struct informer *inf);
  * stays 1 through relists. 0 before. */
 int informer_has_synced(const struct informer *inf);
 
+/* 1 while the latest list of the resource answered 404 Not Found: the API
+ * server does not serve it (its CRD is not installed), so no object of it
+ * exists; 0 before the first answer and once a list succeeds. */
+int informer_not_served(const struct informer *inf);
+
 /* ns NULL or "" for cluster-scoped objects. */
 const struct cache_entry *informer_get(const struct informer *inf, const char *ns,
                                        const char *name);

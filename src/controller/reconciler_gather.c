@@ -170,9 +170,13 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     struct snapshot_backend *own = g->backend;
     /* A class that no longer takes snapshots (or is gone) may leave some
      * behind: the status names one a backend made, and retention removes
-     * them once no pause needs them. Which backend made it is not
-     * recorded, so each is started: one that never ran cannot say. */
-    int left = !own && ws->status.snapshot->attempt;
+     * them once no pause needs them; or a pass that began this pause's
+     * snapshot died before its status write, and the class changed before
+     * the next pass. Which backend made it is not recorded, so each is
+     * started: one that never ran cannot say, and one whose API is not
+     * served says at once that it holds nothing. */
+    int open = ws->status.pauses > ws->status.resumes || (ws->paused && g->pods.n > 0);
+    int left = !own && (ws->status.snapshot->attempt || open);
     if (!own && !left && !ws->deletion_ms)
         return;
     if (own)
@@ -187,8 +191,8 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     }
     /* A pass that began the pause's next attempt may have died before its
      * status write: the backend may hold it already. */
-    if (own && workspace_snapshot_next_attempt(ws, g->next_attempt) == 1) {
-        snapshot_backend_view(own, ws->ns, g->next_attempt, &g->next_view);
+    if ((own || open) && workspace_snapshot_next_attempt(ws, g->next_attempt) == 1) {
+        snapshot_backends_view(r->snapshots, own, ws->ns, g->next_attempt, &g->next_view);
         g->in.next_attempt = &g->next_view;
     }
     g->in.n_snapshots = snapshot_backends_list(r->snapshots, own, ws->ns, ws->name, g->snap_list,

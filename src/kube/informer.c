@@ -30,6 +30,7 @@ struct informer {
     struct strmap next;  /* the list being read, swapped in when complete */
     char *rv;            /* what the cache reflects */
     int synced;
+    int not_served; /* the latest list answered 404 */
     int relisting;
 
     struct kube_request *req;
@@ -272,6 +273,7 @@ static void on_list(void *data, struct kube_response *resp)
             return;
         }
         /* A 404 on a list means the API itself is missing (CRDs not installed). */
+        inf->not_served = resp->http_code == 404;
         log_warn(resp->http_code == 404 ? "list failed: the API is not served, retrying"
                                         : "list failed, retrying",
                  "resource", inf->resource->plural, "group",
@@ -282,6 +284,7 @@ static void on_list(void *data, struct kube_response *resp)
         retry_with_backoff(inf, start_list);
         return;
     }
+    inf->not_served = 0;
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(resp->body, "items");
     const cJSON *item;
     cJSON_ArrayForEach(item, items)
@@ -522,6 +525,11 @@ int informer_start(struct informer *inf)
 int informer_has_synced(const struct informer *inf)
 {
     return inf->synced;
+}
+
+int informer_not_served(const struct informer *inf)
+{
+    return inf->not_served;
 }
 
 const struct cache_entry *informer_get(const struct informer *inf, const char *ns, const char *name)

@@ -298,6 +298,10 @@ static void cc_view(const struct snapshot_backend *base, const char *ns, const c
 {
     const struct cc_backend *b = cc_of(base);
     *ret = (struct snapshot_view){.attempt = attempt, .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    if (b->snapshots && informer_not_served(b->snapshots)) {
+        ret->phase = SNAPSHOT_PHASE_NONE; /* the CRD is not installed: none exists */
+        return;
+    }
     if (!b->snapshots || !informer_has_synced(b->snapshots)) {
         ret->unknown = 1;
         return;

@@ -104,6 +104,7 @@ struct removal {
 static void removal_add(struct gke_snapshots *g, const struct cache_entry *te, const char *check,
                         const char *why);
 static int both_synced(const struct gke_snapshots *g);
+static int not_installed(const struct gke_snapshots *g);
 static void consider_policy(struct gke_snapshots *g, const char *ns, const char *workspace);
 static void policy_disown(struct gke_snapshots *g, const struct cache_entry *pe);
 static void policy_guard(struct gke_snapshots *g, const struct cache_entry *pe);
@@ -610,6 +611,8 @@ int gke_snapshots_storage(const struct gke_snapshots *g, const char *ns, const c
 {
     char name[NAMES_SIZE];
     *ret = NULL;
+    if (g && g->started && not_installed(g))
+        return 0;
     if (!g || !g->started || !informer_has_synced(g->policies))
         return -1;
     if (names_snapshot_policy(workspace, name) < 0)
@@ -747,6 +750,10 @@ void gke_snapshots_view(const struct gke_snapshots *g, const char *ns, const cha
                         struct snapshot_view *ret)
 {
     *ret = (struct snapshot_view){.attempt = attempt, .phase = SNAPSHOT_PHASE_IN_PROGRESS};
+    if (g->started && not_installed(g)) {
+        ret->phase = SNAPSHOT_PHASE_NONE; /* nothing of GKE's can exist */
+        return;
+    }
     if (!g->started || !both_synced(g)) {
         ret->unknown = 1;
         return;
@@ -1181,6 +1188,13 @@ void gke_delete_cancel(struct gke_delete *x)
 }
 
 /* ---- removals: triggers whose PodSnapshot is gone ---- */
+
+/* The API server serves neither triggers nor PodSnapshots (GKE's CRDs are
+ * not installed): no trigger and no snapshot of GKE's exists. */
+static int not_installed(const struct gke_snapshots *g)
+{
+    return informer_not_served(g->triggers) && informer_not_served(g->snapshots);
+}
 
 static int both_synced(const struct gke_snapshots *g)
 {

@@ -514,6 +514,13 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
         decide_failed(d, -ENOMEM);
         return NULL;
     }
+    if (!sn->pod_spec_hash) {
+        snprintf(why, size,
+                 "the pod template snapshot %s was taken of is not known: the pass that asked "
+                 "for it was lost, and its class %s was gone when the snapshot was found",
+                 name, sn->class_name ? sn->class_name : "");
+        return NULL;
+    }
     if (!decide_streq(hash, sn->pod_spec_hash) && !decide_streq(with_product, sn->pod_spec_hash)) {
         if (class_moved(d))
             snprintf(why, size,

@@ -13,8 +13,11 @@ static int record_attempt(struct decider *d, const char *handle, int64_t attempt
 {
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = st->snapshot;
+    /* With the class gone (a pass that began this snapshot died, and the
+     * class went before the next one), the template the pod was made of is
+     * not known: no hash, and a restore says so. */
     char hash[POD_SPEC_HASH_SIZE];
-    if (workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
+    if (d->cls && workspace_pod_spec_hash(d->ws, d->cls, hash) < 0) {
         decide_failed(d, -ENOMEM);
         return -1;
     }
@@ -31,8 +34,9 @@ static int record_attempt(struct decider *d, const char *handle, int64_t attempt
     sn->seconds = 0;
     decide_set_string(d, &sn->node_name, p ? p->node_name : st->node_name);
     /* What the pod really runs on: a restore is pinned to this product. */
-    decide_set_string(d, &sn->gpu_product, p ? decide_pod_product(d, p) : st->accelerator_product);
-    decide_set_string(d, &sn->pod_spec_hash, hash);
+    decide_set_string(d, &sn->gpu_product,
+                      p && d->cls ? decide_pod_product(d, p) : st->accelerator_product);
+    decide_set_string(d, &sn->pod_spec_hash, d->cls ? hash : NULL);
     decide_set_string(d, &sn->message, NULL);
     decide_set_string(d, &sn->home_claim_uid, st->home->claim_uid);
     decide_set_string(d, &sn->class_name, d->ws->class_name);
@@ -184,6 +188,15 @@ static int64_t snapshot_timeout_ms(const struct decider *d)
     return class_snapshots(d) ? d->cls->snapshot.timeout_ms : ORPHAN_SNAPSHOT_TIMEOUT_MS;
 }
 
+/* A backend the class does not name (it changed, or is gone) may never be
+ * able to say what it holds (it cannot start): the pause waits for it no
+ * longer than a snapshot of such a workspace may take. */
+static int unknown_waited_out(const struct decider *d)
+{
+    int64_t since = d->st->last_pause->requested_ms;
+    return !class_snapshots(d) && since && d->now >= since + snapshot_timeout_ms(d);
+}
+
 /* The pause the next attempt is for and its number: the open pause (its
  * attempt after the one the status holds for it), or the next one. */
 static int next_attempt_of(const char *name, const struct workspace_status *st, int open,
@@ -246,7 +259,9 @@ int decide_snapshot_recover(struct decider *d)
 {
     struct workspace_status *st = d->st;
     struct workspace_snapshot *sn = st->snapshot;
-    if (!d->cls || d->cls->snapshot.backend == SNAPSHOT_BACKEND_NONE || !decide_in_pause(st))
+    /* Also when the class no longer takes snapshots or is gone: a pass
+     * that began this pause's snapshot may have died before the change. */
+    if (!decide_in_pause(st))
         return 0;
     const struct snapshot_view *v = d->in->next_attempt;
     char handle[NAMES_SIZE];
@@ -255,6 +270,8 @@ int decide_snapshot_recover(struct decider *d)
         !decide_streq(v->attempt, handle))
         return 0;
     if (v->unknown) {
+        if (unknown_waited_out(d))
+            return 0;
         decide_requeue_at(d, d->now + SNAPSHOT_UNKNOWN_RECHECK_MS);
         return 1;
     }
@@ -293,7 +310,7 @@ int decide_snapshot_recover(struct decider *d)
     }
     decide_condition(d, WS_COND_SNAPSHOT_READY, COND_FALSE, WS_REASON_IN_PROGRESS,
                      "taking snapshot %s of pod %s", handle, pod_name ? pod_name : "?");
-    decide_requeue_at(d, asked + d->cls->snapshot.timeout_ms);
+    decide_requeue_at(d, asked + snapshot_timeout_ms(d));
     return 0;
 }
 
@@ -344,10 +361,10 @@ int decide_snapshot_pending_for(const struct decider *d, const struct workspace_
 {
     const struct snapshot_view *v = d->in->next_attempt;
     char handle[NAMES_SIZE];
-    return d->cls && d->cls->snapshot.backend != SNAPSHOT_BACKEND_NONE && d->ws->paused && v &&
-           (v->unknown || v->phase != SNAPSHOT_PHASE_NONE) && p && p->name &&
-           decide_streq(p->phase, "Succeeded") && decide_streq(p->name, d->old->pod_name) &&
-           (!v->pod || decide_streq(v->pod, p->name)) &&
+    return d->ws->paused && v &&
+           (v->unknown ? !unknown_waited_out(d) : v->phase != SNAPSHOT_PHASE_NONE) && p &&
+           p->name && decide_streq(p->phase, "Succeeded") &&
+           decide_streq(p->name, d->old->pod_name) && (!v->pod || decide_streq(v->pod, p->name)) &&
            workspace_snapshot_next_attempt(d->ws, handle) == 1 && decide_streq(v->attempt, handle);
 }
 

@@ -455,6 +455,57 @@ static int node_gone(void *data)
     return node_cache_lookup(w->nc, w->node) == NODE_ABSENT;
 }
 
+/* A resource the API server does not serve (no CRD): the informer says so
+ * from its first answer, which is what lets a snapshot backend say that
+ * no snapshot of it can exist; once the CRD is installed, it lists. */
+static const struct kube_resource UNSERVED = {"it-informer.hibernator.dev", "v1", "probes", "Probe",
+                                              1};
+
+static int not_served(void *data)
+{
+    return informer_not_served(((struct fixture *)data)->inf);
+}
+
+static int served_and_synced(void *data)
+{
+    const struct fixture *f = data;
+    return f->synced && !informer_not_served(f->inf);
+}
+
+static void test_not_served(void **state)
+{
+    struct fixture *f = *state;
+    struct informer_options o = {
+        .resource = &UNSERVED,
+        .ns = f->ns,
+        .handlers = {on_add, on_update, on_delete, on_synced, f},
+    };
+    assert_int_equal(informer_new(&f->loop, f->client, &o, &f->inf), 0);
+    assert_int_equal(informer_not_served(f->inf), 0); /* nothing asked yet */
+    assert_int_equal(informer_start(f->inf), 0);
+    assert_true(harness_run_until(&f->loop, not_served, f, 30000));
+    assert_int_equal(informer_has_synced(f->inf), 0);
+    print_message("  not served: the list answered 404\n");
+
+    assert_int_equal(harness_apply("apiVersion: apiextensions.k8s.io/v1\n"
+                                   "kind: CustomResourceDefinition\n"
+                                   "metadata: {name: probes.it-informer.hibernator.dev}\n"
+                                   "spec:\n"
+                                   "  group: it-informer.hibernator.dev\n"
+                                   "  names: {kind: Probe, plural: probes, singular: probe}\n"
+                                   "  scope: Namespaced\n"
+                                   "  versions:\n"
+                                   "  - name: v1\n"
+                                   "    served: true\n"
+                                   "    storage: true\n"
+                                   "    schema: {openAPIV3Schema: {type: object}}\n"),
+                     0);
+    int listed = harness_run_until(&f->loop, served_and_synced, f, 60000);
+    harness_kubectl(NULL, "delete crd probes.it-informer.hibernator.dev --wait=false");
+    assert_true(listed);
+    print_message("  served once its CRD is installed: listed\n");
+}
+
 static void test_node_cache(void **state)
 {
     struct fixture *f = *state;
@@ -519,6 +570,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_apiserver_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gone_relists, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_objects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_served, setup, teardown),
         cmocka_unit_test_setup_teardown(test_node_cache, setup, teardown),
     };
     return cmocka_run_group_tests_name("informer", tests, NULL, NULL);

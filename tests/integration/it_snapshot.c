@@ -1001,6 +1001,34 @@ static char *jsonpath_of(const char *what, const char *name, const char *path)
  * backend's objects, never from the pod's phase: memory "snapshot", the
  * snapshot recorded and kept, the resume FromSnapshot, no SnapshotNotUsed,
  * every transition's Event once, no timeline field silently missing. */
+/* GKE finishes a snapshot without the controller: the PodSnapshot of
+ * trigger Ready, pod completed (or already gone, after a DeletePod crash),
+ * and a while more before anyone looks. */
+static void wait_finished_without_controller(const char *trigger, const char *pod)
+{
+    uint64_t end = harness_now_ms() + 60000;
+    char *ready = NULL, *phase = NULL;
+    for (;;) {
+        free(ready);
+        free(phase);
+        char selector[96];
+        snprintf(selector, sizeof(selector), "-l gke-pod-snapshot-triggered-by=%s", trigger);
+        ready = jsonpath_of("podsnapshots", selector,
+                            "{.items[0].status.conditions[?(@.type==\"Ready\")].status}");
+        phase = jsonpath_of("pod", pod, "{.status.phase}");
+        int settled =
+            strcmp(ready, "True") == 0 && (strcmp(phase, "Succeeded") == 0 || phase[0] == '\0');
+        if (settled || harness_now_ms() > end)
+            break;
+        usleep(200 * 1000);
+    }
+    print_message("    PodSnapshot Ready=%s, pod phase %s\n", ready, phase[0] ? phase : "(gone)");
+    assert_string_equal(ready, "True");
+    free(ready);
+    free(phase);
+    sleep(2);
+}
+
 static void test_crash_then_late_return(void **state)
 {
     (void)state;
@@ -1019,30 +1047,7 @@ static void test_crash_then_late_return(void **state)
         controller_start(points[i]);
         set_paused(name, 1);
         assert_int_equal(controller_wait_exit(60000), 3);
-        /* GKE finishes without the controller: the PodSnapshot Ready, the
-         * pod completed (or already gone, after the DeletePod crash). */
-        uint64_t end = harness_now_ms() + 60000;
-        char *ready = NULL, *phase = NULL;
-        for (;;) {
-            free(ready);
-            free(phase);
-            char selector[96];
-            snprintf(selector, sizeof(selector), "-l gke-pod-snapshot-triggered-by=%s", trigger);
-            ready = jsonpath_of("podsnapshots", selector,
-                                "{.items[0].status.conditions[?(@.type==\"Ready\")].status}");
-            phase = jsonpath_of("pod", pod, "{.status.phase}");
-            int settled =
-                strcmp(ready, "True") == 0 && (strcmp(phase, "Succeeded") == 0 || phase[0] == '\0');
-            if (settled || harness_now_ms() > end)
-                break;
-            usleep(200 * 1000);
-        }
-        print_message("    PodSnapshot Ready=%s, pod phase %s\n", ready,
-                      phase[0] ? phase : "(gone)");
-        assert_string_equal(ready, "True");
-        free(ready);
-        free(phase);
-        sleep(2); /* the stopped pod stays stopped a while before anyone looks */
+        wait_finished_without_controller(trigger, pod);
         controller_start(NULL);
 
         ws = wait_state(name, "Paused", 60000);
@@ -1074,6 +1079,72 @@ static void test_crash_then_late_return(void **state)
         assert_int_equal(count_events(name, "Resumed"), 1);
         set_paused(name, 1);
         cJSON_Delete(wait_state(name, "Paused", 60000));
+    }
+}
+
+/* Two faults: the controller killed right after it created a pause's
+ * trigger, and the class changed (backend None) or deleted before a
+ * controller is back. The snapshot GKE took meanwhile is still found by
+ * the name the workspace's counters give and recorded as the pause's
+ * memory, kept while paused, and the resume says why it is not used. */
+static void test_crash_then_class_changed(void **state)
+{
+    (void)state;
+    const char *snap = "  snapshot: {backend: GKE, storageConfigName: it-snapshot, timeout: 60s}\n";
+    for (int gone = 0; gone <= 1; gone++) {
+        char name[32], cls[32], trigger[48], sel[96];
+        snprintf(name, sizeof(name), "dbl-%d", gone);
+        snprintf(cls, sizeof(cls), "it-dbl-%d", gone);
+        snprintf(trigger, sizeof(trigger), "%s-p1-1", name);
+        snprintf(sel, sizeof(sel), "gke-pod-snapshot-triggered-by=%s", trigger);
+        print_message("  killed at SnapshotBegin, then the class %s\n",
+                      gone ? "deleted" : "set to backend None");
+        apply_class(cls, snap);
+        apply_ws(name, cls, 0, NULL);
+        cJSON *ws = wait_state(name, "Running", 60000);
+        char pod[64];
+        snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
+        cJSON_Delete(ws);
+        controller_stop();
+        controller_start("SnapshotBegin");
+        set_paused(name, 1);
+        assert_int_equal(controller_wait_exit(60000), 3);
+        wait_finished_without_controller(trigger, pod);
+        if (gone)
+            assert_int_equal(harness_kubectl(NULL, "delete wsc %s --wait=true", cls), 0);
+        else
+            assert_int_equal(harness_kubectl(NULL,
+                                             "patch wsc %s --type=merge -p '{\"spec\":{\"snapshot\""
+                                             ":{\"backend\":\"None\"}}}'",
+                                             cls),
+                             0);
+        controller_start(NULL);
+
+        ws = wait_state(name, "Paused", 60000);
+        print_message("    paused: memory %s, attempt %s, snapshot %s\n",
+                      str_at(ws, "status.lastPause.memory"), str_at(ws, "status.snapshot.attempt"),
+                      str_at(ws, "status.snapshot.phase"));
+        assert_string_equal(str_at(ws, "status.lastPause.memory"), "snapshot");
+        assert_string_equal(str_at(ws, "status.snapshot.attempt"), trigger);
+        assert_string_equal(str_at(ws, "status.snapshot.phase"), "Ready");
+        cJSON_Delete(ws);
+        assert_int_equal(count_events(name, "Paused"), 1);
+        sleep(2); /* paused: the snapshot stays (the class may take it back) */
+        assert_int_equal(count_objects("podsnapshots", sel), 1);
+
+        set_paused(name, 0);
+        if (gone) {
+            cJSON_Delete(wait_reason(name, "Valid", "ClassNotFound", 60000));
+            apply_class(cls, snap); /* made again, as it was */
+        }
+        ws = wait_reason(name, "Restored", "FromCheckpoint", 60000);
+        const char *why = cond_field(ws, "Restored", "message");
+        print_message("    resumed: %s\n", why);
+        assert_non_null(
+            strstr(why, gone ? "was taken of is not known" : "no longer has a snapshot backend"));
+        assert_string_equal(cond_field(ws, "SnapshotReady", "reason"), "NotUsed");
+        cJSON_Delete(ws);
+        assert_int_equal(count_events(name, "SnapshotNotUsed"), 1);
     }
 }
 
@@ -2269,6 +2340,7 @@ int main(void)
         cmocka_unit_test_setup(test_crash_after_delete, clean_slate),
         cmocka_unit_test_setup(test_crash_then_late_return, clean_slate),
         cmocka_unit_test_setup(test_class_changes, clean_slate),
+        cmocka_unit_test_setup(test_crash_then_class_changed, clean_slate),
         cmocka_unit_test_setup(test_capacity_fallback, clean_slate),
         cmocka_unit_test_setup(test_delete_leaves_nothing, clean_slate),
         cmocka_unit_test_setup(test_longest_name, clean_slate),

@@ -2797,6 +2797,100 @@ static void crash_begin_stopped_syncing(struct world *w)
     assert_paused_after_lost_begin(w);
 }
 
+/* After SnapshotBegin the class changed (backend None) or went before a
+ * controller was back: the snapshot the lost pass asked for is still found
+ * by its name and recorded as kept; the resume then says why it is not
+ * used (the class no longer takes snapshots; the class gone, then made
+ * again: the template it was taken of is not known). */
+static void crash_begin_class_changed(struct world *w, int gone)
+{
+    crash_after_begin_stopped(w);
+    /* What the running pod held, as the status says (no class to ask). */
+    assert_non_null(w->ws->status.accelerator_product = strdup("Tesla-T4"));
+    workspace_class_free(w->cls);
+    w->cls = gone ? NULL : class_from("");
+    w->now = READY_AT + 5 * SEC;
+    w->next = ready_view;
+    w->next.pod = "nb-1";
+    w->next.requested_ms = BEGUN_AT;
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_string_equal(o.status.snapshot->attempt, "nb-p1-1");
+    assert_string_equal(o.status.snapshot->phase, "Ready");
+    assert_string_equal(o.status.snapshot->class_name, "gpu");
+    if (gone)
+        assert_null(o.status.snapshot->pod_spec_hash);
+    else
+        assert_non_null(o.status.snapshot->pod_spec_hash);
+    const struct action *del = find_action(&o, ACTION_DELETE_POD);
+    assert_non_null(del);
+    assert_int_equal(del->grace_seconds, 0);
+    assert_null(find_action(&o, ACTION_SNAPSHOT_BEGIN));
+    decide_output_clear(&o);
+    w->has_pod = 0;
+    w->now += 2 * SEC;
+    w->has_view = 1;
+    w->view = w->next;
+    decide_settled(w, &o);
+    assert_paused_with_snapshot(&o);
+    const struct action *paused = find_event(&o, "Paused");
+    assert_non_null(paused);
+    assert_non_null(strstr(paused->message, "nb-p1-1-x7k2q"));
+    decide_output_clear(&o);
+    /* Paused, the snapshot is kept (the class may take it back). */
+    w->all[0] = w->view;
+    w->n_all = 1;
+    if (gone)
+        w->cls = class_from(GKE); /* made again, as it was */
+    w->ws->paused = 0;
+    w->now += 30 * MIN;
+    decide(w, &o, 1);
+    const struct action *nu = find_event(&o, "SnapshotNotUsed");
+    assert_non_null(nu);
+    print_message("    %s\n", nu->message);
+    assert_non_null(strstr(nu->message, gone ? "the pod template snapshot nb-p1-1-x7k2q was taken "
+                                               "of is not known"
+                                             : "no longer has a snapshot backend"));
+    const struct action *c = find_action(&o, ACTION_CREATE_POD);
+    assert_non_null(c);
+    assert_null(c->snapshot);
+    assert_string_equal(cond_reason(&o.status, "SnapshotReady"), "NotUsed");
+    decide_output_clear(&o);
+}
+
+static void crash_begin_class_none(struct world *w)
+{
+    crash_begin_class_changed(w, 0);
+}
+
+static void crash_begin_class_gone(struct world *w)
+{
+    crash_begin_class_changed(w, 1);
+}
+
+/* After SnapshotBegin the class went, and no backend can say what it holds
+ * (none could start): the pause waits for one no longer than a snapshot
+ * of a class-less workspace may take, then goes on without memory. */
+static void crash_begin_class_gone_unknown(struct world *w)
+{
+    crash_after_begin_stopped(w);
+    workspace_class_free(w->cls);
+    w->cls = NULL;
+    w->now = BEGUN_AT + 3 * SEC;
+    w->next = (struct snapshot_view){
+        .attempt = "nb-p1-1", .phase = SNAPSHOT_PHASE_IN_PROGRESS, .unknown = 1};
+    struct decide_output o;
+    decide_settled(w, &o);
+    assert_null(find_action(&o, ACTION_DELETE_POD));
+    assert_int_equal(o.status.state, WS_STATE_PAUSING);
+    decide_output_clear(&o);
+    w->now = BEGUN_AT + 16 * MIN;
+    decide(w, &o, 1);
+    assert_non_null(find_action(&o, ACTION_DELETE_POD));
+    assert_null(o.status.snapshot->attempt);
+    decide_output_clear(&o);
+}
+
 /* A trigger of another pod under the same handle is not this pause's. */
 static void crash_begin_other_pod(struct world *w)
 {
@@ -2914,6 +3008,10 @@ static void test_crash_points(void **state)
          crash_begin_stopped_in_progress},
         {"after SnapshotBegin, back while the backend's caches sync", crash_begin_stopped_syncing},
         {"after SnapshotBegin, a trigger of that name for another pod", crash_begin_other_pod},
+        {"after SnapshotBegin, then the class set to backend None", crash_begin_class_none},
+        {"after SnapshotBegin, then the class deleted (made again later)", crash_begin_class_gone},
+        {"after SnapshotBegin, then the class deleted, no backend can say",
+         crash_begin_class_gone_unknown},
         {"after a retry's SnapshotBegin", crash_retry_begin},
         {"after the resume's CreatePod", crash_after_create},
     };
