@@ -127,6 +127,11 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
                  "snapshot %s of pod %s was asked for; the pod stops at its checkpoint and is "
                  "removed once the snapshot is settled",
                  st->snapshot->attempt, name);
+    else if (!p && d->in->next_attempt && d->in->next_attempt->unknown)
+        snprintf(fate, sizeof(fate),
+                 "pod %s has stopped; whether a snapshot of it was taken first is asked of the "
+                 "snapshot backend, which cannot say yet",
+                 name);
     else if (!p)
         snprintf(fate, sizeof(fate), "pod %s is already stopping", name);
     else if (decide_pod_is_scheduled(p))

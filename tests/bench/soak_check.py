@@ -44,6 +44,18 @@ PAUSE_REASONS = ("Pausing", "IdleTimeout", "SnapshotReady", "Paused")
 RESUME_REASONS = ("Resuming", "Resumed")
 ONCE_REASONS = ("Created",)
 
+# The Event that begins a pause: one of these, by what asked for it.
+PAUSE_START_REASONS = ("Pausing", "IdleTimeout", "Preempted", "Evicted", "PreWarmYielded")
+
+# A Resumed Event's words for where the session came from (decide_run.c
+# came_back()), against status.lastResume.restoredFrom.
+RESUMED_WORDS = (
+    ("from snapshot ", "FromSnapshot"),
+    ("cold start", "ColdStart"),
+    ("new, empty home", "FreshHome"),
+    ("from the files and the application's checkpoint", "FromCheckpoint"),
+)
+
 # What the checks read of a history record.
 HISTORY_KEYS = ("pausedAt", "podDeletedAt", "acceleratorReleasedAt", "memory", "unobserved")
 
@@ -55,10 +67,11 @@ CHECKS = [
     ("pvc_replaced", "home claims replaced (PVC uid changed or claim deleted)"),
     ("not_converged", "workspaces not converged within 30 s of the last fault"),
     ("snapshot_without_ready", "pauses recorded as snapshot with no Ready PodSnapshot of the pause"),
-    ("event_contradicts_status", "Paused events that say less or more than the status"),
+    ("event_contradicts_status", "Paused and Resumed events that say less or more than the status"),
     ("missing_timeline", "history records with a timeline field neither written nor marked unobserved"),
     ("missing_paused_event", "pauses that reached Paused without a Paused event"),
     ("resume_without_restore", "resumes recorded FromSnapshot that no restored pod backs"),
+    ("missing_transition_event", "pauses without their first Event, resumes ready without Resumed"),
 ]
 
 
@@ -526,6 +539,81 @@ class Run:
                     weight=len(ns) - got,
                 )
 
+    def workspace_events(self, reasons):
+        """ws -> {event uid: first Obs} of the Workspace events with these reasons."""
+        out = {}
+        for ob in self.streams["events"]:
+            if ob.type == "DELETED":
+                continue
+            e = ob.obj
+            io = e.get("involvedObject") or {}
+            if io.get("kind") == "Workspace" and e.get("reason") in reasons:
+                out.setdefault(io.get("name"), {}).setdefault(ob.uid, ob)
+        return out
+
+    def restored_from(self):
+        """(ws, resume number) -> the last lastResume.restoredFrom recorded for it."""
+        out = {}
+        for ob in self.streams["workspaces"]:
+            if ob.type == "DELETED":
+                continue
+            st = ob.obj.get("status") or {}
+            rf = (st.get("lastResume") or {}).get("restoredFrom")
+            if rf:
+                out[(ob.name, (st.get("accounting") or {}).get("resumes", 0))] = rf
+        return out
+
+    def check_transition_events(self):
+        """Every pause counted has the Event that began it, every resume that
+        became ready (state Running) its Resumed Event; a Resumed Event says
+        where the session came from as the status records it."""
+        starts = self.workspace_events(PAUSE_START_REASONS)
+        resumed = self.workspace_events(("Resumed",))
+        rf = self.restored_from()
+        for ws, evs in sorted(resumed.items()):
+            for ob in evs.values():
+                msg = ob.obj.get("message") or ""
+                said = next((v for w, v in RESUMED_WORDS if w in msg), None)
+                before = self.ws_at(ws, ob.rv) or {}
+                n = ((before.get("status") or {}).get("accounting") or {}).get("resumes", 0)
+                got = rf.get((ws, n))
+                if said and got and said != got:
+                    self.add(
+                        "event_contradicts_status",
+                        "%s: Resumed event %s at %s says %r while resume %d recorded restoredFrom=%s"
+                        % (ws, meta(ob.obj).get("name"), ts(ob.t), msg, n, got),
+                    )
+        pauses, ready = {}, {}
+        for ob in self.streams["workspaces"]:
+            if ob.type == "DELETED":
+                continue
+            st = ob.obj.get("status") or {}
+            acc = st.get("accounting") or {}
+            n, r = acc.get("pauses", 0), acc.get("resumes", 0)
+            if n:
+                pauses.setdefault(ob.name, set()).add(n)
+            if st.get("state") == "Running" and r:
+                ready.setdefault(ob.name, set()).add(r)
+        for what, counted, events in (
+            ("pauses were counted", pauses, starts),
+            ("resumes became ready", ready, resumed),
+        ):
+            for ws, ns in sorted(counted.items()):
+                got = len(events.get(ws, {}))
+                if got < len(ns):
+                    self.add(
+                        "missing_transition_event",
+                        "%s: %d %s, %d of their Events were recorded (%s)"
+                        % (
+                            ws,
+                            len(ns),
+                            what,
+                            got,
+                            "Resumed" if events is resumed else "/".join(PAUSE_START_REASONS),
+                        ),
+                        weight=len(ns) - got,
+                    )
+
     def check_resume_source(self):
         """Where each resume came from, against the backend's own objects: a
         resume recorded FromSnapshot needs a pod of the workspace that named
@@ -846,6 +934,7 @@ def main():
     run.check_converged()
     run.check_snapshot_without_ready()
     run.check_paused_events()
+    run.check_transition_events()
     run.check_history_timeline()
     run.check_resume_source()
     return run.report()

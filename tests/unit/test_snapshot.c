@@ -2785,6 +2785,10 @@ static void crash_begin_stopped_syncing(struct world *w)
     assert_int_equal(o.status.state, WS_STATE_PAUSING);
     assert_null(o.status.last_pause->memory);
     assert_int_equal(o.requeue_after_ms, 1000);
+    /* The Event says what is known: not "already stopping". */
+    const struct action *ev = find_event(&o, "Pausing");
+    assert_non_null(ev);
+    assert_non_null(strstr(ev->message, "cannot say yet"));
     decide_output_clear(&o);
     w->now = READY_AT + SEC;
     w->next = ready_view;

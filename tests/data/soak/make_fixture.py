@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the soak checker's fixture (this directory): a short recorded run
-of three workspaces with exactly one violation of each kind that
-tests/bench/soak_check.py counts, next to the same situations done right.
+of four workspaces with violations of every kind that
+tests/bench/soak_check.py counts (one of each, two of the Event checks),
+next to the same situations done right.
 expected.txt is the checker's report on it (test_soak_checker compares).
 
   snap-1   pause 1 recorded lastPause.memory=files although its PodSnapshot
@@ -10,10 +11,13 @@ expected.txt is the checker's report on it (test_soak_checker compares).
   snap-2   pod deleted before its PodSnapshot was Ready (deleted_before_ready);
            resumed but never Running again (not_converged)
   snap-3   the record's checks, below (snapshot_without_ready,
-           event_contradicts_status, missing_timeline, missing_paused_event);
+           event_contradicts_status, missing_timeline, missing_paused_event,
+           missing_transition_event twice: a pause and a resume);
            a resume recorded FromSnapshot that no restored pod backs
            (resume_without_restore), where snap-1's is backed by its pod
-  files-1  two live pods after the resume (two_live_pods); home claim
+  files-1  a Resumed event that says "from snapshot" for a resume recorded
+           FromCheckpoint (event_contradicts_status), where snap-1's says
+           what its status says; two live pods after the resume (two_live_pods); home claim
            replaced (pvc_replaced); its pods' deletion seen in a relist after
            an API server restart
 """
@@ -167,7 +171,18 @@ rec["workspaces"].append(
     ev(T + 29, "MODIFIED", ws("snap-1", 165, 3, False, "Running", pod_name="snap-1-2", pauses=1, restored_from="FromSnapshot"))
 )
 rec["workspaces"].append(ev(T + 29, "MODIFIED", ws("snap-2", 166, 3, False, "Resuming", pauses=1)))
-rec["workspaces"].append(ev(T + 29, "MODIFIED", ws("files-1", 167, 3, False, "Running", pod_name="files-1-2", pauses=1)))
+rec["workspaces"].append(
+    ev(T + 29, "MODIFIED", ws("files-1", 167, 3, False, "Running", pod_name="files-1-2", pauses=1, restored_from="FromCheckpoint"))
+)
+# Their Resumed events: snap-1's says what its status says; files-1's says
+# "from snapshot" while its resume recorded FromCheckpoint
+# (event_contradicts_status).
+resumed = event("snap-1.d", "snap-1", "Resumed", T + 29, 168)
+resumed["message"] = "ready 9.0s after the resume request (from snapshot ps-1: memory is back)"
+rec["events"].append(ev(T + 29.1, "ADDED", resumed))
+resumed = event("files-1.d", "files-1", "Resumed", T + 29, 169)
+resumed["message"] = "ready 9.0s after the resume request (from snapshot files-1-x: memory is back)"
+rec["events"].append(ev(T + 29.1, "ADDED", resumed))
 rec["workspaces"].append(ev(T + 30.1, "MODIFIED", ws("files-1", 170, 4, True, "Running", obs=3, pod_name="files-1-2", pauses=1)))
 rec["events"].append(ev(T + 30.3, "ADDED", event("files-1.b", "files-1", "Pausing", T + 30.2, 171)))
 rec["pods"].append(ev(T + 31, "MODIFIED", pod("files-1-2", "files-1", 172, deleting=T + 31)))
@@ -180,7 +195,9 @@ rec["workspaces"].append(ev(T + 35, "MODIFIED", ws("files-1", 174, 4, True, "Pau
 # status says snapshot (event_contradicts_status); its history record has
 # acceleratorReleasedAt and neither podDeletedAt nor unobserved
 # (missing_timeline). Pause 2 reached Paused without a Paused event
-# (missing_paused_event). Pause 2's record is right: unobserved.
+# (missing_paused_event). Pause 2's record is right: unobserved. Pause 1
+# has its Pausing event, pause 2 none, and resume 1 became ready without a
+# Resumed event (missing_transition_event, twice).
 
 
 def ws3(rv, state, pauses, resumes, memory=None, history=(), restored_from=None):
@@ -192,6 +209,7 @@ def ws3(rv, state, pauses, resumes, memory=None, history=(), restored_from=None)
 
 
 rec3 = {"pausedAt": iso(T + 41), "acceleratorReleasedAt": iso(T + 43), "memory": "snapshot"}
+rec["events"].append(ev(T + 40.9, "ADDED", event("snap-3.a", "snap-3", "Pausing", T + 40.8, 179)))
 rec["workspaces"].append(ev(T + 41, "MODIFIED", ws3(180, "Pausing", 1, 0)))
 paused_ev = event("snap-3.p", "snap-3", "Paused", T + 43, 181)
 paused_ev["message"] = "paused; the pod was gone 2.0s after the pause request; home keeps the files and the application's checkpoint"
