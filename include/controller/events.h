@@ -80,4 +80,10 @@ MUST_USE int events_post_then(struct kube_client *c, const struct event_subject 
  * not. */
 int events_posted(const struct kube_response *resp);
 
+/* Whether an Event not recorded may be recorded if posted again: the API
+ * server could not be reached or answered 429 or 5xx, or the client shed
+ * it under its rate limit. A refusal for the Event itself (403 in a
+ * terminating namespace, 422) is not: posting it again changes nothing. */
+int events_retriable(const struct kube_response *resp);
+
 #endif

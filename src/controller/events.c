@@ -66,6 +66,14 @@ int events_posted(const struct kube_response *resp)
     return resp->status < 0 ? resp->status : -EIO;
 }
 
+int events_retriable(const struct kube_response *resp)
+{
+    if (resp->status == 0 || kube_response_already_exists(resp))
+        return 0;
+    long code = resp->http_code;
+    return resp->status == -EAGAIN || code == 0 || code == 429 || code >= 500;
+}
+
 static void on_posted(void *data, struct kube_response *resp)
 {
     (void)data;

@@ -566,14 +566,25 @@ static int start_api_call(struct job *j, const struct action *a, struct kube_req
     }
 }
 
-/* A transition's Event has its answer: whatever it was (a dropped or
- * refused Event is logged, never a reason to hold up reconciling), the
- * next action follows. */
+/* A transition's Event has its answer. Not recorded for a reason that
+ * passes (the API server away or throttling, the client's rate limit):
+ * the pass ends here, before the status write that would record the
+ * transition, as if the controller had died here, and the key is tried
+ * again with backoff; the transition is decided again and its Event posted
+ * then, under the same name. Refused for the Event itself: logged, and the
+ * next action follows (it would be refused again; the transition is not
+ * held up for it). */
 static void on_event_posted(void *data, struct kube_response *resp)
 {
     struct job *j = data;
     j->req = NULL;
-    (void)events_posted(resp);
+    if (events_posted(resp) < 0 && events_retriable(resp)) {
+        const struct action *a = &j->out.actions[j->next];
+        log_info("transition waits for its event", "workspace", j->key, "reason", a->reason,
+                 "code", LOG_INT(resp->http_code));
+        reconciler_job_finish(j, 1);
+        return;
+    }
     failpoint(j->r, ACTION_EVENT);
     j->next++;
     reconciler_job_run(j);

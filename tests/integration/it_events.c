@@ -52,6 +52,22 @@ static int event_message(const char *lines, const char *reason, char *out, size_
     return found;
 }
 
+/* How many Events of the workspace have reason. */
+static int count_events(const char *name, const char *reason)
+{
+    char *lines = event_lines(name);
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "%s|", reason);
+    int n = 0;
+    for (const char *p = lines; *p;) {
+        n += strncmp(p, prefix, strlen(prefix)) == 0;
+        const char *end = strchr(p, '\n');
+        p = end ? end + 1 : p + strlen(p);
+    }
+    free(lines);
+    return n;
+}
+
 /* Waits (at most 20 s) for the Event and checks its message has each of
  * the words (NULL-terminated) and not the word absent. */
 static void expect_event(const char *name, const char *reason, const char *absent, ...)
@@ -142,6 +158,67 @@ static void test_event_and_crash(void **state)
     }
 }
 
+/* The API server cannot record Events for a while: a validating webhook
+ * on Event creation in the test's namespace whose server does not listen
+ * (failurePolicy Fail), so every POST is refused with 500 "failed calling
+ * webhook". A transition waits for its Event: the status does not record
+ * the pause until its Pausing Event is there, and once Events are taken
+ * again each transition's Event is posted exactly once. */
+static void test_event_refused_then_posted(void **state)
+{
+    (void)state;
+    apply_ws("evr", "it-ev-snap", 0, NULL);
+    cJSON_Delete(wait_state("evr", "Running", 60000));
+    assert_int_equal(
+        harness_apply("apiVersion: admissionregistration.k8s.io/v1\n"
+                      "kind: ValidatingWebhookConfiguration\n"
+                      "metadata: {name: it-events-down-%s}\n"
+                      "webhooks:\n"
+                      "- name: events-down.it.hibernator.dev\n"
+                      "  clientConfig: {url: \"https://127.0.0.1:1/validate\"}\n"
+                      "  rules: [{operations: [CREATE], apiGroups: [\"\", events.k8s.io],\n"
+                      "           apiVersions: [\"*\"], resources: [events]}]\n"
+                      "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}\n"
+                      "  failurePolicy: Fail\n"
+                      "  sideEffects: None\n"
+                      "  timeoutSeconds: 2\n"
+                      "  admissionReviewVersions: [v1]\n",
+                      ns, ns),
+        0);
+    /* The webhook is in force once an Event like ours is refused. */
+    uint64_t end = harness_now_ms() + 30000;
+    int refused = 0;
+    for (int i = 0; !refused && harness_now_ms() < end; i++) {
+        refused = harness_apply("apiVersion: v1\nkind: Event\n"
+                                "metadata: {name: it-probe-%d-%d, namespace: %s}\n"
+                                "involvedObject: {kind: Workspace, name: evr, namespace: %s}\n"
+                                "reason: Probe\nmessage: probe\ntype: Normal\n",
+                                (int)getpid(), i, ns, ns) != 0;
+        if (!refused)
+            usleep(300 * 1000);
+    }
+    assert_true(refused);
+    set_paused("evr", 1);
+    sleep(6);
+    cJSON *ws = ws_json("evr");
+    const cJSON *pauses = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ws, "status"),
+                                         "accounting"),
+        "pauses");
+    print_message("  Events refused for 6 s: state %s, pauses counted %d, Pausing Events %d\n",
+                  str_at(ws, "status.state"), pauses ? (int)pauses->valuedouble : 0,
+                  count_events("evr", WS_EVENT_PAUSING));
+    assert_string_equal(str_at(ws, "status.state"), "Running");
+    assert_true(!pauses || pauses->valuedouble == 0);
+    cJSON_Delete(ws);
+    assert_int_equal(count_events("evr", WS_EVENT_PAUSING), 0);
+    assert_int_equal(
+        harness_kubectl(NULL, "delete validatingwebhookconfiguration it-events-down-%s", ns), 0);
+    cJSON_Delete(wait_state("evr", "Paused", 90000));
+    assert_int_equal(count_events("evr", WS_EVENT_PAUSING), 1);
+    assert_int_equal(count_events("evr", WS_EVENT_PAUSED), 1);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -173,6 +250,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pause_and_resume_events),
         cmocka_unit_test(test_event_and_crash),
+        cmocka_unit_test(test_event_refused_then_posted),
     };
     return cmocka_run_group_tests_name("events", tests, group_setup, group_teardown);
 }

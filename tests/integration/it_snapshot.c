@@ -1800,6 +1800,15 @@ static void test_restore_compatibility(void **state)
     char *reasons = event_reasons("compat");
     assert_non_null(strstr(reasons, "SnapshotNotRestorable,"));
     free(reasons);
+    /* what-if says it too, before anybody resumes. */
+    char *whatif = NULL;
+    assert_int_equal(harness_sh(&whatif, "'%s' --kubeconfig '%s' -n %s what-if 2>&1",
+                                KUBECTL_WORKSPACE_BIN, harness_kubeconfig(), ns),
+                     0);
+    print_message("  what-if: %s", strstr(whatif, "compat") ? strstr(whatif, "compat") : whatif);
+    assert_non_null(strstr(whatif, "/compat: its paused snapshot cannot come back"));
+    assert_non_null(strstr(whatif, "v1.36.1-gke.500"));
+    free(whatif);
     set_paused("compat", 0);
     ws = wait_reason("compat", "Restored", "FromCheckpoint", 60000);
     assert_non_null(strstr(cond_field(ws, "Restored", "message"), "cannot come back"));

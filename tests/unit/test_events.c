@@ -230,6 +230,36 @@ static void test_body_leaves_out_what_is_missing(void **state)
     assert_int_equal(events_body(NULL, "Normal", "Pausing", "m", NULL, "i", 0, &ev), -EINVAL);
 }
 
+/* Which unrecorded Events a transition waits for (posted again on the next
+ * pass) and which it goes on without. */
+static void test_retriable(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        int status;
+        long code;
+        const char *reason;
+        int retriable;
+    } rows[] = {
+        {"recorded", 0, 201, NULL, 0},
+        {"recorded before (409 AlreadyExists)", -EIO, 409, "AlreadyExists", 0},
+        {"the API server away", -ECONNREFUSED, 0, NULL, 1},
+        {"no answer in time", -ETIMEDOUT, 0, NULL, 1},
+        {"throttled (429)", -EIO, 429, "TooManyRequests", 1},
+        {"the API server failing (503)", -EIO, 503, "ServiceUnavailable", 1},
+        {"shed by the client's rate limit", -EAGAIN, 0, NULL, 1},
+        {"forbidden (a terminating namespace)", -EIO, 403, "Forbidden", 0},
+        {"invalid (422)", -EIO, 422, "Invalid", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct kube_response r = {.status = rows[i].status, .http_code = rows[i].code};
+        r.error.reason = (char *)rows[i].reason;
+        if (events_retriable(&r) != rows[i].retriable)
+            fail_msg("%s: want retriable %d", rows[i].what, rows[i].retriable);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_refuses_what_it_cannot_name),
         cmocka_unit_test(test_body_whole_or_nothing),
         cmocka_unit_test(test_body_leaves_out_what_is_missing),
+        cmocka_unit_test(test_retriable),
     };
     return cmocka_run_group_tests_name("event names", tests, NULL, NULL);
 }
