@@ -1,6 +1,7 @@
 /*
- * kubectl-workspace's requests (cli/api): a request whose answer is read in
- * the loop's last turn of an interrupted wait. The API server is a plain
+ * kubectl-workspace's requests (cli/api, and the canary's read through the
+ * pod proxy): a request whose answer is read in the loop's last turn of an
+ * interrupted wait. The API server is a plain
  * HTTP/1.1 listener on loopback in the same loop, so the test decides in
  * which turn the answer can be read:
  *
@@ -33,6 +34,7 @@
 #include <cmocka.h>
 
 #include "cli/api.h"
+#include "cli/canary.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "util/json.h"
@@ -194,10 +196,42 @@ static void test_get_answered_in_the_interrupted_turn(void **state)
     fake_stop(&f);
 }
 
+/* The same window for the canary's read through the API server's pod
+ * proxy (kubectl workspace canary, the drill): the answer read in the
+ * interrupted wait's last turn is the read's value, and nothing freed is
+ * cancelled. */
+static void test_canary_answered_in_the_interrupted_turn(void **state)
+{
+    (void)state;
+    struct fake f;
+    fake_start(&f);
+    struct canary *c = NULL;
+    assert_int_equal(canary_new(&f.api, NULL, &c), 0);
+    const struct canary_target t = {
+        .ns = "team", .workspace = "w1", .pod = "w1-1", .uid = "u1", .port = 8888};
+    char *value = NULL, *err = NULL;
+    int r = canary_read(c, &t, &value, &err);
+
+    assert_true(f.answered);
+    assert_true(f.flushed);
+    assert_int_equal(f.in_flight_at_signal, 1);
+    assert_int_equal(kube_client_requests_in_flight(f.api.client), 0);
+    assert_non_null(strstr(f.in, "GET /api/v1/namespaces/team/pods/w1-1:8888/proxy/canary "));
+    if (r != 0)
+        fail_msg("canary_read: %d (%s)", r, err ? err : "");
+    assert_null(err);
+    assert_non_null(strstr(value, "\"name\":\"w1\""));
+    free(value);
+    canary_free(c);
+    assert_int_equal(cli_api_sleep(&f.api, 10), -EINTR);
+    fake_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_get_answered_in_the_interrupted_turn),
+        cmocka_unit_test(test_canary_answered_in_the_interrupted_turn),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
