@@ -29,11 +29,17 @@
  * Never sets busy: the status says nothing about running code. */
 int jupyter_parse_status(const char *body, size_t len, struct probe_result *r);
 
-/* busy when any kernel is "busy", "starting" or "restarting" (work is in
- * flight even with no browser attached); other states ("idle", "dead", or
- * ones this code does not know) are not busy. last_activity_ms is the latest
- * kernel's (required on each kernel); connections the sum. An empty list is
- * a valid answer: not busy, activity unknown. */
+/* busy when any kernel is "busy" (work is in flight even with no browser
+ * attached); other states ("idle", "starting", "dead", or ones this code
+ * does not know) are not busy. last_activity_ms is the latest kernel's
+ * (required on each kernel); connections the sum; the kernels listed by
+ * their ids' hashes (jupyter_kernel_hash(); n_kernels -1 when one has no
+ * id). An empty list is a valid answer: not busy, activity unknown, no
+ * kernels. */
 int jupyter_parse_kernels(const char *body, size_t len, struct probe_result *r);
+
+/* The first 32 bits of SHA-256 of a kernel's id, as probe_result.kernels
+ * and status.snapshot.appKernels keep it. */
+uint32_t jupyter_kernel_hash(const char *id);
 
 #endif

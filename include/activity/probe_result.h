@@ -20,6 +20,7 @@
 
 #define PROBE_ERROR_SIZE 256
 #define PROBE_SOURCE_SIZE 32
+#define PROBE_KERNELS_MAX 8
 
 /* Longest response body a parser accepts. Far above anything a single
  * workspace produces; the HTTP side should cap its buffer at the same size. */
@@ -43,6 +44,13 @@ struct probe_result {
      * Server's "started"), 0: it does not say. The same value after a
      * restore is the same process: its session came back. */
     int64_t app_started_ms;
+    /* The kernels the application lists (Jupyter's /api/kernels), each as
+     * the first 32 bits of SHA-256 of its id, ascending: the
+     * PROBE_KERNELS_MAX smallest. n_kernels: how many it listed; -1: it
+     * does not say (another source, or a kernel without an id). A restored
+     * session lists the kernels it listed before its snapshot. */
+    uint32_t kernels[PROBE_KERNELS_MAX];
+    int n_kernels;
 };
 
 /* Resets *r to a successful, empty result from source (truncated to fit). */

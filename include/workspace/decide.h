@@ -36,6 +36,10 @@ struct restore_check {
     /* When the answering application's process started by its own account
      * (probe_result.app_started_ms of the first answer), 0: it did not say. */
     int64_t app_started_ms;
+    /* The kernels that first answer listed (probe_result.kernels and
+     * n_kernels; -1: it did not say). */
+    const uint32_t *kernels;
+    int n_kernels;
 };
 
 /* What the node cache knows of a node one of the pods is on. */

@@ -105,6 +105,13 @@ struct workspace_snapshot {
      * before the attempt saw it; 0: not known. A restore whose application
      * says another start is a new process: the session did not come back. */
     int64_t app_started_ms;
+    /* status.snapshot.appKernels and appKernelCount: the kernels Jupyter
+     * listed in that round, each as 8 hex digits of its id's hash
+     * (jupyter_kernel_hash()), ascending, comma-separated, at most
+     * PROBE_KERNELS_MAX of them, and how many it listed; NULL and 0: none,
+     * or not known. A restored session lists them again. */
+    char *app_kernels;
+    int64_t app_kernel_count;
     char *phase; /* "InProgress" | "Ready" | "Failed" | NULL */
     int64_t requested_ms;
     int64_t ready_ms;

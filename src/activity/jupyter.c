@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/sha.h>
+
 #include "util/json.h"
 #include "util/timefmt.h"
 
@@ -95,6 +97,30 @@ static int state_is_busy(const char *state)
     return strcmp(state, "busy") == 0;
 }
 
+uint32_t jupyter_kernel_hash(const char *id)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)id, strlen(id), md);
+    return (uint32_t)md[0] << 24 | (uint32_t)md[1] << 16 | (uint32_t)md[2] << 8 | md[3];
+}
+
+/* Counts kernel id in r and keeps its hash among the PROBE_KERNELS_MAX
+ * smallest, ascending. */
+static void kernel_note(struct probe_result *r, const char *id)
+{
+    uint32_t h = jupyter_kernel_hash(id);
+    size_t kept = r->n_kernels < PROBE_KERNELS_MAX ? (size_t)r->n_kernels : PROBE_KERNELS_MAX;
+    r->n_kernels++;
+    size_t i = kept;
+    while (i > 0 && r->kernels[i - 1] > h)
+        i--;
+    if (i >= PROBE_KERNELS_MAX)
+        return;
+    size_t move = kept < PROBE_KERNELS_MAX ? kept - i : PROBE_KERNELS_MAX - 1 - i;
+    memmove(&r->kernels[i + 1], &r->kernels[i], move * sizeof(r->kernels[0]));
+    r->kernels[i] = h;
+}
+
 int jupyter_parse_kernels(const char *body, size_t len, struct probe_result *r)
 {
     cJSON *root = NULL;
@@ -112,6 +138,8 @@ int jupyter_parse_kernels(const char *body, size_t len, struct probe_result *r)
     }
 
     probe_result_init(&out, JUPYTER_SOURCE);
+    out.n_kernels = 0;
+    int known = 1;
     cJSON_ArrayForEach(kernel, root)
     {
         char what[96];
@@ -145,6 +173,12 @@ int jupyter_parse_kernels(const char *body, size_t len, struct probe_result *r)
             goto out;
         }
 
+        const char *id = json_string(kernel, "id");
+        if (!id)
+            known = 0;
+        else if (known)
+            kernel_note(&out, id);
+
         if (state_is_busy(state))
             out.busy = 1;
         if (last > out.last_activity_ms)
@@ -153,6 +187,8 @@ int jupyter_parse_kernels(const char *body, size_t len, struct probe_result *r)
             connections > INT_MAX - out.connections ? INT_MAX : out.connections + connections;
         index++;
     }
+    if (!known)
+        out.n_kernels = -1;
     *r = out;
     rc = 0;
 out:

@@ -17,6 +17,7 @@ void probe_result_init(struct probe_result *r, const char *source)
 {
     memset(r, 0, sizeof(*r));
     r->ok = 1;
+    r->n_kernels = -1;
     copy_bounded(r->source, sizeof(r->source), source);
 }
 
@@ -110,6 +111,10 @@ void probe_result_merge(struct probe_result *dst, const struct probe_result *src
     dst->no_data = dst->no_data || src->no_data;
     if (src->app_started_ms)
         dst->app_started_ms = src->app_started_ms;
+    if (src->n_kernels >= 0) {
+        memcpy(dst->kernels, src->kernels, sizeof(dst->kernels));
+        dst->n_kernels = src->n_kernels;
+    }
     append_source(dst, src->source);
 }
 

@@ -49,7 +49,9 @@ struct record {
     int checking_restore;
     char *check_pod;
     int64_t check_answered_ms;
-    int64_t check_app_started_ms; /* what the first answer said of its start */
+    int64_t check_app_started_ms;              /* what the first answer said of its start */
+    uint32_t check_kernels[PROBE_KERNELS_MAX]; /* and of its kernels */
+    int check_n_kernels;
     int64_t check_last_round_ms;
     int check_failed; /* the latest round failed: check_error says why */
     char check_error[PROBE_ERROR_SIZE];
@@ -131,6 +133,8 @@ static void note_check_round(struct record *rec, const struct probe_result *r, i
     if (r->ok && !rec->check_answered_ms) {
         rec->check_answered_ms = rec->t->now_ms(rec->t->now_data);
         rec->check_app_started_ms = r->app_started_ms;
+        memcpy(rec->check_kernels, r->kernels, sizeof(rec->check_kernels));
+        rec->check_n_kernels = r->n_kernels;
     }
 }
 
@@ -377,6 +381,7 @@ static int set_purpose(struct record *rec, int check, const char *pod)
     rec->check_pod = copy;
     rec->checking_restore = check;
     rec->check_answered_ms = rec->check_last_round_ms = rec->check_app_started_ms = 0;
+    rec->check_n_kernels = -1;
     rec->check_failed = 0;
     rec->check_error[0] = '\0';
     rec->has_obs = 0;
@@ -499,6 +504,8 @@ const struct restore_check *activity_tracker_restore_check(struct activity_track
         .pod = rec->check_pod,
         .answered_ms = rec->check_answered_ms,
         .app_started_ms = rec->check_app_started_ms,
+        .kernels = rec->check_kernels,
+        .n_kernels = rec->check_n_kernels,
         .last_round_ms = rec->check_last_round_ms,
         .error = rec->check_failed ? rec->check_error : NULL,
     };

@@ -580,8 +580,8 @@ static void on_event_posted(void *data, struct kube_response *resp)
     j->req = NULL;
     if (events_posted(resp) < 0 && events_retriable(resp)) {
         const struct action *a = &j->out.actions[j->next];
-        log_info("transition waits for its event", "workspace", j->key, "reason", a->reason,
-                 "code", LOG_INT(resp->http_code));
+        log_info("transition waits for its event", "workspace", j->key, "reason", a->reason, "code",
+                 LOG_INT(resp->http_code));
         reconciler_job_finish(j, 1);
         return;
     }

@@ -107,12 +107,18 @@ static void announce_pause(struct decider *d, const struct workspace_pod *p, int
     char occ[OCCASION_SIZE], fate[MAX_MESSAGE];
     decide_pause_occasion(d, occ);
     const char *name = p ? p->name : d->leaving->name;
-    if (keeps && st->snapshot->checkpoint_attempt && !st->snapshot->attempt)
+    /* Only this pause's attempt is named: the status may still hold the
+     * last pause's until this one's snapshot begins (its pod not ready
+     * yet, or the application asked first). */
+    int current = decide_snapshot_current(st);
+    int asked = st->snapshot->checkpoint_attempt &&
+                st->snapshot->checkpoint_requested_ms >= st->last_pause->requested_ms;
+    if (keeps && asked && !current)
         snprintf(fate, sizeof(fate),
                  "pod %s keeps running: its application is asked for its checkpoint, then "
                  "snapshot %s is taken; the pod stops once the snapshot is ready",
                  name, st->snapshot->checkpoint_attempt);
-    else if (keeps && st->snapshot->attempt)
+    else if (keeps && current)
         snprintf(fate, sizeof(fate),
                  "pod %s keeps running while snapshot %s is taken; it stops once the snapshot "
                  "is ready",

@@ -296,6 +296,68 @@ static int session_lost(const struct decider *d, const struct workspace_pod *p, 
     return 1;
 }
 
+/* How many of the kernels the snapshot's round listed (its hashes,
+ * comma-separated) the restored application does not list; -1: cannot
+ * tell (either side did not say, or the restored list was cut short of a
+ * hash it would hold). */
+static int kernels_missing(const char *before, const struct restore_check *rc)
+{
+    if (!before || !rc->kernels || rc->n_kernels < 0)
+        return -1;
+    int kept = rc->n_kernels < PROBE_KERNELS_MAX ? rc->n_kernels : PROBE_KERNELS_MAX;
+    int missing = 0;
+    for (const char *p = before; *p;) {
+        char *end = NULL;
+        unsigned long h = strtoul(p, &end, 16);
+        if (end == p)
+            return -1;
+        int found = 0;
+        for (int i = 0; i < kept && !found; i++)
+            found = rc->kernels[i] == (uint32_t)h;
+        if (!found && rc->n_kernels > kept && kept > 0 && (uint32_t)h > rc->kernels[kept - 1])
+            return -1; /* beyond the smallest the probe kept */
+        missing += !found;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return missing;
+}
+
+/* What the restored application showed of the session, for Restored's
+ * message: its start (the process that was paused) and its kernels. Empty
+ * when the class has no probe for it or no round has answered. */
+static void application_proof(const struct decider *d, const struct workspace_pod *p, char *out,
+                              size_t size)
+{
+    const struct restore_check *rc = restore_check_of(d, p);
+    const struct workspace_snapshot *sn = d->st->snapshot;
+    out[0] = '\0';
+    if (!rc || !rc->answered_ms)
+        return;
+    if (!rc->app_started_ms || !sn->app_started_ms) {
+        snprintf(out, size,
+                 "; its application answers, but does not say when its process started, so "
+                 "that it is the paused one rests on the backend's word");
+        return;
+    }
+    char then[TIMEFMT_RFC3339_SIZE];
+    timefmt_rfc3339_text(sn->app_started_ms, then);
+    int missing = kernels_missing(sn->app_kernels, rc);
+    if (missing == 0)
+        snprintf(out, size,
+                 "; its application answers as the process started at %s that was paused, "
+                 "listing the %lld kernel%s it listed before the pause",
+                 then, (long long)sn->app_kernel_count, sn->app_kernel_count == 1 ? "" : "s");
+    else if (missing > 0)
+        snprintf(out, size,
+                 "; its application answers as the process started at %s that was paused, but "
+                 "%d of the %lld kernels it listed before the pause %s not listed now (shut down "
+                 "between the last look and the snapshot?)",
+                 then, missing, (long long)sn->app_kernel_count, missing == 1 ? "is" : "are");
+    else
+        snprintf(out, size,
+                 "; its application answers as the process started at %s that was paused", then);
+}
+
 /* Returns 1 when the pod is being replaced (nothing more to decide). */
 int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
 {
@@ -353,10 +415,19 @@ int decide_judge_restore(struct decider *d, const struct workspace_pod *p)
             say_cold_start(d, p, lost, "its application is a new process");
             return 0;
         }
-        decide_condition(d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_SNAPSHOT,
-                         "pod %s was restored from snapshot %s: %s back", p->name, p->snapshot,
-                         d->cls && d->cls->has_accelerator ? "memory and GPU state are"
-                                                           : "memory is");
+        char proof[MAX_MESSAGE / 2];
+        application_proof(d, p, proof, sizeof(proof));
+        /* Said once the application answered; the rounds end after that,
+         * and a pass without them keeps what was said. */
+        const struct condition *said = workspace_status_condition(st, WS_COND_RESTORED);
+        int keep = !proof[0] && said && decide_streq(said->reason, WS_REASON_FROM_SNAPSHOT) &&
+                   said->message && strstr(said->message, "; its application answers");
+        if (!keep)
+            decide_condition(
+                d, WS_COND_RESTORED, COND_TRUE, WS_REASON_FROM_SNAPSHOT,
+                "pod %s was restored from snapshot %s: %s back%s", p->name, p->snapshot,
+                d->cls && d->cls->has_accelerator ? "memory and GPU state are" : "memory is",
+                proof);
         if (st->last_resume->requested_ms)
             decide_set_string(d, &st->last_resume->restored_from, WS_REASON_FROM_SNAPSHOT);
         return 0;

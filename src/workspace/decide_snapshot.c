@@ -7,6 +7,24 @@
  * GPU product and group, the pod-spec hash, the home claim). The pod's
  * node and product are the status's when the pod is not known. Returns
  * 0, or -1 after decide_failed(). */
+/* The application's own start and its kernels, as the probe saw them last
+ * (for an attempt a crashed pass began: as it sees them now): what a
+ * restore must show again to count as the same session. */
+static void record_application(struct decider *d)
+{
+    struct workspace_snapshot *sn = d->st->snapshot;
+    const struct activity_observation *obs = d->in->activity;
+    const struct probe_result *r = obs && obs->result.ok ? &obs->result : NULL;
+    sn->app_started_ms = r ? r->app_started_ms : 0;
+    sn->app_kernel_count = r && r->n_kernels > 0 ? r->n_kernels : 0;
+    char kernels[PROBE_KERNELS_MAX * 9 + 1] = "";
+    size_t len = 0;
+    for (int i = 0; sn->app_kernel_count && i < r->n_kernels && i < PROBE_KERNELS_MAX; i++)
+        len += (size_t)snprintf(kernels + len, sizeof(kernels) - len, "%s%08x", i ? "," : "",
+                                (unsigned)r->kernels[i]);
+    decide_set_string(d, &sn->app_kernels, len ? kernels : NULL);
+}
+
 static int record_attempt(struct decider *d, const char *handle, int64_t attempt,
                           int64_t requested_ms, const char *name, const struct workspace_pod *p,
                           const char *group)
@@ -51,6 +69,7 @@ static int record_attempt(struct decider *d, const char *handle, int64_t attempt
      * A pod of an earlier version has none: its snapshot is taken as
      * before, under a policy without groups, and restored without one. */
     decide_set_string(d, &sn->group, group);
+    record_application(d);
     return 0;
 }
 
@@ -66,10 +85,6 @@ static void snapshot_begin(struct decider *d, const struct workspace_pod *p, int
     }
     if (record_attempt(d, handle, attempt, d->now, NULL, p, p->group) < 0)
         return;
-    /* The application's own start, as the probe saw it last: what a restore
-     * must show again to count as the same session. */
-    const struct activity_observation *obs = d->in->activity;
-    d->st->snapshot->app_started_ms = obs && obs->result.ok ? obs->result.app_started_ms : 0;
     struct action *a = decide_push(d, ACTION_SNAPSHOT_BEGIN, handle);
     if (a && p->group && !(a->group = strdup(p->group)))
         decide_failed(d, -ENOMEM);

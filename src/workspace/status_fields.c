@@ -120,6 +120,8 @@ static const struct status_field snapshot_fields[] = {
     {.key = "name", .kind = SF_STR, .off = SNAPSHOT(name)},
     {.key = "image", .kind = SF_STR, .off = SNAPSHOT(image)},
     {.key = "appStartedAt", .kind = SF_TIME, .off = SNAPSHOT(app_started_ms)},
+    {.key = "appKernels", .kind = SF_STR, .off = SNAPSHOT(app_kernels)},
+    {.key = "appKernelCount", .kind = SF_INT64, .off = SNAPSHOT(app_kernel_count)},
     {.key = "phase", .kind = SF_STR, .off = SNAPSHOT(phase), .shared = 1},
     {.key = "requestedAt", .kind = SF_TIME, .off = SNAPSHOT(requested_ms)},
     {.key = "readyAt", .kind = SF_TIME, .off = SNAPSHOT(ready_ms)},

@@ -147,8 +147,10 @@ def slim(o):
         ]
         if isinstance(st.get("lastPause"), dict) and "memory" in st["lastPause"]:
             ss["lastPause"] = {"memory": st["lastPause"]["memory"]}
-        if isinstance(st.get("lastResume"), dict) and "restoredFrom" in st["lastResume"]:
-            ss["lastResume"] = {"restoredFrom": st["lastResume"]["restoredFrom"]}
+        if isinstance(st.get("lastResume"), dict):
+            lr = {k: st["lastResume"][k] for k in ("restoredFrom", "readyAt") if k in st["lastResume"]}
+            if lr:
+                ss["lastResume"] = lr
         if isinstance(st.get("accounting"), dict):
             ss["accounting"] = {k: st["accounting"].get(k, 0) for k in ("pauses", "resumes")}
         if isinstance(st.get("history"), list):
@@ -565,7 +567,7 @@ class Run:
 
     def check_transition_events(self):
         """Every pause counted has the Event that began it, every resume that
-        became ready (state Running) its Resumed Event; a Resumed Event says
+        ended (lastResume.readyAt) its Resumed Event; a Resumed Event says
         where the session came from as the status records it."""
         starts = self.workspace_events(PAUSE_START_REASONS)
         resumed = self.workspace_events(("Resumed",))
@@ -592,7 +594,10 @@ class Run:
             n, r = acc.get("pauses", 0), acc.get("resumes", 0)
             if n:
                 pauses.setdefault(ob.name, set()).add(n)
-            if st.get("state") == "Running" and r:
+            # A resume is over when its pod is ready and, for a restore,
+            # its verdict is in: lastResume.readyAt (state Running comes
+            # with the pod's readiness, before the verdict).
+            if (st.get("lastResume") or {}).get("readyAt") and r:
                 ready.setdefault(ob.name, set()).add(r)
         for what, counted, events in (
             ("pauses were counted", pauses, starts),

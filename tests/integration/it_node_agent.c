@@ -652,6 +652,11 @@ static void check_restored(const char *name, const char *kernel, const char *wan
     char pod[128];
     snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
     assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+    /* What the application showed: the paused process, with its kernel. */
+    const char *proof = cond_field(ws, "Restored", "message");
+    print_message("  %s: %s\n", name, proof);
+    assert_non_null(strstr(proof, "that was paused"));
+    assert_non_null(strstr(proof, "listing the 1 kernel it listed before the pause"));
     cJSON_Delete(ws);
     assert_int_equal(live_pods(name), 1);
     char *out = run_cell(pod, kernel, "print(x, len(buf))");

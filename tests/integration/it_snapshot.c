@@ -2250,6 +2250,26 @@ static void test_policy_outlives_snapshots(void **state)
                      0);
     controller_start(NULL);
     assert_true(wait_policy_gone("polr-snapshots", 30000));
+
+    /* The class goes first, then the Workspace: the policy still outlives
+     * the PodSnapshot that names it. */
+    char snap_c[128];
+    apply_class("it-polc", "  snapshot: {backend: GKE, storageConfigName: it-snapshot, "
+                           "timeout: 60s}\n");
+    simulator_set_mode("polc-1", "stuck-finalizer");
+    apply_ws("polc", "it-polc", 0, NULL);
+    cJSON_Delete(wait_state("polc", "Running", 60000));
+    set_paused("polc", 1);
+    cJSON_Delete(wait_state("polc", "Paused", 60000));
+    snapshot_name("polc-p1-1", snap_c);
+    assert_int_equal(harness_kubectl(NULL, "delete wsc it-polc --wait=true"), 0);
+    delete_ws("polc");
+    assert_true(wait_gone("polc", 60000));
+    usleep(3000 * 1000);
+    assert_int_equal(policy_exists("polc-snapshots"), 1);
+    release_finalizer(snap_c);
+    assert_true(wait_policy_gone("polc-snapshots", 30000));
+    print_message("  the class deleted first: the policy went after its PodSnapshot\n");
 }
 
 /* ---- set-up ------------------------------------------------------------------ */

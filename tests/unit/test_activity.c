@@ -190,6 +190,70 @@ static void test_jupyter_kernels(void **state)
     RUN(cases);
 }
 
+/* The kernels a Jupyter server lists, kept by their ids' hashes: all of
+ * them up to PROBE_KERNELS_MAX, ascending; past that the smallest, with
+ * the count of all; a kernel without an id makes the list unknown (the
+ * activity it reports still counts); other sources do not say. */
+static void test_jupyter_kernel_ids(void **state)
+{
+    (void)state;
+    char body[4096];
+    size_t len = 0;
+    uint32_t want[12];
+    len += (size_t)snprintf(body + len, sizeof(body) - len, "[");
+    for (int i = 0; i < 12; i++) {
+        char id[48];
+        snprintf(id, sizeof(id), "1a2b3c4d-0000-4000-8000-%012d", i);
+        want[i] = jupyter_kernel_hash(id);
+        len += (size_t)snprintf(body + len, sizeof(body) - len,
+                                "%s{\"id\":\"%s\",\"execution_state\":\"idle\","
+                                "\"last_activity\":\"2026-01-02T03:04:05Z\",\"connections\":0}",
+                                i ? "," : "", id);
+    }
+    len += (size_t)snprintf(body + len, sizeof(body) - len, "]");
+    /* sorted, as the probe keeps them */
+    for (int i = 1; i < 12; i++)
+        for (int j = i; j > 0 && want[j - 1] > want[j]; j--) {
+            uint32_t t = want[j];
+            want[j] = want[j - 1];
+            want[j - 1] = t;
+        }
+    struct probe_result r;
+    assert_int_equal(jupyter_parse_kernels(body, len, &r), 0);
+    assert_int_equal(r.n_kernels, 12);
+    for (int i = 0; i < PROBE_KERNELS_MAX; i++)
+        assert_int_equal(r.kernels[i], want[i]);
+
+    const char *two = "[{\"id\":\"b\",\"execution_state\":\"idle\",\"last_activity\":"
+                      "\"2026-01-02T03:04:05Z\",\"connections\":0},{\"id\":\"a\","
+                      "\"execution_state\":\"busy\",\"last_activity\":\"2026-01-02T03:04:05Z\","
+                      "\"connections\":1}]";
+    assert_int_equal(jupyter_parse_kernels(two, strlen(two), &r), 0);
+    assert_int_equal(r.n_kernels, 2);
+    uint32_t a = jupyter_kernel_hash("a"), b = jupyter_kernel_hash("b");
+    assert_int_equal(r.kernels[0], a < b ? a : b);
+    assert_int_equal(r.kernels[1], a < b ? b : a);
+
+    const char *no_id = "[{\"execution_state\":\"busy\",\"last_activity\":"
+                        "\"2026-01-02T03:04:05Z\",\"connections\":0}]";
+    assert_int_equal(jupyter_parse_kernels(no_id, strlen(no_id), &r), 0);
+    assert_int_equal(r.n_kernels, -1);
+    assert_true(r.busy);
+
+    assert_int_equal(jupyter_parse_kernels("[]", 2, &r), 0);
+    assert_int_equal(r.n_kernels, 0);
+
+    /* Merged with a source that does not say: the kernels stay. */
+    struct probe_result gpu;
+    probe_result_init(&gpu, "gpu");
+    assert_int_equal(gpu.n_kernels, -1);
+    assert_int_equal(jupyter_parse_kernels(two, strlen(two), &r), 0);
+    probe_result_merge(&r, &gpu);
+    assert_int_equal(r.n_kernels, 2);
+    probe_result_merge(&gpu, &r);
+    assert_int_equal(gpu.n_kernels, 2);
+}
+
 static void test_code_server(void **state)
 {
     (void)state;
@@ -517,6 +581,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jupyter_status),
         cmocka_unit_test(test_jupyter_kernels),
+        cmocka_unit_test(test_jupyter_kernel_ids),
         cmocka_unit_test(test_code_server),
         cmocka_unit_test(test_prometheus),
         cmocka_unit_test(test_prometheus_error_bounded),

@@ -1952,7 +1952,7 @@ static void test_restore_check(void **state)
 static void test_container_checkpoint(void **state)
 {
     (void)state;
-    enum { SAME, NEW, STUCK, CLASS_MOVED };
+    enum { SAME, SAME_KERNEL_GONE, NEW, STUCK, CLASS_MOVED };
     static const struct {
         const char *name;
         int how;
@@ -1960,6 +1960,8 @@ static void test_container_checkpoint(void **state)
         int want_delete;
     } rows[] = {
         {"the same process answers: the session is back", SAME, "FromSnapshot", 0},
+        {"the same process answers without a kernel it had: still back, said", SAME_KERNEL_GONE,
+         "FromSnapshot", 0},
         {"a new process answers: a cold start, said", NEW, "ColdStart", 0},
         {"the image cannot be pulled: replaced from files", STUCK, "RestoreCrashed", 1},
         {"the class moved to GKE: not restored", CLASS_MOVED, NULL, 0},
@@ -1973,11 +1975,18 @@ static void test_container_checkpoint(void **state)
         w.obs = (struct activity_observation){.probed_at_ms = w.now - 5 * SEC};
         probe_result_init(&w.obs.result, "jupyter");
         w.obs.result.app_started_ms = started + 123; /* Jupyter says microseconds */
+        /* Two kernels, as the probe keeps them: hashed, ascending. */
+        const uint32_t k1 = 0x0a0b0c0d, k2 = 0xf0e0d0c0;
+        w.obs.result.n_kernels = 2;
+        w.obs.result.kernels[0] = k1;
+        w.obs.result.kernels[1] = k2;
         struct decide_output o;
         decide(&w, &o, 1);
         const struct action *b = find_action(&o, ACTION_SNAPSHOT_BEGIN);
         assert_non_null(b);
         assert_int_equal(o.status.snapshot->app_started_ms, started + 123);
+        assert_string_equal(o.status.snapshot->app_kernels, "0a0b0c0d,f0e0d0c0");
+        assert_int_equal(o.status.snapshot->app_kernel_count, 2);
         decide_output_clear(&o);
         w.now += 30 * SEC;
         w.has_view = 1;
@@ -2032,11 +2041,15 @@ static void test_container_checkpoint(void **state)
             w.pod.restored = 1;
             w.pod.restored_ms = r - 2 * SEC;
             w.has_check = 1;
-            w.check = (struct restore_check){.pod = "nb-2",
-                                             .answered_ms = r,
-                                             .last_round_ms = r,
-                                             .app_started_ms =
-                                                 rows[i].how == SAME ? started + 456 : r - 3 * SEC};
+            static const uint32_t both[] = {0x0a0b0c0d, 0xf0e0d0c0}, one[] = {0xf0e0d0c0};
+            int same = rows[i].how == SAME || rows[i].how == SAME_KERNEL_GONE;
+            w.check =
+                (struct restore_check){.pod = "nb-2",
+                                       .answered_ms = r,
+                                       .last_round_ms = r,
+                                       .app_started_ms = same ? started + 456 : r - 3 * SEC,
+                                       .kernels = rows[i].how == SAME_KERNEL_GONE ? one : both,
+                                       .n_kernels = rows[i].how == SAME_KERNEL_GONE ? 1 : 2};
         }
         w.now = r + SEC;
         decide(&w, &o, 1);
@@ -2046,6 +2059,17 @@ static void test_container_checkpoint(void **state)
         const struct action *del = find_action(&o, ACTION_DELETE_POD);
         if (!!del != rows[i].want_delete)
             fail_msg("%s: delete %s", name, del ? "unexpected" : "missing");
+        const struct condition *said = workspace_status_condition(&o.status, "Restored");
+        const char *proof = rows[i].how == SAME
+                                ? "that was paused, listing the 2 kernels it listed "
+                                  "before the pause"
+                            : rows[i].how == SAME_KERNEL_GONE
+                                ? "that was paused, but 1 of the 2 kernels it listed before the "
+                                  "pause is not listed now"
+                                : NULL;
+        if (proof && !strstr(said->message, proof))
+            fail_msg("%s: %s", name, said->message);
+        char *said_then = strdup(said->message);
         if (rows[i].how == NEW) {
             assert_non_null(find_event(&o, "ColdStart"));
             assert_string_equal(o.status.last_resume->restored_from, "ColdStart");
@@ -2068,6 +2092,11 @@ static void test_container_checkpoint(void **state)
         if (rows[i].how != STUCK &&
             strcmp(cond_reason(&o.status, "Restored"), rows[i].want_restored) != 0)
             fail_msg("%s: then Restored %s", name, cond_reason(&o.status, "Restored"));
+        if (proof &&
+            strcmp(workspace_status_condition(&o.status, "Restored")->message, said_then) != 0)
+            fail_msg("%s: the proof was not kept: %s", name,
+                     workspace_status_condition(&o.status, "Restored")->message);
+        free(said_then);
         decide_output_clear(&o);
         world_free(&w);
     }

@@ -64,6 +64,8 @@ def ws(name, rv, gen, paused, state, obs=None, pod_name=None, pauses=0, memory=N
     st = {"state": state, "observedGeneration": obs or gen, "accounting": {"pauses": pauses, "resumes": pauses}}
     if restored_from:
         st["lastResume"] = {"restoredFrom": restored_from}
+    if state == "Running" and pauses:
+        st.setdefault("lastResume", {})["readyAt"] = "2026-01-01T00:00:00Z"  # the resume is over
     if pod_name:
         st["podName"] = pod_name
     if memory:
