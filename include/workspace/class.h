@@ -101,6 +101,22 @@ enum snapshot_backend_kind {
     SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT,
 };
 
+/* What the workspace side needs to know of a backend, one row per kind
+ * (workspace/class.c): a new backend is a row here and a constructor in
+ * snapshot/backend.c, not a branch in decide(). */
+struct snapshot_backend_traits {
+    const char *name; /* as spec.snapshot.backend says it */
+    /* The spec.snapshot field it cannot do without ("storageConfigName",
+     * "repository"), NULL: none. */
+    const char *required_field;
+    /* A restore pod runs the snapshot's image (status.snapshot.image, set
+     * when Ready); else the backend restores by the snapshot's name. */
+    int restores_from_image;
+};
+
+/* The row of kind; NULL for a kind no row describes. */
+const struct snapshot_backend_traits *snapshot_backend_traits(enum snapshot_backend_kind kind);
+
 enum snapshot_on_failure {
     SNAPSHOT_ON_FAILURE_RETRY,                /* keep the pod; try again later */
     SNAPSHOT_ON_FAILURE_PAUSE_WITHOUT_MEMORY, /* delete the pod anyway */

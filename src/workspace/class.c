@@ -913,23 +913,49 @@ static int repository_valid(const char *r)
     return *p == '\0';
 }
 
+static const struct snapshot_backend_traits backend_traits[] = {
+    [SNAPSHOT_BACKEND_NONE] = {.name = "None"},
+    [SNAPSHOT_BACKEND_GKE] = {.name = "GKE", .required_field = "storageConfigName"},
+    [SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT] = {.name = "ContainerCheckpoint",
+                                               .required_field = "repository",
+                                               .restores_from_image = 1},
+};
+#define N_BACKENDS (sizeof(backend_traits) / sizeof(backend_traits[0]))
+
+const struct snapshot_backend_traits *snapshot_backend_traits(enum snapshot_backend_kind kind)
+{
+    size_t k = (size_t)kind;
+    return k < N_BACKENDS && backend_traits[k].name ? &backend_traits[k] : NULL;
+}
+
+/* Whether backend (as decoded so far) cannot do without spec.snapshot's
+ * field. */
+static int requires(int backend, const char *field)
+{
+    const struct snapshot_backend_traits *t =
+        backend >= 0 ? snapshot_backend_traits((enum snapshot_backend_kind)backend) : NULL;
+    return t && t->required_field && strcmp(t->required_field, field) == 0;
+}
+
 static int decode_snapshot(struct decoder *d, const cJSON *spec, struct workspace_class *c)
 {
-    static const char *const backends[] = {"None", "GKE", "ContainerCheckpoint"};
+    const char *backends[N_BACKENDS];
+    for (size_t k = 0; k < N_BACKENDS; k++)
+        backends[k] = backend_traits[k].name;
     static const char *const on_failure[] = {"Retry", "PauseWithoutMemory"};
     struct snapshot_config *sc = &c->snapshot;
     const cJSON *snap = get_object(d, spec, "snapshot", "spec.snapshot");
     int backend, failure;
     int64_t keep;
     if (d->rc < 0 ||
-        get_enum(d, snap, "backend", "spec.snapshot.backend", backends, 3, SNAPSHOT_BACKEND_NONE,
-                 &backend) < 0 ||
+        get_enum(d, snap, "backend", "spec.snapshot.backend", backends, N_BACKENDS,
+                 SNAPSHOT_BACKEND_NONE, &backend) < 0 ||
         get_enum(d, snap, "onFailure", "spec.snapshot.onFailure", on_failure, 2,
                  SNAPSHOT_ON_FAILURE_RETRY, &failure) < 0 ||
         get_string(d, snap, "storageConfigName", "spec.snapshot.storageConfigName",
-                   backend == SNAPSHOT_BACKEND_GKE, NULL, &sc->storage_config_name) < 0 ||
+                   requires(backend, "storageConfigName"), NULL, &sc->storage_config_name) < 0 ||
         get_string(d, snap, "repository", "spec.snapshot.repository",
-                   backend == SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT, NULL, &sc->repository) < 0 ||
+                   requires(backend, "repository"), NULL, &sc->repository) < 0 ||
         get_string(d, snap, "pullSecretName", "spec.snapshot.pullSecretName", 0, NULL,
                    &sc->pull_secret_name) < 0 ||
         get_duration(d, snap, "timeout", "spec.snapshot.timeout", DEFAULT_SNAPSHOT_TIMEOUT_MS,

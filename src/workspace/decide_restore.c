@@ -540,12 +540,13 @@ const char *decide_restore_snapshot(struct decider *d, char *why, size_t size)
     /* A checkpoint image is restored by the runtime, a GKE snapshot by
      * GKE: one the class's backend cannot restore is not used. */
     int is_image = sn->image != NULL;
-    if (is_image != (sc->backend == SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT)) {
+    const struct snapshot_backend_traits *t = snapshot_backend_traits(sc->backend);
+    if (!t || is_image != t->restores_from_image) {
         snprintf(why, size,
                  "snapshot %s is %s, and the class's backend (spec.snapshot.backend) is now %s, "
                  "which cannot restore it",
                  name, is_image ? "a checkpoint image" : "not a checkpoint image",
-                 sc->backend == SNAPSHOT_BACKEND_GKE ? "GKE" : "ContainerCheckpoint");
+                 t ? t->name : "unknown");
         return NULL;
     }
     const struct snapshot_view *v = d->in->snapshot;

@@ -416,7 +416,7 @@ void decide_create_pod(struct decider *d)
         const char *type = snapshot ? st->snapshot->node_machine_type : NULL;
         const char *pool = snapshot ? st->snapshot->node_pool : NULL;
         const char *image =
-            snapshot && d->cls->snapshot.backend == SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT
+            snapshot && snapshot_backend_traits(d->cls->snapshot.backend)->restores_from_image
                 ? st->snapshot->image
                 : NULL;
         if ((snapshot && !(a->snapshot = strdup(snapshot))) ||

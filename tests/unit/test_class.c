@@ -1003,6 +1003,49 @@ static void test_decode_idle_errors(void **state)
     cJSON_Delete(obj);
 }
 
+/* Every backend kind has its row: its name decodes back to it, and the
+ * field it cannot do without is refused when missing, with the field named. */
+static void test_backend_traits(void **state)
+{
+    (void)state;
+    static const enum snapshot_backend_kind kinds[] = {SNAPSHOT_BACKEND_NONE, SNAPSHOT_BACKEND_GKE,
+                                                       SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const struct snapshot_backend_traits *t = snapshot_backend_traits(kinds[i]);
+        assert_non_null(t);
+        char json[512];
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"images\":{\"allowed\":[\"quay.io/"
+                 "*\"],\"default\":"
+                 "\"quay.io/jupyter/base-notebook:latest\"},\"home\":{\"size\":\"1Gi\"},"
+                 "\"snapshot\":{\"backend\":\"%s\"%s%s%s}}}",
+                 t->name, t->required_field ? ",\"" : "",
+                 t->required_field ? t->required_field : "",
+                 t->required_field ? "\":\"registry.local/ckpt\"" : "");
+        struct workspace_class *c = decode_ok(json);
+        assert_int_equal(c->snapshot.backend, kinds[i]);
+        workspace_class_free(c);
+        if (!t->required_field)
+            continue;
+        snprintf(json, sizeof(json),
+                 "{\"metadata\":{\"name\":\"c\"},\"spec\":{\"images\":{\"allowed\":[\"quay.io/"
+                 "*\"],\"default\":"
+                 "\"quay.io/jupyter/base-notebook:latest\"},\"home\":{\"size\":\"1Gi\"},"
+                 "\"snapshot\":{\"backend\":\"%s\"}}}",
+                 t->name);
+        cJSON *obj = cJSON_Parse(json);
+        char *err = NULL;
+        assert_int_equal(workspace_class_decode(obj, &c, &err), -EINVAL);
+        char want[96];
+        snprintf(want, sizeof(want), "spec.snapshot.%s", t->required_field);
+        if (!err || !strstr(err, want))
+            fail_msg("%s without %s: %s", t->name, t->required_field, err ? err : "(none)");
+        free(err);
+        cJSON_Delete(obj);
+    }
+    assert_null(snapshot_backend_traits((enum snapshot_backend_kind)99));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1022,6 +1065,7 @@ int main(void)
         cmocka_unit_test(test_decode_idle_full),
         cmocka_unit_test(test_decode_idle_defaults),
         cmocka_unit_test(test_decode_idle_errors),
+        cmocka_unit_test(test_backend_traits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
