@@ -112,6 +112,11 @@ struct snapshot_backend_traits {
     /* A restore pod runs the snapshot's image (status.snapshot.image, set
      * when Ready); else the backend restores by the snapshot's name. */
     int restores_from_image;
+    /* The label (value "true") of the nodes that can take and restore its
+     * snapshots: every pod of such a class is pinned to them (a pod
+     * elsewhere could be neither snapshotted nor restored). NULL: any node
+     * the rest of the class allows. */
+    const char *node_label;
 };
 
 /* The row of kind; NULL for a kind no row describes. */

@@ -916,9 +916,12 @@ static int repository_valid(const char *r)
 static const struct snapshot_backend_traits backend_traits[] = {
     [SNAPSHOT_BACKEND_NONE] = {.name = "None"},
     [SNAPSHOT_BACKEND_GKE] = {.name = "GKE", .required_field = "storageConfigName"},
+    /* The node agent's DaemonSet runs on the nodes of this label
+     * (deploy/node/daemonset.yaml). */
     [SNAPSHOT_BACKEND_CONTAINER_CHECKPOINT] = {.name = "ContainerCheckpoint",
                                                .required_field = "repository",
-                                               .restores_from_image = 1},
+                                               .restores_from_image = 1,
+                                               .node_label = "hibernator.dev/container-checkpoint"},
 };
 #define N_BACKENDS (sizeof(backend_traits) / sizeof(backend_traits[0]))
 

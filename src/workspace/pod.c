@@ -840,6 +840,10 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
         add_str(&w, add_match_expression(&w, add_obj(&w, pref, "preference"), NODE_POOL_LABEL),
                 NULL, b->node_pool);
     }
+    /* Only onto nodes that can take and restore the backend's snapshots. */
+    const struct snapshot_backend_traits *t = snapshot_backend_traits(c->snapshot.backend);
+    if (t && t->node_label)
+        set_str(&w, add_obj_once(&w, spec, "nodeSelector"), t->node_label, "true");
     if (fallback)
         build_fallback_affinity(&w, spec, c);
     if (c->tolerations)

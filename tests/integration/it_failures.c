@@ -248,8 +248,21 @@ static void test_name_taken(void **state)
     install_crd("deploy/crds/containersnapshots.yaml", "containersnapshots.hibernator.dev");
     apply_class("it-failures-cc", "  snapshot: {backend: ContainerCheckpoint, repository: "
                                   "registry.local/ckpt, timeout: 1m, retryAfter: 20s}\n");
+    /* Pods of this backend run only on nodes that can checkpoint (the
+     * node agent's label): one kwok node plays such a node. */
+    char *node = NULL;
+    assert_int_equal(harness_kubectl(&node, "get nodes -l type=kwok -o "
+                                            "jsonpath='{.items[0].metadata.name}'"),
+                     0);
+    assert_true(node && node[0]);
+    assert_int_equal(
+        harness_kubectl(NULL, "label node %s hibernator.dev/container-checkpoint=true --overwrite",
+                        node),
+        0);
     apply_ws("taken", "it-failures-cc", 0, NULL);
-    cJSON_Delete(wait_state("taken", "Running", 60000));
+    cJSON *running = wait_state("taken", "Running", 60000);
+    assert_string_equal(str_at(running, "status.nodeName"), node);
+    cJSON_Delete(running);
     static const char gone_uid[] = "00000000-0000-4000-8000-000000000001";
     assert_int_equal(
         harness_apply("apiVersion: hibernator.dev/v1alpha1\nkind: ContainerSnapshot\n"
@@ -320,6 +333,8 @@ static void test_name_taken(void **state)
                     "'{\"metadata\":{\"finalizers\":null}}'",
                     ns);
     delete_ws("taken");
+    harness_kubectl(NULL, "label node %s hibernator.dev/container-checkpoint-", node);
+    free(node);
 }
 
 static int group_setup(void **state)

@@ -530,6 +530,50 @@ static void test_pod_checkpoint_image(void **state)
     workspace_free(ws);
 }
 
+/* A class whose backend needs nodes of a label (ContainerCheckpoint: the
+ * node agent's) pins every pod to them, the first as any restore; others
+ * do not. */
+static void test_pod_backend_nodes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *snapshot;
+        const char *want;
+    } rows[] = {
+        {",\"snapshot\":{\"backend\":\"ContainerCheckpoint\",\"repository\":\"r.local/c\"}",
+         "true"},
+        {",\"snapshot\":{\"backend\":\"GKE\",\"storageConfigName\":\"s\"}", NULL},
+        {"", NULL},
+    };
+    struct workspace *ws = ws_from(ws_json);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char json[1024];
+        size_t n = strlen(cpu_class);
+        assert_true(n + strlen(rows[i].snapshot) < sizeof(json));
+        /* cpu_class ends with "}}": the snapshot goes into its spec */
+        snprintf(json, sizeof(json), "%.*s%s}}", (int)(n - 2), cpu_class, rows[i].snapshot);
+        struct workspace_class *c = class_from(json);
+        for (int restore = 0; restore <= 1; restore++) {
+            struct pod_build b = {.name = "alice-nb-4", .from_checkpoint = 1};
+            if (restore) {
+                b.snapshot = "alice-nb-p3-1";
+                b.image = rows[i].want ? CK_IMAGE : NULL;
+            }
+            cJSON *pod = workspace_pod_build_with(ws, c, &b);
+            cJSON *v = at(pod, "spec.nodeSelector");
+            v = v ? cJSON_GetObjectItemCaseSensitive(v, "hibernator.dev/container-checkpoint")
+                  : NULL;
+            if (rows[i].want)
+                assert_string_equal(cJSON_GetStringValue(v), rows[i].want);
+            else
+                assert_null(v);
+            cJSON_Delete(pod);
+        }
+        workspace_class_free(c);
+    }
+    workspace_free(ws);
+}
+
 static void test_pod_snapshot_group(void **state)
 {
     (void)state;
@@ -1054,6 +1098,7 @@ int main(void)
         cmocka_unit_test(test_pod_build_decode),
         cmocka_unit_test(test_pod_snapshot_group),
         cmocka_unit_test(test_pod_checkpoint_image),
+        cmocka_unit_test(test_pod_backend_nodes),
         cmocka_unit_test(test_pod_extended_resources),
         cmocka_unit_test(test_pvc_decode),
         cmocka_unit_test(test_pod_end),
