@@ -52,6 +52,11 @@ struct decide_node {
     const char *machine_type;
     const char *node_pool;
     const char *version; /* status.nodeInfo.kubeletVersion */
+    /* Its GPU driver's version by GPU Feature Discovery's labels
+     * (GPU_DRIVER_*_LABEL, workspace/pod.h); NULL: not labelled. */
+    const char *driver_major;
+    const char *driver_minor;
+    const char *driver_rev;
 };
 
 /* For the resume of a paused workspace whose snapshot recorded its node's
@@ -204,6 +209,7 @@ struct action {
      * pool to steer it by (struct pod_build); NULL: none recorded. */
     char *machine_type;
     char *node_pool;
+    char *gpu_driver; /* and its GPU driver version (struct pod_build) */
     /* CreatePod of a restore from a checkpoint image (ContainerCheckpoint):
      * the image (status.snapshot.image); NULL: none. */
     char *image;

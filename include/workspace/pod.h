@@ -217,6 +217,10 @@ struct pod_build {
      * preferred node pool (NODE_POOL_LABEL); NULL: no such term. */
     const char *machine_type;
     const char *node_pool;
+    /* The GPU driver version "major.minor.rev" its snapshot was taken
+     * under: required of the node, by GPU Feature Discovery's labels
+     * (GPU_DRIVER_*_LABEL); NULL: no such term. */
+    const char *gpu_driver;
     /* A restore from a checkpoint image (ContainerCheckpoint): the image the
      * container runs instead of the workspace's, and the Secret it is
      * pulled with (NULL: none); snapshot is then named in
@@ -233,6 +237,13 @@ struct pod_build {
 #define MACHINE_TYPE_LABEL "node.kubernetes.io/instance-type"
 #define NODE_POOL_LABEL "cloud.google.com/gke-nodepool"
 #define MACHINE_FAMILY_LABEL "cloud.google.com/machine-family"
+
+/* NVIDIA GPU Feature Discovery's labels of the node's GPU driver version
+ * (NVIDIA/k8s-device-plugin docs/gpu-feature-discovery/README.md): a CUDA
+ * checkpoint is restored only under the driver it was taken under. */
+#define GPU_DRIVER_MAJOR_LABEL "nvidia.com/cuda.driver.major"
+#define GPU_DRIVER_MINOR_LABEL "nvidia.com/cuda.driver.minor"
+#define GPU_DRIVER_REV_LABEL "nvidia.com/cuda.driver.rev"
 
 #define SNAPSHOT_GROUP_SIZE 64
 /* The snapshot group of a pod of the workspace meant to start from files:

@@ -131,6 +131,9 @@ struct workspace_snapshot {
     char *node_machine_type;   /* label node.kubernetes.io/instance-type */
     char *node_pool;           /* label cloud.google.com/gke-nodepool */
     char *node_version;        /* status.nodeInfo.kubeletVersion */
+    /* GPU Feature Discovery's driver version labels, "major.minor.rev":
+     * a restore requires a node of the same (NULL: not labelled). */
+    char *node_gpu_driver;
     /* status.snapshot.appCheckpoint: the application asked to write its
      * checkpoint before the attempt named here (docs/snapshots.md). */
     char *checkpoint_attempt;        /* the attempt's handle it was asked for */

@@ -123,7 +123,13 @@ static void gather_nodes(struct reconciler *r, const char *key, struct gathered 
                 node_cache_label(r->nodes, n, MACHINE_FAMILY_LABEL),
                 node_cache_label(r->nodes, n, MACHINE_TYPE_LABEL),
                 node_cache_label(r->nodes, n, NODE_POOL_LABEL),
-                node_cache_version(r->nodes, n)};
+                node_cache_version(r->nodes, n),
+                g->cls->has_accelerator ? node_cache_label(r->nodes, n, GPU_DRIVER_MAJOR_LABEL)
+                                        : NULL,
+                g->cls->has_accelerator ? node_cache_label(r->nodes, n, GPU_DRIVER_MINOR_LABEL)
+                                        : NULL,
+                g->cls->has_accelerator ? node_cache_label(r->nodes, n, GPU_DRIVER_REV_LABEL)
+                                        : NULL};
     }
     gather_restore_nodes(r, g);
 }
@@ -354,6 +360,7 @@ static int build_bodies(struct job *j, const struct gathered *g)
                     .capacity_fallback = a->capacity_fallback,
                     .group = a->group,
                     .machine_type = a->machine_type,
+                    .gpu_driver = a->gpu_driver,
                     .node_pool = a->node_pool,
                     .image = a->image,
                     .pull_secret = a->image && g->cls ? g->cls->snapshot.pull_secret_name : NULL,

@@ -200,6 +200,7 @@ void decide_output_clear(struct decide_output *out)
         free(out->actions[i].snapshot);
         free(out->actions[i].product);
         free(out->actions[i].machine_type);
+        free(out->actions[i].gpu_driver);
         free(out->actions[i].node_pool);
         free(out->actions[i].image);
         free(out->actions[i].group);

@@ -415,6 +415,7 @@ void decide_create_pod(struct decider *d)
         a->prewarm = decide_prewarm_open(st) && d->now < st->prewarm->last_for_ms;
         const char *type = snapshot ? st->snapshot->node_machine_type : NULL;
         const char *pool = snapshot ? st->snapshot->node_pool : NULL;
+        const char *driver = snapshot ? st->snapshot->node_gpu_driver : NULL;
         const char *image =
             snapshot && snapshot_backend_traits(d->cls->snapshot.backend)->restores_from_image
                 ? st->snapshot->image
@@ -422,7 +423,8 @@ void decide_create_pod(struct decider *d)
         if ((snapshot && !(a->snapshot = strdup(snapshot))) ||
             (image && !(a->image = strdup(image))) || (pin && !(a->product = strdup(pin))) ||
             (group && !(a->group = strdup(group))) || (type && !(a->machine_type = strdup(type))) ||
-            (pool && !(a->node_pool = strdup(pool))))
+            (pool && !(a->node_pool = strdup(pool))) ||
+            (driver && !(a->gpu_driver = strdup(driver))))
             decide_failed(d, -ENOMEM);
     }
     decide_set_string(d, &st->node_name, NULL);

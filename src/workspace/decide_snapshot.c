@@ -65,6 +65,12 @@ static int record_attempt(struct decider *d, const char *handle, int64_t attempt
     decide_set_string(d, &sn->node_machine_type, n ? n->machine_type : NULL);
     decide_set_string(d, &sn->node_pool, n ? n->node_pool : NULL);
     decide_set_string(d, &sn->node_version, n ? n->version : NULL);
+    /* The GPU driver a CUDA checkpoint is restored only under. */
+    char driver[64];
+    int labelled = n && n->driver_major && n->driver_minor && n->driver_rev &&
+                   snprintf(driver, sizeof(driver), "%s.%s.%s", n->driver_major, n->driver_minor,
+                            n->driver_rev) < (int)sizeof(driver);
+    decide_set_string(d, &sn->node_gpu_driver, labelled ? driver : NULL);
     /* The group the PodSnapshot gets (the backend copies the pod's label).
      * A pod of an earlier version has none: its snapshot is taken as
      * before, under a policy without groups, and restored without one. */

@@ -567,6 +567,20 @@ static void set_str(struct writer *w, cJSON *obj, const char *key, const char *v
     add(w, obj, key, item);
 }
 
+/* The node's GPU driver, "major.minor.rev", as GPU Feature Discovery labels
+ * it: one term per part. A version of another shape pins nothing (it was
+ * recorded from these labels, so it has this one). */
+static void pin_gpu_driver(struct writer *w, cJSON *sel, const char *version)
+{
+    static const char *const labels[] = {GPU_DRIVER_MAJOR_LABEL, GPU_DRIVER_MINOR_LABEL,
+                                         GPU_DRIVER_REV_LABEL};
+    char parts[3][24];
+    if (sscanf(version, "%23[^.].%23[^.].%23s", parts[0], parts[1], parts[2]) != 3)
+        return;
+    for (size_t i = 0; i < 3; i++)
+        set_str(w, sel, labels[i], parts[i]);
+}
+
 static void build_metadata(struct writer *w, cJSON *obj, const struct workspace *ws,
                            const char *name, const struct pod_build *b)
 {
@@ -832,6 +846,8 @@ cJSON *workspace_pod_build_with(const struct workspace *ws, const struct workspa
      * the pool is being upgraded). */
     if (b->snapshot && b->machine_type && !fallback)
         set_str(&w, add_obj_once(&w, spec, "nodeSelector"), MACHINE_TYPE_LABEL, b->machine_type);
+    if (b->snapshot && b->gpu_driver && !fallback)
+        pin_gpu_driver(&w, add_obj_once(&w, spec, "nodeSelector"), b->gpu_driver);
     if (b->snapshot && b->node_pool && !fallback) {
         cJSON *na = add_obj(&w, add_obj(&w, spec, "affinity"), "nodeAffinity");
         cJSON *pref =

@@ -406,7 +406,7 @@ static int decide_once(struct world *w, struct replay_result *res, struct decide
         if (w->pods[i].live)
             pods[n_pods++] = &w->pods[i].pod;
     const struct workspace_class *c = w->in->cls;
-    struct decide_node node = {"replay-node", c->product, NULL, NULL, NULL, NULL};
+    struct decide_node node = {.name = "replay-node", .product = c->product};
     struct snapshot_view view, list[MAX_SNAPSHOTS];
     const struct sim_snapshot *current =
         w->ws->status.snapshot->attempt ? find_snapshot(w, w->ws->status.snapshot->attempt) : NULL;

@@ -111,6 +111,7 @@ static const struct status_field snapshot_node_fields[] = {
     {.key = "machineType", .kind = SF_STR, .off = SNAPSHOT(node_machine_type), .shared = 1},
     {.key = "nodePool", .kind = SF_STR, .off = SNAPSHOT(node_pool), .shared = 1},
     {.key = "version", .kind = SF_STR, .off = SNAPSHOT(node_version), .shared = 1},
+    {.key = "gpuDriver", .kind = SF_STR, .off = SNAPSHOT(node_gpu_driver), .shared = 1},
     {.kind = SF_END},
 };
 

@@ -784,9 +784,13 @@ static void test_pod_build_pins_and_fallback(void **state)
      * required, its node pool preferred. */
     b.machine_type = "a2-highgpu-1g";
     b.node_pool = "gpu-pool-a";
+    b.gpu_driver = "550.90.07"; /* and under its GPU driver */
     pod = workspace_pod_build_with(ws, c, &b);
     sel = at(pod, "spec.nodeSelector");
     assert_string_equal(member_str(sel, "node.kubernetes.io/instance-type"), "a2-highgpu-1g");
+    assert_string_equal(member_str(sel, "nvidia.com/cuda.driver.major"), "550");
+    assert_string_equal(member_str(sel, "nvidia.com/cuda.driver.minor"), "90");
+    assert_string_equal(member_str(sel, "nvidia.com/cuda.driver.rev"), "07");
     assert_string_equal(member_str(sel, "nvidia.com/gpu.product"), "NVIDIA-L4");
     cJSON *pool =
         at(pod, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution");
@@ -802,6 +806,7 @@ static void test_pod_build_pins_and_fallback(void **state)
     pod = workspace_pod_build_with(ws, c, &b);
     assert_null(
         cJSON_GetObjectItem(at(pod, "spec.nodeSelector"), "node.kubernetes.io/instance-type"));
+    assert_null(cJSON_GetObjectItem(at(pod, "spec.nodeSelector"), "nvidia.com/cuda.driver.major"));
     assert_null(at(pod, "spec.affinity"));
     cJSON_Delete(pod);
 

@@ -2245,11 +2245,15 @@ static void test_restore_compatibility(void **state)
                                           .machine_family = "n1",
                                           .machine_type = "n1-standard-8",
                                           .node_pool = "gpu-pool",
-                                          .version = "v1.35.3-gke.1234000"};
+                                          .version = "v1.35.3-gke.1234000",
+                                          .driver_major = "550",
+                                          .driver_minor = "90",
+                                          .driver_rev = "07"};
         w.n_nodes = 1;
         struct decide_output o;
         decide(&w, &o, 1);
         const struct workspace_snapshot *sn = o.status.snapshot;
+        assert_string_equal(sn->node_gpu_driver, "550.90.07");
         assert_string_equal(sn->node_machine_family, "n1");
         assert_string_equal(sn->node_machine_type, "n1-standard-8");
         assert_string_equal(sn->node_pool, "gpu-pool");
@@ -2298,9 +2302,11 @@ static void test_restore_compatibility(void **state)
             assert_string_equal(a->snapshot, "nb-p1-1-x7k2q");
             assert_string_equal(a->machine_type, "n1-standard-8");
             assert_string_equal(a->node_pool, "gpu-pool");
+            assert_string_equal(a->gpu_driver, "550.90.07");
         } else {
             assert_null(a->snapshot);
             assert_null(a->machine_type);
+            assert_null(a->gpu_driver);
             const struct action *ev = find_event(&o, "SnapshotNotUsed");
             assert_non_null(ev);
             assert_non_null(strstr(ev->message, "cannot come back"));
