@@ -464,18 +464,22 @@ class Run:
 
     # ------------------------------------------------------------- the record
 
-    def final_memory(self):
-        """(ws, pause number) -> the last lastPause.memory recorded for it."""
+    def last_recorded(self, block, field, counter):
+        """(ws, accounting[counter]) -> (the last status[block][field] recorded
+        while the counter said so, the Obs that recorded it)."""
         out = {}
         for ob in self.streams["workspaces"]:
             if ob.type == "DELETED":
                 continue
             st = ob.obj.get("status") or {}
-            memory = (st.get("lastPause") or {}).get("memory")
-            n = (st.get("accounting") or {}).get("pauses", 0)
-            if memory:
-                out[(ob.name, n)] = (memory, ob)
+            value = (st.get(block) or {}).get(field)
+            if value:
+                out[(ob.name, (st.get("accounting") or {}).get(counter, 0))] = (value, ob)
         return out
+
+    def final_memory(self):
+        """(ws, pause number) -> the last lastPause.memory recorded for it."""
+        return self.last_recorded("lastPause", "memory", "pauses")
 
     def check_snapshot_without_ready(self):
         snaps = self.snapshots()
@@ -495,15 +499,7 @@ class Run:
         """A Paused event's words against the memory its pause recorded, and
         every pause that reached Paused has one."""
         memory = self.final_memory()
-        events = {}  # ws -> Paused events (first Obs of each)
-        for ob in self.streams["events"]:
-            if ob.type == "DELETED":
-                continue
-            e = ob.obj
-            io = e.get("involvedObject") or {}
-            if io.get("kind") != "Workspace" or e.get("reason") != "Paused":
-                continue
-            events.setdefault(io.get("name"), {}).setdefault(ob.uid, ob)
+        events = self.workspace_events(("Paused",))  # ws -> Paused events (first Obs of each)
         for ws, evs in sorted(events.items()):
             for ob in evs.values():
                 msg = ob.obj.get("message") or ""
@@ -554,16 +550,9 @@ class Run:
         return out
 
     def restored_from(self):
-        """(ws, resume number) -> the last lastResume.restoredFrom recorded for it."""
-        out = {}
-        for ob in self.streams["workspaces"]:
-            if ob.type == "DELETED":
-                continue
-            st = ob.obj.get("status") or {}
-            rf = (st.get("lastResume") or {}).get("restoredFrom")
-            if rf:
-                out[(ob.name, (st.get("accounting") or {}).get("resumes", 0))] = rf
-        return out
+        """(ws, resume number) -> (the last lastResume.restoredFrom recorded for
+        it, its Obs)."""
+        return self.last_recorded("lastResume", "restoredFrom", "resumes")
 
     def check_transition_events(self):
         """Every pause counted has the Event that began it, every resume that
@@ -578,7 +567,7 @@ class Run:
                 said = next((v for w, v in RESUMED_WORDS if w in msg), None)
                 before = self.ws_at(ws, ob.rv) or {}
                 n = ((before.get("status") or {}).get("accounting") or {}).get("resumes", 0)
-                got = rf.get((ws, n))
+                got = rf.get((ws, n), (None, None))[0]
                 if said and got and said != got:
                     self.add(
                         "event_contradicts_status",
@@ -624,14 +613,7 @@ class Run:
         resume recorded FromSnapshot needs a pod of the workspace that named
         a PodSnapshot seen Ready (GKE's ps-name) and said PodRestored=True.
         Counted per workspace: its FromSnapshot resumes against such pods."""
-        recorded = {}  # (ws, resume number) -> (restoredFrom, Obs): the last word
-        for ob in self.streams["workspaces"]:
-            if ob.type == "DELETED":
-                continue
-            st = ob.obj.get("status") or {}
-            rf = (st.get("lastResume") or {}).get("restoredFrom")
-            if rf:
-                recorded[(ob.name, (st.get("accounting") or {}).get("resumes", 0))] = (rf, ob)
+        recorded = self.restored_from()  # (ws, resume number) -> (restoredFrom, Obs)
         ready = {s["name"] for s in self.snapshots().values() if s["ready_rv"] is not None}
         restored = {}  # ws -> uids of pods restored from a Ready PodSnapshot
         for ob in self.streams["pods"]:
