@@ -102,9 +102,10 @@ int informer_start(struct informer *inf);
  * stays 1 through relists. 0 before. */
 int informer_has_synced(const struct informer *inf);
 
-/* 1 while the latest list of the resource answered 404 Not Found: the API
- * server does not serve it (its CRD is not installed), so no object of it
- * exists; 0 before the first answer and once a list succeeds. */
+/* 1 while the latest list of the resource answered 404 Not Found (the API
+ * server does not serve it: its CRD is not installed, so no object of it
+ * exists) or 403 Forbidden (not served to this client: it cannot have made
+ * any either); 0 before the first answer and once a list succeeds. */
 int informer_not_served(const struct informer *inf);
 
 /* ns NULL or "" for cluster-scoped objects. */

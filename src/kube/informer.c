@@ -273,7 +273,7 @@ static void on_list(void *data, struct kube_response *resp)
             return;
         }
         /* A 404 on a list means the API itself is missing (CRDs not installed). */
-        inf->not_served = resp->http_code == 404;
+        inf->not_served = resp->http_code == 404 || resp->http_code == 403;
         log_warn(resp->http_code == 404 ? "list failed: the API is not served, retrying"
                                         : "list failed, retrying",
                  "resource", inf->resource->plural, "group",

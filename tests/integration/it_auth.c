@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "harness.h"
+#include "kube/informer.h"
 
 static char *ns;
 static char dir[256];
@@ -186,6 +187,11 @@ static void test_wrong_ca(void **state)
     free(kc);
 }
 
+static int not_served(void *data)
+{
+    return informer_not_served(data);
+}
+
 static void test_forbidden(void **state)
 {
     (void)state;
@@ -201,6 +207,23 @@ static void test_forbidden(void **state)
     assert_non_null(strstr(call.message, "cannot list resource \"configmaps\""));
     assert_null(strstr(call.message, nobody_token));
     harness_call_clear(&call);
+
+    /* An informer of a resource it may not list says it is not served to it
+     * (a snapshot backend then knows it holds nothing of it). */
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    struct kube_config *config = harness_config(kc);
+    struct kube_client *client = harness_client(&loop, config);
+    struct informer_options o = {.resource = &KUBE_RESOURCE_CONFIGMAPS, .ns = ns};
+    struct informer *inf = NULL;
+    assert_int_equal(informer_new(&loop, client, &o, &inf), 0);
+    assert_int_equal(informer_start(inf), 0);
+    assert_true(harness_run_until(&loop, not_served, inf, 30000));
+    assert_int_equal(informer_has_synced(inf), 0);
+    informer_free(inf);
+    kube_client_close(client);
+    harness_loop_close(&loop);
+    kube_config_free(config);
 
     /* A token the API server does not know: 401, reported, no crash, no loop. */
     char *bad = kubeconfig_with("badtoken", ca_data, "    token: not-a-real-token\n");
