@@ -1189,6 +1189,11 @@ static int deletes(const struct decide_output *o, const char *name);
 /* ---- resume ---- */
 
 /* Paused with a Ready snapshot of pod nb-1, then resumed by the user. */
+#define IMAGE                                                                                      \
+    "r.example/ck/team/nb@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+/* Paused with a Ready snapshot (a checkpoint image, for a ContainerCheckpoint
+ * class), then spec.paused false: the next decision is the resume's. */
 static void paused_with_snapshot(struct world *w, const char *snapshot)
 {
     world_init(w, snapshot);
@@ -1198,10 +1203,12 @@ static void paused_with_snapshot(struct world *w, const char *snapshot)
     decide_output_clear(&o);
     w->now += 60 * SEC;
     w->has_view = 1;
-    w->view = (struct snapshot_view){.attempt = "nb-p1-1",
-                                     .phase = SNAPSHOT_PHASE_READY,
-                                     .name = "nb-p1-1-x7k2q",
-                                     .ready_ms = w->now};
+    w->view =
+        (struct snapshot_view){.attempt = "nb-p1-1",
+                               .phase = SNAPSHOT_PHASE_READY,
+                               .name = "nb-p1-1-x7k2q",
+                               .ready_ms = w->now,
+                               .image = strstr(snapshot, "ContainerCheckpoint") ? IMAGE : NULL};
     decide(w, &o, 1);
     decide_output_clear(&o);
     w->has_pod = 0;
@@ -1938,8 +1945,6 @@ static void test_restore_check(void **state)
     "\"pullSecretName\":\"ck\",\"timeout\":\"10m\",\"restoreCheckTimeout\":\"30s\"},"              \
     "\"activity\":{\"application\":\"Jupyter\",\"url\":\"http://{podIP}:8888\","                   \
     "\"interval\":\"10s\",\"timeout\":\"2s\"}"
-#define IMAGE                                                                                      \
-    "r.example/ck/team/nb@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 
 /*
  * The ContainerCheckpoint backend through decide(): the pause records the
@@ -3380,11 +3385,21 @@ static size_t n_deletes(const struct decide_output *o)
     return n;
 }
 
+static void retention_of(const char *snapshot);
+
 static void test_retention(void **state)
 {
     (void)state;
+    retention_of(GKE);
+    retention_of(CC_APP); /* the same rules; its deletes remove images (the node agent) */
+}
+
+/* What a class's retention deletes, from the views its backend lists. */
+static void retention_of(const char *snapshot)
+{
+    print_message("  %s\n", strstr(snapshot, "GKE") ? "GKE" : "ContainerCheckpoint");
     struct world w;
-    paused_with_snapshot(&w, GKE); /* keep: 2 */
+    paused_with_snapshot(&w, snapshot); /* keep: 2 */
     int64_t ready = w.ws->status.snapshot->ready_ms;
     w.all[0] = w.view; /* the pause's, newest */
     w.all[1] = (struct snapshot_view){.attempt = "nb-p0-1",
