@@ -99,7 +99,8 @@ struct snapshot_backend_ops {
 /* The part of a backend's state every backend has, first in it. */
 struct snapshot_backend {
     const struct snapshot_backend_ops *ops;
-    int started; /* snapshot_backend_start() succeeded once */
+    int started;         /* snapshot_backend_start() succeeded once */
+    uint64_t started_ns; /* when (uv_hrtime()) */
 };
 
 /* What a backend's constructor is given. */

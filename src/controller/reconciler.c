@@ -111,6 +111,11 @@ static void reconcile_work(struct reconciler *r, const char *key)
     j->rv = strdup(we->resource_version);
     struct gathered g = {0};
     reconciler_gather(r, key, we, &g);
+    if (g.hold_ms > 0) {
+        j->out.requeue_after_ms = g.hold_ms;
+        reconciler_job_finish(j, 0);
+        return;
+    }
     int e = reconciler_gather_decide(j, &g);
     if (e < 0) {
         log_warn("reconcile stopped before its writes", "workspace", key, "error",

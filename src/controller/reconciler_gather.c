@@ -155,6 +155,11 @@ static void gather_queue(struct reconciler *r, struct gathered *g, const char *k
     }
 }
 
+/* A pass that needs a backend started less than WINDOW ago, which cannot
+ * say yet, looks again after BACKEND_FIRST_ANSWER_MS instead of deciding. */
+#define BACKEND_FIRST_ANSWER_MS 300
+#define BACKEND_FIRST_ANSWER_WINDOW_NS (10ull * 1000 * 1000 * 1000)
+
 /* Starts backend b for the workspace key's pass; a failure is said. */
 static void start_backend(struct snapshot_backend *b, const char *key)
 {
@@ -190,6 +195,16 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     for (size_t k = 0; left && k < SNAPSHOT_BACKEND_KINDS; k++)
         if (r->snapshots[k])
             start_backend(r->snapshots[k], key);
+    /* A backend started moments ago (the first passes after a restart to
+     * need it) has not answered its first lists yet. */
+    int fresh = 0;
+    uint64_t now_ns = uv_hrtime();
+    for (size_t k = 0; k < SNAPSHOT_BACKEND_KINDS; k++) {
+        const struct snapshot_backend *b = r->snapshots[k];
+        if (b && b->started && (b == own || left) &&
+            now_ns - b->started_ns < BACKEND_FIRST_ANSWER_WINDOW_NS)
+            fresh = 1;
+    }
     if (ws->status.snapshot->attempt) {
         snapshot_backends_view(r->snapshots, own, ws->ns, ws->status.snapshot->attempt,
                                &g->snap_view);
@@ -200,6 +215,12 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     if ((own || open) && workspace_snapshot_next_attempt(ws, g->next_attempt) == 1) {
         snapshot_backends_view(r->snapshots, own, ws->ns, g->next_attempt, &g->next_view);
         g->in.next_attempt = &g->next_view;
+        /* Their first lists answer in a moment (or say they are not
+         * served), and the pause is decided then, on what they hold,
+         * rather than announced as waiting for them. Only in that window:
+         * after it, decide() waits for them, bounded. */
+        if (fresh && g->next_view.unknown && ws->paused && ws->status.state != WS_STATE_PAUSED)
+            g->hold_ms = BACKEND_FIRST_ANSWER_MS;
     }
     g->in.n_snapshots = snapshot_backends_list(r->snapshots, own, ws->ns, ws->name, g->snap_list,
                                                g->snap_from, MAX_SNAPSHOTS_SEEN);

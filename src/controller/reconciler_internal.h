@@ -172,6 +172,9 @@ struct gathered {
     char next_attempt[NAMES_SIZE];
     struct queue_view queue; /* the Workload of a pod Kueue holds back */
     struct decide_input in;
+    /* > 0: decide nothing now, look again after this long (backends just
+     * started for this pass cannot answer yet). */
+    int64_t hold_ms;
 };
 
 /* ---- reconciler_keys.c ---- */

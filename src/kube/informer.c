@@ -272,14 +272,22 @@ static void on_list(void *data, struct kube_response *resp)
             start_list(inf);
             return;
         }
-        /* A 404 on a list means the API itself is missing (CRDs not installed). */
+        /* A 404 on a list means the API itself is missing (CRDs not
+         * installed), a 403 that it is not served to this client. Said once
+         * while it lasts: a cluster without a backend's CRDs answers so for
+         * as long as the controller runs. */
+        int was = inf->not_served;
         inf->not_served = resp->http_code == 404 || resp->http_code == 403;
-        log_warn(resp->http_code == 404 ? "list failed: the API is not served, retrying"
-                                        : "list failed, retrying",
-                 "resource", inf->resource->plural, "group",
-                 inf->resource->group[0] ? inf->resource->group : "core", "code",
-                 LOG_INT(resp->http_code), "error",
-                 resp->status == -EIO ? resp->error.message : resp->transport_error);
+        if (was && inf->not_served)
+            log_debug("list failed again: the API is not served, retrying", "resource",
+                      inf->resource->plural, "code", LOG_INT(resp->http_code));
+        else
+            log_warn(resp->http_code == 404 ? "list failed: the API is not served, retrying"
+                                            : "list failed, retrying",
+                     "resource", inf->resource->plural, "group",
+                     inf->resource->group[0] ? inf->resource->group : "core", "code",
+                     LOG_INT(resp->http_code), "error",
+                     resp->status == -EIO ? resp->error.message : resp->transport_error);
         discard_next(inf);
         retry_with_backoff(inf, start_list);
         return;

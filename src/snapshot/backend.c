@@ -27,8 +27,10 @@ int snapshot_backend_start(struct snapshot_backend *b)
     if (b->started)
         return 0;
     int e = b->ops->start(b);
-    if (e == 0)
+    if (e == 0) {
         b->started = 1;
+        b->started_ns = uv_hrtime();
+    }
     return e;
 }
 

@@ -333,10 +333,17 @@ static void application_proof(const struct decider *d, const struct workspace_po
     out[0] = '\0';
     if (!rc || !rc->answered_ms)
         return;
-    if (!rc->app_started_ms || !sn->app_started_ms) {
+    if (!rc->app_started_ms) {
         snprintf(out, size,
                  "; its application answers, but does not say when its process started, so "
                  "that it is the paused one rests on the backend's word");
+        return;
+    }
+    if (!sn->app_started_ms) {
+        snprintf(out, size,
+                 "; its application answers, but when the paused process started was not "
+                 "recorded (no probe had answered before the snapshot was asked for), so that it "
+                 "is the paused one rests on the backend's word");
         return;
     }
     char then[TIMEFMT_RFC3339_SIZE];

@@ -655,7 +655,10 @@ static void check_restored(const char *name, const char *kernel, const char *wan
     /* What the application showed: the paused process, with its kernel. */
     const char *proof = cond_field(ws, "Restored", "message");
     print_message("  %s: %s\n", name, proof);
-    assert_non_null(strstr(proof, "that was paused"));
+    /* After a controller killed at SnapshotBegin, the next one recorded the
+     * attempt before any probe of its own had answered: no start to
+     * compare, and it says so. */
+    assert_true(strstr(proof, "that was paused") || strstr(proof, "was not recorded"));
     /* Its kernel, when the last probe before the snapshot saw it (a round
      * every 5 s: one that started just before the pause may not be in it). */
     assert_null(strstr(proof, "not listed now"));
