@@ -115,6 +115,12 @@ static void test_idle_cycle(void **state)
     uint64_t back = harness_now_ms();
     snprintf(pod, sizeof(pod), "%s", str_at(ws, "status.podName"));
     assert_string_equal(str_at(ws, "status.lastResume.restoredFrom"), "FromSnapshot");
+    /* What the application showed: the paused server (its start) with the
+     * kernel the probes saw before the idle pause. */
+    const char *proof = cond_field(ws, "Restored", "message");
+    print_message("it_demo: %s\n", proof);
+    assert_non_null(
+        strstr(proof, "that was paused, listing the 1 kernel it listed before the pause"));
     cJSON_Delete(ws);
     out = jupyter_run_cell(pod, TOKEN, RUNTIME_DIR, kernel, "print(x, len(buf))");
     print_message("it_demo: Restored=True/FromSnapshot %.1f s after the resume; the kernel says: "
