@@ -464,6 +464,20 @@ class Run:
 
     # ------------------------------------------------------------- the record
 
+    def numbers(self, pick):
+        """ws -> the pause or resume numbers pick(status, pauses, resumes)
+        returns for its recorded states (0: none)."""
+        out = {}
+        for ob in self.streams["workspaces"]:
+            if ob.type == "DELETED":
+                continue
+            st = ob.obj.get("status") or {}
+            acc = st.get("accounting") or {}
+            k = pick(st, acc.get("pauses", 0), acc.get("resumes", 0))
+            if k:
+                out.setdefault(ob.name, set()).add(k)
+        return out
+
     def last_recorded(self, block, field, counter):
         """(ws, accounting[counter]) -> (the last status[block][field] recorded
         while the counter said so, the Obs that recorded it)."""
@@ -519,15 +533,8 @@ class Run:
                         "%s: Paused event %s at %s says %r while the pause recorded memory=%s"
                         % (ws, meta(ob.obj).get("name"), ts(ob.t), msg, kept),
                     )
-        reached = {}  # ws -> pause numbers that reached Paused
-        for ob in self.streams["workspaces"]:
-            if ob.type == "DELETED":
-                continue
-            st = ob.obj.get("status") or {}
-            acc = st.get("accounting") or {}
-            n, r = acc.get("pauses", 0), acc.get("resumes", 0)
-            if st.get("state") == "Paused" and n > r:
-                reached.setdefault(ob.name, set()).add(n)
+        # ws -> pause numbers that reached Paused
+        reached = self.numbers(lambda st, n, r: n if st.get("state") == "Paused" and n > r else 0)
         for ws, ns in sorted(reached.items()):
             got = len(events.get(ws, {}))
             if got < len(ns):
@@ -574,20 +581,11 @@ class Run:
                         "%s: Resumed event %s at %s says %r while resume %d recorded restoredFrom=%s"
                         % (ws, meta(ob.obj).get("name"), ts(ob.t), msg, n, got),
                     )
-        pauses, ready = {}, {}
-        for ob in self.streams["workspaces"]:
-            if ob.type == "DELETED":
-                continue
-            st = ob.obj.get("status") or {}
-            acc = st.get("accounting") or {}
-            n, r = acc.get("pauses", 0), acc.get("resumes", 0)
-            if n:
-                pauses.setdefault(ob.name, set()).add(n)
-            # A resume is over when its pod is ready and, for a restore,
-            # its verdict is in: lastResume.readyAt (state Running comes
-            # with the pod's readiness, before the verdict).
-            if (st.get("lastResume") or {}).get("readyAt") and r:
-                ready.setdefault(ob.name, set()).add(r)
+        pauses = self.numbers(lambda st, n, r: n)
+        # A resume is over when its pod is ready and, for a restore, its
+        # verdict is in: lastResume.readyAt (state Running comes with the
+        # pod's readiness, before the verdict).
+        ready = self.numbers(lambda st, n, r: r if (st.get("lastResume") or {}).get("readyAt") else 0)
         for what, counted, events in (
             ("pauses were counted", pauses, starts),
             ("resumes became ready", ready, resumed),
