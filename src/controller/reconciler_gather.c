@@ -160,6 +160,21 @@ static void gather_queue(struct reconciler *r, struct gathered *g, const char *k
 #define BACKEND_FIRST_ANSWER_MS 300
 #define BACKEND_FIRST_ANSWER_WINDOW_NS (10ull * 1000 * 1000 * 1000)
 
+/* Whether a backend the pass asks (own, or every one when left) was started
+ * moments ago (the first passes after a restart to need it): its first
+ * lists may not have answered yet. */
+static int backend_fresh(const struct reconciler *r, const struct snapshot_backend *own, int left)
+{
+    uint64_t now_ns = uv_hrtime();
+    for (size_t k = 0; k < SNAPSHOT_BACKEND_KINDS; k++) {
+        const struct snapshot_backend *b = r->snapshots[k];
+        if (b && b->started && (b == own || left) &&
+            now_ns - b->started_ns < BACKEND_FIRST_ANSWER_WINDOW_NS)
+            return 1;
+    }
+    return 0;
+}
+
 /* Starts backend b for the workspace key's pass; a failure is said. */
 static void start_backend(struct snapshot_backend *b, const char *key)
 {
@@ -195,16 +210,6 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
     for (size_t k = 0; left && k < SNAPSHOT_BACKEND_KINDS; k++)
         if (r->snapshots[k])
             start_backend(r->snapshots[k], key);
-    /* A backend started moments ago (the first passes after a restart to
-     * need it) has not answered its first lists yet. */
-    int fresh = 0;
-    uint64_t now_ns = uv_hrtime();
-    for (size_t k = 0; k < SNAPSHOT_BACKEND_KINDS; k++) {
-        const struct snapshot_backend *b = r->snapshots[k];
-        if (b && b->started && (b == own || left) &&
-            now_ns - b->started_ns < BACKEND_FIRST_ANSWER_WINDOW_NS)
-            fresh = 1;
-    }
     if (ws->status.snapshot->attempt) {
         snapshot_backends_view(r->snapshots, own, ws->ns, ws->status.snapshot->attempt,
                                &g->snap_view);
@@ -219,7 +224,8 @@ static void gather_snapshots(struct reconciler *r, const char *key, struct gathe
          * served), and the pause is decided then, on what they hold,
          * rather than announced as waiting for them. Only in that window:
          * after it, decide() waits for them, bounded. */
-        if (fresh && g->next_view.unknown && ws->paused && ws->status.state != WS_STATE_PAUSED)
+        if (g->next_view.unknown && ws->paused && ws->status.state != WS_STATE_PAUSED &&
+            backend_fresh(r, own, left))
             g->hold_ms = BACKEND_FIRST_ANSWER_MS;
     }
     g->in.n_snapshots = snapshot_backends_list(r->snapshots, own, ws->ns, ws->name, g->snap_list,

@@ -30,7 +30,7 @@ struct informer {
     struct strmap next;  /* the list being read, swapped in when complete */
     char *rv;            /* what the cache reflects */
     int synced;
-    int not_served; /* the latest list answered 404 */
+    int not_served; /* the latest list answered 404 or 403 */
     int relisting;
 
     struct kube_request *req;
